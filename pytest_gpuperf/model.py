@@ -1,0 +1,300 @@
+"""The data every other module speaks: measurements, environments, verdicts.
+
+Everything here is a frozen dataclass with no behaviour beyond derived values,
+so the measurement, storage, comparison and report layers can depend on it
+without depending on each other. Times are nanoseconds (floats, because a
+sample is the mean over a block of calls), memory is bytes.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+DEFAULT_MEASUREMENT = "default"
+
+Direction = Literal["lower", "higher"]
+
+
+class Verdict(str, enum.Enum):
+    """The gate's answer for one metric of one measurement."""
+
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    UNCHANGED = "unchanged"
+    NEW = "new"
+    NOT_COMPARABLE = "not comparable"
+    UNSTABLE = "unstable"
+
+    @property
+    def fails(self) -> bool:
+        return self is Verdict.REGRESSION
+
+
+def measurement_key(test_id: str, name: str) -> str:
+    """The identity of a measurement across runs: the pytest node id plus its name."""
+    return f"{test_id}::{name}"
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Where a measurement ran. ``device_class`` decides what is comparable."""
+
+    device_class: str
+    device_type: str  # "cuda" or "cpu"
+    device_name: str
+    cpu_model: str
+    python: str
+    torch: str | None = None
+    cuda: str | None = None
+    driver: str | None = None
+    gpu_uuid: str | None = None
+    platform: str | None = None
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """The git state a measurement was taken at (all optional: no git, no data)."""
+
+    commit: str | None = None
+    branch: str | None = None
+    dirty: bool | None = None
+    commit_date: str | None = None  # ISO 8601
+
+
+def _percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear-interpolation percentile (numpy's default) on sorted data."""
+    if len(sorted_values) == 1:
+        return float(sorted_values[0])
+    pos = (len(sorted_values) - 1) * q
+    lo = math.floor(pos)
+    hi = math.ceil(pos)
+    frac = pos - lo
+    return float(sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * frac)
+
+
+@dataclass(frozen=True)
+class SampleStats:
+    """Summary statistics of per-call times in nanoseconds."""
+
+    count: int
+    mean_ns: float
+    median_ns: float
+    p90_ns: float
+    p99_ns: float
+    min_ns: float
+    max_ns: float
+    iqr_ns: float
+    stdev_ns: float
+
+    @classmethod
+    def from_samples(cls, samples_ns: Sequence[float]) -> SampleStats:
+        if not samples_ns:
+            raise ValueError("no samples")
+        ordered = sorted(float(s) for s in samples_ns)
+        return cls(
+            count=len(ordered),
+            mean_ns=statistics.fmean(ordered),
+            median_ns=_percentile(ordered, 0.5),
+            p90_ns=_percentile(ordered, 0.9),
+            p99_ns=_percentile(ordered, 0.99),
+            min_ns=ordered[0],
+            max_ns=ordered[-1],
+            iqr_ns=_percentile(ordered, 0.75) - _percentile(ordered, 0.25),
+            stdev_ns=statistics.stdev(ordered) if len(ordered) > 1 else 0.0,
+        )
+
+    def get(self, metric: str) -> float:
+        """Look a statistic up by its short name (``p50``, ``mean``, ``min`` ...)."""
+        names = {
+            "p50": self.median_ns,
+            "median": self.median_ns,
+            "mean": self.mean_ns,
+            "p90": self.p90_ns,
+            "p99": self.p99_ns,
+            "min": self.min_ns,
+            "max": self.max_ns,
+        }
+        try:
+            return names[metric]
+        except KeyError:
+            raise KeyError(f"unknown time statistic {metric!r}; use one of {sorted(names)}") from None
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A gateable number other than time: a speedup, a graph-break count, a fraction of peak.
+
+    ``tolerance`` is the relative change against the baseline that is still
+    fine (``None``: compare only against the bounds); ``absolute_tolerance``
+    is for counts, where any increase above it fails (graph breaks: 0).
+    ``minimum``/``maximum`` are hard bounds checked even without a baseline.
+    """
+
+    name: str
+    value: float
+    unit: str = ""
+    better: Direction = "higher"
+    tolerance: float | None = 0.10
+    absolute_tolerance: float | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Work per call, given by the user, turned into rates."""
+
+    items: float | None = None
+    flops: float | None = None
+    bytes: float | None = None
+
+    def rates(self, seconds_per_call: float) -> dict[str, float]:
+        out: dict[str, float] = {}
+        if seconds_per_call <= 0:
+            return out
+        if self.items is not None:
+            out["items_per_s"] = self.items / seconds_per_call
+        if self.flops is not None:
+            out["flop_per_s"] = self.flops / seconds_per_call
+        if self.bytes is not None:
+            out["bytes_per_s"] = self.bytes / seconds_per_call
+        return out
+
+
+@dataclass(frozen=True)
+class ProfileSummary:
+    """What ``--gpuperf-profile`` captured for one measurement."""
+
+    trace_path: str
+    top_ops: tuple[tuple[str, float, float], ...] = ()  # (name, device-or-cpu time ns, share 0..1)
+    activities: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One named measurement of one test: the raw samples and everything known about them."""
+
+    test_id: str
+    name: str
+    samples_ns: tuple[float, ...]
+    calls_per_sample: int
+    device: str  # "cpu", "cuda:0"
+    timer: str  # "perf_counter" or "cuda_event"
+    round_medians_ns: tuple[float, ...] = ()  # medians of the measurement rounds (drift/noise)
+    precision: float | None = None  # relative half-width of the 95% CI of the median
+    calibration_ns: float | None = None  # median of the calibration workload, same process
+    peak_allocated_bytes: int | None = None
+    peak_reserved_bytes: int | None = None
+    throughput: Throughput = field(default_factory=Throughput)
+    metrics: tuple[Metric, ...] = ()
+    warmup_calls: int = 0
+    total_calls: int = 0
+    wall_time_s: float = 0.0
+    unstable_reason: str | None = None
+    notes: tuple[str, ...] = ()
+    health: Mapping[str, object] = field(default_factory=dict)
+    profile: ProfileSummary | None = None
+
+    @property
+    def key(self) -> str:
+        return measurement_key(self.test_id, self.name)
+
+    @property
+    def stats(self) -> SampleStats:
+        return SampleStats.from_samples(self.samples_ns)
+
+    @property
+    def rates(self) -> dict[str, float]:
+        return self.throughput.rates(self.stats.median_ns / 1e9)
+
+    def metric(self, name: str) -> Metric | None:
+        return next((m for m in self.metrics if m.name == name), None)
+
+
+@dataclass(frozen=True)
+class BaselineEntry:
+    """What the store keeps for one measurement (the JSON schema mirrors it)."""
+
+    key: str
+    stats: SampleStats
+    samples_ns: tuple[float, ...]  # a bounded, evenly thinned subset
+    calls_per_sample: int
+    device: str
+    timer: str
+    round_medians_ns: tuple[float, ...] = ()
+    noise: float | None = None  # relative between-run spread of the median
+    calibration_ns: float | None = None
+    peak_allocated_bytes: int | None = None
+    peak_reserved_bytes: int | None = None
+    throughput: Throughput = field(default_factory=Throughput)
+    metrics: tuple[Metric, ...] = ()
+    environment: Environment | None = None
+    provenance: Provenance = field(default_factory=Provenance)
+    recorded_at: str | None = None  # ISO 8601 time of the run that wrote it
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The gate's finding for one metric of one measurement."""
+
+    key: str
+    metric: str  # "time.p50", "memory.peak_allocated", "metric.speedup" ...
+    verdict: Verdict
+    current: float
+    baseline: float | None = None
+    unit: str = "ns"
+    change: float | None = None  # relative: +0.12 means 12% larger than the baseline
+    ci_low: float | None = None  # CI on the ratio current / baseline
+    ci_high: float | None = None
+    p_value: float | None = None
+    threshold: float | None = None  # the relative change the verdict needed
+    evidence: str = ""
+    baseline_commit: str | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class MeasurementResult:
+    """A measurement with its comparisons: the unit every report renders."""
+
+    measurement: Measurement
+    comparisons: tuple[Comparison, ...] = ()
+    baseline: BaselineEntry | None = None
+    outcome: str = "passed"  # the test's pytest outcome: passed, failed, error
+
+    @property
+    def verdict(self) -> Verdict:
+        """The worst verdict over its comparisons (regression beats everything)."""
+        order = [
+            Verdict.REGRESSION,
+            Verdict.NOT_COMPARABLE,
+            Verdict.UNSTABLE,
+            Verdict.IMPROVEMENT,
+            Verdict.NEW,
+            Verdict.UNCHANGED,
+        ]
+        verdicts = {c.verdict for c in self.comparisons}
+        for v in order:
+            if v in verdicts:
+                return v
+        return Verdict.NEW
+
+
+@dataclass(frozen=True)
+class SessionResults:
+    """Everything one ``pytest --gpuperf`` session produced."""
+
+    results: tuple[MeasurementResult, ...]
+    environment: Environment
+    provenance: Provenance
+    mode: str  # "baseline", "compare-ref", "update"
+    started_at: str
+    compare_ref: str | None = None
+    base_provenance: Provenance | None = None
