@@ -1,0 +1,3 @@
+"""pytest layer of pytest-gpuperf (being written: options, hooks, fixture)."""
+
+from __future__ import annotations
