@@ -1,3 +1,359 @@
-"""pytest layer of pytest-gpuperf (being written: options, hooks, fixture)."""
+"""The pytest layer: options, ini values, the marker, the fixture and the gate hooks.
+
+Everything heavy (torch, git, the store) is set up lazily on the first
+``gpu_bench`` use, so a session without perf tests pays nothing.
+"""
 
 from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_gpuperf import config as cfg
+from pytest_gpuperf.errors import ConfigError, GpuperfError
+from pytest_gpuperf.fixture import GpuBench
+from pytest_gpuperf.model import Environment, MeasurementResult, Provenance, SessionResults, Verdict
+
+if TYPE_CHECKING:
+    import torch
+
+    from pytest_gpuperf.baseline.store import BaselineStore, EntryChange
+    from pytest_gpuperf.engine import Engine
+
+MARKER = "gpuperf"
+
+
+@dataclass
+class SessionState:
+    """Per-session plugin state, kept in ``config.stash``."""
+
+    config: cfg.GpuperfConfig
+    started_at: str
+    device: torch.device | None = None
+    environment: Environment | None = None
+    provenance: Provenance = field(default_factory=Provenance)
+    store: BaselineStore | None = None
+    engine: Engine | None = None
+    results: list[MeasurementResult] = field(default_factory=list)
+    changes: list[EntryChange] = field(default_factory=list)
+
+    def ensure_started(self) -> Engine:
+        """Resolve the device, probe the environment, open the store and build the engine, once."""
+        if self.engine is not None:
+            return self.engine
+        from pytest_gpuperf.baseline.provenance import git_provenance
+        from pytest_gpuperf.baseline.store import BaselineStore
+        from pytest_gpuperf.engine import LocalEngine
+        from pytest_gpuperf.env import probe_environment
+        from pytest_gpuperf.gpu.device import resolve_device
+        from pytest_gpuperf.runner import Runner, RunnerOptions
+
+        c = self.config
+        self.device = resolve_device(c.device)
+        self.environment = probe_environment(self.device)
+        self.provenance = git_provenance(c.rootdir)
+        self.store = BaselineStore(c.baseline_dir)
+        runner = Runner(
+            RunnerOptions(device=self.device, nvtx=c.nvtx, nsight=c.nsight, profile_dir=c.profile_dir)
+        )
+        if c.compare_ref:
+            from pytest_gpuperf.abtest.engine import CompareRefEngine
+
+            self.engine = CompareRefEngine.for_session(c, runner, self.environment)
+        else:
+            self.engine = LocalEngine(runner, self.store, self.environment)
+        return self.engine
+
+    def session_results(self) -> SessionResults:
+        assert self.environment is not None
+        return SessionResults(
+            results=tuple(self.results),
+            environment=self.environment,
+            provenance=self.provenance,
+            mode=self.config.mode,
+            started_at=self.started_at,
+            compare_ref=self.config.compare_ref,
+        )
+
+
+STATE_KEY = pytest.StashKey[SessionState]()
+BENCH_KEY = pytest.StashKey[GpuBench]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("gpuperf", "GPU performance regression testing (pytest-gpuperf)")
+
+    def add(name: str, *, ini: str | None = None, ini_type: str | None = None, **kwargs: Any) -> None:
+        dest = name.removeprefix("--").replace("-", "_")
+        group.addoption(name, dest=dest, **kwargs)
+        if ini:
+            parser.addini(ini, help=kwargs.get("help", ""), type=ini_type)  # type: ignore[arg-type]
+
+    add("--gpuperf", action="store_true", default=False,
+        help="measure perf tests and gate them against baselines (without it: one smoke call each)")
+    add("--gpuperf-update-baseline", action="store_true", default=False,
+        help="write baselines for the perf tests that ran and passed (implies --gpuperf)")
+    add("--gpuperf-baseline-dir", metavar="DIR", default=None, ini="gpuperf_baseline_dir", ini_type="string",
+        help=f"baseline folder, relative to the rootdir (default: {cfg.DEFAULT_BASELINE_DIR})")
+    add("--gpuperf-device", metavar="DEVICE", default=None, ini="gpuperf_device", ini_type="string",
+        help="auto (CUDA if available), cpu, cuda or cuda:N (default: auto)")
+    add("--gpuperf-threshold", metavar="FRACTION", type=float, default=None, ini="gpuperf_threshold",
+        ini_type="string", help=f"relative slow-down that fails (default: {cfg.DEFAULT_THRESHOLD})")
+    add("--gpuperf-memory-threshold", metavar="FRACTION", type=float, default=None,
+        ini="gpuperf_memory_threshold", ini_type="string",
+        help=f"relative peak-memory growth that fails (default: {cfg.DEFAULT_MEMORY_THRESHOLD})")
+    add("--gpuperf-metric", metavar="STAT", default=None, ini="gpuperf_metric", ini_type="string",
+        help=f"time statistic to gate: {', '.join(cfg.TIME_METRICS)} (default: {cfg.DEFAULT_METRIC})")
+    add("--gpuperf-warmup-time", metavar="SECONDS", type=float, default=None, ini="gpuperf_warmup_time",
+        ini_type="string", help=f"warm-up budget per measurement (default: {cfg.DEFAULT_WARMUP_TIME_S})")
+    add("--gpuperf-min-time", metavar="SECONDS", type=float, default=None, ini="gpuperf_min_time",
+        ini_type="string", help=f"least time measured per measurement (default: {cfg.DEFAULT_MIN_TIME_S})")
+    add("--gpuperf-max-time", metavar="SECONDS", type=float, default=None, ini="gpuperf_max_time",
+        ini_type="string", help=f"most time measured per measurement (default: {cfg.DEFAULT_MAX_TIME_S})")
+    add("--gpuperf-target-precision", metavar="FRACTION", type=float, default=None,
+        ini="gpuperf_target_precision", ini_type="string",
+        help=f"stop once the 95%% CI of the median is within this (default: {cfg.DEFAULT_TARGET_PRECISION})")
+    add("--gpuperf-remeasure", metavar="N", type=int, default=None, ini="gpuperf_remeasure", ini_type="string",
+        help=f"re-measure a suspected regression N times before failing (default: {cfg.DEFAULT_REMEASURES})")
+    add("--gpuperf-calibrate", metavar="MODE", default=None, ini="gpuperf_calibrate", ini_type="string",
+        help="normalize by a calibration workload: auto (CPU only), on, off (default: auto)")
+    add("--gpuperf-compare-ref", metavar="REF", default=None,
+        help="compare against git REF in the same run (worktree + worker process, alternating rounds)")
+    add("--gpuperf-strict", action="store_true", default=False,
+        help="fail measurements whose baseline is not comparable (other device class)")
+    add("--gpuperf-l2-flush", action="store_true", default=False,
+        help="flush the GPU L2 cache before each timed call (cold-cache timing)")
+    add("--gpuperf-cuda-graph", action="store_true", default=False,
+        help="capture each measured call into a CUDA graph and replay it")
+    add("--gpuperf-profile", metavar="DIR", default=None,
+        help="after timing, capture a short torch.profiler trace per measurement into DIR")
+    add("--gpuperf-nsight", action="store_true", default=False,
+        help="wrap measured regions in cudaProfilerStart/Stop for nsys --capture-range=cudaProfilerApi")
+    add("--gpuperf-no-nvtx", action="store_true", default=False, help="do not emit NVTX ranges")
+    add("--gpuperf-json", metavar="PATH", default=None, help="write results JSON")
+    add("--gpuperf-markdown", metavar="PATH", default=None, help="write a Markdown PR comment")
+    add("--gpuperf-benchmark-json", metavar="PATH", default=None, help="write pytest-benchmark compatible JSON")
+    add("--gpuperf-html", metavar="PATH", default=None, help="write a self-contained HTML report")
+
+
+def _value(config: pytest.Config, dest: str, ini: str | None, default: Any, convert: Any = None) -> Any:
+    """Command line beats ini beats default; ini strings are converted with a clear error."""
+    value = config.getoption(dest)
+    if value is not None:
+        return value
+    if ini:
+        raw = config.getini(ini)
+        if raw not in (None, "", []):
+            try:
+                return convert(raw) if convert else raw
+            except ValueError:
+                raise pytest.UsageError(f"ini value {ini} = {raw!r} is not valid") from None
+    return default
+
+
+def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
+    rootdir = Path(config.rootpath)
+    opt = config.getoption
+    baseline_dir = Path(_value(config, "gpuperf_baseline_dir", "gpuperf_baseline_dir", cfg.DEFAULT_BASELINE_DIR))
+
+    def path(dest: str) -> Path | None:
+        raw = opt(dest)
+        return Path(raw).absolute() if raw else None
+
+    measure = cfg.MeasureSettings(
+        warmup_time_s=_value(config, "gpuperf_warmup_time", "gpuperf_warmup_time", cfg.DEFAULT_WARMUP_TIME_S, float),
+        min_time_s=_value(config, "gpuperf_min_time", "gpuperf_min_time", cfg.DEFAULT_MIN_TIME_S, float),
+        max_time_s=_value(config, "gpuperf_max_time", "gpuperf_max_time", cfg.DEFAULT_MAX_TIME_S, float),
+        target_precision=_value(config, "gpuperf_target_precision", "gpuperf_target_precision",
+                                cfg.DEFAULT_TARGET_PRECISION, float),
+        l2_flush=opt("gpuperf_l2_flush"),
+        cuda_graph=opt("gpuperf_cuda_graph"),
+    )
+    update = bool(opt("gpuperf_update_baseline"))
+    return cfg.GpuperfConfig(
+        enabled=bool(opt("gpuperf")) or update,
+        update_baseline=update,
+        baseline_dir=baseline_dir if baseline_dir.is_absolute() else rootdir / baseline_dir,
+        rootdir=rootdir,
+        device=_value(config, "gpuperf_device", "gpuperf_device", "auto"),
+        threshold=_value(config, "gpuperf_threshold", "gpuperf_threshold", cfg.DEFAULT_THRESHOLD, float),
+        memory_threshold=_value(config, "gpuperf_memory_threshold", "gpuperf_memory_threshold",
+                                cfg.DEFAULT_MEMORY_THRESHOLD, float),
+        metric=_value(config, "gpuperf_metric", "gpuperf_metric", cfg.DEFAULT_METRIC),
+        strict=bool(opt("gpuperf_strict")),
+        calibrate=_value(config, "gpuperf_calibrate", "gpuperf_calibrate", "auto"),
+        remeasures=_value(config, "gpuperf_remeasure", "gpuperf_remeasure", cfg.DEFAULT_REMEASURES, int),
+        measure=measure,
+        compare_ref=opt("gpuperf_compare_ref"),
+        json_path=path("gpuperf_json"),
+        markdown_path=path("gpuperf_markdown"),
+        benchmark_json_path=path("gpuperf_benchmark_json"),
+        html_path=path("gpuperf_html"),
+        profile_dir=path("gpuperf_profile"),
+        nsight=bool(opt("gpuperf_nsight")),
+        nvtx=not opt("gpuperf_no_nvtx"),
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(threshold=None, memory_threshold=None, metric=None, warmup_time=None, min_time=None, "
+        "max_time=None, target_precision=None, l2_flush=None, cuda_graph=None, calibrate=None, remeasures=None): "
+        "per-test options for gpu_bench measurements (pytest-gpuperf)",
+    )
+    try:
+        gp = build_config(config)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+    config.stash[STATE_KEY] = SessionState(config=gp, started_at=now)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is not None and state.engine is not None:
+        close = getattr(state.engine, "close", None)
+        if close is not None:
+            close()
+    if STATE_KEY in config.stash:
+        del config.stash[STATE_KEY]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Reject unknown marker keywords at collection, naming the test."""
+    for item in items:
+        for mark in item.iter_markers(MARKER):
+            if mark.args:
+                raise pytest.UsageError(
+                    f"{item.nodeid}: @pytest.mark.{MARKER} takes keywords only, got positional {mark.args!r}"
+                )
+            try:
+                cfg.MarkerOptions.from_kwargs(mark.kwargs, test_id=item.nodeid)
+            except ConfigError as exc:
+                raise pytest.UsageError(str(exc)) from None
+
+
+def _test_config(item: pytest.Item, session_config: cfg.GpuperfConfig) -> cfg.GpuperfConfig:
+    merged: dict[str, Any] = {}
+    for mark in reversed(list(item.iter_markers(MARKER))):  # closest marker wins
+        merged.update(mark.kwargs)
+    if not merged:
+        return session_config
+    return cfg.MarkerOptions.from_kwargs(merged, test_id=item.nodeid).apply(session_config, test_id=item.nodeid)
+
+
+@pytest.fixture
+def gpu_bench(request: pytest.FixtureRequest) -> GpuBench:
+    """Measure a callable with CUDA-correct timing; gated against baselines under ``--gpuperf``."""
+    state = request.config.stash[STATE_KEY]
+    item = request.node
+    try:
+        engine = state.ensure_started()
+        test_config = _test_config(item, state.config)
+    except GpuperfError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    assert state.device is not None
+    bench = GpuBench(item.nodeid, test_config, engine, state.device)
+    item.stash[BENCH_KEY] = bench
+    return bench
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """After a passing test body, judge its measurements; a regression fails the test."""
+    result = yield  # re-raises if the test body failed: nothing is judged or written then
+    bench = item.stash.get(BENCH_KEY, None)
+    if bench is None or not bench.enabled or not bench.measurements:
+        return result
+    state = item.config.stash[STATE_KEY]
+    _judge(state, bench)
+    return result
+
+
+def _judge(state: SessionState, bench: GpuBench) -> None:
+    __tracebackhide__ = True
+    from pytest_gpuperf.gate import failure_message
+
+    assert state.engine is not None and state.environment is not None
+    try:
+        results = state.engine.evaluate(bench.measurements, bench.config)
+    except GpuperfError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    state.results.extend(results)
+    if bench.config.update_baseline:
+        _update_baselines(state, results)
+        return
+    failures = [failure_message(r, str(state.device)) for r in results if _fails(r, bench.config)]
+    if failures:
+        pytest.fail("\n\n".join(failures), pytrace=False)
+
+
+def _fails(result: MeasurementResult, config: cfg.GpuperfConfig) -> bool:
+    verdicts = {c.verdict for c in result.comparisons}
+    return Verdict.REGRESSION in verdicts or (config.strict and Verdict.NOT_COMPARABLE in verdicts)
+
+
+def _update_baselines(state: SessionState, results: list[MeasurementResult]) -> None:
+    """Write entries for this test's measurements; an entry judged unchanged keeps its old bytes."""
+    __tracebackhide__ = True
+    from pytest_gpuperf.baseline.store import entry_from_measurement
+    from pytest_gpuperf.stats import between_run_noise
+
+    assert state.store is not None and state.environment is not None
+    entries = []
+    for r in results:
+        if r.baseline is not None and r.verdict is Verdict.UNCHANGED:
+            entries.append(r.baseline)
+            continue
+        m = r.measurement
+        entries.append(
+            entry_from_measurement(
+                m,
+                state.environment,
+                state.provenance,
+                noise=between_run_noise(list(m.round_medians_ns)),
+                recorded_at=state.started_at,
+            )
+        )
+    try:
+        state.changes.extend(state.store.update(state.environment.device_class, entries))
+    except GpuperfError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or not state.config.enabled or state.environment is None:
+        return
+    from pytest_gpuperf.report import write_reports
+    from pytest_gpuperf.report.terminal import render_summary
+
+    session = state.session_results()
+    tw = terminalreporter
+    render_summary(session, tw)
+    for change in state.changes:
+        if change.kind != "unchanged":
+            tw.write_line(f"gpuperf: baseline {change.kind}: {change.key} -> {change.path}")
+    kept = sum(1 for c in state.changes if c.kind == "unchanged")
+    if kept:
+        tw.write_line(f"gpuperf: {kept} baseline entr{'y' if kept == 1 else 'ies'} unchanged (kept as is)")
+    c = state.config
+    try:
+        written = write_reports(
+            session,
+            json_path=c.json_path,
+            markdown_path=c.markdown_path,
+            benchmark_json_path=c.benchmark_json_path,
+            html_path=c.html_path,
+        )
+    except GpuperfError as exc:
+        tw.write_line(f"gpuperf: could not write reports: {exc}", red=True)
+        return
+    for path in written:
+        tw.write_line(f"gpuperf: wrote {path}")

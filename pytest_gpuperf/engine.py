@@ -1,0 +1,101 @@
+"""Measurement engines: what the fixture asks to measure a spec and judge a test's measurements.
+
+``LocalEngine`` measures in this process and judges against the git-tracked
+baselines (baseline and update modes; smoke mode only calls once). The
+compare-ref engine (``abtest.engine``) implements the same protocol by
+alternating rounds with a worker process running the base ref.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from pytest_gpuperf.config import GpuperfConfig
+from pytest_gpuperf.model import Environment, Measurement, MeasurementResult
+from pytest_gpuperf.runner import MeasureSpec, Runner
+
+if TYPE_CHECKING:
+    from pytest_gpuperf.baseline.store import BaselineStore
+    from pytest_gpuperf.compare import GateSettings
+
+
+class Engine(Protocol):
+    def measure(self, spec: MeasureSpec, config: GpuperfConfig) -> Measurement: ...
+
+    def evaluate(
+        self, measurements: Sequence[Measurement], config: GpuperfConfig
+    ) -> list[MeasurementResult]: ...
+
+
+def gate_settings(config: GpuperfConfig, environment: Environment) -> GateSettings:
+    """The gate's knobs for one test (session config with the test's marker applied)."""
+    from pytest_gpuperf.compare import GateSettings
+
+    return GateSettings(
+        threshold=config.threshold,
+        memory_threshold=config.memory_threshold,
+        metric=config.metric,
+        strict=config.strict,
+        use_calibration=uses_calibration(config, environment),
+    )
+
+
+def uses_calibration(config: GpuperfConfig, environment: Environment) -> bool:
+    """``auto`` calibrates on CPUs, whose speed drifts with load and frequency scaling."""
+    if config.calibrate == "auto":
+        return environment.device_type == "cpu"
+    return config.calibrate == "on"
+
+
+class LocalEngine:
+    """Measure here; compare with the baseline store."""
+
+    def __init__(self, runner: Runner, store: BaselineStore, environment: Environment) -> None:
+        self.runner = runner
+        self.store = store
+        self.environment = environment
+        self._specs: dict[str, MeasureSpec] = {}
+
+    def measure(self, spec: MeasureSpec, config: GpuperfConfig) -> Measurement:
+        if not config.enabled:
+            return self.runner.smoke(spec)
+        if uses_calibration(config, self.environment) and spec.calibration is None:
+            from pytest_gpuperf.calibration import calibration_for
+
+            spec = dataclasses.replace(spec, calibration=calibration_for(self.runner.options.device))
+        self._specs[f"{spec.test_id}::{spec.name}"] = spec
+        return self.runner.measure(spec)
+
+    def evaluate(self, measurements: Sequence[Measurement], config: GpuperfConfig) -> list[MeasurementResult]:
+        from pytest_gpuperf.gate import evaluate
+
+        settings = gate_settings(config, self.environment)
+        results = []
+        for m in measurements:
+            baseline = self.store.load(self.environment.device_class, m.test_id, m.name)
+            others = [] if baseline is not None else self.store.load_other_classes(m.test_id, m.name)
+            results.append(
+                evaluate(
+                    m,
+                    baseline,
+                    self.environment,
+                    settings,
+                    other_class_baselines=others,
+                    remeasure=self._remeasure_for(m, config),
+                    max_remeasures=0 if config.update_baseline else config.remeasures,
+                )
+            )
+        return results
+
+    def _remeasure_for(self, m: Measurement, config: GpuperfConfig) -> Callable[[], Measurement] | None:
+        spec = self._specs.get(m.key)
+        if spec is None:  # recorded from elsewhere (DDP ranks): cannot be re-run here
+            return None
+
+        def remeasure() -> Measurement:
+            fresh = self.runner.measure(spec)
+            return dataclasses.replace(fresh, metrics=m.metrics)
+
+        return remeasure

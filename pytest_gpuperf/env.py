@@ -1,0 +1,81 @@
+"""Best-effort environment probes. A probe that fails leaves its field empty; it never fails a run."""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import re
+import sys
+from typing import TYPE_CHECKING
+
+from pytest_gpuperf.model import Environment
+
+if TYPE_CHECKING:
+    import torch
+
+
+def slug(text: str) -> str:
+    """Lower-case, dash-separated, filesystem-safe: ``NVIDIA H100 80GB HBM3`` -> ``nvidia-h100-80gb-hbm3``."""
+    cleaned = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return cleaned or "unknown"
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_model() -> str:
+    """The CPU's marketing name, from /proc/cpuinfo where there is one."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith(("model name", "hardware")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown-cpu"
+
+
+def device_class_for(device_type: str, device_name: str) -> str:
+    """The key baselines are filed under: runners of one class compare with each other only."""
+    return f"{device_type}-{slug(device_name)}"
+
+
+def probe_environment(device: torch.device) -> Environment:
+    """Describe the machine and the device the session measures on."""
+    import torch
+
+    cpu = cpu_model()
+    extra: dict[str, str] = {"cpu_count": str(os.cpu_count() or 0)}
+    torch_version = getattr(torch, "__version__", None)
+    if device.type == "cuda":
+        from pytest_gpuperf.gpu.nvml import probe_device
+
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        name = torch.cuda.get_device_name(index)
+        nvml = probe_device(index)
+        extra.update({k: v for k, v in nvml.items() if k not in {"name", "uuid", "driver"}})
+        capability = torch.cuda.get_device_capability(index)
+        extra["compute_capability"] = f"{capability[0]}.{capability[1]}"
+        return Environment(
+            device_class=device_class_for("cuda", name),
+            device_type="cuda",
+            device_name=name,
+            cpu_model=cpu,
+            python=platform.python_version(),
+            torch=torch_version,
+            cuda=torch.version.cuda,
+            driver=nvml.get("driver"),
+            gpu_uuid=nvml.get("uuid"),
+            platform=sys.platform,
+            extra=extra,
+        )
+    extra["torch_threads"] = str(torch.get_num_threads())
+    return Environment(
+        device_class=device_class_for("cpu", cpu),
+        device_type="cpu",
+        device_name=cpu,
+        cpu_model=cpu,
+        python=platform.python_version(),
+        torch=torch_version,
+        platform=sys.platform,
+        extra=extra,
+    )

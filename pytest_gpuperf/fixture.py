@@ -1,0 +1,155 @@
+"""The ``gpu_bench`` fixture object: what a perf test calls."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pytest_gpuperf.config import GpuperfConfig
+from pytest_gpuperf.errors import ConfigError
+from pytest_gpuperf.model import DEFAULT_MEASUREMENT, Direction, Measurement, Metric, Throughput
+from pytest_gpuperf.runner import MeasureSpec
+
+if TYPE_CHECKING:
+    import torch
+
+    from pytest_gpuperf.engine import Engine
+
+
+class GpuBench:
+    """Measures callables for one test and keeps what it measured.
+
+    ``gpu_bench(fn, *args, **kwargs)`` is the short form; ``measure`` the
+    keyword form with a name and throughput units; ``metric`` attaches a
+    gateable number (a speedup, a graph-break count) to a measurement.
+    """
+
+    def __init__(self, test_id: str, config: GpuperfConfig, engine: Engine, device: torch.device) -> None:
+        self.test_id = test_id
+        self.config = config
+        self._engine = engine
+        self._device = device
+        self._measurements: dict[str, Measurement] = {}
+        self._latest: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        """True under ``--gpuperf`` (a real measurement), False in smoke mode."""
+        return self.config.enabled
+
+    @property
+    def smoke(self) -> bool:
+        return not self.config.enabled
+
+    @property
+    def device(self) -> torch.device:
+        return self._device
+
+    @property
+    def measurements(self) -> Sequence[Measurement]:
+        return tuple(self._measurements.values())
+
+    def __call__(self, fn: Callable[..., object], *args: Any, **kwargs: Any) -> Measurement:
+        return self.measure(fn, args=args, kwargs=kwargs)
+
+    def measure(
+        self,
+        fn: Callable[..., object],
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        name: str | None = None,
+        items: float | None = None,
+        flops: float | None = None,
+        bytes: float | None = None,
+        l2_flush: bool | None = None,
+        cuda_graph: bool | None = None,
+    ) -> Measurement:
+        """Measure ``fn(*args, **kwargs)``; in smoke mode call it once."""
+        __tracebackhide__ = True
+        if not callable(fn):
+            raise ConfigError(f"gpu_bench needs a callable, got {type(fn).__name__}", test_id=self.test_id)
+        label = self._new_name(name)
+        settings = self.config.measure
+        if l2_flush is not None or cuda_graph is not None:
+            settings = dataclasses.replace(
+                settings,
+                l2_flush=settings.l2_flush if l2_flush is None else l2_flush,
+                cuda_graph=settings.cuda_graph if cuda_graph is None else cuda_graph,
+            )
+        spec = MeasureSpec(
+            fn=fn,
+            args=tuple(args),
+            kwargs=dict(kwargs or {}),
+            test_id=self.test_id,
+            name=label,
+            throughput=Throughput(items=items, flops=flops, bytes=bytes),
+            settings=settings,
+        )
+        measurement = self._engine.measure(spec, self.config)
+        self._store(measurement)
+        return measurement
+
+    def metric(
+        self,
+        name: str,
+        value: float,
+        *,
+        unit: str = "",
+        better: Direction = "higher",
+        tolerance: float | None = 0.10,
+        absolute_tolerance: float | None = None,
+        minimum: float | None = None,
+        maximum: float | None = None,
+        measurement: str | None = None,
+        description: str = "",
+    ) -> Metric:
+        """Attach a gateable metric to a measurement of this test (default: the latest one)."""
+        target = measurement or self._latest
+        if target is None or target not in self._measurements:
+            known = ", ".join(self._measurements) or "none yet"
+            raise ConfigError(
+                f"gpu_bench.metric({name!r}) needs a measurement to attach to "
+                f"(asked for {target!r}; measured: {known})",
+                test_id=self.test_id,
+            )
+        if better not in ("higher", "lower"):
+            raise ConfigError(f"gpu_bench.metric(better=...) must be 'higher' or 'lower', got {better!r}",
+                              test_id=self.test_id)
+        new = Metric(
+            name=name,
+            value=float(value),
+            unit=unit,
+            better=better,
+            tolerance=tolerance,
+            absolute_tolerance=absolute_tolerance,
+            minimum=minimum,
+            maximum=maximum,
+            description=description,
+        )
+        current = self._measurements[target]
+        kept = tuple(m for m in current.metrics if m.name != name)
+        self._measurements[target] = dataclasses.replace(current, metrics=(*kept, new))
+        return new
+
+    def record(self, measurement: Measurement) -> Measurement:
+        """Add a measurement taken elsewhere (DDP ranks, a worker) under this test's id."""
+        self._new_name(measurement.name)
+        own = dataclasses.replace(measurement, test_id=self.test_id)
+        self._store(own)
+        return own
+
+    def _new_name(self, name: str | None) -> str:
+        label = name if name is not None else DEFAULT_MEASUREMENT
+        if not isinstance(label, str) or not label or "::" in label:
+            raise ConfigError(f"measurement name must be a non-empty string without '::', got {label!r}",
+                              test_id=self.test_id)
+        if label in self._measurements:
+            hint = "; give each measurement its own name=" if name is None else ""
+            raise ConfigError(f"measurement {label!r} measured twice in one test{hint}", test_id=self.test_id)
+        return label
+
+    def _store(self, measurement: Measurement) -> None:
+        self._measurements[measurement.name] = measurement
+        self._latest = measurement.name
