@@ -1,0 +1,232 @@
+"""Pure statistics for the runner's stopping rule and the gate's verdicts.
+
+Everything here takes plain sequences of floats and returns floats, so it can be
+tested on samples with known answers. Two kinds of uncertainty matter and are
+kept apart (docs/statistics.md explains the rules built on them):
+
+* within a run: the samples of one measurement scatter around their median.
+  ``median_ci``/``relative_precision`` (distribution-free, order statistics)
+  and ``ratio_of_medians_ci`` (bootstrap) describe it;
+* between runs: the whole median moves from one process to the next (clock
+  frequency, load, memory layout). ``between_run_noise`` estimates it from
+  round medians and ``noise_floor`` turns it into the smallest change worth
+  calling a regression.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from typing import TypeAlias
+
+import numpy as np
+from scipy import stats as _st
+
+DEFAULT_CONFIDENCE = 0.95
+# Bootstrap cost grows with n_resamples x sample count; beyond this many samples
+# per side the data are thinned evenly in time (a wider, never narrower, CI).
+_MAX_BOOTSTRAP_SAMPLES = 4000
+_MAX_BOOTSTRAP_ELEMENTS_PER_BATCH = 2_000_000
+
+Samples: TypeAlias = "Sequence[float] | np.ndarray"
+
+
+def _as_array(samples: Samples, what: str) -> np.ndarray:
+    arr = np.asarray(samples, dtype=float)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{what}: need a non-empty 1-d sequence of samples")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{what}: samples must be finite numbers")
+    return arr
+
+
+def median(samples: Samples) -> float:
+    return float(np.median(_as_array(samples, "median")))
+
+
+def _order_statistic_ranks(n: int, confidence: float) -> tuple[int, int] | None:
+    """0-based ranks (lo, hi) of the distribution-free CI of the median, or None if n is too small.
+
+    The number of samples below the true median is Binomial(n, 1/2), so
+    [x_(j), x_(n-j+1)] covers the median with probability 1 - 2 P(B <= j-1).
+    ``j`` is chosen as large as possible with that coverage >= ``confidence``.
+    """
+    alpha = 1.0 - confidence
+    j = int(_st.binom.ppf(alpha / 2.0, n, 0.5))  # smallest j with P(B <= j) >= alpha/2
+    if _st.binom.cdf(j, n, 0.5) > alpha / 2.0:
+        j -= 1  # keep P(B <= j) <= alpha/2
+    # j is now the count that may lie below the CI; the CI is [x_(j+1), x_(n-j)] (1-based)
+    if j < 0:
+        return None
+    return j, n - j - 1
+
+
+def median_ci(samples: Samples, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
+    """Distribution-free CI of the median from order statistics (binomial).
+
+    Cheap (a partial sort), exact in coverage for continuous i.i.d. data. With
+    too few samples for the requested confidence (n < 6 at 95%) the interval is
+    ``(-inf, inf)``: nothing can be claimed yet.
+    """
+    arr = _as_array(samples, "median_ci")
+    ranks = _order_statistic_ranks(arr.size, confidence)
+    if ranks is None:
+        return -math.inf, math.inf
+    lo, hi = ranks
+    part = np.partition(arr, (lo, hi))
+    return float(part[lo]), float(part[hi])
+
+
+def relative_precision(samples: Samples, confidence: float = DEFAULT_CONFIDENCE) -> float:
+    """Half-width of the CI of the median divided by the median (0.01 = +-1%).
+
+    This is the runner's stopping rule, called after every round, hence the
+    order-statistic CI rather than a bootstrap. ``inf`` while there are too
+    few samples or the median is not positive.
+    """
+    arr = _as_array(samples, "relative_precision")
+    low, high = median_ci(arr, confidence)
+    mid = float(np.median(arr))
+    if not math.isfinite(low) or mid <= 0:
+        return math.inf
+    return (high - low) / 2.0 / mid
+
+
+def _thin(arr: np.ndarray, limit: int) -> np.ndarray:
+    if arr.size <= limit:
+        return arr
+    idx = np.linspace(0, arr.size - 1, limit).round().astype(int)
+    return arr[idx]
+
+
+def _median_ratio(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.asarray(np.median(x, axis=axis) / np.median(y, axis=axis))
+
+
+def ratio_of_medians_ci(
+    a: Samples,
+    b: Samples,
+    confidence: float = DEFAULT_CONFIDENCE,
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """``median(a) / median(b)`` with a percentile-bootstrap CI (seeded: deterministic).
+
+    ``a`` is the new side, ``b`` the reference: a ratio of 1.10 means ``a`` is
+    10% slower. The percentile method is used because BCa's jackknife is
+    unreliable for medians of tied or discrete data. Degenerate data (all
+    samples equal) give a zero-width interval at the ratio.
+    """
+    xa = _as_array(a, "ratio_of_medians_ci(a)")
+    xb = _as_array(b, "ratio_of_medians_ci(b)")
+    if np.median(xb) <= 0 or np.median(xa) <= 0:
+        raise ValueError("ratio_of_medians_ci: medians must be positive")
+    ratio = float(np.median(xa) / np.median(xb))
+    if xa.size < 2 or xb.size < 2:
+        return ratio, -math.inf, math.inf
+    xa = _thin(xa, _MAX_BOOTSTRAP_SAMPLES)
+    xb = _thin(xb, _MAX_BOOTSTRAP_SAMPLES)
+    batch = max(1, _MAX_BOOTSTRAP_ELEMENTS_PER_BATCH // (xa.size + xb.size))
+    with warnings.catch_warnings():
+        # all-equal resamples make scipy warn about degenerate data; handled below
+        warnings.simplefilter("ignore")
+        res = _st.bootstrap(
+            (xa, xb),
+            _median_ratio,
+            n_resamples=n_resamples,
+            confidence_level=confidence,
+            method="percentile",
+            vectorized=True,
+            paired=False,
+            batch=batch,
+            rng=np.random.default_rng(seed),
+        )
+    low = float(res.confidence_interval.low)
+    high = float(res.confidence_interval.high)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return ratio, ratio, ratio
+    return ratio, min(low, ratio), max(high, ratio)
+
+
+def paired_ratio_ci(
+    a_round_medians: Samples,
+    b_round_medians: Samples,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> tuple[float, float, float]:
+    """Geometric-mean ratio of paired round medians with a Student-t CI on the log ratios.
+
+    For interleaved measurements (round i of ``a`` next to round i of ``b``):
+    drift that moves both rounds of a pair cancels in their ratio, and the
+    spread of the per-pair ratios is the between-round uncertainty that a
+    per-sample bootstrap cannot see. ``(-inf, inf)`` bounds with fewer than 2 pairs.
+    """
+    ra = _as_array(a_round_medians, "paired_ratio_ci(a)")
+    rb = _as_array(b_round_medians, "paired_ratio_ci(b)")
+    if ra.size != rb.size:
+        raise ValueError(f"paired_ratio_ci: {ra.size} rounds of a but {rb.size} of b")
+    if np.any(ra <= 0) or np.any(rb <= 0):
+        raise ValueError("paired_ratio_ci: round medians must be positive")
+    logs = np.log(ra) - np.log(rb)
+    ratio = float(np.exp(logs.mean()))
+    if logs.size < 2:
+        return ratio, -math.inf, math.inf
+    sem = float(logs.std(ddof=1)) / math.sqrt(logs.size)
+    t = float(_st.t.ppf(0.5 + confidence / 2.0, logs.size - 1))
+    return ratio, float(np.exp(logs.mean() - t * sem)), float(np.exp(logs.mean() + t * sem))
+
+
+def mann_whitney_p(a: Samples, b: Samples) -> float:
+    """Two-sided Mann-Whitney U p-value (1.0 when it cannot be computed, e.g. all values equal)."""
+    xa = _as_array(a, "mann_whitney_p(a)")
+    xb = _as_array(b, "mann_whitney_p(b)")
+    if np.ptp(np.concatenate([xa, xb])) == 0:
+        return 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = float(_st.mannwhitneyu(xa, xb, alternative="two-sided").pvalue)
+    return p if math.isfinite(p) else 1.0
+
+
+def between_run_noise(round_medians: Samples) -> float | None:
+    """Relative spread of a median between rounds: a robust standard deviation over the median.
+
+    The normal-scaled median absolute deviation of the round medians, divided
+    by their median; ``None`` with fewer than 3 rounds (no estimate). Rounds of
+    one run share a process, so this is a lower bound on the spread between
+    processes; the gate multiplies it (``noise_multiplier``) and combines it
+    with the threshold rather than trusting it alone.
+    """
+    if len(round_medians) < 3:
+        return None
+    arr = _as_array(round_medians, "between_run_noise")
+    mid = float(np.median(arr))
+    if mid <= 0:
+        return None
+    mad = float(_st.median_abs_deviation(arr, scale="normal"))
+    return mad / mid
+
+
+def noise_floor(baseline_noise: float | None, current_noise: float | None, multiplier: float) -> float:
+    """Smallest relative change distinguishable from between-run noise.
+
+    The difference of two independent medians has the root-sum-square of their
+    spreads; a missing side is assumed as noisy as the known one; ``multiplier``
+    is the number of standard deviations required (a one-sided z).
+    """
+    known = [n for n in (baseline_noise, current_noise) if n is not None and math.isfinite(n)]
+    if not known:
+        return 0.0
+    if len(known) == 1:
+        known = known * 2
+    return multiplier * math.sqrt(sum(n * n for n in known))
+
+
+def format_p(p: float | None) -> str:
+    """A p-value as a short string (``p=0.03``, ``p=1e-12``)."""
+    if p is None or not math.isfinite(p):
+        return "p=n/a"
+    if p < 1e-3:
+        return f"p={p:.0e}"
+    return f"p={p:.2g}"
