@@ -1,0 +1,294 @@
+"""BaselineEntry <-> JSON, and whole baseline documents <-> text.
+
+The text form is canonical: sorted keys, indent 2, a trailing newline, floats
+rounded to 6 significant digits (ints stay ints), so writing the same entries
+twice changes no byte and a git diff shows only what really changed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pytest_gpuperf.baseline import migrate, schema
+from pytest_gpuperf.errors import BaselineError
+from pytest_gpuperf.model import (
+    BaselineEntry,
+    Environment,
+    Metric,
+    Provenance,
+    SampleStats,
+    Throughput,
+)
+
+SIGNIFICANT_DIGITS = 6
+MAX_INT_DIGITS = 300  # any int of up to 300 digits still converts to a finite float
+
+
+class NonFiniteNumberError(ValueError):
+    """A NaN or infinity where the store needs a JSON number; ``parts`` is its path in the entry."""
+
+    def __init__(self, parts: tuple[str | int, ...], value: float) -> None:
+        self.parts = parts
+        where = schema.json_path(parts).replace("$", "entry", 1)
+        super().__init__(f"{where} is {value!r}, which a baseline file cannot store")
+
+
+def round_number(value: float) -> float:
+    """``value`` rounded to SIGNIFICANT_DIGITS significant digits (idempotent, -0.0 becomes 0.0)."""
+    return float(f"{value:.{SIGNIFICANT_DIGITS}g}") + 0.0
+
+
+def canonical(value: Any, parts: tuple[str | int, ...] = ()) -> Any:
+    """A JSON-ready copy of ``value`` with every float rounded; ints, bools, strings and None unchanged."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise NonFiniteNumberError(parts, value)
+        return round_number(value)
+    if isinstance(value, Mapping):
+        return {str(k): canonical(v, (*parts, str(k))) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [canonical(v, (*parts, i)) for i, v in enumerate(value)]
+    return value
+
+
+def _opt_float(value: float | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def _opt_int(value: int | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def _environment_to_json(env: Environment | None) -> dict[str, Any] | None:
+    if env is None:
+        return None
+    return {
+        "device_class": env.device_class,
+        "device_type": env.device_type,
+        "device_name": env.device_name,
+        "cpu_model": env.cpu_model,
+        "python": env.python,
+        "torch": env.torch,
+        "cuda": env.cuda,
+        "driver": env.driver,
+        "gpu_uuid": env.gpu_uuid,
+        "platform": env.platform,
+        "extra": dict(env.extra),
+    }
+
+
+def _metric_to_json(metric: Metric) -> dict[str, Any]:
+    return {
+        "name": metric.name,
+        "value": float(metric.value),
+        "unit": metric.unit,
+        "better": metric.better,
+        "tolerance": _opt_float(metric.tolerance),
+        "absolute_tolerance": _opt_float(metric.absolute_tolerance),
+        "minimum": _opt_float(metric.minimum),
+        "maximum": _opt_float(metric.maximum),
+        "description": metric.description,
+    }
+
+
+def entry_to_json(entry: BaselineEntry) -> dict[str, Any]:
+    """The current-version JSON object of one entry (its key is the object's name in ``entries``).
+
+    Raises NonFiniteNumberError (a ValueError) for NaN or infinity anywhere in it.
+    """
+    s = entry.stats
+    raw = {
+        "stats": {
+            "count": int(s.count),
+            "mean_ns": float(s.mean_ns),
+            "median_ns": float(s.median_ns),
+            "p90_ns": float(s.p90_ns),
+            "p99_ns": float(s.p99_ns),
+            "min_ns": float(s.min_ns),
+            "max_ns": float(s.max_ns),
+            "iqr_ns": float(s.iqr_ns),
+            "stdev_ns": float(s.stdev_ns),
+        },
+        "samples_ns": [float(x) for x in entry.samples_ns],
+        "round_medians_ns": [float(x) for x in entry.round_medians_ns],
+        "calls_per_sample": int(entry.calls_per_sample),
+        "device": entry.device,
+        "timer": entry.timer,
+        "noise": _opt_float(entry.noise),
+        "calibration_ns": _opt_float(entry.calibration_ns),
+        "memory": {
+            "peak_allocated_bytes": _opt_int(entry.peak_allocated_bytes),
+            "peak_reserved_bytes": _opt_int(entry.peak_reserved_bytes),
+        },
+        "throughput": {
+            "items": _opt_float(entry.throughput.items),
+            "flops": _opt_float(entry.throughput.flops),
+            "bytes": _opt_float(entry.throughput.bytes),
+        },
+        "metrics": [_metric_to_json(m) for m in entry.metrics],
+        "environment": _environment_to_json(entry.environment),
+        "provenance": {
+            "commit": entry.provenance.commit,
+            "branch": entry.provenance.branch,
+            "dirty": entry.provenance.dirty,
+            "commit_date": entry.provenance.commit_date,
+        },
+        "recorded_at": entry.recorded_at,
+    }
+    result: dict[str, Any] = canonical(raw)
+    return result
+
+
+def entry_from_json(data: object, *, path: Path | str, key: str) -> BaselineEntry:
+    """Decode one current-version entry; BaselineError names ``path`` and ``$.entries[key]...``."""
+    schema.validate_entry(data, Path(path), key)
+    assert isinstance(data, dict)  # the schema said so
+    return _decode_entry(data, key)
+
+
+def _decode_entry(d: dict[str, Any], key: str) -> BaselineEntry:
+    s = d["stats"]
+    env = d["environment"]
+    return BaselineEntry(
+        key=key,
+        stats=SampleStats(
+            count=int(s["count"]),
+            mean_ns=float(s["mean_ns"]),
+            median_ns=float(s["median_ns"]),
+            p90_ns=float(s["p90_ns"]),
+            p99_ns=float(s["p99_ns"]),
+            min_ns=float(s["min_ns"]),
+            max_ns=float(s["max_ns"]),
+            iqr_ns=float(s["iqr_ns"]),
+            stdev_ns=float(s["stdev_ns"]),
+        ),
+        samples_ns=tuple(float(x) for x in d["samples_ns"]),
+        round_medians_ns=tuple(float(x) for x in d["round_medians_ns"]),
+        calls_per_sample=int(d["calls_per_sample"]),
+        device=d["device"],
+        timer=d["timer"],
+        noise=_opt_float(d["noise"]),
+        calibration_ns=_opt_float(d["calibration_ns"]),
+        peak_allocated_bytes=_opt_int(d["memory"]["peak_allocated_bytes"]),
+        peak_reserved_bytes=_opt_int(d["memory"]["peak_reserved_bytes"]),
+        throughput=Throughput(
+            items=_opt_float(d["throughput"]["items"]),
+            flops=_opt_float(d["throughput"]["flops"]),
+            bytes=_opt_float(d["throughput"]["bytes"]),
+        ),
+        metrics=tuple(
+            Metric(
+                name=m["name"],
+                value=float(m["value"]),
+                unit=m["unit"],
+                better=m["better"],
+                tolerance=_opt_float(m["tolerance"]),
+                absolute_tolerance=_opt_float(m["absolute_tolerance"]),
+                minimum=_opt_float(m["minimum"]),
+                maximum=_opt_float(m["maximum"]),
+                description=m["description"],
+            )
+            for m in d["metrics"]
+        ),
+        environment=None
+        if env is None
+        else Environment(
+            device_class=env["device_class"],
+            device_type=env["device_type"],
+            device_name=env["device_name"],
+            cpu_model=env["cpu_model"],
+            python=env["python"],
+            torch=env["torch"],
+            cuda=env["cuda"],
+            driver=env["driver"],
+            gpu_uuid=env["gpu_uuid"],
+            platform=env["platform"],
+            extra=dict(env["extra"]),
+        ),
+        provenance=Provenance(**d["provenance"]),
+        recorded_at=d["recorded_at"],
+    )
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text} is out of range")
+    return value
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text)} digits is out of range")
+    return int(text)
+
+
+def parse_json(text: str | bytes, path: Path) -> object:
+    """The JSON value of a file's content; BaselineError for anything that is not JSON."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BaselineError(
+                path, f"not UTF-8 text ({exc.reason} at byte {exc.start}); is this a baseline file?"
+            ) from None
+    if not text.strip():
+        raise BaselineError(path, "the file is empty (an interrupted copy or a bad merge?)")
+    try:
+        return json.loads(text, parse_float=_parse_float, parse_int=_parse_int, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(
+            path,
+            f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno} (truncated, or a merge conflict?)",
+        ) from None
+    except ValueError as exc:
+        raise BaselineError(path, f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise BaselineError(path, "not valid JSON: nested too deeply") from None
+
+
+def parse_document(text: str | bytes, path: Path | str) -> migrate.Document:
+    """Parse, validate against its version's schema, migrate to the current version, check the keys."""
+    path = Path(path)
+    document = parse_json(text, path)
+    version = migrate.document_version(document, path)
+    schema.validate(document, version, path)
+    assert isinstance(document, dict)  # the schema said so
+    if version != migrate.CURRENT_VERSION:
+        document = migrate.migrate(document, version)
+        schema.validate(document, migrate.CURRENT_VERSION, path)  # a migration bug shows here, not later
+    module = document["module"]
+    if "::" in module:
+        raise BaselineError(path, f"module {module!r} contains '::'; it must be a file path", json_path="$.module")
+    for key in document["entries"]:
+        if not key.startswith(module + "::") or len(key) == len(module) + 2:
+            raise BaselineError(
+                path,
+                f"entry key {key!r} does not belong to this file's module {module!r}"
+                f" (keys are '{module}::<test>::<measurement>')",
+                json_path=schema.json_path(("entries", key)),
+            )
+    return document
+
+
+def decode_entries(document: migrate.Document) -> dict[str, BaselineEntry]:
+    """The entries of a document that parse_document returned."""
+    return {key: _decode_entry(data, key) for key, data in document["entries"].items()}
+
+
+def load_document(text: str | bytes, path: Path | str) -> dict[str, BaselineEntry]:
+    """Validate, migrate and decode one baseline file's content (from disk or a git blob)."""
+    return decode_entries(parse_document(text, path))
+
+
+def dump_document(document: migrate.Document) -> str:
+    """The canonical text of a document."""
+    return json.dumps(canonical(document), sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

@@ -1,0 +1,60 @@
+"""Turn a fresh Measurement into the BaselineEntry the store keeps."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pytest_gpuperf.model import BaselineEntry, Environment, Measurement, Provenance
+
+DEFAULT_MAX_SAMPLES = 100
+
+
+def thin_evenly(values: Sequence[float], limit: int) -> tuple[float, ...]:
+    """At most ``limit`` of ``values``, picked at evenly spaced positions (first and last included)."""
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}")
+    n = len(values)
+    if n <= limit:
+        return tuple(values)
+    if limit == 1:
+        return (values[(n - 1) // 2],)
+    # position i of limit picks: round(i * (n - 1) / (limit - 1)), in integers so no float drift
+    return tuple(values[(i * (n - 1) + (limit - 1) // 2) // (limit - 1)] for i in range(limit))
+
+
+def entry_from_measurement(
+    m: Measurement,
+    environment: Environment,
+    provenance: Provenance,
+    *,
+    noise: float | None,
+    recorded_at: str | None,
+    max_samples: int = DEFAULT_MAX_SAMPLES,
+) -> BaselineEntry:
+    """The baseline record of ``m``: statistics of all samples, a bounded subset of the samples.
+
+    The kept samples are evenly spaced order statistics (picked from the sorted
+    samples), so they follow the full distribution closely, which is what a
+    rank test or bootstrap against them needs; the time order lives on in
+    ``round_medians_ns``, thinned in time order.
+    """
+    if not m.samples_ns:
+        raise ValueError(f"{m.key}: a measurement without samples cannot become a baseline")
+    return BaselineEntry(
+        key=m.key,
+        stats=m.stats,
+        samples_ns=thin_evenly(sorted(m.samples_ns), max_samples),
+        calls_per_sample=m.calls_per_sample,
+        device=m.device,
+        timer=m.timer,
+        round_medians_ns=thin_evenly(m.round_medians_ns, max_samples),
+        noise=noise,
+        calibration_ns=m.calibration_ns,
+        peak_allocated_bytes=m.peak_allocated_bytes,
+        peak_reserved_bytes=m.peak_reserved_bytes,
+        throughput=m.throughput,
+        metrics=m.metrics,
+        environment=environment,
+        provenance=provenance,
+        recorded_at=recorded_at,
+    )

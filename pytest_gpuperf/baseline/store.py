@@ -1,0 +1,300 @@
+"""The git-tracked baseline store: ``<root>/<device class>/<safe module name>.json``.
+
+Reads validate every file and check it sits where its content says it
+belongs. Updates take a file lock beside the JSON file, re-read the file under
+it, merge, and replace the file atomically (a temporary file in the same
+folder, fsync, ``os.replace``), so concurrent sessions and xdist workers lose
+nothing and a killed writer leaves the old file whole. A corrupt file is never
+overwritten: the update refuses and names it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pytest_gpuperf.baseline import codec, migrate, schema
+from pytest_gpuperf.baseline.naming import device_class_dir, module_file_name, module_of
+from pytest_gpuperf.errors import BaselineError
+from pytest_gpuperf.model import BaselineEntry, measurement_key
+
+ChangeKind = Literal["added", "changed", "unchanged"]
+
+DEFAULT_LOCK_TIMEOUT_S = 120.0
+GITIGNORE = "# pytest-gpuperf: lock and temporary files of the baseline store\n.*.lock\n.*.tmp\n"
+
+# ".<file name>.<16 hex>.tmp": a writer's temporary file; one that is still there
+# while we hold the file's lock was left by a killed writer.
+_TEMP_NAME = re.compile(r"\.(?P<target>.+)\.[0-9a-f]{16}\.tmp")
+
+
+@dataclass(frozen=True)
+class EntryChange:
+    """What an update did to one entry."""
+
+    key: str
+    path: Path
+    kind: ChangeKind
+
+
+@dataclass(frozen=True)
+class _ParsedFile:
+    text: str
+    document: migrate.Document
+    entries: dict[str, BaselineEntry]
+
+
+def lock_path(path: Path) -> Path:
+    """The lock file guarding updates of baseline file ``path``."""
+    return path.with_name(f".{path.name}.lock")
+
+
+def is_temp_file(path: Path) -> bool:
+    """Whether ``path`` is a writer's temporary file (never a baseline)."""
+    return _TEMP_NAME.fullmatch(path.name) is not None
+
+
+class BaselineStore:
+    """Baselines under ``root``, one JSON file per device class and test module."""
+
+    def __init__(self, root: Path, *, lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> None:
+        self.root = Path(root)
+        self.lock_timeout_s = lock_timeout_s
+        self._cache: dict[Path, _ParsedFile] = {}
+
+    # -- paths ---------------------------------------------------------------
+
+    def file_for(self, device_class: str, test_id: str) -> Path:
+        """The file holding the baselines of ``test_id``'s module on ``device_class``."""
+        return self.root / device_class_dir(device_class) / module_file_name(module_of(test_id))
+
+    def _device_dirs(self) -> list[Path]:
+        if not self.root.is_dir():
+            return []
+        return sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+    @staticmethod
+    def _baseline_files(folder: Path) -> list[Path]:
+        return sorted(p for p in folder.iterdir() if p.suffix == ".json" and not p.name.startswith(".") and p.is_file())
+
+    # -- reading -------------------------------------------------------------
+
+    def _parse_file(self, path: Path) -> _ParsedFile:
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise BaselineError(path, f"cannot read it: {exc.strerror or exc}") from None
+        document = codec.parse_document(raw, path)
+        self._check_location(path, document)
+        return _ParsedFile(raw.decode("utf-8"), document, codec.decode_entries(document))
+
+    @staticmethod
+    def _check_location(path: Path, document: migrate.Document) -> None:
+        """A file must sit where its device class and module say (catches hand-moved files)."""
+        expected_dir = device_class_dir(document["device_class"])
+        if path.parent.name != expected_dir:
+            raise BaselineError(
+                path,
+                f"the file is for device class {document['device_class']!r}, whose folder is"
+                f" {expected_dir!r}, but it is in {path.parent.name!r}",
+                json_path="$.device_class",
+            )
+        expected_name = module_file_name(document["module"])
+        if path.name != expected_name:
+            raise BaselineError(
+                path,
+                f"the file is for module {document['module']!r}, whose file name is {expected_name!r}",
+                json_path="$.module",
+            )
+
+    def _cached(self, path: Path) -> _ParsedFile:
+        parsed = self._cache.get(path)
+        if parsed is None:
+            parsed = self._cache[path] = self._parse_file(path)
+        return parsed
+
+    def load(self, device_class: str, test_id: str, name: str) -> BaselineEntry | None:
+        """The baseline of measurement ``name`` of ``test_id`` on ``device_class``, or None."""
+        path = self.file_for(device_class, test_id)
+        if not path.is_file():
+            return None
+        return self._cached(path).entries.get(measurement_key(test_id, name))
+
+    def load_other_classes(self, test_id: str, name: str, *, exclude: str | None = None) -> list[BaselineEntry]:
+        """The same measurement's baselines on every device class (but ``exclude``), by folder name."""
+        key = measurement_key(test_id, name)
+        file_name = module_file_name(module_of(test_id))
+        skip = device_class_dir(exclude) if exclude else None
+        found = []
+        for folder in self._device_dirs():
+            path = folder / file_name
+            if folder.name == skip or not path.is_file():
+                continue
+            entry = self._cached(path).entries.get(key)
+            if entry is not None:
+                found.append(entry)
+        return found
+
+    def iter_entries(self) -> Iterator[tuple[str, Path, BaselineEntry]]:
+        """(device class, file, entry) for every entry under the root, in a stable order.
+
+        Raises BaselineError at the first invalid file; validate_tree lists them all.
+        """
+        for folder in self._device_dirs():
+            for path in self._baseline_files(folder):
+                parsed = self._cached(path)
+                for key in sorted(parsed.entries):
+                    yield parsed.document["device_class"], path, parsed.entries[key]
+
+    def validate_tree(self) -> list[BaselineError]:
+        """Every problem in the tree, one error per bad file (reads from disk, not the cache)."""
+        errors: list[BaselineError] = []
+        if not self.root.is_dir():
+            return errors
+        for stray in self._baseline_files(self.root):
+            errors.append(
+                BaselineError(stray, "a baseline file belongs in a device-class folder: <root>/<class>/<module>.json")
+            )
+        for folder in self._device_dirs():
+            for path in self._baseline_files(folder):
+                try:
+                    self._parse_file(path)
+                except BaselineError as exc:
+                    errors.append(exc)
+        return errors
+
+    # -- writing -------------------------------------------------------------
+
+    def update(self, device_class: str, entries: Sequence[BaselineEntry]) -> list[EntryChange]:
+        """Add or replace ``entries`` of ``device_class``, leaving every other entry as it is."""
+        groups: dict[str, list[BaselineEntry]] = {}
+        seen: set[str] = set()
+        for entry in entries:
+            if entry.key in seen:
+                raise ValueError(f"{entry.key}: the same measurement is twice in one update")
+            seen.add(entry.key)
+            env_class = entry.environment.device_class if entry.environment else device_class
+            if env_class != device_class:
+                raise ValueError(
+                    f"{entry.key}: measured on device class {env_class!r}, cannot be stored under {device_class!r}"
+                )
+            groups.setdefault(module_of(entry.key), []).append(entry)
+        changes: list[EntryChange] = []
+        for module in sorted(groups):
+            changes += self._update_file(device_class, module, groups[module])
+        return changes
+
+    def _update_file(self, device_class: str, module: str, entries: list[BaselineEntry]) -> list[EntryChange]:
+        import filelock
+
+        path = self.file_for(device_class, module)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._write_gitignore()
+        lock = filelock.FileLock(lock_path(path), timeout=self.lock_timeout_s)
+        try:
+            lock.acquire()
+        except filelock.Timeout:
+            raise BaselineError(
+                path,
+                f"another session held {lock_path(path).name} for {self.lock_timeout_s:g}s;"
+                " if none is running, delete the lock file",
+            ) from None
+        try:
+            _remove_stale_temps(path)
+            existing = self._parse_file(path) if path.exists() else None
+            return self._merge_and_write(path, device_class, module, existing, entries)
+        finally:
+            lock.release()
+
+    def _merge_and_write(
+        self,
+        path: Path,
+        device_class: str,
+        module: str,
+        existing: _ParsedFile | None,
+        entries: list[BaselineEntry],
+    ) -> list[EntryChange]:
+        # Merge raw JSON, not decoded entries, so untouched entries stay byte-identical.
+        merged = dict(existing.document["entries"]) if existing else {}
+        changes = []
+        for entry in entries:
+            try:
+                new = codec.entry_to_json(entry)
+            except codec.NonFiniteNumberError as exc:
+                raise BaselineError(
+                    path, f"{entry.key}: {exc}", json_path=schema.json_path(("entries", entry.key, *exc.parts))
+                ) from None
+            old = merged.get(entry.key)
+            kind: ChangeKind = "added" if old is None else "unchanged" if _same(old, new) else "changed"
+            merged[entry.key] = new
+            changes.append(EntryChange(entry.key, path, kind))
+        document = {
+            "schema_version": migrate.CURRENT_VERSION,
+            "device_class": device_class,
+            "module": module,
+            "entries": merged,
+        }
+        schema.validate(document, migrate.CURRENT_VERSION, path)
+        text = codec.dump_document(document)
+        if existing is None or existing.text != text:
+            _atomic_write(path, text)
+        self._cache[path] = _ParsedFile(text, document, codec.decode_entries(document))
+        return changes
+
+    def _write_gitignore(self) -> None:
+        """Keep lock and temporary files out of git (only where no .gitignore exists)."""
+        with contextlib.suppress(FileExistsError), open(self.root / ".gitignore", "x", encoding="utf-8") as f:
+            f.write(GITIGNORE)
+
+
+def _same(old: object, new: object) -> bool:
+    return json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True)
+
+
+def _remove_stale_temps(path: Path) -> None:
+    """Delete temporary files of ``path`` left by killed writers (call with the lock held)."""
+    for candidate in path.parent.iterdir():
+        match = _TEMP_NAME.fullmatch(candidate.name)
+        if match and match.group("target") == path.name:
+            with contextlib.suppress(FileNotFoundError):
+                candidate.unlink()
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so that readers see the old or the new file, never a mix."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate in a test id
+        raise BaselineError(path, f"cannot encode the file as UTF-8: {exc.reason}") from None
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    # os.open with 0o666 keeps the user's umask (tempfile would make it 0600).
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, path)
+    except BaseException:  # Ctrl-C (or a SIGTERM handler that raises) too: leave no temporary file
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the rename durable (POSIX); Windows cannot open a folder and needs no such step."""
+    if os.name != "posix":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
