@@ -1,0 +1,95 @@
+"""Model dataclasses to plain JSON values and back, driven by their type hints.
+
+Driving the conversion from ``model.py``'s annotations (rather than a
+hand-written function per class) keeps the results format in step with the
+model: a new optional field is written and read without touching this file,
+and the schema's ``additionalProperties: false`` makes the round-trip test
+fail until the schema learns it too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_gpuperf import model
+
+# Values derived from other fields, written for readers and skipped on load.
+_DERIVED: dict[type, tuple[str, ...]] = {
+    model.Measurement: ("stats",),
+    model.MeasurementResult: ("key", "verdict"),
+}
+
+
+def to_json(value: object) -> Any:
+    """A model object (or a container of them) as JSON-ready builtins."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out: dict[str, Any] = {}
+        if isinstance(value, model.MeasurementResult):
+            out["key"] = value.measurement.key
+            out["verdict"] = value.verdict.value
+        for f in dataclasses.fields(value):
+            out[f.name] = to_json(getattr(value, f.name))
+        if isinstance(value, model.Measurement):
+            out["stats"] = to_json(value.stats)
+        return out
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {str(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    return value
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls, vars(model))
+    return _HINTS[cls]
+
+
+def from_json(cls: type[Any], data: Mapping[str, Any]) -> Any:
+    """Build ``cls`` (a model dataclass) from a schema-checked JSON object."""
+    hints = _hints(cls)
+    skipped = _DERIVED.get(cls, ())
+    kwargs = {
+        f.name: _decode(hints[f.name], data[f.name])
+        for f in dataclasses.fields(cls)
+        if f.name in data and f.name not in skipped
+    }
+    return cls(**kwargs)
+
+
+def _decode(tp: Any, value: Any) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _decode(inner, value)
+    if origin is typing.Literal or tp is Any or tp is object:
+        return value
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_decode(args[0], v) for v in value)
+        return tuple(_decode(a, v) for a, v in zip(args, value, strict=True))
+    if origin in (Mapping, dict, typing.Mapping):
+        return {str(k): _decode(args[1], v) for k, v in value.items()}
+    if isinstance(tp, type):
+        if dataclasses.is_dataclass(tp):
+            return from_json(tp, value)
+        if issubclass(tp, enum.Enum):
+            return tp(value)
+        if tp is float:
+            return float(value)
+        if tp in (int, str, bool):
+            return value
+    raise TypeError(f"results codec cannot decode type {tp!r}")

@@ -1,0 +1,203 @@
+"""The pull-request comment: a summary line, a table, details, and a hidden marker.
+
+The marker lets a workflow find its own earlier comment and edit it instead of
+adding a new one per push (see ``.github/workflows/gpuperf.yml``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pytest_gpuperf.model import (
+    Comparison,
+    Environment,
+    MeasurementResult,
+    Provenance,
+    SessionResults,
+    Verdict,
+)
+from pytest_gpuperf.report.rows import counts_line, ordered, split_key, verdict_counts
+from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
+
+MARKER = "<!-- pytest-gpuperf-comment -->"
+TOP_OPS = 5
+_ICON = {
+    Verdict.REGRESSION: "🔴",
+    Verdict.IMPROVEMENT: "🟢",
+    Verdict.UNCHANGED: "⚪",
+    Verdict.NEW: "🆕",
+    Verdict.NOT_COMPARABLE: "🟡",
+    Verdict.UNSTABLE: "🟠",
+}
+
+
+def _cell(text: str) -> str:
+    """Table-safe text: pipes escaped, newlines flattened."""
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip() or " "
+
+
+def _code(text: str) -> str:
+    return f"`{text}`" if "`" not in text else text
+
+
+def _test(test_id: str) -> str:
+    """``tests/perf/test_mm.py::test_x`` -> ```test_mm.py::test_x``` (the folder adds little)."""
+    path, name = split_key(test_id)
+    return _code(f"{path.rsplit('/', 1)[-1]}::{name}" if path else name)
+
+
+def _verdict(v: Verdict) -> str:
+    return f"{_ICON[v]} {v.value}"
+
+
+def _short(commit: str | None) -> str:
+    return commit[:12] if commit else "-"
+
+
+def _rows(result: MeasurementResult) -> Iterable[list[str]]:
+    m = result.measurement
+    if not result.comparisons:
+        # A measurement the gate had nothing to compare with: still show its time.
+        yield [
+            _test(m.test_id),
+            m.name,
+            "time.p50",
+            "-",
+            format_time(m.stats.median_ns),
+            "-",
+            "",
+            _verdict(result.verdict),
+        ]
+        return
+    for c in result.comparisons:
+        yield [
+            _test(m.test_id),
+            m.name,
+            c.metric,
+            format_value(c.baseline, c.unit),
+            format_value(c.current, c.unit),
+            format_change(c.change),
+            c.evidence,
+            _verdict(c.verdict),
+        ]
+
+
+def _table(session: SessionResults) -> list[str]:
+    header = ["test", "measurement", "metric", "base", "head", "change", "evidence", "verdict"]
+    lines = ["| " + " | ".join(header) + " |", "|---|---|---|---:|---:|---:|---|---|"]
+    for result in ordered(session.results):
+        for row in _rows(result):
+            lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
+    return lines
+
+
+def _environment(env: Environment) -> list[str]:
+    items = [
+        ("device", f"{env.device_name} ({env.device_type}, class `{env.device_class}`)"),
+        ("CPU", env.cpu_model),
+        ("Python", env.python),
+        ("torch", env.torch),
+        ("CUDA", env.cuda),
+        ("driver", env.driver),
+        ("platform", env.platform),
+    ]
+    items += sorted(env.extra.items())
+    return [f"- **{name}**: {_cell(value)}" for name, value in items if value]
+
+
+def _provenance(label: str, prov: Provenance | None) -> str | None:
+    if prov is None or not prov.commit:
+        return None
+    extra = [p for p in (prov.branch, prov.commit_date, "dirty" if prov.dirty else None) if p]
+    return f"- **{label}**: `{_short(prov.commit)}`" + (f" ({', '.join(extra)})" if extra else "")
+
+
+def _commits(session: SessionResults) -> list[str]:
+    lines = [
+        line
+        for line in (
+            _provenance("head", session.provenance),
+            _provenance(f"base ({session.compare_ref})" if session.compare_ref else "base", session.base_provenance),
+        )
+        if line
+    ]
+    baseline_commits = sorted({c.baseline_commit for r in session.results for c in r.comparisons if c.baseline_commit})
+    if baseline_commits:
+        lines.append("- **baselines recorded at**: " + ", ".join(f"`{_short(c)}`" for c in baseline_commits))
+    return lines or ["- no git information"]
+
+
+def _noise(session: SessionResults) -> list[str]:
+    lines = [
+        "| test | measurement | samples | precision | baseline noise | timer | notes |",
+        "|---|---|---:|---:|---:|---|---|",
+    ]
+    for r in ordered(session.results):
+        m = r.measurement
+        noise = r.baseline.noise if r.baseline is not None else None
+        notes = "; ".join([*([m.unstable_reason] if m.unstable_reason else []), *m.notes])
+        cells = [
+            _test(m.test_id),
+            m.name,
+            f"{m.stats.count} x {m.calls_per_sample}",
+            format_precision(m.precision),
+            format_precision(noise).lstrip("±"),
+            m.timer,
+            notes,
+        ]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return lines
+
+
+def _profiles(session: SessionResults) -> list[str]:
+    lines: list[str] = []
+    for r in ordered(session.results):
+        profile = r.measurement.profile
+        if profile is None or not profile.top_ops:
+            continue
+        if lines:
+            lines.append("")
+        lines += [f"**{_cell(r.measurement.key)}** (`{_cell(profile.trace_path)}`)", ""]
+        lines += ["| operator | time | share |", "|---|---:|---:|"]
+        for name, ns, share in profile.top_ops[:TOP_OPS]:
+            lines.append(f"| {_cell(_code(name))} | {format_time(ns)} | {share * 100:.1f}% |")
+    return lines
+
+
+def _details(summary: str, body: list[str]) -> list[str]:
+    return ["<details>", f"<summary>{summary}</summary>", "", *body, "", "</details>", ""]
+
+
+def _comparisons_with_notes(session: SessionResults) -> list[Comparison]:
+    return [c for r in ordered(session.results) for c in r.comparisons if c.note]
+
+
+def render_comment(session: SessionResults) -> str:
+    """The Markdown PR comment for ``session`` (ends with a newline)."""
+    counts = verdict_counts(session)
+    icon = "🔴" if counts[Verdict.REGRESSION] else "🟢"
+    against = f" against `{session.compare_ref}`" if session.compare_ref else ""
+    lines = [
+        MARKER,
+        "## pytest-gpuperf",
+        "",
+        f"{icon} **{counts_line(session)}**{against} "
+        f"({len(session.results)} measurements on {_cell(session.environment.device_name)})",
+        "",
+    ]
+    if session.results:
+        lines += _table(session)
+    else:
+        lines.append("No measurements were taken.")
+    noted = _comparisons_with_notes(session)
+    if noted:
+        lines += ["", *[f"- `{_cell(c.key)}` {c.metric}: {_cell(c.note)}" for c in noted]]
+    lines.append("")
+    lines += _details("Environment", _environment(session.environment))
+    lines += _details("Commits", _commits(session))
+    if session.results:
+        lines += _details("Noise and precision", _noise(session))
+    profiles = _profiles(session)
+    if profiles:
+        lines += _details("Top operators", profiles)
+    return "\n".join(lines) + "\n"

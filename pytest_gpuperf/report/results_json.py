@@ -1,0 +1,136 @@
+"""The session's results as a JSON file (``--gpuperf-json``): written, read, schema-checked.
+
+The file holds every measurement with its samples, statistics, comparisons,
+verdict, baseline, environment and provenance, so the other reports (and
+``gpuperf compare``/``report``) can be produced later from it alone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Mapping
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import jsonschema.exceptions
+
+from pytest_gpuperf.errors import GpuperfError
+from pytest_gpuperf.model import SessionResults
+from pytest_gpuperf.report import codec
+
+FORMAT = "pytest-gpuperf-results"
+# Version history: 1 (0.1.0) the first format.
+SCHEMA_VERSION = 1
+
+
+class ResultsError(GpuperfError):
+    """A results file that cannot be read or written; names the file and the JSON path."""
+
+    def __init__(self, path: Path | str, message: str, *, json_path: str | None = None) -> None:
+        self.path = Path(path)
+        self.json_path = json_path
+        where = f" at {json_path}" if json_path else ""
+        super().__init__(f"results file {self.path}{where}: {message}")
+
+
+@cache
+def results_schema() -> dict[str, Any]:
+    """The JSON schema of a results file (package data)."""
+    text = resources.files("pytest_gpuperf").joinpath("schemas").joinpath("results.schema.json").read_text("utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def session_to_json(session: SessionResults) -> dict[str, Any]:
+    """The results document for ``session`` (not yet validated)."""
+    body = codec.to_json(session)
+    counts = Counter(r.verdict.value for r in session.results)
+    return {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        **body,
+        "summary": dict(sorted(counts.items())),
+    }
+
+
+def session_from_json(document: Mapping[str, Any]) -> SessionResults:
+    """The inverse of :func:`session_to_json` for a validated document."""
+    result: SessionResults = codec.from_json(SessionResults, document)
+    return result
+
+
+def validate_document(document: object, path: Path | str) -> None:
+    """Raise :class:`ResultsError` naming the first schema violation's JSON path."""
+    validator = jsonschema.Draft202012Validator(results_schema())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(document))
+    if error is not None:
+        raise ResultsError(path, error.message, json_path=error.json_path)
+
+
+def _first_non_finite(value: object, where: str = "$") -> str | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        return where
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            found = _first_non_finite(v, f"{where}.{k}")
+            if found:
+                return found
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            found = _first_non_finite(v, f"{where}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def dumps_results(session: SessionResults, path: Path | str = "<results>") -> str:
+    """The validated results document as text (sorted keys, indent 2, trailing newline)."""
+    document = session_to_json(session)
+    bad = _first_non_finite(document)
+    if bad is not None:
+        raise ResultsError(path, "NaN or infinity cannot be stored in JSON", json_path=bad)
+    validate_document(document, path)
+    return json.dumps(document, indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def write_results(path: Path | str, session: SessionResults) -> Path:
+    """Validate and write ``session`` to ``path`` atomically; returns the path."""
+    target = Path(path)
+    text = dumps_results(session, target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def loads_results(text: str, path: Path | str = "<results>") -> SessionResults:
+    """Parse and validate a results document."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultsError(path, f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    validate_document(document, path)
+    return session_from_json(document)
+
+
+def load_results(path: Path | str) -> SessionResults:
+    """Read a results file written by :func:`write_results` (schema-checked)."""
+    source = Path(path)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ResultsError(source, f"cannot read: {exc.strerror or exc}") from None
+    return loads_results(text, source)

@@ -1,0 +1,98 @@
+"""What every report shows for a measurement: its headline comparison and its order.
+
+The renderers (terminal, Markdown, HTML) format these; none of them decides a
+verdict, they only read the ones the gate put in ``MeasurementResult``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pytest_gpuperf.model import Comparison, MeasurementResult, SessionResults, Verdict
+
+# Worst first: the order rows and counts are shown in.
+VERDICT_ORDER = (
+    Verdict.REGRESSION,
+    Verdict.NOT_COMPARABLE,
+    Verdict.UNSTABLE,
+    Verdict.IMPROVEMENT,
+    Verdict.NEW,
+    Verdict.UNCHANGED,
+)
+_RANK = {v: i for i, v in enumerate(VERDICT_ORDER)}
+
+
+def verdict_rank(verdict: Verdict) -> int:
+    return _RANK[verdict]
+
+
+def split_key(test_id: str) -> tuple[str, str]:
+    """``tests/test_mm.py::test_x[a]`` -> (``tests/test_mm.py``, ``test_x[a]``)."""
+    path, sep, name = test_id.partition("::")
+    return (path, name) if sep else ("", test_id)
+
+
+def time_comparison(result: MeasurementResult) -> Comparison | None:
+    """The comparison on time (``time.p50`` or whichever statistic the gate used)."""
+    return next((c for c in result.comparisons if c.metric.startswith("time.")), None)
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One measurement reduced to the numbers a summary line shows."""
+
+    result: MeasurementResult
+    statistic: str  # "p50", "mean" ...
+    now_ns: float
+    baseline_ns: float | None
+    change: float | None
+    verdict: Verdict
+    others: tuple[Comparison, ...]  # non-time comparisons worth a line of their own
+
+
+def headline(result: MeasurementResult) -> Headline:
+    timing = time_comparison(result)
+    stats = result.measurement.stats
+    if timing is not None:
+        statistic = timing.metric.split(".", 1)[1]
+        now, base, change = timing.current, timing.baseline, timing.change
+    else:
+        statistic, now = "p50", stats.median_ns
+        base = result.baseline.stats.median_ns if result.baseline is not None else None
+        change = None
+    others = tuple(
+        c for c in result.comparisons if c is not timing and c.verdict not in (Verdict.UNCHANGED, Verdict.NEW)
+    )
+    return Headline(result, statistic, now, base, change, result.verdict, others)
+
+
+def ordered(results: Iterable[MeasurementResult]) -> list[MeasurementResult]:
+    """Worst verdict first, then by key, so regressions lead every report."""
+    return sorted(results, key=lambda r: (verdict_rank(r.verdict), r.measurement.key))
+
+
+def verdict_counts(session: SessionResults) -> Counter[Verdict]:
+    return Counter(r.verdict for r in session.results)
+
+
+def plural(n: int, word: str) -> str:
+    if n == 1 or word.endswith("comparable") or word in ("unchanged", "new", "unstable"):
+        return f"{n} {word}"
+    return f"{n} {word}s"
+
+
+def counts_line(session: SessionResults) -> str:
+    """``1 regression, 2 improvements, 5 unchanged, 1 new, 0 not comparable`` (+ unstable if any)."""
+    counts = verdict_counts(session)
+    parts = [
+        plural(counts[Verdict.REGRESSION], "regression"),
+        plural(counts[Verdict.IMPROVEMENT], "improvement"),
+        plural(counts[Verdict.UNCHANGED], "unchanged"),
+        plural(counts[Verdict.NEW], "new"),
+        plural(counts[Verdict.NOT_COMPARABLE], "not comparable"),
+    ]
+    if counts[Verdict.UNSTABLE]:
+        parts.append(plural(counts[Verdict.UNSTABLE], "unstable"))
+    return ", ".join(parts)

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from test_report_helpers import make_session
+
+from pytest_gpuperf.model import SessionResults
+from pytest_gpuperf.report.markdown import MARKER, render_comment
+
+GOLDEN = Path(__file__).parent / "data" / "report_comment.md"
+
+
+def test_comment_matches_golden_file() -> None:
+    text = render_comment(make_session())
+    if os.environ.get("GPUPERF_UPDATE_GOLDEN"):
+        GOLDEN.write_text(text, encoding="utf-8")
+    expected = GOLDEN.read_text(encoding="utf-8")
+    assert text == expected, f"{GOLDEN} differs; rerun with GPUPERF_UPDATE_GOLDEN=1 if the change is intended"
+
+
+def test_comment_structure() -> None:
+    text = render_comment(make_session())
+    lines = text.splitlines()
+    assert lines[0] == MARKER == "<!-- pytest-gpuperf-comment -->"
+    assert text.count(MARKER) == 1
+    summary = next(line for line in lines if "regression" in line)
+    assert "1 regression, 1 improvement, 1 unchanged, 1 new, 1 not comparable, 1 unstable" in summary
+    assert "`origin/main`" in summary
+    header = lines.index("| test | measurement | metric | base | head | change | evidence | verdict |")
+    first_row = lines[header + 2]
+    assert "test_matmul.py::test_matmul[fp16-4096]" in first_row
+    assert "| 1.000 ms | 1.250 ms | +25.0% |" in first_row
+    assert first_row.endswith("🔴 regression |")
+    assert text.count("<details>") == text.count("</details>") == 4
+    assert "<summary>Top operators</summary>" in text
+    assert "`aten::mm` | 1.100 ms | 88.0%" in text
+    # A pipe inside a cell is escaped so the table keeps its columns.
+    assert "ampere_fp16_gemm\\|x" in text
+    assert all(line.count(" | ") + 2 == 9 for line in lines[header : header + 10] if line.startswith("| "))
+
+
+def test_profiles_section_only_when_profiled() -> None:
+    session = make_session()
+    no_profiles: SessionResults = dataclasses.replace(
+        session,
+        results=tuple(
+            dataclasses.replace(r, measurement=dataclasses.replace(r.measurement, profile=None))
+            for r in session.results
+        ),
+    )
+    text = render_comment(no_profiles)
+    assert "Top operators" not in text
+    assert text.count("<details>") == 3
+
+
+def test_empty_session_still_has_marker_and_summary() -> None:
+    session = make_session()
+    empty = dataclasses.replace(session, results=())
+    text = render_comment(empty)
+    assert text.startswith(MARKER)
+    assert "0 regressions, 0 improvements, 0 unchanged, 0 new, 0 not comparable" in text
+    assert "No measurements were taken." in text

@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from test_report_helpers import make_session
+
+from pytest_gpuperf.errors import GpuperfError
+from pytest_gpuperf.model import Measurement, SessionResults
+from pytest_gpuperf.report.results_json import (
+    ResultsError,
+    load_results,
+    results_schema,
+    write_results,
+)
+
+
+def test_round_trip_keeps_every_field(tmp_path: Path) -> None:
+    session = make_session()
+    path = write_results(tmp_path / "out" / "results.json", session)
+    assert path.is_file()
+    assert load_results(path) == session
+
+
+def test_document_holds_statistics_samples_verdicts_and_context(tmp_path: Path) -> None:
+    session = make_session()
+    path = write_results(tmp_path / "r.json", session)
+    doc = json.loads(path.read_text())
+    assert doc["format"] == "pytest-gpuperf-results"
+    assert doc["summary"] == {
+        "improvement": 1,
+        "new": 1,
+        "not comparable": 1,
+        "regression": 1,
+        "unchanged": 1,
+        "unstable": 1,
+    }
+    by_key = {r["key"]: r for r in doc["results"]}
+    reg = by_key["tests/perf/test_matmul.py::test_matmul[fp16-4096]::default"]
+    assert reg["verdict"] == "regression"
+    assert reg["measurement"]["samples_ns"][0] == pytest.approx(session.results[3].measurement.samples_ns[0])
+    assert reg["measurement"]["stats"]["median_ns"] == pytest.approx(1_250_000.0)
+    assert reg["comparisons"][0]["evidence"].startswith("CI of ratio")
+    assert reg["baseline"]["provenance"]["commit"] == "b" * 40
+    assert reg["measurement"]["profile"]["top_ops"][0] == ["aten::mm", 1_100_000.0, 0.88]
+    assert doc["environment"]["device_class"] == "nvidia-h100-80gb-hbm3"
+    assert doc["provenance"]["commit"] == "a" * 40
+    assert path.read_text().endswith("}\n")
+
+
+def test_schema_is_a_valid_draft_2020_12_schema() -> None:
+    jsonschema.Draft202012Validator.check_schema(results_schema())
+
+
+def _write_doc(tmp_path: Path, mutate: object) -> Path:
+    path = write_results(tmp_path / "r.json", make_session())
+    doc = json.loads(path.read_text())
+    mutate(doc)  # type: ignore[operator]
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_load_names_file_and_json_path_of_a_bad_field(tmp_path: Path) -> None:
+    def corrupt(doc: dict) -> None:  # type: ignore[type-arg]
+        doc["results"][2]["measurement"]["samples_ns"][1] = "fast"
+
+    path = _write_doc(tmp_path, corrupt)
+    with pytest.raises(ResultsError) as info:
+        load_results(path)
+    err = info.value
+    assert isinstance(err, GpuperfError)
+    assert err.path == path
+    assert err.json_path == "$.results[2].measurement.samples_ns[1]"
+    assert str(path) in str(err)
+    assert "'fast' is not of type 'number'" in str(err)
+
+
+def test_load_rejects_unknown_verdict_and_missing_fields(tmp_path: Path) -> None:
+    path = _write_doc(tmp_path, lambda d: d["results"][0]["comparisons"].append({"key": "x"}))
+    with pytest.raises(ResultsError, match=r"results\[0\]\.comparisons\[0\]"):
+        load_results(path)
+
+
+def test_load_rejects_non_json_and_missing_files(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(ResultsError, match=r"bad\.json: not JSON"):
+        load_results(bad)
+    with pytest.raises(ResultsError, match="cannot read"):
+        load_results(tmp_path / "missing.json")
+
+
+def test_write_refuses_nan_naming_the_field(tmp_path: Path) -> None:
+    session = make_session()
+    first = session.results[0]
+    broken_measurement: Measurement = dataclasses.replace(first.measurement, wall_time_s=float("nan"))
+    broken = dataclasses.replace(
+        session, results=(dataclasses.replace(first, measurement=broken_measurement), *session.results[1:])
+    )
+    target = tmp_path / "r.json"
+    with pytest.raises(ResultsError) as info:
+        write_results(target, broken)
+    assert info.value.json_path == "$.results[0].measurement.wall_time_s"
+    assert not target.exists()
+
+
+def test_write_validates_before_writing(tmp_path: Path) -> None:
+    session = make_session()
+    empty_mode: SessionResults = dataclasses.replace(session, mode="")
+    target = tmp_path / "r.json"
+    with pytest.raises(ResultsError, match=r"\$\.mode"):
+        write_results(target, empty_mode)
+    assert not target.exists()
+    assert list(tmp_path.iterdir()) == []  # no temporary file left behind
