@@ -278,7 +278,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 
 def _judge(state: SessionState, bench: GpuBench) -> None:
     __tracebackhide__ = True
-    from pytest_gpuperf.gate import failure_message
+    from pytest_gpuperf.engine import gate_settings
+    from pytest_gpuperf.gate import failure_message, fails
 
     assert state.engine is not None and state.environment is not None
     try:
@@ -289,14 +290,10 @@ def _judge(state: SessionState, bench: GpuBench) -> None:
     if bench.config.update_baseline:
         _update_baselines(state, results)
         return
-    failures = [failure_message(r, str(state.device)) for r in results if _fails(r, bench.config)]
+    settings = gate_settings(bench.config, state.environment)
+    failures = [failure_message(r, str(state.device)) for r in results if fails(r, settings)]
     if failures:
         pytest.fail("\n\n".join(failures), pytrace=False)
-
-
-def _fails(result: MeasurementResult, config: cfg.GpuperfConfig) -> bool:
-    verdicts = {c.verdict for c in result.comparisons}
-    return Verdict.REGRESSION in verdicts or (config.strict and Verdict.NOT_COMPARABLE in verdicts)
 
 
 def _update_baselines(state: SessionState, results: list[MeasurementResult]) -> None:
@@ -336,7 +333,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
     session = state.session_results()
     tw = terminalreporter
-    render_summary(session, tw)
+    render_summary(session, config.get_terminal_writer())
     for change in state.changes:
         if change.kind != "unchanged":
             tw.write_line(f"gpuperf: baseline {change.kind}: {change.key} -> {change.path}")
@@ -357,3 +354,4 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     for path in written:
         tw.write_line(f"gpuperf: wrote {path}")
+

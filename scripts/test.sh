@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The test suite: sets up .venv if needed, then runs pytest (extra arguments are passed on).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+# shellcheck disable=SC1091
+. .venv/bin/activate
+exec python -m pytest -q "$@"
