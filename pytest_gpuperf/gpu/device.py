@@ -1,0 +1,65 @@
+"""Turning a ``--gpuperf-device`` string into a torch.device, and synchronizing it."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from pytest_gpuperf.errors import ConfigError
+
+if TYPE_CHECKING:
+    import torch
+
+_CUDA_SPEC = re.compile(r"cuda(?::(?P<index>\d+))?")
+ACCEPTED = '"auto", "cpu", "cuda" or "cuda:N"'
+
+
+def resolve_device(spec: str) -> torch.device:
+    """Parse a device spec; "auto" picks the current CUDA device when there is one, else the CPU.
+
+    CUDA devices always come back with an explicit index, so every later call
+    (memory stats, NVML, events) talks about the same GPU.
+    """
+    import torch
+
+    text = spec.strip().lower()
+    if text == "cpu":
+        return torch.device("cpu")
+    if text == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda", torch.cuda.current_device())
+        return torch.device("cpu")
+    match = _CUDA_SPEC.fullmatch(text)
+    if match is None:
+        raise ConfigError(f"--gpuperf-device: unknown device {spec!r}; use {ACCEPTED}")
+    if not torch.cuda.is_available():
+        raise ConfigError(
+            f"--gpuperf-device={spec}: CUDA is not available "
+            f"(torch {torch.__version__}, built with CUDA {torch.version.cuda}); "
+            'use "cpu" or "auto"'
+        )
+    count = torch.cuda.device_count()
+    index = int(match["index"]) if match["index"] is not None else torch.cuda.current_device()
+    if index >= count:
+        raise ConfigError(
+            f"--gpuperf-device={spec}: no such GPU; this process sees {count} "
+            f"(indices 0..{count - 1}, after CUDA_VISIBLE_DEVICES)"
+        )
+    return torch.device("cuda", index)
+
+
+def cuda_index(device: torch.device) -> int:
+    """The CUDA ordinal of ``device`` (the current device when it has no index)."""
+    import torch
+
+    if device.type != "cuda":
+        raise ValueError(f"{device} is not a CUDA device")
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
+def cuda_synchronize(device: torch.device) -> None:
+    """Wait for all queued work on ``device``; nothing to wait for on the CPU."""
+    if device.type == "cuda":
+        import torch
+
+        torch.cuda.synchronize(device)

@@ -1,0 +1,87 @@
+"""Peak device memory per measurement, and what to do after an out-of-memory error."""
+
+from __future__ import annotations
+
+import gc
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+
+# Messages of OOMs that reach Python as a plain RuntimeError (older torch,
+# cuBLAS/cuDNN workspace allocations that fail inside the library).
+_OOM_MESSAGES = ("CUDA out of memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED")
+_SUMMARY_LINES = 40
+
+
+def is_oom_error(exc: BaseException) -> bool:
+    """True for a CUDA out-of-memory error, whichever torch version raised it."""
+    import torch
+
+    oom_types = tuple(
+        t
+        for t in (getattr(torch, "OutOfMemoryError", None), getattr(torch.cuda, "OutOfMemoryError", None))
+        if isinstance(t, type)
+    )
+    if oom_types and isinstance(exc, oom_types):
+        return True
+    return isinstance(exc, RuntimeError) and any(m in str(exc) for m in _OOM_MESSAGES)
+
+
+class MemoryTracker:
+    """Reads the caching allocator's peaks for one CUDA device; reports nothing on the CPU.
+
+    CPU peaks are left out on purpose: the process RSS mixes the interpreter,
+    pytest and every earlier test, so it is no per-measurement number.
+    """
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.active = device.type == "cuda"
+
+    def reset(self) -> None:
+        """Start a new peak window (call right before the measured calls)."""
+        if self.active:
+            import torch
+
+            torch.cuda.reset_peak_memory_stats(self.device)
+
+    def peak_allocated(self) -> int | None:
+        """Bytes held by tensors at the peak since ``reset``."""
+        if not self.active:
+            return None
+        import torch
+
+        return int(torch.cuda.max_memory_allocated(self.device))
+
+    def peak_reserved(self) -> int | None:
+        """Bytes the caching allocator held from the driver at the peak since ``reset``."""
+        if not self.active:
+            return None
+        import torch
+
+        return int(torch.cuda.max_memory_reserved(self.device))
+
+    def release(self) -> None:
+        """Give cached blocks back after an OOM so the next test starts clean.
+
+        The collection comes first: tensors kept alive by the failed call's
+        traceback frames can only be freed once those cycles are broken.
+        """
+        gc.collect()
+        if self.active:
+            import torch
+
+            torch.cuda.empty_cache()
+
+    def oom_report(self) -> str:
+        """A short allocator summary to attach to an OOM failure."""
+        if not self.active:
+            return f"no CUDA memory summary: the measurement ran on {self.device}"
+        import torch
+
+        summary = torch.cuda.memory_summary(self.device, abbreviated=True)
+        lines = summary.splitlines()
+        if len(lines) > _SUMMARY_LINES:
+            lines = [*lines[:_SUMMARY_LINES], f"... ({len(lines) - _SUMMARY_LINES} more lines)"]
+        return "\n".join(lines)

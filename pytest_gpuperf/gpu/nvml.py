@@ -1,0 +1,516 @@
+"""What NVML says about the GPU: identity, clocks, and whether it slowed down while measured.
+
+``Nvml`` is the small surface this module needs; ``PynvmlBackend`` implements
+it over pynvml (imported inside its methods) and ``FakeNvml`` implements it for
+tests. Nothing here raises on a machine without NVML: every failure becomes a
+note ("NVML unavailable: ...") or a missing key, because a probe that cannot
+run must never fail a measurement.
+
+Clock-event reasons ("throttle reasons" before driver 535) are a bit mask;
+the values below are NVML's (nvml.h, nvmlClocksEventReason*), kept here so the
+decoder and the fake need no pynvml.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeVar
+
+ClockDomain = Literal["sm", "mem"]
+ClockKind = Literal["current", "applications", "default_applications", "max"]
+
+GPU_IDLE = 0x1
+APPLICATIONS_CLOCKS_SETTING = 0x2  # also set while clocks are locked by the administrator
+SW_POWER_CAP = 0x4
+HW_SLOWDOWN = 0x8
+SYNC_BOOST = 0x10
+SW_THERMAL_SLOWDOWN = 0x20
+HW_THERMAL_SLOWDOWN = 0x40
+HW_POWER_BRAKE_SLOWDOWN = 0x80
+DISPLAY_CLOCK_SETTING = 0x100
+
+REASON_NAMES: dict[int, str] = {
+    GPU_IDLE: "gpu_idle",
+    APPLICATIONS_CLOCKS_SETTING: "applications_clocks_setting",
+    SW_POWER_CAP: "sw_power_cap",
+    HW_SLOWDOWN: "hw_slowdown",
+    SYNC_BOOST: "sync_boost",
+    SW_THERMAL_SLOWDOWN: "sw_thermal_slowdown",
+    HW_THERMAL_SLOWDOWN: "hw_thermal_slowdown",
+    HW_POWER_BRAKE_SLOWDOWN: "hw_power_brake_slowdown",
+    DISPLAY_CLOCK_SETTING: "display_clock_setting",
+}
+# The reasons that slow the clocks below what the measurement asked for: a
+# sample taken under them measures the cooling or the power supply, not the code.
+SLOWDOWN_MASK = SW_POWER_CAP | HW_SLOWDOWN | SW_THERMAL_SLOWDOWN | HW_THERMAL_SLOWDOWN | HW_POWER_BRAKE_SLOWDOWN
+
+DEFAULT_POLL_INTERVAL_S = 0.025
+CLOCK_SPREAD_NOTE = 0.02  # SM clock varying by more than this during a measurement is worth saying
+LOCK_HINT = "lock them for stable numbers: sudo nvidia-smi -pm 1 && sudo nvidia-smi -lgc <MHz>"
+
+
+class NvmlQueryError(Exception):
+    """NVML cannot answer: no library, no permission, or not supported on this GPU."""
+
+
+class Nvml(Protocol):
+    """The part of NVML this module uses. Handles are opaque."""
+
+    def init(self) -> None: ...
+    def shutdown(self) -> None: ...
+    def device_handle(self, cuda_index: int) -> Any: ...
+    def driver_version(self) -> str: ...
+    def cuda_driver_version(self) -> int: ...
+    def name(self, handle: Any) -> str: ...
+    def uuid(self, handle: Any) -> str: ...
+    def clock_mhz(self, handle: Any, domain: ClockDomain, kind: ClockKind) -> int: ...
+    def power_limit_mw(self, handle: Any) -> int: ...
+    def temperature_c(self, handle: Any) -> int: ...
+    def persistence_mode(self, handle: Any) -> bool: ...
+    def clock_event_reasons(self, handle: Any) -> int: ...
+
+
+T = TypeVar("T")
+
+
+class PynvmlBackend:
+    """``Nvml`` over the nvidia-ml-py package; every pynvml error becomes NvmlQueryError."""
+
+    def __init__(self) -> None:
+        self._nvml: Any = None
+
+    def _lib(self) -> Any:
+        if self._nvml is None:
+            try:
+                import pynvml
+            except ImportError as exc:  # the dependency is declared, but a broken install must not crash
+                raise NvmlQueryError(f"pynvml is not importable ({exc})") from exc
+            self._nvml = pynvml
+        return self._nvml
+
+    def _call(self, fn: Callable[[], T]) -> T:
+        lib = self._lib()
+        try:
+            return fn()
+        except lib.NVMLError as exc:
+            raise NvmlQueryError(str(exc)) from exc
+
+    def init(self) -> None:
+        lib = self._lib()
+        self._call(lib.nvmlInit)
+
+    def shutdown(self) -> None:
+        lib = self._lib()
+        self._call(lib.nvmlShutdown)
+
+    def device_handle(self, cuda_index: int) -> Any:
+        lib = self._lib()
+        # CUDA and NVML number GPUs differently when CUDA_VISIBLE_DEVICES or
+        # CUDA_DEVICE_ORDER is set; the UUID names the same GPU in both.
+        uuid = _torch_uuid(cuda_index)
+        if uuid is not None:
+            try:
+                return self._call(lambda: lib.nvmlDeviceGetHandleByUUID(uuid))
+            except NvmlQueryError:
+                pass
+        return self._call(lambda: lib.nvmlDeviceGetHandleByIndex(cuda_index))
+
+    def driver_version(self) -> str:
+        lib = self._lib()
+        return str(self._call(lib.nvmlSystemGetDriverVersion))
+
+    def cuda_driver_version(self) -> int:
+        lib = self._lib()
+        return int(self._call(lib.nvmlSystemGetCudaDriverVersion))
+
+    def name(self, handle: Any) -> str:
+        lib = self._lib()
+        return str(self._call(lambda: lib.nvmlDeviceGetName(handle)))
+
+    def uuid(self, handle: Any) -> str:
+        lib = self._lib()
+        return str(self._call(lambda: lib.nvmlDeviceGetUUID(handle)))
+
+    def clock_mhz(self, handle: Any, domain: ClockDomain, kind: ClockKind) -> int:
+        lib = self._lib()
+        clock = {"sm": lib.NVML_CLOCK_SM, "mem": lib.NVML_CLOCK_MEM}[domain]
+        query = {
+            "current": lib.nvmlDeviceGetClockInfo,
+            "applications": lib.nvmlDeviceGetApplicationsClock,
+            "default_applications": lib.nvmlDeviceGetDefaultApplicationsClock,
+            "max": lib.nvmlDeviceGetMaxClockInfo,
+        }[kind]
+        return int(self._call(lambda: query(handle, clock)))
+
+    def power_limit_mw(self, handle: Any) -> int:
+        lib = self._lib()
+        return int(self._call(lambda: lib.nvmlDeviceGetPowerManagementLimit(handle)))
+
+    def temperature_c(self, handle: Any) -> int:
+        lib = self._lib()
+        return int(self._call(lambda: lib.nvmlDeviceGetTemperature(handle, lib.NVML_TEMPERATURE_GPU)))
+
+    def persistence_mode(self, handle: Any) -> bool:
+        lib = self._lib()
+        return bool(self._call(lambda: lib.nvmlDeviceGetPersistenceMode(handle)) == lib.NVML_FEATURE_ENABLED)
+
+    def clock_event_reasons(self, handle: Any) -> int:
+        lib = self._lib()
+        # The "event" name replaced "throttle" in driver 535 / nvidia-ml-py 12.535.
+        query = getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None)
+        if query is None:
+            query = lib.nvmlDeviceGetCurrentClocksThrottleReasons
+        return int(self._call(lambda: query(handle)))
+
+
+def _torch_uuid(cuda_index: int) -> str | None:
+    """NVML's spelling ("GPU-<uuid>") of the UUID torch reports for a CUDA index, if any."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return None
+        raw = str(torch.cuda.get_device_properties(cuda_index).uuid)
+    except Exception:  # no torch, no CUDA, an old torch without .uuid: fall back to the index
+        return None
+    if not raw:
+        return None
+    return raw if raw.startswith(("GPU-", "MIG-")) else f"GPU-{raw}"
+
+
+@dataclass
+class FakeNvml:
+    """An in-memory ``Nvml`` for tests; change its attributes to script a measurement.
+
+    ``unsupported`` names methods that raise NvmlQueryError (as NVML does for
+    application clocks on consumer GPUs); ``init_error`` makes ``init`` fail
+    like a machine without the driver.
+    """
+
+    gpu_name: str = "NVIDIA Fake GPU"
+    gpu_uuid: str = "GPU-00000000-0000-0000-0000-000000000000"
+    driver: str = "550.54.15"
+    cuda_driver: int = 12040
+    clocks: dict[tuple[str, str], int] = field(
+        default_factory=lambda: {
+            ("sm", "current"): 1980,
+            ("mem", "current"): 2619,
+            ("sm", "max"): 1980,
+            ("mem", "max"): 2619,
+            ("sm", "applications"): 1755,
+            ("mem", "applications"): 2619,
+            ("sm", "default_applications"): 1755,
+            ("mem", "default_applications"): 2619,
+        }
+    )
+    power_limit: int = 700_000
+    temperature: int = 40
+    persistence: bool = True
+    reasons: int = 0
+    unsupported: frozenset[str] = frozenset()
+    init_error: str | None = None
+    initialized: int = 0
+    reason_reads: int = 0
+
+    def _check(self, method: str) -> None:
+        if method in self.unsupported:
+            raise NvmlQueryError("Not Supported")
+
+    def init(self) -> None:
+        if self.init_error is not None:
+            raise NvmlQueryError(self.init_error)
+        self.initialized += 1
+
+    def shutdown(self) -> None:
+        self.initialized -= 1
+
+    def device_handle(self, cuda_index: int) -> Any:
+        self._check("device_handle")
+        return cuda_index
+
+    def driver_version(self) -> str:
+        self._check("driver_version")
+        return self.driver
+
+    def cuda_driver_version(self) -> int:
+        self._check("cuda_driver_version")
+        return self.cuda_driver
+
+    def name(self, handle: Any) -> str:
+        self._check("name")
+        return self.gpu_name
+
+    def uuid(self, handle: Any) -> str:
+        self._check("uuid")
+        return self.gpu_uuid
+
+    def clock_mhz(self, handle: Any, domain: ClockDomain, kind: ClockKind) -> int:
+        self._check("clock_mhz")
+        self._check(f"clock_mhz:{kind}")
+        return self.clocks[(domain, kind)]
+
+    def power_limit_mw(self, handle: Any) -> int:
+        self._check("power_limit_mw")
+        return self.power_limit
+
+    def temperature_c(self, handle: Any) -> int:
+        self._check("temperature_c")
+        return self.temperature
+
+    def persistence_mode(self, handle: Any) -> bool:
+        self._check("persistence_mode")
+        return self.persistence
+
+    def clock_event_reasons(self, handle: Any) -> int:
+        self._check("clock_event_reasons")
+        self.reason_reads += 1
+        return self.reasons
+
+
+def decode_reasons(mask: int) -> list[str]:
+    """Names of the bits set in a clock-event reason mask (unknown bits as hex)."""
+    names = [name for bit, name in REASON_NAMES.items() if mask & bit]
+    unknown = mask & ~sum(REASON_NAMES)
+    if unknown:
+        names.append(f"unknown_0x{unknown:x}")
+    return names
+
+
+def format_cuda_version(version: int) -> str:
+    """NVML's integer CUDA version (12040) as "12.4"."""
+    return f"{version // 1000}.{(version % 1000) // 10}"
+
+
+def clocks_look_locked(app_sm: int | None, default_app_sm: int | None, reasons: int | None) -> str:
+    """Do the SM clocks look pinned by an administrator: "yes", "no" or "unknown".
+
+    NVML has no direct query for ``nvidia-smi -lgc``; the evidence is that
+    the applications-clocks limiter is active, or that the application clocks
+    were moved off their default (``nvidia-smi -ac``).
+    """
+    if reasons is not None and reasons & APPLICATIONS_CLOCKS_SETTING:
+        return "yes"
+    if app_sm is not None and default_app_sm is not None:
+        return "yes" if app_sm != default_app_sm else "no"
+    return "no" if reasons is not None else "unknown"
+
+
+def _try(fn: Callable[[], T]) -> T | None:
+    try:
+        return fn()
+    except NvmlQueryError:
+        return None
+
+
+def probe_device(index: int, *, nvml: Nvml | None = None) -> dict[str, str]:
+    """Identity, clocks and settings of CUDA device ``index``; keys NVML cannot answer are left out.
+
+    Without NVML the answer is ``{"nvml": "unavailable: <why>"}``.
+    """
+    api = nvml if nvml is not None else PynvmlBackend()
+    try:
+        api.init()
+    except NvmlQueryError as exc:
+        return {"nvml": f"unavailable: {exc}"}
+    try:
+        try:
+            handle = api.device_handle(index)
+        except NvmlQueryError as exc:
+            return {"nvml": f"unavailable for CUDA device {index}: {exc}"}
+        return _probe(api, handle)
+    finally:
+        _try(api.shutdown)
+
+
+def _probe(api: Nvml, handle: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+
+    def put(key: str, value: object | None) -> None:
+        if value is not None:
+            out[key] = str(value)
+
+    put("name", _try(lambda: api.name(handle)))
+    put("uuid", _try(lambda: api.uuid(handle)))
+    put("driver", _try(api.driver_version))
+    cuda = _try(api.cuda_driver_version)
+    put("cuda_driver_version", format_cuda_version(cuda) if cuda is not None else None)
+    clocks: dict[str, int | None] = {}
+    for domain in ("sm", "mem"):
+        for kind, label in (
+            ("current", "clock"),
+            ("max", "max_clock"),
+            ("applications", "app_clock"),
+            ("default_applications", "default_app_clock"),
+        ):
+            key = f"{domain}_{label}_mhz"
+            clocks[key] = _try(lambda d=domain, k=kind: api.clock_mhz(handle, d, k))  # type: ignore[misc]
+            put(key, clocks[key])
+    limit = _try(lambda: api.power_limit_mw(handle))
+    put("power_limit_w", f"{limit / 1000:g}" if limit is not None else None)
+    put("temperature_c", _try(lambda: api.temperature_c(handle)))
+    persistence = _try(lambda: api.persistence_mode(handle))
+    put("persistence_mode", None if persistence is None else ("on" if persistence else "off"))
+    reasons = _try(lambda: api.clock_event_reasons(handle))
+    put("clock_event_reasons", None if reasons is None else ",".join(decode_reasons(reasons)) or "none")
+    out["clocks_locked"] = clocks_look_locked(clocks["sm_app_clock_mhz"], clocks["sm_default_app_clock_mhz"], reasons)
+    return out
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    """What happened to the GPU during one measurement.
+
+    ``unstable_reason`` is set when the clocks were slowed by heat or power,
+    so the samples describe the cooling rather than the code.
+    """
+
+    unstable_reason: str | None = None
+    notes: tuple[str, ...] = ()
+    data: dict[str, object] = field(default_factory=dict)
+
+
+class HealthMonitor:
+    """Polls NVML in a background thread between ``start()`` and ``stop()``.
+
+    Clock-event reasons are instantaneous, so a slowdown shorter than the
+    poll interval can slip through; ``stop()`` reads once more so a slowdown
+    still active at the end is always seen.
+    """
+
+    def __init__(
+        self,
+        device_index: int,
+        *,
+        nvml: Nvml | None = None,
+        poll_interval_s: float = DEFAULT_POLL_INTERVAL_S,
+        slowdown_mask: int = SLOWDOWN_MASK,
+    ) -> None:
+        self.device_index = device_index
+        self.poll_interval_s = poll_interval_s
+        self.slowdown_mask = slowdown_mask
+        self._api: Nvml = nvml if nvml is not None else PynvmlBackend()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self._started = False
+        self._handle: Any = None
+        self._unavailable: str | None = None
+        self._poll_error: str | None = None
+        self._seen = 0
+        self._polls = 0
+        self._slow_polls: dict[str, int] = {}
+        self._sm_clocks: list[int] = []
+        self._temp_before: int | None = None
+        self._locked_at_start = "unknown"
+        self._report: HealthReport | None = None
+
+    def start(self) -> None:
+        """Read the starting state and begin polling; never raises for NVML trouble."""
+        if self._thread is not None:
+            self.stop()
+        self._reset()
+        self._started = True
+        try:
+            self._api.init()
+        except NvmlQueryError as exc:
+            self._unavailable = f"NVML unavailable: {exc}"
+            return
+        try:
+            self._handle = self._api.device_handle(self.device_index)
+        except NvmlQueryError as exc:
+            self._unavailable = f"NVML unavailable for CUDA device {self.device_index}: {exc}"
+            _try(self._api.shutdown)
+            return
+        self._temp_before = _try(lambda: self._api.temperature_c(self._handle))
+        app = _try(lambda: self._api.clock_mhz(self._handle, "sm", "applications"))
+        default = _try(lambda: self._api.clock_mhz(self._handle, "sm", "default_applications"))
+        self._locked_at_start = clocks_look_locked(app, default, None)
+        self._poll()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="gpuperf-nvml-health", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.poll_interval_s):
+            if not self._poll():
+                return
+
+    def _poll(self) -> bool:
+        """One reading; False once the reasons cannot be read (no point polling on)."""
+        try:
+            reasons = self._api.clock_event_reasons(self._handle)
+        except NvmlQueryError as exc:
+            with self._lock:
+                self._poll_error = f"clock-event reasons unavailable: {exc}"
+            return False
+        sm = _try(lambda: self._api.clock_mhz(self._handle, "sm", "current"))
+        with self._lock:
+            self._polls += 1
+            self._seen |= reasons
+            for name in decode_reasons(reasons & self.slowdown_mask):
+                self._slow_polls[name] = self._slow_polls.get(name, 0) + 1
+            # An idle GPU drops its clocks between launches: not a clock-stability signal.
+            if sm is not None and not reasons & GPU_IDLE:
+                self._sm_clocks.append(sm)
+        return True
+
+    def stop(self) -> HealthReport:
+        """Stop polling and say whether the measurement ran at steady clocks."""
+        if self._report is not None:
+            return self._report
+        if not self._started:
+            return HealthReport(notes=("GPU health monitor was stopped without being started",))
+        if self._unavailable is not None:
+            self._report = HealthReport(notes=(self._unavailable,))
+            return self._report
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join(timeout=max(1.0, 10 * self.poll_interval_s))
+            self._thread = None
+        if self._poll_error is None:
+            self._poll()
+        temp_after = _try(lambda: self._api.temperature_c(self._handle))
+        _try(self._api.shutdown)
+        self._report = self._build(temp_after)
+        return self._report
+
+    def _build(self, temp_after: int | None) -> HealthReport:
+        with self._lock:
+            seen, polls, slow = self._seen, self._polls, dict(self._slow_polls)
+            sm = list(self._sm_clocks)
+            poll_error = self._poll_error
+        notes: list[str] = []
+        data: dict[str, object] = {"nvml_polls": polls, "clock_event_reasons": decode_reasons(seen)}
+        if self._temp_before is not None:
+            data["temperature_before_c"] = self._temp_before
+        if temp_after is not None:
+            data["temperature_after_c"] = temp_after
+        if sm:
+            data["sm_clock_min_mhz"] = min(sm)
+            data["sm_clock_max_mhz"] = max(sm)
+        for name, count in sorted(slow.items()):
+            data[f"polls_{name}"] = count
+        if poll_error is not None:
+            notes.append(poll_error)
+
+        unstable = None
+        if seen & self.slowdown_mask:
+            found = ", ".join(
+                f"{n} ({slow.get(n, 0)}/{polls} polls)" for n in decode_reasons(seen & self.slowdown_mask)
+            )
+            unstable = f"GPU clocks were slowed during the measurement: {found}"
+
+        locked = "yes" if seen & APPLICATIONS_CLOCKS_SETTING else self._locked_at_start
+        if poll_error is not None and locked == "no":
+            locked = "unknown"
+        data["clocks_locked"] = locked
+        if sm and min(sm) > 0 and (max(sm) - min(sm)) / max(sm) > CLOCK_SPREAD_NOTE:
+            notes.append(f"SM clock varied between {min(sm)} and {max(sm)} MHz during the measurement; {LOCK_HINT}")
+        elif locked == "no":
+            notes.append(f"GPU clocks do not look locked (boost clocks drift with temperature); {LOCK_HINT}")
+        return HealthReport(unstable_reason=unstable, notes=tuple(notes), data=data)

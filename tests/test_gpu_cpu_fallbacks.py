@@ -1,0 +1,89 @@
+"""Memory tracking, L2 flushing and CUDA graphs where there is no GPU: inactive, with clear errors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pytest_gpuperf.errors import ConfigError, GpuperfError
+from pytest_gpuperf.gpu import graphs
+from pytest_gpuperf.gpu.graphs import GraphCaptureError, capture
+from pytest_gpuperf.gpu.l2 import L2Flusher, l2_cache_bytes
+from pytest_gpuperf.gpu.memory import MemoryTracker, is_oom_error
+
+CPU = torch.device("cpu")
+
+
+def test_memory_tracker_reports_nothing_on_cpu() -> None:
+    tracker = MemoryTracker(CPU)
+    tracker.reset()
+    _ = torch.ones(1024)
+    assert tracker.peak_allocated() is None
+    assert tracker.peak_reserved() is None
+    tracker.release()
+    assert "cpu" in tracker.oom_report()
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), True),
+        (RuntimeError("CUDA out of memory. Tried to allocate 20.00 MiB"), True),
+        (RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate"), True),
+        (RuntimeError("shape mismatch"), False),
+        (ValueError("CUDA out of memory"), False),
+        (MemoryError(), False),
+    ],
+)
+def test_is_oom_error(exc: BaseException, expected: bool) -> None:
+    assert is_oom_error(exc) is expected
+
+
+def test_l2_flusher_is_inactive_on_cpu() -> None:
+    flusher = L2Flusher(CPU)
+    assert flusher.active is False
+    assert "CPU" in flusher.reason
+    assert flusher.nbytes == 0
+    flusher.flush()  # a no-op, not an error
+    assert l2_cache_bytes(CPU) is None
+
+
+def test_graph_capture_on_cpu_says_it_needs_cuda() -> None:
+    with pytest.raises(ConfigError, match=r"cuda_graph=True needs a CUDA device.*cpu"):
+        capture(torch.add, (torch.ones(2), torch.ones(2)), {}, CPU)
+
+
+def test_graph_capture_error_is_a_gpuperf_error() -> None:
+    assert issubclass(GraphCaptureError, GpuperfError)
+
+
+def test_cpu_tensor_arguments_are_refused_by_position() -> None:
+    # The check only reads tensor.device, so the CUDA target needs no GPU here.
+    cuda0 = torch.device("cuda", 0)
+    args = (torch.empty(0, device="meta"), [torch.ones(1)])
+    with pytest.raises(GraphCaptureError, match=r"args\[0\] is on meta"):
+        graphs._check_tensors_on(cuda0, args, {})
+    with pytest.raises(GraphCaptureError, match=r"kwargs\['bias'\]\[1\] is on cpu"):
+        graphs._check_tensors_on(cuda0, (), {"bias": (1, torch.ones(1))})
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("CUDA error: operation not permitted when stream is capturing", ".item()"),
+        (
+            "CUDA error: operation failed due to a previous error during capture cudaErrorStreamCaptureInvalidated",
+            "nonzero()",
+        ),
+        ("cudaErrorStreamCaptureUnjoined", "not joined back"),
+        ("cudaErrorStreamCaptureImplicit", "legacy default stream"),
+        ("some other failure", "fixed shapes and no host synchronization"),
+    ],
+)
+def test_capture_failures_are_explained(message: str, expected: str) -> None:
+    def my_kernel() -> None: ...
+
+    text = graphs._explain(my_kernel, RuntimeError(message))
+    assert "my_kernel" in text
+    assert expected in text
+    assert message in text
