@@ -1,0 +1,36 @@
+"""NVML on a real GPU: the probe names the same GPU torch uses; monitoring never fails a run."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from pytest_gpuperf.gpu.nvml import HealthMonitor, probe_device
+
+pytestmark = pytest.mark.cuda
+
+
+def test_probe_names_the_torch_device(device: torch.device) -> None:
+    index = device.index or 0
+    result = probe_device(index)
+    if "nvml" in result:
+        pytest.skip(f"NVML not usable here: {result['nvml']}")
+    assert result["name"] == torch.cuda.get_device_name(index)
+    assert result["clocks_locked"] in {"yes", "no", "unknown"}
+
+
+def test_monitor_polls_during_gpu_work(device: torch.device) -> None:
+    monitor = HealthMonitor(device.index or 0)
+    a = torch.randn(2048, 2048, device=device)
+    monitor.start()
+    deadline = time.perf_counter() + 0.3
+    while time.perf_counter() < deadline:
+        a @ a
+        torch.cuda.synchronize(device)
+    report = monitor.stop()
+    if any(n.startswith("NVML unavailable") for n in report.notes):
+        pytest.skip(report.notes[0])
+    assert isinstance(report.data["nvml_polls"], int) and report.data["nvml_polls"] >= 2
+    assert "temperature_before_c" in report.data
