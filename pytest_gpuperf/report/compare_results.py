@@ -1,0 +1,77 @@
+"""Two results files, base and head, compared as the gate would (``gpuperf compare``).
+
+Each base measurement becomes the baseline entry it would have been stored as
+(``baseline.record.entry_from_measurement``), and ``compare.compare_to_baseline``
+decides head against it, so a comparison of two CI artifacts reaches the same
+verdicts as a run against a recorded baseline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_gpuperf import stats
+from pytest_gpuperf.baseline.record import entry_from_measurement
+from pytest_gpuperf.compare import GateSettings, compare_to_baseline
+from pytest_gpuperf.model import BaselineEntry, MeasurementResult, SessionResults
+from pytest_gpuperf.report.results_json import load_results
+
+MODE = "compare-files"
+
+
+@dataclass(frozen=True)
+class FileComparison:
+    """Head's measurements judged against base's; ``removed``: keys only base has."""
+
+    session: SessionResults
+    removed: tuple[str, ...]
+
+
+def base_entries(base: SessionResults) -> dict[str, BaselineEntry]:
+    """Every measurement of ``base`` as the baseline entry the store would keep."""
+    return {
+        r.measurement.key: entry_from_measurement(
+            r.measurement,
+            base.environment,
+            base.provenance,
+            noise=stats.between_run_noise(r.measurement.round_medians_ns),
+            recorded_at=base.started_at,
+        )
+        for r in base.results
+    }
+
+
+def compare_sessions(
+    base: SessionResults,
+    head: SessionResults,
+    settings: GateSettings | None = None,
+    *,
+    base_label: str | None = None,
+) -> FileComparison:
+    """Judge every measurement of ``head`` against the same key in ``base``."""
+    gate = settings or GateSettings()
+    entries = base_entries(base)
+    results = []
+    for r in head.results:
+        entry = entries.get(r.measurement.key)
+        comparisons = compare_to_baseline(r.measurement, entry, head.environment, gate)
+        results.append(MeasurementResult(r.measurement, comparisons, entry, r.outcome))
+    head_keys = {r.measurement.key for r in head.results}
+    session = SessionResults(
+        results=tuple(results),
+        environment=head.environment,
+        provenance=head.provenance,
+        mode=MODE,
+        started_at=head.started_at,
+        compare_ref=base_label or base.provenance.commit or base.started_at,
+        base_provenance=base.provenance,
+    )
+    return FileComparison(session, tuple(sorted(set(entries) - head_keys)))
+
+
+def compare_files(base_path: Path | str, head_path: Path | str, settings: GateSettings | None = None) -> FileComparison:
+    """Load two results files (schema-checked) and compare head against base."""
+    base = load_results(base_path)
+    head = load_results(head_path)
+    return compare_sessions(base, head, settings, base_label=str(base_path))

@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from test_report_helpers import BASE, ENV, HEAD
+
+from pytest_gpuperf.compare import GateSettings
+from pytest_gpuperf.model import Measurement, MeasurementResult, SessionResults, Verdict
+from pytest_gpuperf.report.compare_results import MODE, compare_files, compare_sessions
+from pytest_gpuperf.report.results_json import ResultsError, write_results
+
+
+def _measurement(test_id: str, center: float, name: str = "default") -> Measurement:
+    # 40 samples with a fixed +-2% zig-zag: enough for a tight bootstrap CI, no randomness.
+    values = tuple(center * (1 + 0.02 * ((i * 7) % 9 - 4) / 4) for i in range(40))
+    return Measurement(
+        test_id=test_id,
+        name=name,
+        samples_ns=values,
+        calls_per_sample=5,
+        device="cuda:0",
+        timer="cuda_event",
+        round_medians_ns=(center * 0.998, center, center * 1.002),
+        precision=0.005,
+    )
+
+
+def _session(measurements: list[Measurement], prov: object, started: str) -> SessionResults:
+    return SessionResults(
+        results=tuple(MeasurementResult(m) for m in measurements),
+        environment=ENV,
+        provenance=prov,  # type: ignore[arg-type]
+        mode="baseline",
+        started_at=started,
+    )
+
+
+BASE_SESSION = _session(
+    [
+        _measurement("tests/t.py::test_slower", 1_000_000.0),
+        _measurement("tests/t.py::test_same", 50_000.0),
+        _measurement("tests/t.py::test_faster", 50_000.0),
+        _measurement("tests/t.py::test_gone", 10_000.0),
+    ],
+    BASE,
+    "2026-01-01T00:00:00+00:00",
+)
+HEAD_SESSION = _session(
+    [
+        _measurement("tests/t.py::test_slower", 1_500_000.0),
+        _measurement("tests/t.py::test_same", 50_100.0),
+        _measurement("tests/t.py::test_faster", 25_000.0),
+        _measurement("tests/t.py::test_added", 10_000.0),
+    ],
+    HEAD,
+    "2026-01-02T00:00:00+00:00",
+)
+
+
+def test_head_is_judged_against_base_by_the_gate() -> None:
+    outcome = compare_sessions(BASE_SESSION, HEAD_SESSION, base_label="base.json")
+    verdicts = {r.measurement.test_id.split("::")[1]: r.verdict for r in outcome.session.results}
+    assert verdicts == {
+        "test_slower": Verdict.REGRESSION,
+        "test_same": Verdict.UNCHANGED,
+        "test_faster": Verdict.IMPROVEMENT,
+        "test_added": Verdict.NEW,
+    }
+    assert outcome.removed == ("tests/t.py::test_gone::default",)
+    session = outcome.session
+    assert session.mode == MODE
+    assert session.compare_ref == "base.json"
+    assert session.base_provenance == BASE
+    assert session.provenance == HEAD
+    slower = session.results[0]
+    assert slower.baseline is not None
+    assert slower.baseline.provenance == BASE
+    timing = slower.comparisons[0]
+    assert timing.metric == "time.p50"
+    assert timing.change == pytest.approx(0.5)
+    assert timing.baseline_commit == BASE.commit
+
+
+def test_settings_reach_the_gate() -> None:
+    lenient = GateSettings(threshold=0.9)
+    outcome = compare_sessions(BASE_SESSION, HEAD_SESSION, lenient)
+    slower = outcome.session.results[0]
+    assert slower.verdict is Verdict.UNCHANGED
+    assert slower.comparisons[0].threshold == pytest.approx(0.9)
+
+
+def test_other_device_class_is_not_comparable() -> None:
+    elsewhere = dataclasses.replace(BASE_SESSION, environment=dataclasses.replace(ENV, device_class="cpu-x86"))
+    outcome = compare_sessions(elsewhere, HEAD_SESSION)
+    assert {r.verdict for r in outcome.session.results if "added" not in r.measurement.test_id} == {
+        Verdict.NOT_COMPARABLE
+    }
+
+
+def test_compare_files_reads_both_and_names_a_bad_one(tmp_path: Path) -> None:
+    base = write_results(tmp_path / "base.json", BASE_SESSION)
+    head = write_results(tmp_path / "head.json", HEAD_SESSION)
+    outcome = compare_files(base, head)
+    assert outcome.session.compare_ref == str(base)
+    assert sum(r.verdict is Verdict.REGRESSION for r in outcome.session.results) == 1
+    head.write_text("[]")
+    with pytest.raises(ResultsError, match=r"head\.json"):
+        compare_files(base, head)
