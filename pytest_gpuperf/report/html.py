@@ -15,7 +15,7 @@ import io
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pytest_gpuperf.model import MeasurementResult, SessionResults, Verdict
 from pytest_gpuperf.report.markdown import TOP_OPS
@@ -79,7 +79,8 @@ def distribution_png(result: MeasurementResult) -> bytes:
         colour = _COLOURS[label]
         if len(scaled) > 1 and np.ptp(scaled) > 0:
             parts = ax.violinplot(scaled, positions=[pos], showextrema=False, widths=0.8, **horizontal)
-            for body in parts["bodies"]:
+            # a list of PolyCollections at run time; the stubs call it a Collection
+            for body in cast("Sequence[Any]", parts["bodies"]):
                 body.set_facecolor(colour)
                 body.set_alpha(0.3)
         ax.scatter(scaled, pos + rng.uniform(-0.15, 0.15, len(scaled)), s=9, color=colour, alpha=0.8)
