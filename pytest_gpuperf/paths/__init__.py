@@ -1,0 +1,66 @@
+"""Helpers for the performance paths users gate: AMP, torch.compile, DDP, custom kernels.
+
+Each helper takes the ``gpu_bench`` fixture (or anything shaped like it, see
+:class:`Bench`) and turns one optimisation into named measurements plus gateable
+metrics, so a lost speedup, an added graph break or a wrong autocast path fails
+the test with a message naming the path (``amp.bf16``, ``compile.steady`` ...).
+
+torch is imported inside the submodules, so importing this package stays cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pytest_gpuperf.model import Direction, Measurement
+
+if TYPE_CHECKING:
+    import torch
+
+
+class Bench(Protocol):
+    """The part of the ``gpu_bench`` fixture the path helpers use (docs/architecture.md)."""
+
+    @property
+    def enabled(self) -> bool: ...
+
+    @property
+    def smoke(self) -> bool: ...
+
+    @property
+    def device(self) -> torch.device: ...
+
+    def measure(
+        self,
+        fn: Callable[..., object],
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        name: str | None = None,
+        items: float | None = None,
+        flops: float | None = None,
+        bytes: float | None = None,
+        l2_flush: bool | None = None,
+        cuda_graph: bool | None = None,
+    ) -> Measurement: ...
+
+    def metric(
+        self,
+        name: str,
+        value: float,
+        *,
+        unit: str = "",
+        better: Direction = "higher",
+        tolerance: float | None = 0.10,
+        absolute_tolerance: float | None = None,
+        minimum: float | None = None,
+        maximum: float | None = None,
+        measurement: Any = None,
+        description: str = "",
+    ) -> object: ...
+
+    def record(self, measurement: Measurement) -> object: ...
+
+
+__all__ = ["Bench"]

@@ -1,0 +1,84 @@
+"""Small torch utilities the path helpers share (torch is imported by the caller's need)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import torch
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for queued device work so a wall-clock reading covers it (no-op on CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed_call(fn: Callable[[], object], device: torch.device) -> tuple[object, float]:
+    """Run ``fn`` once and return its result and the wall time in seconds, device work included."""
+    synchronize(device)
+    start = time.perf_counter_ns()
+    result = fn()
+    synchronize(device)
+    return result, (time.perf_counter_ns() - start) / 1e9
+
+
+def tensor_leaves(value: object) -> Iterator[torch.Tensor]:
+    """The tensors inside a model output: a tensor, or tuples/lists/dicts of them."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, Mapping):
+        for key in sorted(value, key=str):
+            yield from tensor_leaves(value[key])
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from tensor_leaves(item)
+
+
+def relative_error(actual: object, expected: object) -> float:
+    """``||actual - expected|| / ||expected||`` over all tensor leaves, in float64.
+
+    A norm-wise error is the usual way to compare a reduced-precision result with
+    its fp32 reference: elementwise tolerances trip on values near zero.
+    """
+    got = [t.detach().to(torch.float64).flatten() for t in tensor_leaves(actual)]
+    ref = [t.detach().to(torch.float64).flatten() for t in tensor_leaves(expected)]
+    if len(got) != len(ref) or not ref:
+        raise ValueError(f"outputs differ in structure: {len(got)} tensors against {len(ref)} expected")
+    a = torch.cat([g.cpu() for g in got])
+    b = torch.cat([r.cpu() for r in ref])
+    if a.shape != b.shape:
+        raise ValueError(f"outputs differ in shape: {tuple(a.shape)} against {tuple(b.shape)}")
+    if not bool(torch.isfinite(a).all()):
+        return math.inf
+    denom = float(torch.linalg.vector_norm(b))
+    diff = float(torch.linalg.vector_norm(a - b))
+    if denom == 0.0:
+        return 0.0 if diff == 0.0 else math.inf
+    return diff / denom
+
+
+def saved_activation_bytes(fn: Callable[[], Any], exclude: Any = ()) -> tuple[Any, int]:
+    """Run ``fn`` and count the bytes autograd keeps alive for the backward pass.
+
+    Every tensor saved for backward passes through ``saved_tensors_hooks``; storages
+    are counted once (views share them) and those in ``exclude`` (the parameters,
+    which live anyway) are left out. This is the memory activation checkpointing
+    and autocast trade, measured the same way on CPU and GPU: no CPU allocator
+    statistic sees torch's allocations, and this count needs none.
+    """
+    excluded = {t.untyped_storage().data_ptr() for t in exclude}
+    seen: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        ptr = storage.data_ptr()
+        if ptr not in excluded:
+            seen[ptr] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        result = fn()
+    return result, sum(seen.values())

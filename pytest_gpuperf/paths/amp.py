@@ -1,0 +1,257 @@
+"""Automatic mixed precision: fp32 against autocast bf16/fp16 in one test.
+
+:func:`compare_autocast` builds the same step (inference, or a training step with
+its optimizer; fp16 with ``torch.amp.GradScaler``) for each precision from one
+initial state, checks that the reduced-precision result stays within a tolerance
+of fp32 (a faster but wrong autocast path fails here, before any timing), then
+measures each as ``<name>.fp32``, ``<name>.bf16``, ``<name>.fp16`` and attaches
+gateable metrics to the autocast measurements:
+
+- ``speedup``: fp32 median time / autocast median time (``minimum=min_speedup``);
+- ``memory_saving``: ``1 - peak/peak_fp32`` of device memory (CUDA only: the
+  fixture reports no peak on CPU);
+- ``activation_saving``: the same for the bytes autograd saves for backward
+  (training steps, any device; see :func:`~pytest_gpuperf.paths._torch.saved_activation_bytes`);
+- ``numerics_error``: the relative error against fp32 (``maximum=`` the tolerance).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import torch
+
+from pytest_gpuperf.model import Measurement
+from pytest_gpuperf.paths import Bench
+from pytest_gpuperf.paths._torch import relative_error, saved_activation_bytes, tensor_leaves
+
+DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+# Norm-wise relative error against fp32 still counted as right. bf16 keeps 8
+# mantissa bits (unit roundoff 2**-9), fp16 11 (2**-12); errors accumulate over
+# layers, so these leave an order of magnitude of headroom, and a wrong path
+# (a dropped scale, a layer skipped) is off by far more.
+DEFAULT_TOLERANCE: dict[str, float] = {"bf16": 0.05, "fp16": 0.01}
+
+LossFn = Callable[[Any], torch.Tensor]
+OptimizerFactory = Callable[[Any], torch.optim.Optimizer]
+
+
+class AmpNumericsError(AssertionError):
+    """An autocast path whose result strays from fp32 by more than its tolerance."""
+
+
+@dataclass(frozen=True)
+class PrecisionResult:
+    """One autocast dtype against fp32."""
+
+    dtype: str
+    measurement: Measurement
+    numerics_error: float
+    tolerance: float
+    speedup: float
+    memory_saving: float | None = None
+    activation_saving: float | None = None
+
+
+@dataclass(frozen=True)
+class AmpReport:
+    """What :func:`compare_autocast` measured: fp32, each autocast dtype, the dtypes skipped."""
+
+    fp32: Measurement
+    results: dict[str, PrecisionResult] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)  # dtype -> why
+
+
+def cpu_fp16_skip_reason() -> str | None:
+    """Why fp16 autocast is not worth measuring on this CPU, or None where it is.
+
+    CPU autocast accepts float16, but without AVX512-FP16 or AMX-FP16 the matmuls
+    are emulated and far slower than fp32: a speedup gate would only measure the
+    emulation.
+    """
+    capability = str(torch.backends.cpu.get_cpu_capability())
+    if "FP16" in capability.upper() or "AMX" in capability.upper():
+        return None
+    return f"fp16 autocast on CPU needs native fp16 (AVX512-FP16/AMX); this CPU has {capability}"
+
+
+def _skip_reason(dtype: str, device: torch.device, allow_emulated: bool) -> str | None:
+    if device.type == "cpu" and dtype == "fp16" and not allow_emulated:
+        return cpu_fp16_skip_reason()
+    if device.type == "cuda" and dtype == "bf16" and not torch.cuda.is_bf16_supported():
+        return f"{torch.cuda.get_device_name(device)} has no native bf16"
+    return None
+
+
+class _Step:
+    """One precision's step: its own model copy, optimizer and scaler."""
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        dtype: str,
+        device: torch.device,
+        loss_fn: LossFn | None,
+        optimizer: OptimizerFactory | None,
+    ) -> None:
+        self.model = model
+        self.dtype = dtype
+        self.device = device
+        self.loss_fn = loss_fn
+        self.optimizer = optimizer(model.parameters()) if optimizer is not None else None
+        # The scaler keeps fp16 gradients from underflowing; it needs an optimizer to step.
+        scaled = dtype == "fp16" and loss_fn is not None and self.optimizer is not None
+        self.scaler = torch.amp.GradScaler(device.type) if scaled else None
+
+    def autocast(self) -> torch.autocast:
+        return torch.autocast(self.device.type, dtype=DTYPES[self.dtype], enabled=self.dtype != "fp32")
+
+    def forward(self, inputs: Sequence[Any]) -> Any:
+        with self.autocast():
+            return self.model(*inputs)
+
+    def __call__(self, inputs: Sequence[Any]) -> Any:
+        if self.loss_fn is None:
+            with torch.inference_mode():
+                return self.forward(inputs)
+        if self.optimizer is not None:
+            self.optimizer.zero_grad(set_to_none=True)
+        with self.autocast():
+            loss = self.loss_fn(self.model(*inputs))
+        if self.scaler is not None and self.optimizer is not None:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            loss.backward()
+            if self.optimizer is not None:
+                self.optimizer.step()
+        return loss.detach()
+
+    def reference(self, inputs: Sequence[Any]) -> list[torch.Tensor]:
+        """Outputs (inference) or loss and unscaled gradients (training), before any update."""
+        if self.loss_fn is None:
+            with torch.inference_mode():
+                return [t.float() for t in tensor_leaves(self.forward(inputs))]
+        self.model.zero_grad(set_to_none=True)
+        with self.autocast():
+            loss = self.loss_fn(self.model(*inputs))
+        scale = 1.0
+        if self.scaler is not None:
+            scale = float(self.scaler.get_scale())
+            self.scaler.scale(loss).backward()
+        else:
+            loss.backward()
+        grads = [p.grad.float() / scale for p in self.model.parameters() if p.grad is not None]
+        self.model.zero_grad(set_to_none=True)
+        return [loss.detach().float().reshape(1), *grads]
+
+
+def _loss(step: _Step, loss_fn: LossFn, inputs: Sequence[Any]) -> torch.Tensor:
+    return loss_fn(step.forward(inputs))
+
+
+def _check(name: str, dtype: str, got: list[torch.Tensor], ref: list[torch.Tensor], tol: float) -> float:
+    __tracebackhide__ = True
+    error = max(relative_error(got[0], ref[0]), relative_error(got[1:], ref[1:]) if len(ref) > 1 else 0.0)
+    if not error <= tol:
+        what = "loss/gradients" if len(ref) > 1 else "outputs"
+        raise AmpNumericsError(
+            f"{name}.{dtype}: autocast {what} differ from fp32 by relative error {error:.3g} "
+            f"> tolerance {tol:g}; the {dtype} path is faster only if it is right"
+        )
+    return error
+
+
+def compare_autocast(
+    bench: Bench,
+    model: torch.nn.Module,
+    inputs: Sequence[Any],
+    *,
+    loss_fn: LossFn | None = None,
+    optimizer: OptimizerFactory | None = None,
+    dtypes: Sequence[str] = ("bf16", "fp16"),
+    tolerance: dict[str, float] | float | None = None,
+    name: str = "amp",
+    min_speedup: float | None = None,
+    speedup_tolerance: float | None = 0.10,
+    items: float | None = None,
+    flops: float | None = None,
+    allow_emulated: bool = False,
+) -> AmpReport:
+    """Measure ``model`` in fp32 and under autocast for each of ``dtypes`` on ``bench.device``.
+
+    ``loss_fn(output) -> scalar`` makes it a training step (forward, backward and
+    ``optimizer(params)`` if given); without it the step is inference. Each
+    precision runs on its own deep copy of ``model``, so all start from the same
+    weights. Dtypes the device cannot run usefully are skipped with the reason in
+    :attr:`AmpReport.skipped` (``allow_emulated=True`` measures fp16 on a CPU
+    without native fp16 anyway: right, but slow). Raises :class:`AmpNumericsError` when a dtype's
+    result differs from fp32 by more than its tolerance.
+    """
+    __tracebackhide__ = True
+    unknown = [d for d in dtypes if d not in DTYPES or d == "fp32"]
+    if unknown:
+        raise ValueError(f"compare_autocast: unknown autocast dtypes {unknown}; use 'bf16' and/or 'fp16'")
+    device = bench.device
+    tolerances = dict(DEFAULT_TOLERANCE)
+    if isinstance(tolerance, dict):
+        tolerances.update(tolerance)
+    elif tolerance is not None:
+        tolerances = {d: float(tolerance) for d in DEFAULT_TOLERANCE}
+
+    skipped = {d: r for d in dtypes if (r := _skip_reason(d, device, allow_emulated)) is not None}
+    active = [d for d in dtypes if d not in skipped]
+    steps = {d: _Step(copy.deepcopy(model).to(device), d, device, loss_fn, optimizer) for d in ["fp32", *active]}
+
+    # Numerics first: a wrong path should fail without spending the timing budget.
+    ref = steps["fp32"].reference(inputs)
+    errors = {d: _check(name, d, steps[d].reference(inputs), ref, tolerances[d]) for d in active}
+
+    activation: dict[str, int] = {}
+    if loss_fn is not None:
+        for d, step in steps.items():
+            forward: Callable[[], torch.Tensor] = partial(_loss, step, loss_fn, inputs)
+            _, activation[d] = saved_activation_bytes(forward, exclude=list(step.model.parameters()))
+
+    measured = {
+        d: bench.measure(step, (inputs,), name=f"{name}.{d}", items=items, flops=flops)
+        for d, step in steps.items()
+    }
+    base = measured["fp32"]
+    results: dict[str, PrecisionResult] = {}
+    for d in active:
+        m = measured[d]
+        speedup = base.stats.median_ns / m.stats.median_ns
+        bench.metric(
+            "speedup", speedup, unit="x", better="higher", tolerance=speedup_tolerance,
+            minimum=min_speedup, measurement=m,
+            description=f"fp32 median time / autocast {d} median time on {device}",
+        )
+        bench.metric(
+            "numerics_error", errors[d], better="lower", tolerance=None, maximum=tolerances[d],
+            measurement=m, description=f"relative error of autocast {d} against fp32",
+        )
+        memory_saving = None
+        if m.peak_allocated_bytes and base.peak_allocated_bytes:
+            memory_saving = 1.0 - m.peak_allocated_bytes / base.peak_allocated_bytes
+            bench.metric(
+                "memory_saving", memory_saving, better="higher", measurement=m,
+                description=f"1 - peak allocated bytes under {d} / under fp32",
+            )
+        activation_saving = None
+        if activation.get("fp32"):
+            activation_saving = 1.0 - activation[d] / activation["fp32"]
+            bench.metric(
+                "activation_saving", activation_saving, better="higher", measurement=m,
+                description=f"1 - bytes saved for backward under {d} / under fp32",
+            )
+        results[d] = PrecisionResult(
+            d, m, errors[d], tolerances[d], speedup, memory_saving, activation_saving
+        )
+    return AmpReport(base, results, skipped)

@@ -1,0 +1,355 @@
+"""Distributed data parallel: per-rank step times, all-reduce bandwidth, scaling.
+
+:func:`run_ddp` starts ranks through torch.distributed's own launcher
+(``torch.distributed.launcher.api.elastic_launch``, what ``torchrun`` runs) with a
+c10d rendezvous; gloo on CPU, NCCL on GPUs. Each rank builds its step with the
+user's *step factory* and times it; results are gathered on rank 0 and turned into
+one :class:`~pytest_gpuperf.model.Measurement` (``ddp.<n>ranks``: each sample is a
+step's time on the slowest rank, which is when the step is done) handed to
+``gpu_bench.record``, with these metrics:
+
+- ``busbw_gbps``: all-reduce bus bandwidth by the nccl-tests convention,
+  ``busbw = algbw * 2(n-1)/n`` with ``algbw = bytes / time``;
+- ``scaling_efficiency``: one-rank step time / n-rank step time (weak scaling: the
+  per-rank batch is fixed, so 1.0 is perfect);
+- ``rank_imbalance``: slowest rank's median step / fastest rank's;
+- ``rank<r>.step_ms``: each rank's median step time (informational).
+
+The step factory is a picklable top-level callable or an importable
+``"module:function"`` string; it is called once per rank with a
+:class:`RankContext` (the process group is up) and returns the step to time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import importlib
+import os
+import socket
+import statistics
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, record
+
+from pytest_gpuperf.errors import GpuperfError
+from pytest_gpuperf.model import Measurement
+from pytest_gpuperf.paths import Bench
+from pytest_gpuperf.paths._torch import synchronize
+
+StepFactory = Callable[["RankContext"], Callable[[], object]]
+
+# All-reduce payload when none is given: large enough to be bandwidth-bound on
+# the device kind (nccl-tests sweeps up to GiBs; 256 MiB is on its plateau).
+DEFAULT_ALLREDUCE_BYTES = {"cpu": 8 * 2**20, "cuda": 256 * 2**20}
+
+
+class DdpError(GpuperfError):
+    """A DDP measurement whose ranks could not be launched or failed."""
+
+
+@dataclass(frozen=True)
+class RankContext:
+    """What a step factory gets in each rank."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    device: torch.device
+    backend: str
+
+
+@dataclass(frozen=True)
+class _RankSpec:
+    """Everything a rank needs, pickled to the spawned process."""
+
+    factory: str | StepFactory
+    device_type: str
+    backend: str
+    steps: int
+    warmup: int
+    allreduce_bytes: int
+    allreduce_iters: int
+    timeout_s: float
+
+
+@dataclass(frozen=True)
+class RankTimes:
+    """One rank's per-step times and all-reduce times, in nanoseconds."""
+
+    rank: int
+    step_ns: tuple[float, ...]
+    allreduce_ns: tuple[float, ...]
+    hostname: str = ""
+
+
+@dataclass(frozen=True)
+class DdpReport:
+    """What :func:`run_ddp` measured (``measurement`` is None on nodes without rank 0)."""
+
+    world_size: int
+    backend: str
+    measurement: Measurement | None
+    ranks: tuple[RankTimes, ...] = ()
+    busbw_gbps: float | None = None
+    algbw_gbps: float | None = None
+    scaling_efficiency: float | None = None
+    rank_imbalance: float | None = None
+    one_rank: Measurement | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def resolve_factory(factory: str | StepFactory) -> StepFactory:
+    """Turn ``"package.module:function"`` into the function; pass callables through."""
+    if callable(factory):
+        return factory
+    module_name, sep, attr = factory.partition(":")
+    if not sep or not module_name or not attr:
+        raise DdpError(f"step factory {factory!r}: expected 'module:function'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise DdpError(f"step factory {factory!r}: cannot import {module_name!r}: {exc}") from exc
+    try:
+        found = getattr(module, attr)
+    except AttributeError:
+        raise DdpError(f"step factory {factory!r}: module {module_name!r} has no {attr!r}") from None
+    if not callable(found):
+        raise DdpError(f"step factory {factory!r} is not callable")
+    return found
+
+
+def bus_bandwidth(payload_bytes: float, seconds: float, world_size: int) -> tuple[float, float]:
+    """(algbw, busbw) in bytes/s of one all-reduce, by the nccl-tests convention.
+
+    An all-reduce moves ``2(n-1)/n`` times the payload over each rank's link, so
+    busbw is comparable with the link's peak whatever the rank count.
+    """
+    if seconds <= 0:
+        raise ValueError(f"all-reduce time must be positive, got {seconds}")
+    algbw = payload_bytes / seconds
+    return algbw, algbw * 2 * (world_size - 1) / world_size
+
+
+def _timed(fn: Callable[[], object], device: torch.device) -> float:
+    synchronize(device)
+    start = time.perf_counter_ns()
+    fn()
+    synchronize(device)
+    return float(time.perf_counter_ns() - start)
+
+
+@record  # a failing rank's traceback reaches ChildFailedError, hence the DdpError message
+def _rank_main(spec: _RankSpec) -> list[RankTimes] | None:
+    """The entry point of each rank (top-level so the spawn start method can pickle it)."""
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device("cpu")
+    if spec.device_type == "cuda":
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    dist.init_process_group(spec.backend, timeout=datetime.timedelta(seconds=spec.timeout_s))
+    try:
+        rank, world = dist.get_rank(), dist.get_world_size()
+        step = resolve_factory(spec.factory)(RankContext(rank, world, local_rank, device, spec.backend))
+        for _ in range(spec.warmup):
+            step()
+        step_ns = []
+        for _ in range(spec.steps):
+            dist.barrier()  # every rank starts the step together: samples line up across ranks
+            step_ns.append(_timed(step, device))
+        allreduce_ns: list[float] = []
+        if world > 1 and spec.allreduce_bytes > 0:
+            payload = torch.ones(max(1, spec.allreduce_bytes // 4), dtype=torch.float32, device=device)
+            dist.all_reduce(payload)  # warm-up: sets up the communicator
+            for _ in range(spec.allreduce_iters):
+                dist.barrier()
+                allreduce_ns.append(_timed(lambda: dist.all_reduce(payload), device))
+        mine = RankTimes(rank, tuple(step_ns), tuple(allreduce_ns), socket.gethostname())
+        gathered: list[Any] | None = [None] * world if rank == 0 else None
+        dist.gather_object(mine, gathered, dst=0)
+        return [g for g in gathered if g is not None] if gathered is not None else None
+    finally:
+        dist.destroy_process_group()
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free right now on ``host`` (for the local rendezvous)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _launch(
+    spec: _RankSpec, nprocs: int, nnodes: int, rdzv_endpoint: str | None, name: str
+) -> list[RankTimes] | None:
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+    endpoint = rdzv_endpoint or f"127.0.0.1:{free_port()}"
+    config = LaunchConfig(
+        min_nodes=nnodes,
+        max_nodes=nnodes,
+        nproc_per_node=nprocs,
+        # Nodes of one multi-node run must agree on the id; a local run wants a fresh one.
+        run_id=os.environ.get("GPUPERF_DDP_RUN_ID", f"gpuperf-{name}") if nnodes > 1 else uuid.uuid4().hex,
+        rdzv_backend="c10d",
+        rdzv_endpoint=endpoint,
+        max_restarts=0,
+        monitor_interval=0.1,
+        start_method="spawn",
+    )
+    try:
+        results = elastic_launch(config, _rank_main)(spec)
+    except ChildFailedError as exc:
+        failures = "; ".join(
+            f"rank {r}: exit code {f.exitcode}: {_last_line(f.message)}" for r, f in sorted(exc.failures.items())
+        )
+        raise DdpError(f"{name}: a rank failed ({failures})") from exc
+    return next((r for r in results.values() if r is not None), None)
+
+
+def _last_line(message: object) -> str:
+    if isinstance(message, dict):
+        message = message.get("message", message)
+    text = str(message).strip()
+    return text.splitlines()[-1] if text else "no error message (see the rank's stderr above)"
+
+
+def _median_step(ranks: list[RankTimes]) -> list[float]:
+    """Per step, the slowest rank's time: the step is over when every rank is done."""
+    return [max(r.step_ns[i] for r in ranks) for i in range(min(len(r.step_ns) for r in ranks))]
+
+
+def run_ddp(
+    bench: Bench,
+    step_factory: str | StepFactory,
+    *,
+    nprocs: int = 2,
+    nnodes: int = 1,
+    rdzv_endpoint: str | None = None,
+    backend: str | None = None,
+    steps: int = 20,
+    warmup: int = 3,
+    name: str | None = None,
+    allreduce_bytes: int | None = None,
+    allreduce_iters: int = 10,
+    scaling: bool = True,
+    items_per_rank: float | None = None,
+    min_scaling_efficiency: float | None = None,
+    min_busbw_gbps: float | None = None,
+    max_rank_imbalance: float | None = None,
+    timeout_s: float = 300.0,
+) -> DdpReport:
+    """Run ``step_factory``'s step on ``nprocs`` ranks per node and record the result.
+
+    On one node the rendezvous is a free localhost port; for several nodes give
+    ``nnodes`` and the same ``rdzv_endpoint`` (``host:port`` of node 0) on each
+    node, as with ``torchrun --rdzv-backend=c10d``; only the node holding rank 0
+    records a measurement. ``scaling`` also runs the step on one rank (one more
+    launch) for ``scaling_efficiency``. Without ``--gpuperf`` (smoke mode) the
+    ranks run one step each and no one-rank run is made.
+    """
+    device = bench.device
+    world = nprocs * nnodes
+    if nprocs < 1 or nnodes < 1:
+        raise ValueError(f"nprocs and nnodes must be >= 1, got nprocs={nprocs}, nnodes={nnodes}")
+    if device.type == "cuda" and nprocs > torch.cuda.device_count():
+        raise DdpError(
+            f"ddp.{world}ranks: {nprocs} ranks per node need {nprocs} GPUs, "
+            f"this node has {torch.cuda.device_count()}"
+        )
+    backend = backend or ("nccl" if device.type == "cuda" else "gloo")
+    name = name or f"ddp.{world}ranks"
+    smoke = bench.smoke
+    spec = _RankSpec(
+        factory=step_factory,
+        device_type=device.type,
+        backend=backend,
+        steps=1 if smoke else steps,
+        warmup=0 if smoke else warmup,
+        allreduce_bytes=DEFAULT_ALLREDUCE_BYTES.get(device.type, 2**20)
+        if allreduce_bytes is None
+        else allreduce_bytes,
+        allreduce_iters=1 if smoke else allreduce_iters,
+        timeout_s=timeout_s,
+    )
+    if isinstance(step_factory, str):
+        resolve_factory(step_factory)  # fail here, with the name, rather than in every rank
+    started = time.perf_counter()
+    ranks = _launch(spec, nprocs, nnodes, rdzv_endpoint, name)
+    wall = time.perf_counter() - started
+    if ranks is None:
+        return DdpReport(world, backend, None, notes=("rank 0 ran on another node",))
+
+    samples = _median_step(ranks)
+    notes = [f"{world} ranks, backend {backend}, hosts {sorted({r.hostname for r in ranks})}"]
+    measurement = Measurement(
+        test_id="",
+        name=name,
+        samples_ns=tuple(samples),
+        calls_per_sample=1,
+        device=str(device) if device.type == "cpu" else f"{device.type}:0",
+        timer="perf_counter",
+        warmup_calls=spec.warmup,
+        total_calls=spec.warmup + spec.steps,
+        wall_time_s=wall,
+        notes=tuple(notes),
+    )
+    if items_per_rank is not None:
+        measurement = dataclasses.replace(
+            measurement, throughput=dataclasses.replace(measurement.throughput, items=items_per_rank * world)
+        )
+    bench.record(measurement)
+
+    medians = {r.rank: statistics.median(r.step_ns) for r in ranks}
+    for rank, med in sorted(medians.items()):
+        bench.metric(
+            f"rank{rank}.step_ms", med / 1e6, unit="ms", better="lower", tolerance=None,
+            measurement=measurement, description=f"median step time of rank {rank}",
+        )
+    imbalance = max(medians.values()) / min(medians.values())
+    bench.metric(
+        "rank_imbalance", imbalance, unit="x", better="lower", tolerance=None, maximum=max_rank_imbalance,
+        measurement=measurement, description="slowest rank's median step / fastest rank's",
+    )
+
+    algbw = busbw = None
+    allreduce = [statistics.median(r.allreduce_ns) for r in ranks if r.allreduce_ns]
+    if allreduce:
+        algbw, busbw = bus_bandwidth(spec.allreduce_bytes, max(allreduce) / 1e9, world)
+        bench.metric(
+            "busbw_gbps", busbw / 1e9, unit="GB/s", better="higher", tolerance=0.15, minimum=min_busbw_gbps,
+            measurement=measurement,
+            description=f"all-reduce bus bandwidth (nccl-tests busbw), {spec.allreduce_bytes} bytes, {backend}",
+        )
+
+    efficiency = one_rank = None
+    if scaling and world > 1 and not smoke:
+        single = dataclasses.replace(spec, allreduce_bytes=0)
+        one = _launch(single, 1, 1, None, f"{name} (one-rank reference)")
+        if one is not None:
+            one_samples = _median_step(one)
+            one_rank = dataclasses.replace(measurement, name=f"{name}.one_rank", samples_ns=tuple(one_samples))
+            efficiency = statistics.median(one_samples) / statistics.median(samples)
+            bench.metric(
+                "scaling_efficiency", efficiency, better="higher", tolerance=0.10,
+                minimum=min_scaling_efficiency, measurement=measurement,
+                description=f"one-rank step time / {world}-rank step time (fixed per-rank batch)",
+            )
+    return DdpReport(
+        world_size=world,
+        backend=backend,
+        measurement=measurement,
+        ranks=tuple(ranks),
+        busbw_gbps=busbw / 1e9 if busbw is not None else None,
+        algbw_gbps=algbw / 1e9 if algbw is not None else None,
+        scaling_efficiency=efficiency,
+        rank_imbalance=imbalance,
+        one_rank=one_rank,
+        notes=tuple(notes),
+    )

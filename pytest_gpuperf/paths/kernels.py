@@ -1,0 +1,111 @@
+"""Custom kernels: achieved TFLOP/s and GB/s, and how close they come to the device's roof.
+
+Given the work of one call (``flops``, ``bytes`` moved to and from memory),
+:func:`kernel_efficiency` turns a measurement's median time into achieved rates
+and the fraction of the device's peak (:mod:`~pytest_gpuperf.paths.peaks`: the
+datasheet table, or a calibration where the device is not listed). The gated
+``fraction_of_peak`` is the roofline one, ``max(flop fraction, bandwidth fraction)``:
+a kernel is judged against the resource that bounds it (it equals achieved FLOP/s
+over ``min(peak FLOP/s, intensity * peak bandwidth)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from pytest_gpuperf.model import Measurement
+from pytest_gpuperf.paths import Bench
+from pytest_gpuperf.paths.peaks import DevicePeaks, device_peaks, dtype_key
+
+
+@dataclass(frozen=True)
+class KernelReport:
+    """Achieved rates of one measurement against ``peaks``."""
+
+    measurement: Measurement
+    peaks: DevicePeaks
+    tflops: float | None
+    gbps: float | None
+    flops_fraction: float | None
+    bandwidth_fraction: float | None
+    fraction_of_peak: float
+    bound: str  # "compute" or "memory": the resource closer to its peak
+
+
+def achieved_rates(seconds: float, flops: float | None, nbytes: float | None) -> tuple[float | None, float | None]:
+    """(TFLOP/s, GB/s) of one call taking ``seconds``; None where the work is not given."""
+    if seconds <= 0:
+        raise ValueError(f"a call's time must be positive, got {seconds} s")
+    tflops = flops / seconds / 1e12 if flops is not None else None
+    gbps = nbytes / seconds / 1e9 if nbytes is not None else None
+    return tflops, gbps
+
+
+def kernel_efficiency(
+    bench: Bench,
+    measurement: Measurement,
+    *,
+    flops: float | None = None,
+    bytes: float | None = None,
+    dtype: torch.dtype | str = torch.float32,
+    peaks: DevicePeaks | None = None,
+    min_fraction: float | None = None,
+    tolerance: float | None = 0.10,
+) -> KernelReport:
+    """Attach ``tflops``, ``gbps`` and ``fraction_of_peak`` metrics to ``measurement``."""
+    if flops is None and bytes is None:
+        raise ValueError(f"{measurement.name}: give flops and/or bytes of one call to rate the kernel")
+    if peaks is None:
+        peaks = device_peaks(bench.device, torch.float32 if isinstance(dtype, str) else dtype)
+    seconds = measurement.stats.median_ns / 1e9
+    tflops, gbps = achieved_rates(seconds, flops, bytes)
+    flops_fraction = tflops / peaks.peak_tflops(dtype) if tflops is not None else None
+    bandwidth_fraction = gbps / peaks.memory_gbps if gbps is not None else None
+    fractions = {
+        k: v for k, v in (("compute", flops_fraction), ("memory", bandwidth_fraction)) if v is not None
+    }
+    bound = max(fractions, key=fractions.__getitem__)
+    fraction = fractions[bound]
+    where = f"{peaks.name}, {peaks.source}"
+    if tflops is not None:
+        bench.metric(
+            "tflops", tflops, unit="TFLOP/s", better="higher", tolerance=tolerance, measurement=measurement,
+            description=f"achieved {dtype_key(dtype)} TFLOP/s ({flops:.4g} FLOP per call)",
+        )
+    if gbps is not None:
+        bench.metric(
+            "gbps", gbps, unit="GB/s", better="higher", tolerance=tolerance, measurement=measurement,
+            description=f"achieved memory GB/s ({bytes:.4g} bytes per call)",
+        )
+    bench.metric(
+        "fraction_of_peak", fraction, better="higher", tolerance=tolerance, minimum=min_fraction,
+        measurement=measurement, description=f"{bound}-bound fraction of peak on {where}",
+    )
+    return KernelReport(measurement, peaks, tflops, gbps, flops_fraction, bandwidth_fraction, fraction, bound)
+
+
+def measure_kernel(
+    bench: Bench,
+    fn: Callable[..., Any],
+    args: Sequence[Any] = (),
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    name: str,
+    flops: float | None = None,
+    bytes: float | None = None,
+    dtype: torch.dtype | str = torch.float32,
+    peaks: DevicePeaks | None = None,
+    min_fraction: float | None = None,
+    tolerance: float | None = 0.10,
+    l2_flush: bool | None = None,
+) -> KernelReport:
+    """Measure ``fn(*args, **kwargs)`` as ``name`` and rate it with :func:`kernel_efficiency`."""
+    m = bench.measure(fn, args, kwargs, name=name, flops=flops, bytes=bytes, l2_flush=l2_flush)
+    return kernel_efficiency(
+        bench, m, flops=flops, bytes=bytes, dtype=dtype, peaks=peaks, min_fraction=min_fraction,
+        tolerance=tolerance,
+    )

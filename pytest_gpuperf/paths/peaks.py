@@ -1,0 +1,176 @@
+"""Peak throughput of a device: a datasheet table, or a calibration measured on the spot.
+
+Table values are dense (no 2:4 sparsity) peaks from NVIDIA's datasheets and
+architecture whitepapers, at boost clock:
+
+- A100: "NVIDIA A100 Tensor Core GPU" datasheet (2021); 40GB SXM/PCIe 1,555 GB/s,
+  80GB SXM 2,039 GB/s, 80GB PCIe 1,935 GB/s.
+- H100: "NVIDIA H100 Tensor Core GPU" datasheet (SXM5, PCIe, NVL columns).
+- H200: "NVIDIA H200 Tensor Core GPU" datasheet (SXM and NVL columns).
+- L4, L40S, L40, A10, T4, V100: the product datasheets of each.
+- A10G: AWS's variant of the A10; NVIDIA publishes no A10G datasheet, so the A10
+  datasheet's tensor/fp32 figures and AWS's 600 GB/s are used: treat as approximate.
+- RTX 4090: "NVIDIA Ada GPU Architecture" whitepaper, appendix A (fp16/bf16 tensor
+  with fp32 accumulate, which is what PyTorch uses: half the fp16-accumulate rate).
+
+Tensor-core rates are what a kernel can reach with bf16/fp16 inputs; ``fp32`` is
+the non-tensor-core rate (TF32 tensor cores are listed apart). Where a device is
+not in the table (every CPU, a new GPU), :func:`calibrate` measures a large matmul
+and a large copy and uses those as the attainable peak.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+import torch
+
+from pytest_gpuperf.paths._torch import synchronize
+
+
+@dataclass(frozen=True)
+class DevicePeaks:
+    """Peak rates of one device: TFLOP/s per dtype and memory GB/s."""
+
+    name: str
+    tflops: dict[str, float]  # "bf16", "fp16", "tf32", "fp32" (and "fp64" where known)
+    memory_gbps: float
+    source: str  # "datasheet: ..." or "calibrated: ..."
+
+    def peak_tflops(self, dtype: torch.dtype | str) -> float:
+        key = dtype_key(dtype)
+        try:
+            return self.tflops[key]
+        except KeyError:
+            raise KeyError(f"{self.name}: no {key} peak known (have {sorted(self.tflops)})") from None
+
+
+_DTYPE_KEYS = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32", torch.float64: "fp64"}
+
+
+def dtype_key(dtype: torch.dtype | str) -> str:
+    """``torch.bfloat16`` -> ``"bf16"``; strings pass through."""
+    if isinstance(dtype, str):
+        return dtype
+    try:
+        return _DTYPE_KEYS[dtype]
+    except KeyError:
+        raise KeyError(f"no peak table column for {dtype}; use one of {sorted(_DTYPE_KEYS.values())}") from None
+
+
+def _peaks(name: str, bf16: float | None, fp16: float, tf32: float | None, fp32: float, gbps: float,
+           source: str) -> DevicePeaks:
+    tflops = {"fp16": fp16, "fp32": fp32}
+    if bf16 is not None:
+        tflops["bf16"] = bf16
+    if tf32 is not None:
+        tflops["tf32"] = tf32
+    return DevicePeaks(name, tflops, gbps, f"datasheet: {source}")
+
+
+# (pattern on the torch/NVML device name, peaks); the first match wins, so the
+# more specific names (H100 NVL before H100 PCIe) come first.
+PEAK_TABLE: tuple[tuple[re.Pattern[str], DevicePeaks], ...] = tuple(
+    (re.compile(pattern, re.IGNORECASE), peaks)
+    for pattern, peaks in [
+        # GH200 (Grace Hopper) is another memory system: left to calibration, not matched as H200.
+        (r"(?<!G)H200 NVL", _peaks("H200 NVL", 835, 835, 418, 60, 4800, "NVIDIA H200 datasheet, NVL")),
+        (r"(?<!G)H200", _peaks("H200 SXM", 989, 989, 494, 67, 4800, "NVIDIA H200 datasheet, SXM")),
+        (r"H100 NVL", _peaks("H100 NVL", 835, 835, 418, 60, 3900, "NVIDIA H100 datasheet, NVL")),
+        (r"H100.*PCIe", _peaks("H100 PCIe", 756, 756, 378, 51, 2000, "NVIDIA H100 datasheet, PCIe")),
+        (r"H100", _peaks("H100 SXM", 989, 989, 494, 67, 3350, "NVIDIA H100 datasheet, SXM5")),
+        (r"A100.*80GB.*PCIe", _peaks("A100 80GB PCIe", 312, 312, 156, 19.5, 1935, "NVIDIA A100 datasheet")),
+        (r"A100.*80GB", _peaks("A100 80GB SXM", 312, 312, 156, 19.5, 2039, "NVIDIA A100 datasheet")),
+        (r"A100.*PCIE", _peaks("A100 40GB PCIe", 312, 312, 156, 19.5, 1555, "NVIDIA A100 datasheet")),
+        (r"A100", _peaks("A100 40GB SXM", 312, 312, 156, 19.5, 1555, "NVIDIA A100 datasheet")),
+        (r"L40S", _peaks("L40S", 362, 362, 183, 91.6, 864, "NVIDIA L40S datasheet")),
+        (r"L40\b", _peaks("L40", 181, 181, 90.5, 90.5, 864, "NVIDIA L40 datasheet")),
+        (r"\bL4\b", _peaks("L4", 121, 121, 60, 30.3, 300, "NVIDIA L4 datasheet")),
+        (r"A10G", _peaks("A10G", 125, 125, 62.5, 31.2, 600, "NVIDIA A10 datasheet + AWS G5 (approximate)")),
+        (r"\bA10\b", _peaks("A10", 125, 125, 62.5, 31.2, 600, "NVIDIA A10 datasheet")),
+        (r"RTX 4090", _peaks("RTX 4090", 165.2, 165.2, 82.6, 82.6, 1008, "NVIDIA Ada architecture whitepaper")),
+        (r"V100S", _peaks("V100S PCIe", None, 130, None, 16.4, 1134, "NVIDIA V100S datasheet")),
+        (r"V100.*PCIE", _peaks("V100 PCIe", None, 112, None, 14, 900, "NVIDIA V100 datasheet, PCIe")),
+        (r"V100", _peaks("V100 SXM2", None, 125, None, 15.7, 900, "NVIDIA V100 datasheet, SXM2")),
+        (r"\bT4\b", _peaks("T4", None, 65, None, 8.1, 320, "NVIDIA T4 datasheet")),
+    ]
+)
+
+
+def lookup(device_name: str) -> DevicePeaks | None:
+    """The table's peaks for a device name (``torch.cuda.get_device_name`` or NVML), or None."""
+    for pattern, peaks in PEAK_TABLE:
+        if pattern.search(device_name):
+            return peaks
+    return None
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return str(torch.cuda.get_device_name(device))
+    return f"{device.type} ({torch.get_num_threads()} threads)"
+
+
+def _best_seconds(fn: object, device: torch.device, reps: int) -> float:
+    """The fastest of ``reps`` timed calls: a peak wants the least disturbed run."""
+    assert callable(fn)
+    fn()  # warm-up (allocator, kernel selection)
+    best = float("inf")
+    for _ in range(reps):
+        synchronize(device)
+        start = time.perf_counter_ns()
+        fn()
+        synchronize(device)
+        best = min(best, (time.perf_counter_ns() - start) / 1e9)
+    return best
+
+
+_CALIBRATED: dict[tuple[str, str], DevicePeaks] = {}
+
+
+def calibrate(
+    device: torch.device,
+    dtype: torch.dtype = torch.float32,
+    *,
+    matmul_n: int | None = None,
+    copy_bytes: int | None = None,
+    reps: int = 3,
+) -> DevicePeaks:
+    """Measure the attainable peak on ``device``: an ``n x n`` matmul and a large copy.
+
+    The result is cached per (device, dtype) for the process. Sizes default to
+    what saturates the device kind without taking long (CPU: n=1024, 64 MiB).
+    A copy reads and writes each byte, so it moves ``2 * copy_bytes``.
+    """
+    key = (str(device), dtype_key(dtype))
+    if key in _CALIBRATED and matmul_n is None and copy_bytes is None:
+        return _CALIBRATED[key]
+    gpu = device.type == "cuda"
+    n = matmul_n or (8192 if gpu else 1024)
+    nbytes = copy_bytes or ((1 << 30) if gpu else (64 << 20))
+    a = torch.randn(n, n, device=device).to(dtype)
+    b = torch.randn(n, n, device=device).to(dtype)
+    matmul_s = _best_seconds(lambda: torch.mm(a, b), device, reps)
+    src = torch.empty(nbytes // 4, dtype=torch.float32, device=device)
+    dst = torch.empty_like(src)
+    copy_s = _best_seconds(lambda: dst.copy_(src), device, reps)
+    peaks = DevicePeaks(
+        name=device_name(device),
+        tflops={key[1]: 2 * n**3 / matmul_s / 1e12},
+        memory_gbps=2 * src.numel() * 4 / copy_s / 1e9,
+        source=f"calibrated: {n}x{n} {key[1]} matmul and a {nbytes >> 20} MiB copy, best of {reps}",
+    )
+    if matmul_n is None and copy_bytes is None:
+        _CALIBRATED[key] = peaks
+    return peaks
+
+
+def device_peaks(device: torch.device, dtype: torch.dtype = torch.float32) -> DevicePeaks:
+    """The table's peaks for ``device`` where it is listed (and has ``dtype``), else a calibration."""
+    if device.type == "cuda":
+        found = lookup(device_name(device))
+        if found is not None and dtype_key(dtype) in found.tflops:
+            return found
+    return calibrate(device, dtype)

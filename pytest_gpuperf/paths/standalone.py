@@ -1,0 +1,133 @@
+"""A minimal stand-in for the ``gpu_bench`` fixture, for scripts and notebooks.
+
+The path helpers take anything shaped like :class:`pytest_gpuperf.paths.Bench`.
+Outside pytest (a quick look at an AMP speedup from a script, the helpers' own unit
+tests) this class provides that shape with a fixed number of timed calls: no
+adaptive stopping, no baseline, no gate. Metrics attached with :meth:`metric` are
+kept on the measurements it returns from :attr:`measurements`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+
+from pytest_gpuperf.model import DEFAULT_MEASUREMENT, Direction, Measurement, Metric, Throughput
+from pytest_gpuperf.paths._torch import synchronize
+
+
+class StandaloneBench:
+    """Times each call ``calls`` times after ``warmup`` calls; one sample per call."""
+
+    def __init__(
+        self,
+        device: torch.device | str = "cpu",
+        *,
+        calls: int = 5,
+        warmup: int = 1,
+        test_id: str = "standalone",
+    ) -> None:
+        if calls < 1 or warmup < 0:
+            raise ValueError(f"calls must be >= 1 and warmup >= 0, got calls={calls}, warmup={warmup}")
+        self._device = torch.device(device)
+        self.calls = calls
+        self.warmup = warmup
+        self.test_id = test_id
+        self._measurements: dict[str, Measurement] = {}
+
+    @property
+    def enabled(self) -> bool:
+        return True
+
+    @property
+    def smoke(self) -> bool:
+        return False
+
+    @property
+    def device(self) -> torch.device:
+        return self._device
+
+    @property
+    def measurements(self) -> dict[str, Measurement]:
+        """Measurements by name, in the order they were taken, metrics attached."""
+        return dict(self._measurements)
+
+    def measure(
+        self,
+        fn: Callable[..., object],
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        name: str | None = None,
+        items: float | None = None,
+        flops: float | None = None,
+        bytes: float | None = None,
+        l2_flush: bool | None = None,
+        cuda_graph: bool | None = None,
+    ) -> Measurement:
+        kw = dict(kwargs or {})
+        started = time.perf_counter()
+        for _ in range(self.warmup):
+            fn(*args, **kw)
+        samples: list[float] = []
+        for _ in range(self.calls):
+            synchronize(self._device)
+            t0 = time.perf_counter_ns()
+            fn(*args, **kw)
+            synchronize(self._device)
+            samples.append(float(time.perf_counter_ns() - t0))
+        peak = None
+        if self._device.type == "cuda":
+            peak = int(torch.cuda.max_memory_allocated(self._device))
+        m = Measurement(
+            test_id=self.test_id,
+            name=name or DEFAULT_MEASUREMENT,
+            samples_ns=tuple(samples),
+            calls_per_sample=1,
+            device=str(self._device),
+            timer="perf_counter",
+            peak_allocated_bytes=peak,
+            throughput=Throughput(items=items, flops=flops, bytes=bytes),
+            warmup_calls=self.warmup,
+            total_calls=self.warmup + self.calls,
+            wall_time_s=time.perf_counter() - started,
+        )
+        self._measurements[m.name] = m
+        return m
+
+    def metric(
+        self,
+        name: str,
+        value: float,
+        *,
+        unit: str = "",
+        better: Direction = "higher",
+        tolerance: float | None = 0.10,
+        absolute_tolerance: float | None = None,
+        minimum: float | None = None,
+        maximum: float | None = None,
+        measurement: Any = None,
+        description: str = "",
+    ) -> Metric:
+        if not self._measurements:
+            raise ValueError(f"metric {name!r}: no measurement taken yet to attach it to")
+        if measurement is None:
+            target = next(reversed(self._measurements))
+        else:
+            target = measurement.name if isinstance(measurement, Measurement) else str(measurement)
+        if target not in self._measurements:
+            raise KeyError(f"metric {name!r}: no measurement named {target!r}")
+        new = Metric(name, float(value), unit, better, tolerance, absolute_tolerance, minimum, maximum, description)
+        m = self._measurements[target]
+        kept = tuple(x for x in m.metrics if x.name != name)
+        self._measurements[target] = dataclasses.replace(m, metrics=(*kept, new))
+        return new
+
+    def record(self, measurement: Measurement) -> Measurement:
+        m = dataclasses.replace(measurement, test_id=self.test_id)
+        self._measurements[m.name] = m
+        return m
