@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -25,11 +26,19 @@ class GpuBench:
     gateable number (a speedup, a graph-break count) to a measurement.
     """
 
-    def __init__(self, test_id: str, config: GpuperfConfig, engine: Engine, device: torch.device) -> None:
+    def __init__(
+        self,
+        test_id: str,
+        config: GpuperfConfig,
+        engine: Engine,
+        device: torch.device,
+        guard: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
+    ) -> None:
         self.test_id = test_id
         self.config = config
         self._engine = engine
         self._device = device
+        self._guard = guard  # serializes measurements across xdist workers sharing a device
         self._measurements: dict[str, Measurement] = {}
         self._latest: str | None = None
 
@@ -87,7 +96,12 @@ class GpuBench:
             throughput=Throughput(items=items, flops=flops, bytes=bytes),
             settings=settings,
         )
-        measurement = self._engine.measure(spec, self.config)
+        try:
+            with self._guard():
+                measurement = self._engine.measure(spec, self.config)
+        except Exception as exc:
+            _explain_oom(exc, self._device)
+            raise
         self._store(measurement)
         return measurement
 
@@ -153,3 +167,16 @@ class GpuBench:
     def _store(self, measurement: Measurement) -> None:
         self._measurements[measurement.name] = measurement
         self._latest = measurement.name
+
+
+def _explain_oom(exc: BaseException, device: torch.device) -> None:
+    """After an out-of-memory error: free the cache for later tests and attach the allocator's view."""
+    from pytest_gpuperf.gpu.memory import MemoryTracker, is_oom_error
+
+    if not is_oom_error(exc):
+        return
+    tracker = MemoryTracker(device)
+    report = tracker.oom_report()
+    tracker.release()
+    if hasattr(exc, "add_note"):  # Python >= 3.11; older versions keep the bare error
+        exc.add_note(f"pytest-gpuperf: out of memory while measuring on {device}\n{report}")

@@ -6,6 +6,7 @@ Everything heavy (torch, git, the store) is set up lazily on the first
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 from collections.abc import Generator
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from pytest_gpuperf import config as cfg
 from pytest_gpuperf.errors import ConfigError, GpuperfError
 from pytest_gpuperf.fixture import GpuBench
 from pytest_gpuperf.model import Environment, MeasurementResult, Provenance, SessionResults, Verdict
+from pytest_gpuperf.parallel import WorkerInfo, measurement_lock, needs_lock, pinned_device
 
 if TYPE_CHECKING:
     import torch
@@ -41,11 +43,18 @@ class SessionState:
     engine: Engine | None = None
     results: list[MeasurementResult] = field(default_factory=list)
     changes: list[EntryChange] = field(default_factory=list)
+    worker: WorkerInfo | None = None
+    lock: Any = None  # a FileLock when xdist workers share the device
+
+    def guard(self) -> contextlib.AbstractContextManager[object]:
+        return self.lock if self.lock is not None else contextlib.nullcontext()
 
     def ensure_started(self) -> Engine:
         """Resolve the device, probe the environment, open the store and build the engine, once."""
         if self.engine is not None:
             return self.engine
+        import torch
+
         from pytest_gpuperf.baseline.provenance import git_provenance
         from pytest_gpuperf.baseline.store import BaselineStore
         from pytest_gpuperf.engine import LocalEngine
@@ -54,7 +63,10 @@ class SessionState:
         from pytest_gpuperf.runner import Runner, RunnerOptions
 
         c = self.config
-        self.device = resolve_device(c.device)
+        cuda_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        self.device = resolve_device(pinned_device(c.device, self.worker, cuda_count))
+        if needs_lock(str(self.device), self.worker, cuda_count):
+            self.lock = measurement_lock(c.rootdir, str(self.device))
         self.environment = probe_environment(self.device)
         self.provenance = git_provenance(c.rootdir)
         self.store = BaselineStore(c.baseline_dir)
@@ -212,7 +224,10 @@ def pytest_configure(config: pytest.Config) -> None:
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
-    config.stash[STATE_KEY] = SessionState(config=gp, started_at=now)
+    worker = WorkerInfo.from_workerinput(getattr(config, "workerinput", None))
+    config.stash[STATE_KEY] = SessionState(config=gp, started_at=now, worker=worker)
+    if worker is None and config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistController(config.stash[STATE_KEY]), "gpuperf-xdist-controller")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -259,7 +274,7 @@ def gpu_bench(request: pytest.FixtureRequest) -> GpuBench:
     except GpuperfError as exc:
         pytest.fail(str(exc), pytrace=False)
     assert state.device is not None
-    bench = GpuBench(item.nodeid, test_config, engine, state.device)
+    bench = GpuBench(item.nodeid, test_config, engine, state.device, guard=state.guard)
     item.stash[BENCH_KEY] = bench
     return bench
 
@@ -279,11 +294,12 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 def _judge(state: SessionState, bench: GpuBench) -> None:
     __tracebackhide__ = True
     from pytest_gpuperf.engine import gate_settings
-    from pytest_gpuperf.gate import failure_message, fails
+    from pytest_gpuperf.gate import fails, failure_message
 
     assert state.engine is not None and state.environment is not None
     try:
-        results = state.engine.evaluate(bench.measurements, bench.config)
+        with state.guard():  # a re-measure is a measurement too
+            results = state.engine.evaluate(bench.measurements, bench.config)
     except GpuperfError as exc:
         pytest.fail(str(exc), pytrace=False)
     state.results.extend(results)
@@ -322,6 +338,41 @@ def _update_baselines(state: SessionState, results: list[MeasurementResult]) -> 
         state.changes.extend(state.store.update(state.environment.device_class, entries))
     except GpuperfError as exc:
         pytest.fail(str(exc), pytrace=False)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker hands its results to the controller, which reports for all."""
+    config = session.config
+    state = config.stash.get(STATE_KEY, None)
+    workeroutput = getattr(config, "workeroutput", None)
+    if state is None or workeroutput is None or state.environment is None or not state.results:
+        return
+    from pytest_gpuperf.report.results_json import dumps_results
+
+    workeroutput["gpuperf_results"] = dumps_results(state.session_results())
+    workeroutput["gpuperf_changes"] = [[c.key, str(c.path), c.kind] for c in state.changes]
+
+
+class _XdistController:
+    """Registered on the xdist controller only: merges what each worker measured."""
+
+    def __init__(self, state: SessionState) -> None:
+        self.state = state
+
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        output = getattr(node, "workeroutput", None) or {}
+        text = output.get("gpuperf_results")
+        if not text:
+            return
+        from pytest_gpuperf.baseline.store import EntryChange
+        from pytest_gpuperf.report.results_json import loads_results
+
+        session = loads_results(text, f"<results of xdist worker {output.get('workerid', '?')}>")
+        state = self.state
+        state.results.extend(session.results)
+        state.environment = state.environment or session.environment
+        state.provenance = session.provenance
+        state.changes.extend(EntryChange(k, Path(p), kind) for k, p, kind in output.get("gpuperf_changes", []))
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

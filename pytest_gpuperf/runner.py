@@ -153,13 +153,15 @@ class PreparedMeasurement:
         with nvtx_range(label, enabled=self.runner.options.nvtx), capture_range(
             self.runner.options.nsight, self.device
         ):
-            totals = self.timer.time_blocks(self._call, self.calls_per_sample, count, between)
+            totals = self.timer.time_blocks(
+                self._call, self.calls_per_sample, count, between, deadline_ns=time.perf_counter_ns() + budget_s * 2e9
+            )
         self.measured_s += time.perf_counter() - t0
         for total in totals:
             self._check(total)
         per_call = [t / self.calls_per_sample for t in totals]
         self.samples.extend(per_call)
-        self.total_calls += count * self.calls_per_sample
+        self.total_calls += len(totals) * self.calls_per_sample
         self.round_medians.append(statistics.median(per_call))
         # Track drift: the next round's size follows what the function costs now.
         self.per_call_ns = self.round_medians[-1]
@@ -213,7 +215,7 @@ class PreparedMeasurement:
             round_medians_ns=tuple(self.round_medians),
             precision=precision if math.isfinite(precision) else None,
             calibration_ns=calibration,
-            peak_allocated_bytes=self.memory.peak_allocated(),
+            peak_allocated_bytes=self._peak_allocated(),
             peak_reserved_bytes=self.memory.peak_reserved(),
             throughput=self.spec.throughput,
             metrics=self.spec.metrics,
@@ -225,6 +227,16 @@ class PreparedMeasurement:
             health=health,
             profile=profile,
         )
+
+    def _peak_allocated(self) -> int | None:
+        """The allocator's peak on CUDA; on a CPU one extra call under the memory profiler."""
+        if self.device.type == "cuda":
+            return self.memory.peak_allocated()
+        if self.device.type == "cpu":
+            from pytest_gpuperf.cpu_memory import peak_tensor_bytes
+
+            return peak_tensor_bytes(self._call)
+        return None
 
     def _profile(self) -> ProfileSummary | None:
         """A short torch.profiler capture after the timed samples, never during them."""

@@ -30,9 +30,18 @@ class Timer(Protocol):
     min_sample_ns: int
 
     def time_blocks(
-        self, call: Callable[[], object], calls: int, samples: int, between: Callable[[], None] | None = None
+        self,
+        call: Callable[[], object],
+        calls: int,
+        samples: int,
+        between: Callable[[], None] | None = None,
+        deadline_ns: float | None = None,
     ) -> list[float]:
-        """Total nanoseconds of each of ``samples`` blocks of ``calls`` calls."""
+        """Total nanoseconds of each of up to ``samples`` blocks of ``calls`` calls.
+
+        A host-side timer may stop early at ``deadline_ns`` (perf_counter_ns), so a
+        machine that slowed down mid-round does not overrun the time budget.
+        """
         ...
 
     def synchronize(self) -> None: ...
@@ -45,7 +54,12 @@ class WallTimer:
     min_sample_ns = CPU_MIN_SAMPLE_NS
 
     def time_blocks(
-        self, call: Callable[[], object], calls: int, samples: int, between: Callable[[], None] | None = None
+        self,
+        call: Callable[[], object],
+        calls: int,
+        samples: int,
+        between: Callable[[], None] | None = None,
+        deadline_ns: float | None = None,
     ) -> list[float]:
         clock = time.perf_counter_ns
         totals: list[float] = []
@@ -55,7 +69,10 @@ class WallTimer:
             start = clock()
             for _ in range(calls):
                 call()
-            totals.append(float(clock() - start))
+            end = clock()
+            totals.append(float(end - start))
+            if deadline_ns is not None and end >= deadline_ns:
+                break
         return totals
 
     def synchronize(self) -> None:
@@ -75,8 +92,15 @@ class CudaEventTimer:
         self._device = device
 
     def time_blocks(
-        self, call: Callable[[], object], calls: int, samples: int, between: Callable[[], None] | None = None
+        self,
+        call: Callable[[], object],
+        calls: int,
+        samples: int,
+        between: Callable[[], None] | None = None,
+        deadline_ns: float | None = None,
     ) -> list[float]:
+        # The deadline is ignored: the host cannot see device time without a sync,
+        # and the sample count was sized from the device time measured in warm-up.
         torch = self._torch
         with torch.cuda.device(self._device):
             stream = torch.cuda.current_stream(self._device)

@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+import torch
+
+from pytest_gpuperf.cpu_memory import peak_tensor_bytes
+
+
+def test_peak_counts_live_tensors_at_the_worst_moment() -> None:
+    def step() -> torch.Tensor:
+        a = torch.empty(1_000_000, dtype=torch.float32)  # 4 MB
+        b = torch.empty(1_000_000, dtype=torch.float32)  # 4 MB, both live: 8 MB
+        del a, b
+        c = torch.empty(500_000, dtype=torch.float32)  # 2 MB after the peak
+        return c
+
+    peak = peak_tensor_bytes(step)
+    assert peak is not None
+    assert 8_000_000 <= peak < 9_000_000
+
+
+def test_freeing_early_lowers_the_peak() -> None:
+    def keep_all() -> None:
+        xs = [torch.empty(250_000) for _ in range(8)]  # 8 MB live together
+        del xs
+
+    def one_at_a_time() -> None:
+        for _ in range(8):
+            x = torch.empty(250_000)
+            del x
+
+    high, low = peak_tensor_bytes(keep_all), peak_tensor_bytes(one_at_a_time)
+    assert high is not None and low is not None
+    assert high >= 4 * low
