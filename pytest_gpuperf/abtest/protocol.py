@@ -1,0 +1,121 @@
+"""The head <-> worker message protocol over a private socket pair.
+
+``multiprocessing.Pipe()`` gives two connected ``Connection`` objects (an
+AF_UNIX socket pair on POSIX); the worker's end is inherited by the child
+process (``pass_fds``) and found through ``GPUPERF_WORKER_FD``. No port is
+opened and nothing else can connect. Messages are tuples ``(kind, *payload)``
+pickled by ``Connection``; both ends run the same installed pytest-gpuperf.
+
+Head -> worker:  RUN nodeid | ROUND budget_s | FINISH | SKIP | QUIT
+Worker -> head:  HELLO info | MISSING nodeid | READY key | SAMPLES [ns...] |
+                 FINISHED measurement | FAILED key text | MEASUREMENTS [m...] |
+                 DONE nodeid outcome
+
+Every receive on the head has a timeout and watches the worker process, so a
+crashed or hung worker becomes a WorkerError naming the last lines of its log.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from pytest_gpuperf.errors import WorkerError
+
+ENV_FD = "GPUPERF_WORKER_FD"
+
+RUN = "run"
+ROUND = "round"
+FINISH = "finish"
+SKIP = "skip"
+QUIT = "quit"
+
+HELLO = "hello"
+MISSING = "missing"
+READY = "ready"
+SAMPLES = "samples"
+FINISHED = "finished"
+FAILED = "failed"
+MEASUREMENTS = "measurements"
+DONE = "done"
+
+# Pause before handing the machine to the other process: OpenMP worker threads spin
+# for a few milliseconds after a parallel region, and two processes' spinning pools
+# on the same cores slow the measuring side by orders of magnitude.
+HANDOVER_S = 0.02
+_POLL_SLICE_S = 0.25
+_LOG_TAIL_LINES = 30
+
+Message = tuple[Any, ...]
+
+
+def log_tail(path: Path | None, lines: int = _LOG_TAIL_LINES) -> str:
+    """The end of the worker's log, for error messages."""
+    if path is None or not path.exists():
+        return ""
+    text = path.read_text(errors="replace").splitlines()
+    return "\n".join(text[-lines:])
+
+
+class HeadChannel:
+    """The head's end: sends commands, receives replies with a timeout, watches the process."""
+
+    def __init__(self, conn: Connection, process: subprocess.Popen[bytes], log_path: Path | None) -> None:
+        self.conn = conn
+        self.process = process
+        self.log_path = log_path
+
+    def send(self, kind: str, *payload: Any) -> None:
+        try:
+            self.conn.send((kind, *payload))
+        except (OSError, EOFError, BrokenPipeError) as exc:
+            raise self._error(f"could not send {kind!r} to the worker ({exc})") from None
+
+    def recv(self, timeout_s: float, waiting_for: str) -> Message:
+        """The next message; WorkerError if the worker exits, closes the pipe or stays silent."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                if self.conn.poll(_POLL_SLICE_S):
+                    message: Message = self.conn.recv()
+                    return message
+            except (EOFError, OSError):
+                raise self._error(f"the worker closed the connection while the head waited for {waiting_for}") from None
+            if self.process.poll() is not None:
+                raise self._error(
+                    f"the worker exited with code {self.process.returncode} while the head waited for {waiting_for}"
+                )
+            if time.monotonic() > deadline:
+                raise self._error(f"no answer from the worker within {timeout_s:g}s while waiting for {waiting_for}")
+
+    def _error(self, message: str) -> WorkerError:
+        tail = log_tail(self.log_path)
+        where = f" (log: {self.log_path})" if self.log_path else ""
+        return WorkerError(f"--gpuperf-compare-ref worker: {message}{where}" + (f"\n{tail}" if tail else ""))
+
+
+class WorkerChannel:
+    """The worker's end: blocking receives (the head drives; its exit closes the pipe)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    @classmethod
+    def from_environment(cls) -> WorkerChannel:
+        raw = os.environ.get(ENV_FD)
+        if not raw or not raw.isdigit():
+            raise WorkerError(
+                f"pytest_gpuperf.abtest.worker_plugin is started by --gpuperf-compare-ref only ({ENV_FD} is not set)"
+            )
+        return cls(Connection(int(raw)))
+
+    def send(self, kind: str, *payload: Any) -> None:
+        self.conn.send((kind, *payload))
+
+    def recv(self) -> Message:
+        message: Message = self.conn.recv()
+        return message

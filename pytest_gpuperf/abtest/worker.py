@@ -1,0 +1,64 @@
+"""The worker's engine: measures the base ref's code on the head's command, round by round.
+
+It implements the fixture's engine protocol (``measure``/``evaluate``) so the
+base's unchanged tests run through the normal ``gpu_bench`` fixture, but every
+measurement waits for the head: warm up, say READY, then measure one round per
+ROUND command until FINISH (or SKIP, when the head does not want it). Nothing
+is judged here; the finished measurements go back to the head.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from pytest_gpuperf.abtest import protocol
+from pytest_gpuperf.abtest.protocol import HANDOVER_S, WorkerChannel
+from pytest_gpuperf.config import GpuperfConfig
+from pytest_gpuperf.errors import WorkerError
+from pytest_gpuperf.model import Measurement, MeasurementResult, measurement_key
+from pytest_gpuperf.runner import MeasureSpec, PreparedMeasurement, Runner
+
+
+class WorkerEngine:
+    def __init__(self, runner: Runner, channel: WorkerChannel) -> None:
+        self.runner = runner
+        self.channel = channel
+
+    def measure(self, spec: MeasureSpec, config: GpuperfConfig) -> Measurement:
+        key = measurement_key(spec.test_id, spec.name)
+        try:
+            prepared = self.runner.prepare(spec)
+        except Exception as exc:
+            self.channel.send(protocol.FAILED, key, f"{type(exc).__name__}: {exc}")
+            raise
+        self.channel.send(protocol.READY, key)
+        while True:
+            message = self.channel.recv()
+            kind = message[0]
+            if kind == protocol.ROUND:
+                self.channel.send(protocol.SAMPLES, self._round(prepared, key, float(message[1])))
+            elif kind == protocol.FINISH:
+                measurement = prepared.finish()
+                self.channel.send(protocol.FINISHED, measurement)
+                return measurement
+            elif kind == protocol.SKIP:
+                if not prepared.samples:
+                    prepared.round(0.0)  # one sample: finish() needs some
+                return prepared.finish()
+            else:
+                raise WorkerError(f"{key}: unexpected command {kind!r} from the head during a measurement")
+
+    def _round(self, prepared: PreparedMeasurement, key: str, budget_s: float) -> list[float]:
+        try:
+            samples = prepared.round(budget_s)
+        except Exception as exc:
+            self.channel.send(protocol.FAILED, key, f"{type(exc).__name__}: {exc}")
+            raise
+        time.sleep(HANDOVER_S)  # let this process's OpenMP threads stop spinning (engine.py)
+        return samples
+
+    def evaluate(self, measurements: Sequence[Measurement], config: GpuperfConfig) -> list[MeasurementResult]:
+        """Send the base's final measurements (with their metrics) to the head; judge nothing."""
+        self.channel.send(protocol.MEASUREMENTS, list(measurements))
+        return []
