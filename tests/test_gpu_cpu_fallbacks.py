@@ -22,6 +22,15 @@ def test_memory_tracker_reports_nothing_on_cpu() -> None:
     assert tracker.peak_reserved() is None
     tracker.release()
     assert "cpu" in tracker.oom_report()
+    tracker.exclude(1024)
+    assert tracker.peak_allocated() is None
+
+
+def test_excluding_a_negative_size_is_refused() -> None:
+    with pytest.raises(ValueError, match="negative"):
+        MemoryTracker(CPU).exclude(-1)
+    with pytest.raises(ValueError, match="negative"):
+        MemoryTracker(CPU).exclude(0, reserved=-5)
 
 
 @pytest.mark.parametrize(

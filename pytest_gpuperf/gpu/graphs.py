@@ -82,7 +82,9 @@ def capture(
 
         graph = torch.cuda.CUDAGraph()
         try:
-            with torch.cuda.graph(graph):
+            # Capture on our side stream: torch.cuda.graph's own default stream is created
+            # once, on whichever device was current then.
+            with torch.cuda.graph(graph, stream=side):
                 static_output = fn(*args, **call_kwargs)
         except Exception as exc:
             raise GraphCaptureError(_explain(fn, exc)) from exc

@@ -43,19 +43,24 @@ class L2Flusher:
         self.reason = "" if self.active else "no portable last-level cache flush on the CPU"
         self.l2_bytes = l2_cache_bytes(device) if self.active else None
         self.nbytes = MARGIN * (self.l2_bytes or FALLBACK_L2_BYTES) if self.active else 0
+        self.reserved_bytes = 0  # what the buffer added to the allocator's reserved memory
         self._buffer: torch.Tensor | None = None
+        if self.active:
+            import torch
+
+            # Allocated now, before the runner resets the memory peaks, so the buffer is a
+            # constant offset in both peaks (MemoryTracker.exclude takes it back out) rather
+            # than a jump in the middle of the first round.
+            before = torch.cuda.memory_reserved(device)
+            # int32 words: a plain fill kernel at full bandwidth, no byte-granular stores.
+            self._buffer = torch.empty(self.nbytes // 4, dtype=torch.int32, device=device)
+            self.reserved_bytes = max(0, torch.cuda.memory_reserved(device) - before)
 
     def flush(self) -> None:
         """Queue a write over the whole buffer on the current stream (a no-op when inactive)."""
-        if not self.active:
-            return
-        if self._buffer is None:
-            import torch
-
-            # int32 words: a plain fill kernel at full bandwidth, no byte-granular stores.
-            self._buffer = torch.empty(self.nbytes // 4, dtype=torch.int32, device=self.device)
-        self._buffer.zero_()
+        if self._buffer is not None:
+            self._buffer.zero_()
 
     def close(self) -> None:
-        """Drop the buffer so the caching allocator can reuse it."""
+        """Drop the buffer so the caching allocator can reuse it; later flushes do nothing."""
         self._buffer = None

@@ -38,6 +38,20 @@ class MemoryTracker:
     def __init__(self, device: torch.device) -> None:
         self.device = device
         self.active = device.type == "cuda"
+        self.excluded_allocated = 0
+        self.excluded_reserved = 0
+
+    def exclude(self, allocated: int, reserved: int | None = None) -> None:
+        """Leave memory the harness itself holds (the L2 flush buffer) out of the peaks.
+
+        ``reserved`` is what that memory added to the allocator's reserved bytes
+        (0 when it reused a cached block); it defaults to ``allocated``.
+        """
+        reserved = allocated if reserved is None else reserved
+        if allocated < 0 or reserved < 0:
+            raise ValueError(f"cannot exclude a negative size (allocated={allocated}, reserved={reserved})")
+        self.excluded_allocated += allocated
+        self.excluded_reserved += reserved
 
     def reset(self) -> None:
         """Start a new peak window (call right before the measured calls)."""
@@ -52,7 +66,7 @@ class MemoryTracker:
             return None
         import torch
 
-        return int(torch.cuda.max_memory_allocated(self.device))
+        return max(0, int(torch.cuda.max_memory_allocated(self.device)) - self.excluded_allocated)
 
     def peak_reserved(self) -> int | None:
         """Bytes the caching allocator held from the driver at the peak since ``reset``."""
@@ -60,7 +74,7 @@ class MemoryTracker:
             return None
         import torch
 
-        return int(torch.cuda.max_memory_reserved(self.device))
+        return max(0, int(torch.cuda.max_memory_reserved(self.device)) - self.excluded_reserved)
 
     def release(self) -> None:
         """Give cached blocks back after an OOM so the next test starts clean.

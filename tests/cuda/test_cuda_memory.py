@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from pytest_gpuperf.gpu.l2 import L2Flusher
 from pytest_gpuperf.gpu.memory import MemoryTracker, is_oom_error
 
 pytestmark = pytest.mark.cuda
@@ -28,6 +29,21 @@ def test_peaks_reset_per_measurement(device: torch.device) -> None:
     del small
     assert second is not None
     assert MIB <= second < first
+
+
+def test_the_l2_flush_buffer_is_left_out_of_the_peaks(device: torch.device) -> None:
+    tracker = MemoryTracker(device)
+    tracker.reset()
+    torch.empty(8 * MIB, dtype=torch.uint8, device=device)
+    without_flusher = tracker.peak_allocated()
+
+    flusher = L2Flusher(device)
+    tracker.exclude(flusher.nbytes, flusher.reserved_bytes)
+    tracker.reset()
+    flusher.flush()
+    torch.empty(8 * MIB, dtype=torch.uint8, device=device)
+    assert tracker.peak_allocated() == without_flusher
+    flusher.close()
 
 
 def test_oom_is_recognized_reported_and_released(device: torch.device) -> None:
