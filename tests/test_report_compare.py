@@ -4,59 +4,12 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from test_report_helpers import BASE, ENV, HEAD
+from test_report_helpers import BASE, BASE_SESSION, ENV, HEAD, HEAD_SESSION
 
 from pytest_gpuperf.compare import GateSettings
-from pytest_gpuperf.model import Measurement, MeasurementResult, SessionResults, Verdict
+from pytest_gpuperf.model import Verdict
 from pytest_gpuperf.report.compare_results import MODE, compare_files, compare_sessions
 from pytest_gpuperf.report.results_json import ResultsError, write_results
-
-
-def _measurement(test_id: str, center: float, name: str = "default") -> Measurement:
-    # 40 samples with a fixed +-2% zig-zag: enough for a tight bootstrap CI, no randomness.
-    values = tuple(center * (1 + 0.02 * ((i * 7) % 9 - 4) / 4) for i in range(40))
-    return Measurement(
-        test_id=test_id,
-        name=name,
-        samples_ns=values,
-        calls_per_sample=5,
-        device="cuda:0",
-        timer="cuda_event",
-        round_medians_ns=(center * 0.998, center, center * 1.002),
-        precision=0.005,
-    )
-
-
-def _session(measurements: list[Measurement], prov: object, started: str) -> SessionResults:
-    return SessionResults(
-        results=tuple(MeasurementResult(m) for m in measurements),
-        environment=ENV,
-        provenance=prov,  # type: ignore[arg-type]
-        mode="baseline",
-        started_at=started,
-    )
-
-
-BASE_SESSION = _session(
-    [
-        _measurement("tests/t.py::test_slower", 1_000_000.0),
-        _measurement("tests/t.py::test_same", 50_000.0),
-        _measurement("tests/t.py::test_faster", 50_000.0),
-        _measurement("tests/t.py::test_gone", 10_000.0),
-    ],
-    BASE,
-    "2026-01-01T00:00:00+00:00",
-)
-HEAD_SESSION = _session(
-    [
-        _measurement("tests/t.py::test_slower", 1_500_000.0),
-        _measurement("tests/t.py::test_same", 50_100.0),
-        _measurement("tests/t.py::test_faster", 25_000.0),
-        _measurement("tests/t.py::test_added", 10_000.0),
-    ],
-    HEAD,
-    "2026-01-02T00:00:00+00:00",
-)
 
 
 def test_head_is_judged_against_base_by_the_gate() -> None:

@@ -206,6 +206,53 @@ def make_session() -> SessionResults:
     )
 
 
+def timed(test_id: str, center: float, name: str = "default") -> Measurement:
+    # 40 samples with a fixed +-2% zig-zag: enough for a tight bootstrap CI, no randomness.
+    values = tuple(center * (1 + 0.02 * ((i * 7) % 9 - 4) / 4) for i in range(40))
+    return Measurement(
+        test_id=test_id,
+        name=name,
+        samples_ns=values,
+        calls_per_sample=5,
+        device="cuda:0",
+        timer="cuda_event",
+        round_medians_ns=(center * 0.998, center, center * 1.002),
+        precision=0.005,
+    )
+
+
+def plain_session(measurements: list[Measurement], prov: Provenance, started: str) -> SessionResults:
+    return SessionResults(
+        results=tuple(MeasurementResult(m) for m in measurements),
+        environment=ENV,
+        provenance=prov,
+        mode="baseline",
+        started_at=started,
+    )
+
+
+BASE_SESSION = plain_session(
+    [
+        timed("tests/t.py::test_slower", 1_000_000.0),
+        timed("tests/t.py::test_same", 50_000.0),
+        timed("tests/t.py::test_faster", 50_000.0),
+        timed("tests/t.py::test_gone", 10_000.0),
+    ],
+    BASE,
+    "2026-01-01T00:00:00+00:00",
+)
+HEAD_SESSION = plain_session(
+    [
+        timed("tests/t.py::test_slower", 1_500_000.0),
+        timed("tests/t.py::test_same", 50_100.0),
+        timed("tests/t.py::test_faster", 25_000.0),
+        timed("tests/t.py::test_added", 10_000.0),
+    ],
+    HEAD,
+    "2026-01-02T00:00:00+00:00",
+)
+
+
 def test_fixture_covers_every_verdict() -> None:
     session = make_session()
     assert {r.verdict for r in session.results} == set(Verdict)

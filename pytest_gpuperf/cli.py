@@ -1,0 +1,258 @@
+"""``gpuperf``: compare results files, render reports, show baseline history, validate baselines.
+
+Exit codes (docs/cli.md): 0 ok; 1 ``compare`` found a regression; 2 usage
+error (bad arguments or option values); 3 invalid input (a results or baseline
+file that cannot be read or fails its schema, or a folder without git history).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from pytest_gpuperf import __version__
+from pytest_gpuperf.errors import GpuperfError
+from pytest_gpuperf.model import SampleStats, SessionResults, Verdict
+
+EXIT_OK = 0
+EXIT_REGRESSION = 1
+EXIT_USAGE = 2
+EXIT_INVALID_INPUT = 3
+
+DEFAULT_BASELINES = "baselines"
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.05, got {text!r}") from None
+    if not 0 <= value < 10:
+        raise argparse.ArgumentTypeError(f"expected a fraction >= 0 such as 0.05 (5%), got {text!r}")
+    return value
+
+
+def _gate_options(parser: argparse.ArgumentParser) -> None:
+    gate = parser.add_argument_group("gate settings (as in pytest --gpuperf)")
+    gate.add_argument("--threshold", type=_fraction, default=None, metavar="FRACTION",
+                      help="smallest relative time change that counts (default 0.10)")  # fmt: skip
+    gate.add_argument("--memory-threshold", type=_fraction, default=None, metavar="FRACTION",
+                      help="smallest relative peak-memory change that counts (default 0.05)")  # fmt: skip
+    gate.add_argument("--metric", default=None, metavar="STAT",
+                      help="time statistic compared: p50 (default), mean, min, p90, p99")  # fmt: skip
+    gate.add_argument("--noise-multiplier", type=float, default=None, metavar="K",
+                      help="standard deviations of run-to-run noise a change must exceed (default 3)")  # fmt: skip
+    gate.add_argument("--no-calibration", action="store_true",
+                      help="do not normalize times by the calibration workload")  # fmt: skip
+
+
+def _output_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-o", "--output", type=Path, default=None, metavar="PATH",
+                        help="write to PATH instead of standard output")  # fmt: skip
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpuperf",
+        description="Reports and baseline tools of pytest-gpuperf (docs/cli.md).",
+        epilog="exit codes: 0 ok, 1 regressions found (compare), 2 usage error, 3 invalid input files",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    compare = commands.add_parser(
+        "compare",
+        help="compare two results files (head against base) with the gate's rules",
+        description="Judge every measurement of HEAD against the same measurement in BASE, as the gate "
+        "judges a run against its baseline. Exits 1 when a regression is found.",
+    )
+    compare.add_argument("base", type=Path, metavar="BASE.json", help="results file of the reference run")
+    compare.add_argument("head", type=Path, metavar="HEAD.json", help="results file of the run under test")
+    compare.add_argument("--format", choices=("table", "markdown", "json"), default="table",
+                         help="table (default), markdown (a PR comment) or json (a results file)")  # fmt: skip
+    _output_option(compare)
+    _gate_options(compare)
+
+    report = commands.add_parser(
+        "report",
+        help="render a results file as a table, Markdown, HTML or pytest-benchmark JSON",
+        description="Render a results file written by pytest --gpuperf-json.",
+    )
+    report.add_argument("results", type=Path, metavar="RESULTS.json")
+    report.add_argument("--format", choices=("table", "markdown", "html", "benchmark-json"), default="table",
+                        help="table (default), markdown, html (self-contained page) or benchmark-json")  # fmt: skip
+    _output_option(report)
+
+    history = commands.add_parser(
+        "history",
+        help="show how each baseline changed over the git history, marking step changes",
+        description="Walk the commits that touched the baselines folder, oldest first, and show each "
+        "measurement's trend; a step is a change beyond max(threshold, noise) that persists.",
+    )
+    history.add_argument("--baselines", type=Path, default=Path(DEFAULT_BASELINES), metavar="DIR",
+                         help=f"baselines folder inside a git work tree (default {DEFAULT_BASELINES})")  # fmt: skip
+    history.add_argument("-k", "--match", default=None, metavar="TEXT",
+                         help="only measurements whose key contains TEXT")  # fmt: skip
+    history.add_argument("--metric", default="p50", metavar="STAT", help="statistic to follow (default p50)")
+    history.add_argument("--threshold", type=_fraction, default=0.10, metavar="FRACTION",
+                         help="smallest relative change that is a step (default 0.10)")  # fmt: skip
+    history.add_argument("--persist", type=int, default=1, metavar="N",
+                         help="versions a change must last to count as a step (default 1)")  # fmt: skip
+    history.add_argument("--rev", default="HEAD", help="history up to this revision (default HEAD)")
+    history.add_argument("--plot", type=Path, default=None, metavar="PATH", help="also write a PNG plot")
+
+    validate = commands.add_parser(
+        "validate",
+        help="schema-check every file of a baselines folder",
+        description="Check every baseline file against the baseline schema and its location. Exits 3 "
+        "and lists every problem when a file is invalid.",
+    )
+    validate.add_argument("baselines", type=Path, nargs="?", default=Path(DEFAULT_BASELINES), metavar="DIR",
+                          help=f"baselines folder (default {DEFAULT_BASELINES})")  # fmt: skip
+    return parser
+
+
+def _emit(text: str, output: Path | None, stdout: TextIO) -> None:
+    if output is None:
+        stdout.write(text)
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+
+
+def _table(session: SessionResults, width: int | None = None) -> str:
+    import io
+
+    from pytest_gpuperf.report.terminal import PlainWriter, render_summary
+
+    buffer = io.StringIO()
+    render_summary(session, PlainWriter(buffer, color=False, width=width))
+    return buffer.getvalue()
+
+
+def _cmd_compare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from pytest_gpuperf.compare import GateSettings
+    from pytest_gpuperf.report.compare_results import compare_files
+    from pytest_gpuperf.report.markdown import render_comment
+    from pytest_gpuperf.report.results_json import dumps_results
+
+    overrides = {
+        "threshold": args.threshold,
+        "memory_threshold": args.memory_threshold,
+        "metric": args.metric,
+        "noise_multiplier": args.noise_multiplier,
+    }
+    try:
+        settings = GateSettings(
+            **{k: v for k, v in overrides.items() if v is not None}, use_calibration=not args.no_calibration
+        )
+        if args.metric is not None:
+            SampleStats.from_samples([1.0]).get(args.metric)  # KeyError naming the known statistics
+    except (ValueError, KeyError) as exc:
+        stderr.write(f"gpuperf compare: error: {exc.args[0]}\n")
+        return EXIT_USAGE
+    outcome = compare_files(args.base, args.head, settings)
+    session = outcome.session
+    if args.format == "markdown":
+        text = render_comment(session)
+    elif args.format == "json":
+        text = dumps_results(session, args.output or "<stdout>")
+    else:
+        text = _table(session)
+    _emit(text, args.output, stdout)
+    for key in outcome.removed:
+        stderr.write(f"gpuperf compare: {key} is in {args.base} but not in {args.head}\n")
+    return EXIT_REGRESSION if any(r.verdict is Verdict.REGRESSION for r in session.results) else EXIT_OK
+
+
+def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from pytest_gpuperf.report.results_json import load_results
+
+    session = load_results(args.results)
+    if args.format == "markdown":
+        from pytest_gpuperf.report.markdown import render_comment
+
+        text = render_comment(session)
+    elif args.format == "html":
+        from pytest_gpuperf.report.html import render_html
+
+        text = render_html(session)
+    elif args.format == "benchmark-json":
+        from pytest_gpuperf.report.benchmark_export import benchmark_document
+
+        text = json.dumps(benchmark_document(session), indent=4, allow_nan=False) + "\n"
+    else:
+        text = _table(session)
+    _emit(text, args.output, stdout)
+    return EXIT_OK
+
+
+def _cmd_history(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from pytest_gpuperf.report.history import collect_history, plot_history, render_history
+
+    if args.persist < 0:
+        stderr.write("gpuperf history: error: --persist must be >= 0\n")
+        return EXIT_USAGE
+    history = collect_history(
+        args.baselines,
+        metric=args.metric,
+        threshold=args.threshold,
+        persist=args.persist,
+        match=args.match,
+        rev=args.rev,
+    )
+    stdout.write(render_history(history, metric=args.metric))
+    if args.plot is not None:
+        stdout.write(f"plot written to {plot_history(history, args.plot, metric=args.metric)}\n")
+    # Unreadable old versions are listed, not fatal: one bad commit must not end all history.
+    return EXIT_OK
+
+
+def _cmd_validate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from pytest_gpuperf.baseline import BaselineStore
+
+    if not args.baselines.is_dir():
+        stderr.write(f"gpuperf validate: {args.baselines} is not a directory\n")
+        return EXIT_INVALID_INPUT
+    store = BaselineStore(args.baselines)
+    errors = store.validate_tree()
+    for error in errors:
+        stderr.write(f"{error}\n")
+    if errors:
+        stderr.write(f"gpuperf validate: {len(errors)} invalid file(s) under {args.baselines}\n")
+        return EXIT_INVALID_INPUT
+    files = {path for _, path, _ in store.iter_entries()}
+    entries = sum(1 for _ in store.iter_entries())
+    stdout.write(f"{args.baselines}: {len(files)} file(s), {entries} entr{'y' if entries == 1 else 'ies'}, all valid\n")
+    return EXIT_OK
+
+
+_COMMANDS = {
+    "compare": _cmd_compare,
+    "report": _cmd_report,
+    "history": _cmd_history,
+    "validate": _cmd_validate,
+}
+
+
+def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    """Run ``gpuperf`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv) if argv is not None else None)
+    except SystemExit as exc:  # --help, --version (0) and usage errors (2)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        return _COMMANDS[args.command](args, out, err)
+    except GpuperfError as exc:
+        err.write(f"gpuperf {args.command}: {exc}\n")
+        return EXIT_INVALID_INPUT
+    except OSError as exc:
+        err.write(f"gpuperf {args.command}: {exc}\n")
+        return EXIT_INVALID_INPUT

@@ -1,0 +1,162 @@
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import git
+import pytest
+from test_report_helpers import BASE_SESSION, ENV, HEAD_SESSION, make_session, timed
+
+from pytest_gpuperf import __version__
+from pytest_gpuperf.baseline import BaselineStore, entry_from_measurement
+from pytest_gpuperf.cli import EXIT_INVALID_INPUT, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, main
+from pytest_gpuperf.report.results_json import load_results, write_results
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    return write_results(tmp_path / "base.json", BASE_SESSION), write_results(tmp_path / "head.json", HEAD_SESSION)
+
+
+@pytest.mark.parametrize("command", [[], ["compare"], ["report"], ["history"], ["validate"]])
+def test_help_for_every_command(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*command, "--help"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: gpuperf {' '.join(command)}".rstrip())
+
+
+def test_usage_errors_exit_2(files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    base, head = files
+    assert main([]) == EXIT_USAGE
+    assert main(["frobnicate"]) == EXIT_USAGE
+    assert main(["compare", str(base), str(head), "--threshold", "five"]) == EXIT_USAGE
+    assert "expected a fraction" in capsys.readouterr().err
+    code, _, err = run("compare", str(base), str(head), "--metric", "p42")
+    assert code == EXIT_USAGE
+    assert "unknown time statistic 'p42'" in err
+
+
+def test_compare_table_exits_1_on_regression(files: tuple[Path, Path]) -> None:
+    base, head = files
+    code, out, err = run("compare", str(base), str(head))
+    assert code == EXIT_REGRESSION
+    assert f"compared with {base}" in out.splitlines()[0]
+    slower = next(line for line in out.splitlines() if "test_slower" in line)
+    assert slower.split()[-1] == "regression" and "+50.0%" in slower
+    assert "gpuperf: 1 regression, 1 improvement, 1 unchanged, 1 new, 0 not comparable" in out
+    assert "tests/t.py::test_gone::default is in" in err
+
+
+def test_compare_threshold_and_formats(files: tuple[Path, Path], tmp_path: Path) -> None:
+    base, head = files
+    assert run("compare", str(base), str(head), "--threshold", "0.9")[0] == EXIT_OK
+    code, out, _ = run("compare", str(base), str(head), "--format", "markdown")
+    assert code == EXIT_REGRESSION
+    assert out.startswith("<!-- pytest-gpuperf-comment -->")
+    target = tmp_path / "out" / "compared.json"
+    code, out, _ = run("compare", str(base), str(head), "--format", "json", "-o", str(target))
+    assert code == EXIT_REGRESSION and out == ""
+    compared = load_results(target)
+    assert compared.mode == "compare-files"
+    assert compared.base_provenance == BASE_SESSION.provenance
+
+
+def test_compare_invalid_input_exits_3_naming_the_file(files: tuple[Path, Path]) -> None:
+    base, head = files
+    doc = json.loads(head.read_text())
+    doc["results"][1]["measurement"]["calls_per_sample"] = 0
+    head.write_text(json.dumps(doc))
+    code, out, err = run("compare", str(base), str(head))
+    assert code == EXIT_INVALID_INPUT
+    assert out == ""
+    assert str(head) in err and "$.results[1].measurement.calls_per_sample" in err
+    assert run("compare", str(base), str(head.with_name("missing.json")))[0] == EXIT_INVALID_INPUT
+
+
+@pytest.mark.parametrize(
+    ("fmt", "check"),
+    [
+        ("table", "gpuperf: 1 regression"),
+        ("markdown", "<!-- pytest-gpuperf-comment -->"),
+        ("html", "<!DOCTYPE html>"),
+        ("benchmark-json", '"machine_info"'),
+    ],
+)
+def test_report_formats(fmt: str, check: str, tmp_path: Path) -> None:
+    results = write_results(tmp_path / "r.json", make_session())
+    code, out, _ = run("report", str(results), "--format", fmt)
+    assert code == EXIT_OK
+    assert check in out
+    target = tmp_path / f"report.{fmt}"
+    assert run("report", str(results), "--format", fmt, "--output", str(target)) == (EXIT_OK, "", "")
+    assert target.read_text() == out
+
+
+def _baselines(root: Path) -> BaselineStore:
+    store = BaselineStore(root)
+    entries = [
+        entry_from_measurement(
+            timed(f"tests/test_{k}.py::test_{k}", 1000.0), ENV, HEAD_SESSION.provenance, noise=None, recorded_at=None
+        )
+        for k in ("a", "b")
+    ]
+    store.update(ENV.device_class, entries)
+    return store
+
+
+def test_validate(tmp_path: Path) -> None:
+    root = tmp_path / "baselines"
+    store = _baselines(root)
+    code, out, _ = run("validate", str(root))
+    assert (code, out) == (EXIT_OK, f"{root}: 2 file(s), 2 entries, all valid\n")
+    bad = store.file_for(ENV.device_class, "tests/test_b.py::test_b")
+    doc = json.loads(bad.read_text())
+    doc["schema_version"] = "two"
+    bad.write_text(json.dumps(doc))
+    code, _, err = run("validate", str(root))
+    assert code == EXIT_INVALID_INPUT
+    assert str(bad) in err and "1 invalid file(s)" in err
+    assert run("validate", str(tmp_path / "nowhere"))[0] == EXIT_INVALID_INPUT
+
+
+def test_history(tmp_path: Path) -> None:
+    repo = git.Repo.init(tmp_path)
+    actor = git.Actor("t", "t@example.invalid")
+    _baselines(tmp_path / "baselines")
+    repo.git.add(A=True)
+    repo.index.commit("baselines", author=actor, committer=actor)
+    plot = tmp_path / "history.png"
+    code, out, _ = run("history", "--baselines", str(tmp_path / "baselines"), "-k", "test_a", "--plot", str(plot))
+    assert code == EXIT_OK
+    assert out.startswith("1 measurements over 1 commits (p50)")
+    assert plot.read_bytes().startswith(b"\x89PNG")
+    assert run("history", "--baselines", str(tmp_path / "baselines"), "--persist", "-1")[0] == EXIT_USAGE
+    outside = tmp_path.parent / f"{tmp_path.name}-not-git"
+    outside.mkdir()
+    code, _, err = run("history", "--baselines", str(outside))
+    assert code == EXIT_INVALID_INPUT and "not inside a git repository" in err
+
+
+def test_module_entry_point_in_a_subprocess(files: tuple[Path, Path]) -> None:
+    base, head = files
+    version = subprocess.run(
+        [sys.executable, "-m", "pytest_gpuperf", "--version"], capture_output=True, text=True, check=False
+    )
+    assert (version.returncode, version.stdout.strip()) == (0, f"gpuperf {__version__}")
+    compared = subprocess.run(
+        [sys.executable, "-m", "pytest_gpuperf", "compare", str(base), str(head), "--format", "markdown"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert compared.returncode == EXIT_REGRESSION, compared.stderr
+    assert "🔴 regression" in compared.stdout
