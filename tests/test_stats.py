@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_gpuperf import stats
+
+
+def _normal(mean: float, sd: float, n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).normal(mean, sd, n)
+
+
+def test_median_ci_brackets_the_median_with_binomial_ranks() -> None:
+    data = list(range(1, 101))  # n=100: the 95% CI is the 40th..61st order statistic
+    low, high = stats.median_ci(data)
+    assert (low, high) == (40.0, 61.0)
+
+
+def test_median_ci_is_unbounded_with_too_few_samples() -> None:
+    assert stats.median_ci([1.0, 2.0, 3.0, 4.0, 5.0]) == (-math.inf, math.inf)
+    assert stats.relative_precision([1.0, 2.0, 3.0]) == math.inf
+    assert math.isfinite(stats.relative_precision([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]))
+
+
+def test_median_ci_coverage_is_at_least_nominal() -> None:
+    rng = np.random.default_rng(7)
+    hits = 0
+    for _ in range(400):
+        low, high = stats.median_ci(rng.exponential(1.0, 41))
+        hits += low <= math.log(2) <= high
+    assert hits / 400 >= 0.93
+
+
+def test_relative_precision_shrinks_with_more_samples() -> None:
+    few = stats.relative_precision(_normal(100, 5, 50, 1))
+    many = stats.relative_precision(_normal(100, 5, 5000, 1))
+    assert many < few / 5
+    assert many == pytest.approx(0.0016, rel=0.5)
+
+
+def test_ratio_ci_of_identical_distributions_contains_one() -> None:
+    ratio, low, high = stats.ratio_of_medians_ci(_normal(100, 3, 400, 1), _normal(100, 3, 400, 2))
+    assert low < 1.0 < high
+    assert ratio == pytest.approx(1.0, abs=0.01)
+
+
+def test_ratio_ci_of_a_ten_percent_shift_excludes_one() -> None:
+    ratio, low, high = stats.ratio_of_medians_ci(_normal(110, 1, 200, 1), _normal(100, 1, 200, 2))
+    assert 1.0 < low <= ratio <= high
+    assert ratio == pytest.approx(1.10, abs=0.005)
+
+
+def test_ratio_ci_is_deterministic_and_handles_ties() -> None:
+    a, b = _normal(100, 3, 300, 3), _normal(101, 3, 300, 4)
+    assert stats.ratio_of_medians_ci(a, b) == stats.ratio_of_medians_ci(a, b)
+    assert stats.ratio_of_medians_ci([5.0] * 20, [5.0] * 20) == (1.0, 1.0, 1.0)
+
+
+def test_ratio_ci_rejects_bad_input() -> None:
+    with pytest.raises(ValueError, match="finite"):
+        stats.ratio_of_medians_ci([1.0, math.nan], [1.0, 2.0])
+    with pytest.raises(ValueError, match="non-empty"):
+        stats.ratio_of_medians_ci([], [1.0])
+
+
+def test_paired_ratio_ci_cancels_common_drift() -> None:
+    drift = np.linspace(1.0, 1.5, 10)  # the machine slows by half during the run
+    a = 105 * drift * (1 + _normal(0, 0.002, 10, 1))
+    b = 100 * drift * (1 + _normal(0, 0.002, 10, 2))
+    ratio, low, high = stats.paired_ratio_ci(a, b)
+    assert 1.0 < low < ratio < high < 1.06
+    assert ratio == pytest.approx(1.05, abs=0.005)
+
+
+def test_paired_ratio_ci_needs_two_pairs_and_equal_lengths() -> None:
+    assert stats.paired_ratio_ci([2.0], [1.0]) == (2.0, -math.inf, math.inf)
+    with pytest.raises(ValueError, match="rounds"):
+        stats.paired_ratio_ci([1.0, 2.0], [1.0])
+
+
+def test_mann_whitney() -> None:
+    assert stats.mann_whitney_p([3.0] * 10, [3.0] * 10) == 1.0
+    assert stats.mann_whitney_p(_normal(110, 1, 100, 1), _normal(100, 1, 100, 2)) < 1e-10
+    assert stats.mann_whitney_p(_normal(100, 1, 100, 1), _normal(100, 1, 100, 2)) > 0.01
+
+
+def test_between_run_noise() -> None:
+    assert stats.between_run_noise([1.0, 2.0]) is None
+    assert stats.between_run_noise([100.0, 100.0, 100.0]) == 0.0
+    noise = stats.between_run_noise(_normal(100, 5, 200, 1))
+    assert noise == pytest.approx(0.05, rel=0.2)
+
+
+def test_noise_floor() -> None:
+    assert stats.noise_floor(None, None, 3.0) == 0.0
+    assert stats.noise_floor(0.03, 0.04, 2.0) == pytest.approx(0.10)
+    assert stats.noise_floor(0.03, None, 1.0) == pytest.approx(0.03 * math.sqrt(2))
+
+
+def test_format_p() -> None:
+    assert stats.format_p(1e-12) == "p=1e-12"
+    assert stats.format_p(0.031) == "p=0.031"
+    assert stats.format_p(None) == "p=n/a"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(min_value=1.0, max_value=1e9), min_size=6, max_size=200))
+def test_median_ci_always_brackets_the_sample_median(data: list[float]) -> None:
+    low, high = stats.median_ci(data)
+    assert low <= float(np.median(data)) <= high
+    assert stats.relative_precision(data) >= 0
