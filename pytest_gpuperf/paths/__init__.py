@@ -56,7 +56,7 @@ class Bench(Protocol):
         absolute_tolerance: float | None = None,
         minimum: float | None = None,
         maximum: float | None = None,
-        measurement: Any = None,
+        measurement: str | None = None,
         description: str = "",
     ) -> object: ...
 

@@ -147,7 +147,11 @@ class _Step:
             self.scaler.scale(loss).backward()
         else:
             loss.backward()
-        grads = [p.grad.float() / scale for p in self.model.parameters() if p.grad is not None]
+        # A parameter the path never touched has no gradient: zeros, so it still counts.
+        grads = [
+            p.grad.float() / scale if p.grad is not None else torch.zeros_like(p, dtype=torch.float32)
+            for p in self.model.parameters()
+        ]
         self.model.zero_grad(set_to_none=True)
         return [loss.detach().float().reshape(1), *grads]
 
@@ -230,25 +234,25 @@ def compare_autocast(
         speedup = base.stats.median_ns / m.stats.median_ns
         bench.metric(
             "speedup", speedup, unit="x", better="higher", tolerance=speedup_tolerance,
-            minimum=min_speedup, measurement=m,
+            minimum=min_speedup, measurement=m.name,
             description=f"fp32 median time / autocast {d} median time on {device}",
         )
         bench.metric(
             "numerics_error", errors[d], better="lower", tolerance=None, maximum=tolerances[d],
-            measurement=m, description=f"relative error of autocast {d} against fp32",
+            measurement=m.name, description=f"relative error of autocast {d} against fp32",
         )
         memory_saving = None
         if m.peak_allocated_bytes and base.peak_allocated_bytes:
             memory_saving = 1.0 - m.peak_allocated_bytes / base.peak_allocated_bytes
             bench.metric(
-                "memory_saving", memory_saving, better="higher", measurement=m,
+                "memory_saving", memory_saving, better="higher", measurement=m.name,
                 description=f"1 - peak allocated bytes under {d} / under fp32",
             )
         activation_saving = None
         if activation.get("fp32"):
             activation_saving = 1.0 - activation[d] / activation["fp32"]
             bench.metric(
-                "activation_saving", activation_saving, better="higher", measurement=m,
+                "activation_saving", activation_saving, better="higher", measurement=m.name,
                 description=f"1 - bytes saved for backward under {d} / under fp32",
             )
         results[d] = PrecisionResult(

@@ -138,21 +138,21 @@ def compare_compile(
     how = _describe(backend, mode, dynamic)
     bench.metric(
         "speedup", speedup, unit="x", better="higher", tolerance=speedup_tolerance,
-        minimum=min_speedup, measurement=steady, description=f"eager median / {how} median",
+        minimum=min_speedup, measurement=steady.name, description=f"eager median / {how} median",
     )
     bench.metric(
         "graph_breaks", first.graph_breaks, better="lower", tolerance=None, absolute_tolerance=0,
-        maximum=max_graph_breaks, measurement=steady,
+        maximum=max_graph_breaks, measurement=steady.name,
         description=f"dynamo graph breaks under {how}{_summary(first.graph_break_reasons)}",
     )
     bench.metric(
         "recompiles", counts.recompiles, better="lower", tolerance=None, absolute_tolerance=0,
-        maximum=max_recompiles, measurement=steady,
+        maximum=max_recompiles, measurement=steady.name,
         description=f"dynamo recompilations under {how}{_summary(counts.recompile_reasons)}",
     )
     bench.metric(
         "first_call_s", first_call_s, unit="s", better="lower", tolerance=first_call_tolerance,
-        measurement=steady, description=f"first call (compile) of {how}",
+        measurement=steady.name, description=f"first call (compile) of {how}",
     )
     return CompileReport(
         backend=backend,

@@ -310,12 +310,12 @@ def run_ddp(
     for rank, med in sorted(medians.items()):
         bench.metric(
             f"rank{rank}.step_ms", med / 1e6, unit="ms", better="lower", tolerance=None,
-            measurement=measurement, description=f"median step time of rank {rank}",
+            measurement=measurement.name, description=f"median step time of rank {rank}",
         )
     imbalance = max(medians.values()) / min(medians.values())
     bench.metric(
         "rank_imbalance", imbalance, unit="x", better="lower", tolerance=None, maximum=max_rank_imbalance,
-        measurement=measurement, description="slowest rank's median step / fastest rank's",
+        measurement=measurement.name, description="slowest rank's median step / fastest rank's",
     )
 
     algbw = busbw = None
@@ -324,7 +324,7 @@ def run_ddp(
         algbw, busbw = bus_bandwidth(spec.allreduce_bytes, max(allreduce) / 1e9, world)
         bench.metric(
             "busbw_gbps", busbw / 1e9, unit="GB/s", better="higher", tolerance=0.15, minimum=min_busbw_gbps,
-            measurement=measurement,
+            measurement=measurement.name,
             description=f"all-reduce bus bandwidth (nccl-tests busbw), {spec.allreduce_bytes} bytes, {backend}",
         )
 
@@ -338,7 +338,7 @@ def run_ddp(
             efficiency = statistics.median(one_samples) / statistics.median(samples)
             bench.metric(
                 "scaling_efficiency", efficiency, better="higher", tolerance=0.10,
-                minimum=min_scaling_efficiency, measurement=measurement,
+                minimum=min_scaling_efficiency, measurement=measurement.name,
                 description=f"one-rank step time / {world}-rank step time (fixed per-rank batch)",
             )
     return DdpReport(

@@ -73,17 +73,17 @@ def kernel_efficiency(
     where = f"{peaks.name}, {peaks.source}"
     if tflops is not None:
         bench.metric(
-            "tflops", tflops, unit="TFLOP/s", better="higher", tolerance=tolerance, measurement=measurement,
+            "tflops", tflops, unit="TFLOP/s", better="higher", tolerance=tolerance, measurement=measurement.name,
             description=f"achieved {dtype_key(dtype)} TFLOP/s ({flops:.4g} FLOP per call)",
         )
     if gbps is not None:
         bench.metric(
-            "gbps", gbps, unit="GB/s", better="higher", tolerance=tolerance, measurement=measurement,
+            "gbps", gbps, unit="GB/s", better="higher", tolerance=tolerance, measurement=measurement.name,
             description=f"achieved memory GB/s ({bytes:.4g} bytes per call)",
         )
     bench.metric(
         "fraction_of_peak", fraction, better="higher", tolerance=tolerance, minimum=min_fraction,
-        measurement=measurement, description=f"{bound}-bound fraction of peak on {where}",
+        measurement=measurement.name, description=f"{bound}-bound fraction of peak on {where}",
     )
     return KernelReport(measurement, peaks, tflops, gbps, flops_fraction, bandwidth_fraction, fraction, bound)
 

@@ -69,6 +69,9 @@ class StandaloneBench:
         l2_flush: bool | None = None,
         cuda_graph: bool | None = None,
     ) -> Measurement:
+        label = name or DEFAULT_MEASUREMENT
+        if label in self._measurements:
+            raise ValueError(f"measurement {label!r} measured twice; give each its own name=")
         kw = dict(kwargs or {})
         started = time.perf_counter()
         for _ in range(self.warmup):
@@ -85,7 +88,7 @@ class StandaloneBench:
             peak = int(torch.cuda.max_memory_allocated(self._device))
         m = Measurement(
             test_id=self.test_id,
-            name=name or DEFAULT_MEASUREMENT,
+            name=label,
             samples_ns=tuple(samples),
             calls_per_sample=1,
             device=str(self._device),
@@ -110,15 +113,12 @@ class StandaloneBench:
         absolute_tolerance: float | None = None,
         minimum: float | None = None,
         maximum: float | None = None,
-        measurement: Any = None,
+        measurement: str | None = None,
         description: str = "",
     ) -> Metric:
         if not self._measurements:
             raise ValueError(f"metric {name!r}: no measurement taken yet to attach it to")
-        if measurement is None:
-            target = next(reversed(self._measurements))
-        else:
-            target = measurement.name if isinstance(measurement, Measurement) else str(measurement)
+        target = measurement if measurement is not None else next(reversed(self._measurements))
         if target not in self._measurements:
             raise KeyError(f"metric {name!r}: no measurement named {target!r}")
         new = Metric(name, float(value), unit, better, tolerance, absolute_tolerance, minimum, maximum, description)
@@ -128,6 +128,8 @@ class StandaloneBench:
         return new
 
     def record(self, measurement: Measurement) -> Measurement:
+        if measurement.name in self._measurements:
+            raise ValueError(f"measurement {measurement.name!r} recorded twice")
         m = dataclasses.replace(measurement, test_id=self.test_id)
         self._measurements[m.name] = m
         return m
