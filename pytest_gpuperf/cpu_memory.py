@@ -25,7 +25,7 @@ def peak_tensor_bytes(call: Callable[[], object]) -> int | None:
         with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
             call()
     try:
-        events = prof.profiler.kineto_results.events()  # type: ignore[union-attr]
+        events = prof.profiler.kineto_results.events()
         changes = sorted((e.start_ns(), e.nbytes()) for e in events if e.name() == "[memory]")
     except (AttributeError, RuntimeError):
         return None
