@@ -137,7 +137,7 @@ def test_history(tmp_path: Path) -> None:
     plot = tmp_path / "history.png"
     code, out, _ = run("history", "--baselines", str(tmp_path / "baselines"), "-k", "test_a", "--plot", str(plot))
     assert code == EXIT_OK
-    assert out.startswith("1 measurements over 1 commits (p50)")
+    assert out.startswith("1 measurement over 1 commit (p50)")
     assert plot.read_bytes().startswith(b"\x89PNG")
     assert run("history", "--baselines", str(tmp_path / "baselines"), "--persist", "-1")[0] == EXIT_USAGE
     outside = tmp_path.parent / f"{tmp_path.name}-not-git"

@@ -87,7 +87,7 @@ def test_render_and_plot(history_repo: tuple[Path, list[str]], tmp_path: Path) -
     root, shas = history_repo
     history = collect_history(root, match="test_a")
     text = render_history(history)
-    assert text.startswith("1 measurements over 6 commits (p50)")
+    assert text.startswith("1 measurement over 6 commits (p50)")
     step_line = next(line for line in text.splitlines() if "step" in line and "began" in line)
     assert step_line.split()[0] == shas[2][:12]
     assert "▲ step +49.5% began here" in step_line

@@ -20,6 +20,7 @@ from typing import Any
 from pytest_gpuperf.baseline.codec import load_document
 from pytest_gpuperf.errors import BaselineError, GpuperfError
 from pytest_gpuperf.model import BaselineEntry
+from pytest_gpuperf.report.rows import plural
 from pytest_gpuperf.report.units import format_change, format_time
 
 DEFAULT_THRESHOLD = 0.10
@@ -182,7 +183,7 @@ def collect_history(
 
 def render_history(history: History, *, metric: str = "p50") -> str:
     """A table per measurement: commit, date, value, change against the previous version, steps."""
-    lines = [f"{len(history.series)} measurements over {history.commits} commits ({metric})"]
+    lines = [f"{plural(len(history.series), 'measurement')} over {plural(history.commits, 'commit')} ({metric})"]
     for series in history.series:
         starts = {s.index: s for s in series.steps}
         lines += ["", f"{series.key}  [{series.device_class}]"]

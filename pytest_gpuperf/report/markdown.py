@@ -16,7 +16,7 @@ from pytest_gpuperf.model import (
     SessionResults,
     Verdict,
 )
-from pytest_gpuperf.report.rows import counts_line, ordered, split_key, verdict_counts
+from pytest_gpuperf.report.rows import counts_line, ordered, plural, split_key, verdict_counts
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 
 MARKER = "<!-- pytest-gpuperf-comment -->"
@@ -182,7 +182,7 @@ def render_comment(session: SessionResults) -> str:
         "## pytest-gpuperf",
         "",
         f"{icon} **{counts_line(session)}**{against} "
-        f"({len(session.results)} measurements on {_cell(session.environment.device_name)})",
+        f"({plural(len(session.results), 'measurement')} on {_cell(session.environment.device_name)})",
         "",
     ]
     if session.results:
