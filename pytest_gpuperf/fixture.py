@@ -7,8 +7,10 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 from pytest_gpuperf.config import GpuperfConfig
-from pytest_gpuperf.errors import ConfigError
+from pytest_gpuperf.errors import ConfigError, GpuperfError
 from pytest_gpuperf.model import DEFAULT_MEASUREMENT, Direction, Measurement, Metric, Throughput
 from pytest_gpuperf.runner import MeasureSpec
 
@@ -71,12 +73,35 @@ class GpuBench:
         name: str | None = None,
         items: float | None = None,
         flops: float | None = None,
+        bytes: float | None = None,  # noqa: A002 - the documented keyword
+        l2_flush: bool | None = None,
+        cuda_graph: bool | None = None,
+    ) -> Measurement:
+        """Measure ``fn(*args, **kwargs)``; in smoke mode call it once.
+
+        ``items``, ``flops`` and ``bytes`` are the work of one call, for throughput.
+        """
+        __tracebackhide__ = True
+        try:
+            return self._measure(fn, args, kwargs, name=name, items=items, flops=flops, bytes=bytes,
+                                 l2_flush=l2_flush, cuda_graph=cuda_graph)
+        except GpuperfError as exc:
+            # Our own errors already say what is wrong and where; the plugin's stack adds nothing.
+            pytest.fail(str(exc), pytrace=False)
+
+    def _measure(
+        self,
+        fn: Callable[..., object],
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        name: str | None = None,
+        items: float | None = None,
+        flops: float | None = None,
         bytes: float | None = None,
         l2_flush: bool | None = None,
         cuda_graph: bool | None = None,
     ) -> Measurement:
-        """Measure ``fn(*args, **kwargs)``; in smoke mode call it once."""
-        __tracebackhide__ = True
         if not callable(fn):
             raise ConfigError(f"gpu_bench needs a callable, got {type(fn).__name__}", test_id=self.test_id)
         label = self._new_name(name)
@@ -99,6 +124,8 @@ class GpuBench:
         try:
             with self._guard():
                 measurement = self._engine.measure(spec, self.config)
+        except GpuperfError:
+            raise
         except Exception as exc:
             _explain_oom(exc, self._device)
             raise
@@ -120,6 +147,28 @@ class GpuBench:
         description: str = "",
     ) -> Metric:
         """Attach a gateable metric to a measurement of this test (default: the latest one)."""
+        __tracebackhide__ = True
+        try:
+            return self._metric(name, value, unit=unit, better=better, tolerance=tolerance,
+                                absolute_tolerance=absolute_tolerance, minimum=minimum, maximum=maximum,
+                                measurement=measurement, description=description)
+        except GpuperfError as exc:
+            pytest.fail(str(exc), pytrace=False)
+
+    def _metric(
+        self,
+        name: str,
+        value: float,
+        *,
+        unit: str,
+        better: Direction,
+        tolerance: float | None,
+        absolute_tolerance: float | None,
+        minimum: float | None,
+        maximum: float | None,
+        measurement: str | None,
+        description: str,
+    ) -> Metric:
         target = measurement or self._latest
         if target is None or target not in self._measurements:
             known = ", ".join(self._measurements) or "none yet"
@@ -149,7 +198,11 @@ class GpuBench:
 
     def record(self, measurement: Measurement) -> Measurement:
         """Add a measurement taken elsewhere (DDP ranks, a worker) under this test's id."""
-        self._new_name(measurement.name)
+        __tracebackhide__ = True
+        try:
+            self._new_name(measurement.name)
+        except GpuperfError as exc:
+            pytest.fail(str(exc), pytrace=False)
         own = dataclasses.replace(measurement, test_id=self.test_id)
         self._store(own)
         return own
