@@ -73,7 +73,7 @@ class GpuBench:
         name: str | None = None,
         items: float | None = None,
         flops: float | None = None,
-        bytes: float | None = None,  # noqa: A002 - the documented keyword
+        bytes: float | None = None,
         l2_flush: bool | None = None,
         cuda_graph: bool | None = None,
     ) -> Measurement:
