@@ -330,3 +330,13 @@ def test_backend_turns_nvml_errors_into_query_errors(monkeypatch: pytest.MonkeyP
     with pytest.raises(NvmlQueryError, match="Not Supported"):
         PynvmlBackend().power_limit_mw("handle0")
     assert "power_limit_w" not in probe_device(0)
+
+
+def test_backend_keeps_one_nvml_reference_for_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = fake_pynvml(with_event_api=True)
+    monkeypatch.setitem(sys.modules, "pynvml", module)
+    probe_device(0)
+    probe_device(0)
+    # Two probes, two init/shutdown pairs, plus one init held until exit.
+    assert module.calls.count("nvmlInit") == 3
+    assert module.calls.count("nvmlShutdown") == 2

@@ -13,6 +13,8 @@ decoder and the fake need no pynvml.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -100,6 +102,7 @@ class PynvmlBackend:
     def init(self) -> None:
         lib = self._lib()
         self._call(lib.nvmlInit)
+        _keep_alive(lib)
 
     def shutdown(self) -> None:
         lib = self._lib()
@@ -163,6 +166,34 @@ class PynvmlBackend:
         if query is None:
             query = lib.nvmlDeviceGetCurrentClocksThrottleReasons
         return int(self._call(lambda: query(handle)))
+
+
+_kept_alive: set[int] = set()
+_kept_alive_lock = threading.Lock()
+
+
+def _keep_alive(lib: Any) -> None:
+    """Hold one extra NVML reference for the rest of the process.
+
+    NVML counts nvmlInit/nvmlShutdown pairs and tears down when the count reaches
+    zero; re-initializing enumerates every GPU again (tens of milliseconds, more
+    without persistence mode). One reference kept until exit makes the
+    per-measurement init/shutdown pairs cheap.
+    """
+    with _kept_alive_lock:
+        if id(lib) in _kept_alive:
+            return
+        try:
+            lib.nvmlInit()
+        except lib.NVMLError:
+            return
+        _kept_alive.add(id(lib))
+    atexit.register(_release, lib)
+
+
+def _release(lib: Any) -> None:
+    with contextlib.suppress(Exception):  # interpreter shutdown: nothing left to report to
+        lib.nvmlShutdown()
 
 
 def _torch_uuid(cuda_index: int) -> str | None:
