@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import git
@@ -109,6 +110,17 @@ def test_unreadable_versions_are_skipped_and_named(history_repo: tuple[Path, lis
     assert len(history.skipped) == 1
     assert "broken.json" in history.skipped[0]
     assert "skipped:" in render_history(history)
+
+
+def test_a_deleted_folder_still_has_its_history(history_repo: tuple[Path, list[str]]) -> None:
+    root, _ = history_repo
+    repo = git.Repo(root.parent)
+    repo.git.rm("-r", "-q", "baselines")
+    repo.index.commit("drop the baselines", author=ACTOR, committer=ACTOR)
+    shutil.rmtree(root)  # lock files the store left, which git ignores
+    history = collect_history(root)
+    assert history.commits == 7
+    assert len(history.series) == 3
 
 
 def test_outside_git_is_a_clear_error(tmp_path: Path) -> None:

@@ -100,8 +100,10 @@ def find_steps(
 def _repo(baselines: Path) -> tuple[Any, PurePosixPath]:
     import git
 
+    # The folder may be gone from the work tree and still have a history: search from its nearest parent.
+    start = next((p for p in (baselines, *baselines.resolve().parents) if p.exists()), baselines)
     try:
-        repo = git.Repo(baselines, search_parent_directories=True)
+        repo = git.Repo(start, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         raise HistoryError(f"{baselines} is not inside a git repository") from None
     top = Path(repo.working_tree_dir or ".").resolve()
