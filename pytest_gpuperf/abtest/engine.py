@@ -264,7 +264,8 @@ class CompareRefEngine:
     def _abandon_open(self) -> None:
         if self._open_key is not None and self._channel is not None:
             self._open_key = None
-            self._channel.send(protocol.SKIP)
+            with contextlib.suppress(WorkerError):  # already failing; the first error is the one to see
+                self._channel.send(protocol.SKIP)
 
     def _require_channel(self) -> HeadChannel:
         if self._channel is None:

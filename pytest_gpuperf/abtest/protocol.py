@@ -84,13 +84,20 @@ class HeadChannel:
                     message: Message = self.conn.recv()
                     return message
             except (EOFError, OSError):
-                raise self._error(f"the worker closed the connection while the head waited for {waiting_for}") from None
+                raise self._error(f"{self._exit_text()} while the head waited for {waiting_for}") from None
             if self.process.poll() is not None:
                 raise self._error(
                     f"the worker exited with code {self.process.returncode} while the head waited for {waiting_for}"
                 )
             if time.monotonic() > deadline:
                 raise self._error(f"no answer from the worker within {timeout_s:g}s while waiting for {waiting_for}")
+
+    def _exit_text(self) -> str:
+        try:
+            code = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return "the worker closed the connection"
+        return f"the worker exited with code {code}"
 
     def _error(self, message: str) -> WorkerError:
         tail = log_tail(self.log_path)

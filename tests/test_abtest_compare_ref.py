@@ -1,0 +1,104 @@
+"""End to end: ``pytest --gpuperf --gpuperf-compare-ref=REF`` on a real temporary git repository."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+BASE = '''
+WORK = {work}
+
+def spin():
+    total = 0
+    for i in range(WORK):
+        total += i * i
+    return total
+
+def test_spin(gpu_bench):
+    gpu_bench(spin)
+'''
+
+UNCHANGED_TEST = '''
+
+def test_steady(gpu_bench):
+    gpu_bench(lambda: sum(i * i for i in range(20000)))
+'''
+
+NEW_TEST = '''
+
+def test_only_in_head(gpu_bench):
+    gpu_bench(lambda: sum(range(1000)))
+'''
+
+# Tiny budgets keep the test fast; the generous threshold keeps an unchanged
+# run from failing on a noisy machine while a 50% slowdown still fails.
+ARGS = (
+    "--gpuperf", "--gpuperf-compare-ref=HEAD~1", "-p", "no:cacheprovider",
+    "--gpuperf-warmup-time=0.02", "--gpuperf-min-time=0.05", "--gpuperf-max-time=0.3",
+    "--gpuperf-threshold=0.25",
+)  # fmt: skip
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def make_repo(pytester: pytest.Pytester, head_work: int, extra: str = "") -> Path:
+    root = pytester.path
+    git(root, "init", "-q")
+    git(root, "config", "user.email", "t@example.com")
+    git(root, "config", "user.name", "t")
+    pytester.makepyfile(test_perf=BASE.format(work=20000))
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    pytester.makepyfile(test_perf=BASE.format(work=head_work) + extra)
+    git(root, "commit", "-qam", "head")
+    return root
+
+
+def worktrees(root: Path) -> int:
+    return git(root, "worktree", "list", "--porcelain").count("worktree ")
+
+
+def test_compare_ref_fails_a_regression_passes_unchanged_and_marks_new(pytester: pytest.Pytester) -> None:
+    root = make_repo(pytester, head_work=30000, extra=UNCHANGED_TEST + NEW_TEST)
+    result = pytester.runpytest_subprocess(*ARGS)
+    assert result.ret == 1, result.stdout.str()
+    result.assert_outcomes(failed=1, passed=2)
+    result.stdout.fnmatch_lines([
+        "*performance regression in test_perf.py::test_spin::default*",
+        "*time.p50:*->*(+*%)*",
+        "*evidence: ratio 1.*95% CI*alternating round pairs vs HEAD~1*",
+        "*baseline commit:*",
+    ])  # fmt: skip
+    result.stdout.fnmatch_lines(["*only_in_head*new*"])
+    result.stdout.fnmatch_lines(["*FAILED test_perf.py::test_spin *"])
+    assert "FAILED test_perf.py::test_steady" not in result.stdout.str()
+    assert worktrees(root) == 1
+
+
+def test_unknown_ref_is_a_clear_error(pytester: pytest.Pytester) -> None:
+    make_repo(pytester, head_work=20001)
+    result = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-compare-ref=no-such-ref", "-p", "no:cacheprovider")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*no-such-ref*no such commit*"])
+
+
+def test_worker_crash_is_an_error_not_a_hang(pytester: pytest.Pytester) -> None:
+    root = pytester.path
+    git(root, "init", "-q")
+    git(root, "config", "user.email", "t@example.com")
+    git(root, "config", "user.name", "t")
+    pytester.makepyfile(test_perf="import os\n\ndef test_spin(gpu_bench):\n    gpu_bench(lambda: os._exit(3))\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base crashes")
+    pytester.makepyfile(test_perf="def test_spin(gpu_bench):\n    gpu_bench(lambda: sum(range(100)))\n")
+    git(root, "commit", "-qam", "head")
+    result = pytester.runpytest_subprocess(*ARGS, timeout=120)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*worker exited with code 3*"])
+    assert worktrees(root) == 1
