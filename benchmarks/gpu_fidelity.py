@@ -44,7 +44,9 @@ from pytest_gpuperf.runner import MeasureSpec, Runner, RunnerOptions
 
 MIB = 1024 * 1024
 PROFILED_CALLS = 10
-TINY_KERNELS = 1  # one add: the purest launch-overhead case
+# One tiny add is the purest launch-overhead case; a chain of them is where graphs pay off,
+# since a replay launches the whole chain at the cost of about one launch.
+TINY_CHAINS = (1, 20)
 
 
 @dataclass
@@ -154,31 +156,33 @@ def matmul_case(device: torch.device, n: int, settings: MeasureSettings) -> Row:
     )
 
 
-def graph_vs_eager(device: torch.device, settings: MeasureSettings) -> list[Row]:
+def graph_vs_eager(device: torch.device, settings: MeasureSettings, chain: int) -> tuple[Row, Row]:
+    """The runner's per-call time of ``chain`` in-place adds on one element, eager and graphed."""
     x = torch.zeros(1, device=device)
 
     def tiny() -> torch.Tensor:
-        return x.add_(1)
+        for _ in range(chain):
+            x.add_(1)
+        return x
 
-    eager = runner_measurement(tiny, device, settings, "tiny eager")
+    eager = runner_measurement(tiny, device, settings, f"tiny x{chain} eager")
     graph_settings = MeasureSettings(**{**asdict(settings), "cuda_graph": True})
-    graphed = runner_measurement(tiny, device, graph_settings, "tiny graph")
+    graphed = runner_measurement(tiny, device, graph_settings, f"tiny x{chain} graph")
     kernel = profiler_time_ms(tiny, device)
-    rows = []
-    for label, m in (("tiny add, eager", eager), ("tiny add, CUDA graph", graphed)):
-        rows.append(
-            Row(
-                case=label,
-                runner_ms=m.stats.median_ns / 1e6,
-                kernel_ms=kernel,
-                do_bench_ms=None,
-                work=0.0,
-                unit="",
-                precision=m.precision,
-                note=m.unstable_reason or "",
-            )
+
+    def row(label: str, m: Measurement) -> Row:
+        return Row(
+            case=f"{chain} tiny add(s), {label}",
+            runner_ms=m.stats.median_ns / 1e6,
+            kernel_ms=kernel,
+            do_bench_ms=None,
+            work=0.0,
+            unit="",
+            precision=m.precision,
+            note=m.unstable_reason or "",
         )
-    return rows
+
+    return row("eager", eager), row("CUDA graph", graphed)
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -264,15 +268,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     rows = [copy_case(device, copy_mib, settings)]
     rows.extend(matmul_case(device, n, settings) for n in sizes)
-    if on_cuda:
-        rows.extend(graph_vs_eager(device, settings))
+    pairs = [graph_vs_eager(device, settings, chain) for chain in TINY_CHAINS] if on_cuda else []
+    for pair in pairs:
+        rows.extend(pair)
     print()
     print("\n".join(format_table(rows)))
-    if on_cuda:
-        eager, graph = rows[-2].runner_ms, rows[-1].runner_ms
-        if eager and graph:
-            print(f"\nCUDA graph replay vs eager, tiny add: {eager / graph:.2f}x faster per call")
-    else:
+    for eager, graph in pairs:
+        if eager.runner_ms and graph.runner_ms:
+            print(f"{eager.case.split(',')[0]}: CUDA graph replay {eager.runner_ms / graph.runner_ms:.2f}x eager speed")
+    if not on_cuda:
         print("\n(CPU smoke run: 'CUPTI kernel' is the profiler's self CPU time; no do_bench, no graphs)")
     if args.json_path:
         with open(args.json_path, "w", encoding="utf-8") as fh:

@@ -67,3 +67,23 @@ def test_cpu_smoke_run_writes_measured_rows(fidelity: ModuleType, tmp_path: Path
         assert row["runner_ms"] > 0
         assert row["kernel_ms"] > 0
         assert row["do_bench_ms"] is None
+
+
+def test_graph_rows_measure_eager_then_graph_mode(fidelity: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_gpuperf.config import MeasureSettings
+    from pytest_gpuperf.model import Measurement
+
+    asked: list[tuple[str, bool]] = []
+
+    def fake_runner(fn: object, device: torch.device, settings: MeasureSettings, name: str) -> Measurement:
+        asked.append((name, settings.cuda_graph))
+        ns = 4000.0 if not settings.cuda_graph else 1000.0
+        return Measurement(test_id="t", name=name, samples_ns=(ns, ns), calls_per_sample=1, device="cpu", timer="x")
+
+    monkeypatch.setattr(fidelity, "runner_measurement", fake_runner)
+    monkeypatch.setattr(fidelity, "profiler_time_ms", lambda fn, device: 0.0005)
+    eager, graph = fidelity.graph_vs_eager(torch.device("cpu"), MeasureSettings(), 20)
+    assert asked == [("tiny x20 eager", False), ("tiny x20 graph", True)]
+    assert (eager.case, graph.case) == ("20 tiny add(s), eager", "20 tiny add(s), CUDA graph")
+    assert eager.runner_ms == pytest.approx(0.004)
+    assert graph.runner_ms == pytest.approx(0.001)

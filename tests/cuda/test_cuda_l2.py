@@ -31,8 +31,17 @@ def test_flush_makes_a_small_buffer_read_slower(device: torch.device, event_time
     def read() -> object:
         return buf.sum()
 
+    # Keep the GPU busy while each timed pair is queued, in both cases, so the events
+    # measure the read itself and never the host's launch latency.
+    def busy() -> None:
+        torch.cuda._sleep(100_000)
+
+    def busy_and_flush() -> None:
+        flusher.flush()
+        busy()
+
     for _ in range(5):
         read()
-    hot = statistics.median(event_times(read, 50))
-    cold = statistics.median(event_times(read, 50, before=flusher.flush))
+    hot = statistics.median(event_times(read, 50, before=busy))
+    cold = statistics.median(event_times(read, 50, before=busy_and_flush))
     assert cold > 1.05 * hot, (cold, hot)
