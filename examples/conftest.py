@@ -1,0 +1,63 @@
+"""Shared fixtures of the example perf suite: the device, its sizes, the planted regression.
+
+Run it with::
+
+    pytest examples                      # smoke: every step runs once, nothing is gated
+    pytest examples --gpuperf            # measure and gate against baselines/
+    GPUPERF_EXAMPLES_PLANT=graph_break pytest examples --gpuperf   # see a regression fail
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from workloads import Sizes, active_plants, sizes_for
+
+from pytest_gpuperf.paths import Bench
+
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Keep ``filterwarnings = error`` for the suite's code, not for torch's internals.
+
+    inductor imports torch modules that emit their own DeprecationWarnings (e.g.
+    ``torch.jit.script_method`` from torch.utils.mkldnn); those are torch's to fix.
+    """
+    for item in items:
+        if HERE in item.path.parents:
+            item.add_marker(pytest.mark.filterwarnings("ignore::DeprecationWarning:torch"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _check_plants() -> None:
+    """Fail fast, naming the variable, on a misspelt GPUPERF_EXAMPLES_PLANT."""
+    try:
+        active_plants()
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+@pytest.fixture
+def device(gpu_bench: Bench) -> torch.device:
+    """Where the plugin measures (``--gpuperf-device``; CUDA when available)."""
+    return gpu_bench.device
+
+
+@pytest.fixture
+def sizes(device: torch.device) -> Sizes:
+    """Workload sizes for the device kind: small on CPU, realistic on a GPU."""
+    return sizes_for(device)
+
+
+@pytest.fixture
+def cuda_only(device: torch.device) -> None:
+    if device.type != "cuda":
+        pytest.skip("needs a CUDA device (run with a GPU, or --gpuperf-device=cuda)")
+
+
+@pytest.fixture(autouse=True)
+def _seed() -> None:
+    torch.manual_seed(0)
