@@ -495,3 +495,20 @@ def test_file_changed_by_another_process_is_validated_again(store: BaselineStore
         store.update(CLASS, [entry("test_c")])
     bad_key = b.key if where else b.key.replace("test_b", "test_new")
     assert info.value.json_path == f'$.entries["{bad_key}"]{where}'
+
+
+@pytest.mark.parametrize("key", [f"{MODULE}::default", f"{MODULE}::test_a::", f"{MODULE}::::default"])
+def test_update_refuses_keys_that_are_not_measurement_keys(store: BaselineStore, key: str) -> None:
+    with pytest.raises(BaselineError, match="does not belong") as info:
+        store.update(CLASS, [entry(key=key)])
+    assert info.value.json_path == f'$.entries["{key}"]'
+    assert not store.file_for(CLASS, MODULE).exists()
+
+
+def test_update_where_the_folder_cannot_be_made_names_the_file(tmp_path: Path) -> None:
+    blocker = tmp_path / "baselines"
+    blocker.write_text("a file where the folder should be")
+    store = BaselineStore(blocker)
+    with pytest.raises(BaselineError, match="cannot update it") as info:
+        store.update(CLASS, [entry()])
+    assert info.value.path == store.file_for(CLASS, MODULE)

@@ -283,14 +283,20 @@ def parse_document(
     if "::" in module:
         raise BaselineError(path, f"module {module!r} contains '::'; it must be a file path", json_path="$.module")
     for key in document["entries"]:
-        if not key.startswith(module + "::") or len(key) == len(module) + 2:
-            raise BaselineError(
-                path,
-                f"entry key {key!r} does not belong to this file's module {module!r}"
-                f" (keys are '{module}::<test>::<measurement>')",
-                json_path=schema.json_path(("entries", key)),
-            )
+        check_key(key, module, path)
     return document
+
+
+def check_key(key: str, module: str, path: Path) -> None:
+    """A key of the file of ``module`` must read ``<module>::<test>::<measurement>``."""
+    rest = key[len(module) + 2 :] if key.startswith(module + "::") else ""
+    if "::" not in rest or rest.startswith("::") or rest.endswith("::"):
+        raise BaselineError(
+            path,
+            f"entry key {key!r} does not belong to this file's module {module!r}"
+            f" (keys are '{module}::<test>::<measurement>')",
+            json_path=schema.json_path(("entries", key)),
+        )
 
 
 def _compact(value: Any) -> str:

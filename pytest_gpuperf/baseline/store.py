@@ -199,22 +199,25 @@ class BaselineStore:
         import filelock
 
         path = self.file_for(device_class, module)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._write_gitignore()
-        lock = filelock.FileLock(lock_path(path), timeout=self.lock_timeout_s)
         try:
-            lock.acquire()
-        except filelock.Timeout:
-            raise BaselineError(
-                path,
-                f"another session held {lock_path(path).name} for {self.lock_timeout_s:g}s;"
-                " if none is running, delete the lock file",
-            ) from None
-        try:
-            _remove_stale_temps(path)
-            return self._merge_and_write(path, device_class, module, self._reread(path), entries)
-        finally:
-            lock.release()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._write_gitignore()
+            lock = filelock.FileLock(lock_path(path), timeout=self.lock_timeout_s)
+            try:
+                lock.acquire()
+            except filelock.Timeout:
+                raise BaselineError(
+                    path,
+                    f"another session held {lock_path(path).name} for {self.lock_timeout_s:g}s;"
+                    " if none is running, delete the lock file",
+                ) from None
+            try:
+                _remove_stale_temps(path)
+                return self._merge_and_write(path, device_class, module, self._reread(path), entries)
+            finally:
+                lock.release()
+        except OSError as exc:  # a read-only checkout, a full disk: name the file, no traceback
+            raise BaselineError(path, f"cannot update it: {exc.strerror or exc}") from None
 
     def _reread(self, path: Path) -> _ParsedFile | None:
         """The file as it is now (call under its lock); the cached parse if the bytes are the same."""
@@ -242,6 +245,7 @@ class BaselineStore:
         decoded = dict(existing.entries) if existing else {}
         changes = []
         for entry in entries:
+            codec.check_key(entry.key, module, path)
             try:
                 new = codec.entry_to_json(entry)
             except codec.NonFiniteNumberError as exc:
@@ -270,8 +274,8 @@ class BaselineStore:
 
     def _write_gitignore(self) -> None:
         """Keep lock and temporary files out of git (only where no .gitignore exists)."""
-        with contextlib.suppress(FileExistsError), open(self.root / ".gitignore", "x", encoding="utf-8") as f:
-            f.write(GITIGNORE)
+        with contextlib.suppress(OSError), open(self.root / ".gitignore", "x", encoding="utf-8") as f:
+            f.write(GITIGNORE)  # a nicety: an existing or unwritable one is left alone
 
 
 def _same(old: object, new: object) -> bool:
