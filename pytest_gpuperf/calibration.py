@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 # the tests it calibrates. Fixed sizes: its cost must never change between runs.
 CPU_SIZE = 96
 CUDA_SIZE = 1024
-SAMPLES_PER_STEP = 5
+SAMPLES_PER_STEP = 10
 _WARMUP_CALLS = 20
 _SEED = 1234
 

@@ -1,0 +1,309 @@
+"""Detection benchmark: false alarms and caught slowdowns of each perf gate, over repeated trials.
+
+    python benchmarks/detection.py --trials 20
+
+It writes a small torch CPU suite to a temporary folder (three tests; the work
+of each is N units plus a fraction of N more units, set by ``extra.py``: real
+injected extra work of 0, 3, 5, 10 and 15%), then runs real pytest sessions:
+
+* gpuperf baseline mode: ``--gpuperf-update-baseline`` on unchanged code, then
+  ``--gpuperf`` once per level against that baseline;
+* gpuperf compare-ref mode: a git repository with a base commit (0%) and one
+  head commit per level; ``--gpuperf --gpuperf-compare-ref=base`` on each head;
+* pytest-benchmark: ``--benchmark-save`` on unchanged code, then
+  ``--benchmark-compare --benchmark-compare-fail=median:5%`` once per level.
+
+A session that exits 1 raised an alarm: a false alarm at 0%, a detection
+above it. Each trial uses a fresh baseline/save, so trials are independent.
+The suite runs torch single-threaded (conftest.py) for every tool alike: on a
+2-core runner with other load, two intra-op threads per process make every
+timing depend on the scheduler more than on the code.
+Wall time is that of the gating session (not the update/save run).
+It is a benchmark, not a test: CI does not run it. Results: docs/detection.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+LEVELS = (0, 3, 5, 10, 15)
+TOOLS = ("gpuperf-baseline", "gpuperf-ref", "pytest-benchmark")
+
+WORKLOAD = '''
+import torch
+
+from extra import EXTRA_PERCENT
+
+UNITS = 100
+EXTRA_UNITS = round(UNITS * EXTRA_PERCENT / 100)
+TOTAL = UNITS + EXTRA_UNITS
+torch.manual_seed(0)
+A = torch.randn(48, 48)
+B = torch.randn(48, 48)
+X = torch.randn(4096)
+MLP = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64)).eval()
+BATCH = torch.randn(16, 64)
+
+
+def matmul():
+    out = A
+    for _ in range(TOTAL):
+        out = torch.mm(A, B).relu_()
+    return out
+
+
+def elementwise():
+    out = X
+    for _ in range(TOTAL):
+        out = (X * 1.0001 + 0.5).tanh_()
+    return out
+
+
+@torch.no_grad()
+def mlp():
+    out = BATCH
+    for _ in range(TOTAL):
+        out = MLP(BATCH)
+    return out
+'''
+
+CONFTEST = '''
+import torch
+
+torch.set_num_threads(1)
+'''
+
+TEST_GPUPERF = '''
+import workload
+
+
+def test_matmul(gpu_bench):
+    gpu_bench(workload.matmul)
+
+
+def test_elementwise(gpu_bench):
+    gpu_bench(workload.elementwise)
+
+
+def test_mlp(gpu_bench):
+    gpu_bench(workload.mlp)
+'''
+
+TEST_BENCHMARK = '''
+import workload
+
+
+def test_matmul(benchmark):
+    benchmark(workload.matmul)
+
+
+def test_elementwise(benchmark):
+    benchmark(workload.elementwise)
+
+
+def test_mlp(benchmark):
+    benchmark(workload.mlp)
+'''
+
+PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly")
+
+
+@dataclass
+class Session:
+    tool: str
+    trial: int
+    level: int
+    alarm: bool
+    returncode: int
+    wall_s: float
+
+
+def write_suite(root: Path, extra: int) -> None:
+    (root / "gp").mkdir(parents=True, exist_ok=True)
+    (root / "pb").mkdir(parents=True, exist_ok=True)
+    (root / "workload.py").write_text(WORKLOAD)
+    (root / "conftest.py").write_text(CONFTEST)
+    (root / "gp" / "test_gp.py").write_text(TEST_GPUPERF)
+    (root / "pb" / "test_pb.py").write_text(TEST_BENCHMARK)
+    (root / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
+    set_extra(root, extra)
+
+
+def set_extra(root: Path, extra: int) -> None:
+    (root / "extra.py").write_text(f"EXTRA_PERCENT = {extra}\n")
+
+
+def run(root: Path, args: Sequence[str], log: Path) -> tuple[int, float]:
+    start = time.perf_counter()
+    proc = subprocess.run([*PYTEST, *args], cwd=root, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    with log.open("a") as fh:
+        fh.write(f"$ pytest {' '.join(args)}  (cwd {root}) -> {proc.returncode} in {wall:.1f}s\n")
+        fh.write(proc.stdout[-4000:] + proc.stderr[-2000:] + "\n")
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"pytest {' '.join(args)} in {root} exited {proc.returncode}; see {log}")
+    return proc.returncode, wall
+
+
+def trial_baseline(root: Path, trial: int, log: Path) -> list[Session]:
+    baselines = root / "baselines"
+    shutil.rmtree(baselines, ignore_errors=True)
+    set_extra(root, 0)
+    common = ["-p", "no:benchmark", f"--gpuperf-baseline-dir={baselines}", "gp"]
+    run(root, ["--gpuperf-update-baseline", *common], log)
+    out = []
+    for level in LEVELS:
+        set_extra(root, level)
+        rc, wall = run(root, ["--gpuperf", *common], log)
+        out.append(Session("gpuperf-baseline", trial, level, rc == 1, rc, wall))
+    return out
+
+
+def trial_pytest_benchmark(root: Path, trial: int, log: Path) -> list[Session]:
+    storage = root / ".benchmarks"
+    shutil.rmtree(storage, ignore_errors=True)
+    set_extra(root, 0)
+    common = ["-p", "no:gpuperf", f"--benchmark-storage=file://{storage}", "pb"]
+    run(root, ["--benchmark-save=base", *common], log)
+    out = []
+    for level in LEVELS:
+        set_extra(root, level)
+        rc, wall = run(root, ["--benchmark-compare=0001", "--benchmark-compare-fail=median:5%", *common], log)
+        out.append(Session("pytest-benchmark", trial, level, rc == 1, rc, wall))
+    return out
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def make_ref_repo(root: Path) -> None:
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.email", "bench@example.com")
+    git(root, "config", "user.name", "bench")
+    (root / ".gitignore").write_text("baselines/\n.benchmarks/\n__pycache__/\n")
+    set_extra(root, 0)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    git(root, "tag", "base")
+    for level in LEVELS:
+        git(root, "checkout", "-q", "-b", f"head-{level}", "base")
+        set_extra(root, level)
+        git(root, "commit", "-q", "--allow-empty", "-am", f"{level}% more work")
+    git(root, "checkout", "-q", "main")
+
+
+def trial_ref(root: Path, trial: int, log: Path) -> list[Session]:
+    out = []
+    for level in LEVELS:
+        git(root, "checkout", "-q", f"head-{level}")
+        rc, wall = run(root, ["-p", "no:benchmark", "--gpuperf", "--gpuperf-compare-ref=base", "gp"], log)
+        out.append(Session("gpuperf-ref", trial, level, rc == 1, rc, wall))
+    git(root, "checkout", "-q", "main")
+    leftover = git(root, "worktree", "list", "--porcelain").count("worktree ")
+    if leftover != 1:
+        raise RuntimeError(f"compare-ref left {leftover - 1} worktree(s) behind in {root}")
+    return out
+
+
+def machine() -> dict[str, object]:
+    model = platform.processor() or "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import torch
+
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "platform": platform.platform(),
+        "loadavg_start": os.getloadavg(),
+    }
+
+
+def table(sessions: Sequence[Session], info: dict[str, object]) -> str:
+    lines = [
+        f"Machine: {info['cpu']}, {info['cores']} cores, {info['platform']}, Python {info['python']}, "
+        f"torch {info['torch']}; load average at start {info['loadavg_start']}, at end {info.get('loadavg_end')}",
+        "",
+        "| tool | trials | false alarms (0%) | caught 3% | caught 5% | caught 10% | caught 15% | median wall s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for tool in TOOLS:
+        mine = [s for s in sessions if s.tool == tool]
+        if not mine:
+            continue
+        cells = []
+        for level in LEVELS:
+            at = [s for s in mine if s.level == level]
+            hits = sum(s.alarm for s in at)
+            cells.append(f"{hits}/{len(at)} ({hits / len(at):.0%})" if at else "-")
+        wall = statistics.median(s.wall_s for s in mine)
+        trials = len({s.trial for s in mine})
+        lines.append(f"| {tool} | {trials} | {' | '.join(cells)} | {wall:.1f} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated subset of {','.join(TOOLS)}")
+    parser.add_argument("--json", type=Path, default=None, help="write all session results here, as it goes")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary suite folder")
+    args = parser.parse_args(argv)
+    tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    unknown = set(tools) - set(TOOLS)
+    if unknown:
+        parser.error(f"unknown tool(s) {sorted(unknown)}; choose from {TOOLS}")
+    info = machine()
+    work = Path(tempfile.mkdtemp(prefix="gpuperf-detection-"))
+    log = work / "sessions.log"
+    plain, repo = work / "plain", work / "repo"
+    write_suite(plain, 0)
+    write_suite(repo, 0)
+    make_ref_repo(repo)
+    print(f"suite in {work}; session log {log}", flush=True)
+    runners = {"gpuperf-baseline": (trial_baseline, plain), "gpuperf-ref": (trial_ref, repo),
+               "pytest-benchmark": (trial_pytest_benchmark, plain)}  # fmt: skip
+    sessions: list[Session] = []
+    try:
+        for trial in range(args.trials):
+            for tool in tools:  # interleaved so slow drift in machine load hits every tool alike
+                fn, root = runners[tool]
+                done = fn(root, trial, log)
+                sessions.extend(done)
+                marks = " ".join(f"{s.level}%:{'ALARM' if s.alarm else 'ok'}" for s in done)
+                print(f"trial {trial + 1}/{args.trials} {tool}: {marks}", flush=True)
+            if args.json:
+                args.json.write_text(json.dumps({"machine": info, "sessions": [asdict(s) for s in sessions]}, indent=1))
+    finally:
+        info["loadavg_end"] = os.getloadavg()
+        if args.json:
+            args.json.write_text(json.dumps({"machine": info, "sessions": [asdict(s) for s in sessions]}, indent=1))
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print()
+    print(table(sessions, info))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
