@@ -28,7 +28,7 @@ from pytest_gpuperf.report.units import (
 )
 
 _UNITS = (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0))
-_COLOURS = {"baseline": "#7f7f7f", "now": "#1f77b4"}
+_BASE_COLOUR, _NOW_COLOUR = "#7f7f7f", "#1f77b4"
 _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em; color: #1b1b1b; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; } h3 { font-size: 1em; font-family: monospace; }
@@ -53,17 +53,17 @@ def _time_unit(values: Sequence[float]) -> tuple[str, float]:
     return next(((name, f) for name, f in _UNITS if typical >= f), ("ns", 1.0))
 
 
-def distribution_png(result: MeasurementResult) -> bytes:
+def distribution_png(result: MeasurementResult, base_label: str = "baseline") -> bytes:
     """Baseline samples against this run's: violins where there is a spread, every sample as a dot."""
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    groups: list[tuple[str, Sequence[float]]] = []
+    groups: list[tuple[str, str, Sequence[float]]] = []
     if result.baseline is not None and result.baseline.samples_ns:
-        groups.append(("baseline", result.baseline.samples_ns))
-    groups.append(("now", result.measurement.samples_ns))
-    unit, factor = _time_unit([v for _, values in groups for v in values])
+        groups.append((base_label, _BASE_COLOUR, result.baseline.samples_ns))
+    groups.append(("now", _NOW_COLOUR, result.measurement.samples_ns))
+    unit, factor = _time_unit([v for _, _, values in groups for v in values])
     fig = Figure(figsize=(7.0, 0.9 + 0.8 * len(groups)), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
@@ -74,9 +74,8 @@ def distribution_png(result: MeasurementResult) -> bytes:
         else {"vert": False}
     )
     rng = np.random.default_rng(0)  # fixed jitter: the same results draw the same picture
-    for pos, (label, values) in enumerate(groups, start=1):
+    for pos, (_, colour, values) in enumerate(groups, start=1):
         scaled = np.asarray(values, dtype=float) / factor
-        colour = _COLOURS[label]
         if len(scaled) > 1 and np.ptp(scaled) > 0:
             parts = ax.violinplot(scaled, positions=[pos], showextrema=False, widths=0.8, **horizontal)
             # a list of PolyCollections at run time; the stubs call it a Collection
@@ -85,7 +84,7 @@ def distribution_png(result: MeasurementResult) -> bytes:
                 body.set_alpha(0.3)
         ax.scatter(scaled, pos + rng.uniform(-0.15, 0.15, len(scaled)), s=9, color=colour, alpha=0.8)
         ax.plot([np.median(scaled)] * 2, [pos - 0.35, pos + 0.35], color=colour, linewidth=2)
-    ax.set_yticks(range(1, len(groups) + 1), [label for label, _ in groups])
+    ax.set_yticks(range(1, len(groups) + 1), [label for label, _, _ in groups])
     ax.set_ylim(0.4, len(groups) + 0.6)
     ax.set_xlabel(f"time per call ({unit})")
     ax.grid(axis="x", alpha=0.3)
@@ -157,7 +156,7 @@ def _profile(result: MeasurementResult) -> str:
     )
 
 
-def _measurement_section(result: MeasurementResult) -> str:
+def _measurement_section(result: MeasurementResult, base_label: str) -> str:
     m = result.measurement
     stats = m.stats
     facts = (
@@ -166,7 +165,7 @@ def _measurement_section(result: MeasurementResult) -> str:
         f"IQR {format_time(stats.iqr_ns)}, precision {escape(format_precision(m.precision))}"
     )
     unstable = f'<p class="note">unstable: {escape(m.unstable_reason)}</p>' if m.unstable_reason else ""
-    figure = _img(distribution_png(result), f"distribution of {m.key}")
+    figure = _img(distribution_png(result, base_label), f"distribution of {m.key}")
     return (
         f'<section class="measurement {_css_class(result.verdict)}">'
         f"<h3>{escape(m.key)}</h3><p>{facts}</p>{unstable}"
@@ -193,7 +192,8 @@ def _context(session: SessionResults) -> str:
 
 def render_html(session: SessionResults) -> str:
     """The complete page as text."""
-    sections = "".join(_measurement_section(r) for r in ordered(session.results))
+    base_label = f"base ({session.compare_ref})" if session.compare_ref else "baseline"
+    sections = "".join(_measurement_section(r, base_label) for r in ordered(session.results))
     body = _summary_table(session) if session.results else "<p>No measurements were taken.</p>"
     return (
         "<!DOCTYPE html>\n"
