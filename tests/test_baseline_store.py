@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from pytest_gpuperf.baseline import codec, migrate
-from pytest_gpuperf.baseline.store import BaselineStore, EntryChange, is_temp_file, lock_path
+from pytest_gpuperf.baseline.atomic import is_temp_file, lock_path
+from pytest_gpuperf.baseline.store import BaselineStore, EntryChange
 from pytest_gpuperf.errors import BaselineError
 from pytest_gpuperf.model import BaselineEntry, Environment, Metric, Provenance, SampleStats
 

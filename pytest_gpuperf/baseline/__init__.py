@@ -1,6 +1,6 @@
 """The git-tracked baseline store: ``baselines/<device class>/<safe module name>.json``.
 
-``store`` reads and atomically updates the files, ``codec`` maps entries to
+``store`` reads and updates the files (``atomic``: locked atomic replacement), ``codec`` maps entries to
 canonical JSON, ``schema`` validates against the shipped JSON Schema,
 ``migrate`` holds the version history, ``naming`` the safe file names,
 ``record`` turns measurements into entries and ``provenance`` reads git.

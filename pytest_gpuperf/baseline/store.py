@@ -2,40 +2,34 @@
 
 Reads validate every file and check it sits where its content says it
 belongs. Updates take a file lock beside the JSON file, re-read the file under
-it, merge, and replace the file atomically (a temporary file in the same
-folder, fsync, ``os.replace``), so concurrent sessions and xdist workers lose
-nothing and a killed writer leaves the old file whole. A corrupt file is never
-overwritten: the update refuses and names it.
+it, merge, and replace it atomically (``atomic.py``), so concurrent sessions
+and xdist workers lose nothing and a killed writer leaves the old file whole.
+A corrupt file is never overwritten: the update refuses and names it. Each
+file is updated on its own: an update spanning two modules can fail on the
+second after writing the first.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
-import re
-import secrets
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pytest_gpuperf.baseline import codec, migrate, schema
+from pytest_gpuperf.baseline import atomic, codec, migrate, schema
 from pytest_gpuperf.baseline.naming import device_class_dir, module_file_name, module_of
 from pytest_gpuperf.baseline.record import entry_from_measurement
 from pytest_gpuperf.errors import BaselineError
 from pytest_gpuperf.model import BaselineEntry, measurement_key
 
-__all__ = ["BaselineStore", "EntryChange", "entry_from_measurement", "is_temp_file", "lock_path"]
+__all__ = ["BaselineStore", "EntryChange", "entry_from_measurement"]
 
 ChangeKind = Literal["added", "changed", "unchanged"]
 
 DEFAULT_LOCK_TIMEOUT_S = 120.0
 GITIGNORE = "# pytest-gpuperf: lock and temporary files of the baseline store\n.*.lock\n.*.tmp\n"
-
-# ".<file name>.<16 hex>.tmp": a writer's temporary file; one that is still there
-# while we hold the file's lock was left by a killed writer.
-_TEMP_NAME = re.compile(r"\.(?P<target>.+)\.[0-9a-f]{16}\.tmp")
 
 
 @dataclass(frozen=True)
@@ -52,16 +46,6 @@ class _ParsedFile:
     text: str
     document: migrate.Document
     entries: dict[str, BaselineEntry]
-
-
-def lock_path(path: Path) -> Path:
-    """The lock file guarding updates of baseline file ``path``."""
-    return path.with_name(f".{path.name}.lock")
-
-
-def is_temp_file(path: Path) -> bool:
-    """Whether ``path`` is a writer's temporary file (never a baseline)."""
-    return _TEMP_NAME.fullmatch(path.name) is not None
 
 
 class BaselineStore:
@@ -196,26 +180,13 @@ class BaselineStore:
         return changes
 
     def _update_file(self, device_class: str, module: str, entries: list[BaselineEntry]) -> list[EntryChange]:
-        import filelock
-
         path = self.file_for(device_class, module)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._write_gitignore()
-            lock = filelock.FileLock(lock_path(path), timeout=self.lock_timeout_s)
-            try:
-                lock.acquire()
-            except filelock.Timeout:
-                raise BaselineError(
-                    path,
-                    f"another session held {lock_path(path).name} for {self.lock_timeout_s:g}s;"
-                    " if none is running, delete the lock file",
-                ) from None
-            try:
-                _remove_stale_temps(path)
+            with atomic.locked(path, self.lock_timeout_s):
+                atomic.remove_stale_temps(path)
                 return self._merge_and_write(path, device_class, module, self._reread(path), entries)
-            finally:
-                lock.release()
         except OSError as exc:  # a read-only checkout, a full disk: name the file, no traceback
             raise BaselineError(path, f"cannot update it: {exc.strerror or exc}") from None
 
@@ -268,7 +239,7 @@ class BaselineStore:
         schema.validate({**document, "entries": {}}, migrate.CURRENT_VERSION, path)
         text = codec.dump_document(document)
         if existing is None or existing.text != text:
-            _atomic_write(path, text)
+            atomic.write(path, text)
         self._cache[path] = _ParsedFile(text, document, decoded)
         return changes
 
@@ -280,45 +251,3 @@ class BaselineStore:
 
 def _same(old: object, new: object) -> bool:
     return json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True)
-
-
-def _remove_stale_temps(path: Path) -> None:
-    """Delete temporary files of ``path`` left by killed writers (call with the lock held)."""
-    for candidate in path.parent.iterdir():
-        match = _TEMP_NAME.fullmatch(candidate.name)
-        if match and match.group("target") == path.name:
-            with contextlib.suppress(FileNotFoundError):
-                candidate.unlink()
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` so that readers see the old or the new file, never a mix."""
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError as exc:  # a lone surrogate in a test id
-        raise BaselineError(path, f"cannot encode the file as UTF-8: {exc.reason}") from None
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-    # os.open with 0o666 keeps the user's umask (tempfile would make it 0600).
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temp, path)
-    except BaseException:  # Ctrl-C (or a SIGTERM handler that raises) too: leave no temporary file
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Make the rename durable (POSIX); Windows cannot open a folder and needs no such step."""
-    if os.name != "posix":
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
