@@ -438,8 +438,9 @@ def _leaf_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...
     return paths
 
 
-VALID = json.loads(dump_document(document(make_entry())))
-VALID_PATHS = _leaf_paths(VALID)[1:]
+VALID_V2 = json.loads(dump_document(document(make_entry())))
+MUTATION_SITES = [(VALID_V2, where) for where in _leaf_paths(VALID_V2)[1:]]
+MUTATION_SITES += [(v1_document(), where) for where in _leaf_paths(v1_document())[1:]]
 
 
 def _check_only_baseline_errors(content: str | bytes) -> None:
@@ -464,12 +465,24 @@ def test_random_bytes_raise_only_baseline_errors(content: bytes) -> None:
     _check_only_baseline_errors(content)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(VALID_PATHS), json_values)
-def test_a_valid_file_with_one_value_replaced_raises_only_baseline_errors(where: tuple[Any, ...], value: Any) -> None:
-    data = json.loads(json.dumps(VALID))
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(MUTATION_SITES), json_values)
+def test_a_valid_file_with_one_value_replaced_raises_only_baseline_errors(
+    site: tuple[dict[str, Any], tuple[Any, ...]], value: Any
+) -> None:
+    base, where = site
+    data = json.loads(json.dumps(base))
     target = data
     for part in where[:-1]:
         target = target[part]
     target[where[-1]] = value
     _check_only_baseline_errors(json.dumps(data))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(MUTATION_SITES), st.integers(min_value=0, max_value=10_000))
+def test_a_valid_file_cut_anywhere_raises_only_baseline_errors(
+    site: tuple[dict[str, Any], tuple[Any, ...]], cut: int
+) -> None:
+    text = json.dumps(site[0], indent=2)
+    _check_only_baseline_errors(text[: cut % len(text)])
