@@ -20,7 +20,9 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 @functools.lru_cache(maxsize=1)
 def load_schema() -> dict[str, Any]:
     """The schema as shipped in ``pytest_gpuperf/schemas`` (package data)."""
-    text = resources.files("pytest_gpuperf.schemas").joinpath(SCHEMA_RESOURCE).read_text(encoding="utf-8")
+    # Through the regular package: "schemas" has no __init__.py, and resources of
+    # namespace packages are not supported alike on every Python this supports.
+    text = (resources.files("pytest_gpuperf") / "schemas" / SCHEMA_RESOURCE).read_text(encoding="utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
 
