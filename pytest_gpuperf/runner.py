@@ -91,6 +91,9 @@ class PreparedMeasurement:
         if self._flusher is not None and not self._flusher.active:
             self.notes.append("l2_flush requested but inactive on this device")
         self.memory = MemoryTracker(self.device)
+        if self._flusher is not None and self._flusher.active:
+            # the flush buffer is the harness's memory, not the measured function's
+            self.memory.exclude(self._flusher.nbytes, self._flusher.reserved_bytes)
         self.health = HealthMonitor(self.device.index or 0) if self.device.type == "cuda" else None
         self.warmup_calls, self.per_call_ns = self._warm_up()
         self.calls_per_sample = self._calls_per_sample()
@@ -152,11 +155,13 @@ class PreparedMeasurement:
         t0 = time.perf_counter()
         with nvtx_range(label, enabled=self.runner.options.nvtx), capture_range(
             self.runner.options.nsight, self.device
-        ):
+        ) as capture:
             totals = self.timer.time_blocks(
                 self._call, self.calls_per_sample, count, between, deadline_ns=time.perf_counter_ns() + budget_s * 2e9
             )
         self.measured_s += time.perf_counter() - t0
+        if capture.note:
+            self.notes.append(capture.note)
         for total in totals:
             self._check(total)
         per_call = [t / self.calls_per_sample for t in totals]
@@ -203,6 +208,8 @@ class PreparedMeasurement:
                 f"precision {precision:.1%} above target {self.spec.settings.target_precision:.1%} "
                 f"at the time budget ({self.spec.settings.max_time_s:g}s)"
             )
+        if self._flusher is not None:
+            self._flusher.close()
         profile = self._profile()
         calibration = self.spec.calibration.result_ns() if self.spec.calibration is not None else None
         return Measurement(
