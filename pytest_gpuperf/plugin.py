@@ -385,6 +385,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     session = state.session_results()
     tw = terminalreporter
     render_summary(session, config.get_terminal_writer())
+    _write_top_ops(tw, session)
     for change in state.changes:
         if change.kind != "unchanged":
             tw.write_line(f"gpuperf: baseline {change.kind}: {change.key} -> {change.path}")
@@ -406,3 +407,18 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for path in written:
         tw.write_line(f"gpuperf: wrote {path}")
 
+
+
+def _write_top_ops(tw: Any, session: SessionResults) -> None:
+    """Under --gpuperf-profile: each measurement's top operators and the trace to open."""
+    profiled = [r.measurement for r in session.results if r.measurement.profile is not None]
+    if not profiled:
+        return
+    from pytest_gpuperf.profiling.torch_profile import format_top_ops
+
+    tw.write_sep("-", "gpuperf profile: top operators")
+    for m in profiled:
+        assert m.profile is not None
+        tw.write_line(f"{m.key}  (trace: {m.profile.trace_path})")
+        for line in format_top_ops(m.profile, n=8):
+            tw.write_line(f"  {line}")
