@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
@@ -83,28 +83,32 @@ class GpuBench:
         """
         __tracebackhide__ = True
         try:
-            return self._measure(fn, args, kwargs, name=name, items=items, flops=flops, bytes=bytes,
-                                 l2_flush=l2_flush, cuda_graph=cuda_graph)
+            spec = self._spec(fn, args, kwargs, name, Throughput(items=items, flops=flops, bytes=bytes),
+                              l2_flush=l2_flush, cuda_graph=cuda_graph)
+            with self._guard():
+                measurement = self._engine.measure(spec, self.config)
         except GpuperfError as exc:
             # Our own errors already say what is wrong and where; the plugin's stack adds nothing.
             pytest.fail(str(exc), pytrace=False)
+        except Exception as exc:
+            _explain_oom(exc, self._device)
+            raise
+        self._store(measurement)
+        return measurement
 
-    def _measure(
+    def _spec(
         self,
         fn: Callable[..., object],
-        args: Sequence[Any] = (),
-        kwargs: Mapping[str, Any] | None = None,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any] | None,
+        name: str | None,
+        throughput: Throughput,
         *,
-        name: str | None = None,
-        items: float | None = None,
-        flops: float | None = None,
-        bytes: float | None = None,
-        l2_flush: bool | None = None,
-        cuda_graph: bool | None = None,
-    ) -> Measurement:
+        l2_flush: bool | None,
+        cuda_graph: bool | None,
+    ) -> MeasureSpec:
         if not callable(fn):
             raise ConfigError(f"gpu_bench needs a callable, got {type(fn).__name__}", test_id=self.test_id)
-        label = self._new_name(name)
         settings = self.config.measure
         if l2_flush is not None or cuda_graph is not None:
             settings = dataclasses.replace(
@@ -112,25 +116,15 @@ class GpuBench:
                 l2_flush=settings.l2_flush if l2_flush is None else l2_flush,
                 cuda_graph=settings.cuda_graph if cuda_graph is None else cuda_graph,
             )
-        spec = MeasureSpec(
+        return MeasureSpec(
             fn=fn,
             args=tuple(args),
             kwargs=dict(kwargs or {}),
             test_id=self.test_id,
-            name=label,
-            throughput=Throughput(items=items, flops=flops, bytes=bytes),
+            name=self._new_name(name),
+            throughput=throughput,
             settings=settings,
         )
-        try:
-            with self._guard():
-                measurement = self._engine.measure(spec, self.config)
-        except GpuperfError:
-            raise
-        except Exception as exc:
-            _explain_oom(exc, self._device)
-            raise
-        self._store(measurement)
-        return measurement
 
     def metric(
         self,
@@ -148,38 +142,13 @@ class GpuBench:
     ) -> Metric:
         """Attach a gateable metric to a measurement of this test (default: the latest one)."""
         __tracebackhide__ = True
-        try:
-            return self._metric(name, value, unit=unit, better=better, tolerance=tolerance,
-                                absolute_tolerance=absolute_tolerance, minimum=minimum, maximum=maximum,
-                                measurement=measurement, description=description)
-        except GpuperfError as exc:
-            pytest.fail(str(exc), pytrace=False)
-
-    def _metric(
-        self,
-        name: str,
-        value: float,
-        *,
-        unit: str,
-        better: Direction,
-        tolerance: float | None,
-        absolute_tolerance: float | None,
-        minimum: float | None,
-        maximum: float | None,
-        measurement: str | None,
-        description: str,
-    ) -> Metric:
         target = measurement or self._latest
         if target is None or target not in self._measurements:
             known = ", ".join(self._measurements) or "none yet"
-            raise ConfigError(
-                f"gpu_bench.metric({name!r}) needs a measurement to attach to "
-                f"(asked for {target!r}; measured: {known})",
-                test_id=self.test_id,
-            )
+            self._fail(f"gpu_bench.metric({name!r}) needs a measurement to attach to "
+                       f"(asked for {target!r}; measured: {known})")
         if better not in ("higher", "lower"):
-            raise ConfigError(f"gpu_bench.metric(better=...) must be 'higher' or 'lower', got {better!r}",
-                              test_id=self.test_id)
+            self._fail(f"gpu_bench.metric(better=...) must be 'higher' or 'lower', got {better!r}")
         new = Metric(
             name=name,
             value=float(value),
@@ -206,6 +175,10 @@ class GpuBench:
         own = dataclasses.replace(measurement, test_id=self.test_id)
         self._store(own)
         return own
+
+    def _fail(self, message: str) -> NoReturn:
+        __tracebackhide__ = True
+        pytest.fail(f"{self.test_id}: {message}", pytrace=False)
 
     def _new_name(self, name: str | None) -> str:
         label = name if name is not None else DEFAULT_MEASUREMENT
