@@ -182,6 +182,9 @@ class CompareRefEngine:
                 with contextlib.suppress(WorkerError):
                     channel.send(protocol.QUIT)
             channel.conn.close()
+            if not self._test_done:
+                # interrupted mid-test: the worker owns nothing that needs a clean exit
+                channel.process.terminate()
             try:
                 channel.process.wait(timeout=10)
             except subprocess.TimeoutExpired:

@@ -2,7 +2,7 @@
 
 ``git worktree add --detach`` (through GitPython) into a fresh temporary
 directory; removal runs from ``close()``, from ``atexit`` as a fallback, and
-on SIGTERM (turned into SystemExit so ``finally`` blocks and pytest's
+on SIGTERM (turned into KeyboardInterrupt so ``finally`` blocks and pytest's
 unconfigure run). KeyboardInterrupt already unwinds through pytest's
 unconfigure, where the engine closes the worktree. ``git worktree prune``
 afterwards drops the bookkeeping of any worktree whose folder is gone.
@@ -77,7 +77,7 @@ class RefWorktree:
         previous = signal.getsignal(signal.SIGTERM)
         if previous in (signal.SIG_DFL, None):
             self._previous_sigterm = previous
-            signal.signal(signal.SIGTERM, _raise_system_exit)
+            signal.signal(signal.SIGTERM, _interrupt)
 
     def close(self) -> None:
         """Remove the worktree and its temporary folder; safe to call more than once."""
@@ -108,5 +108,7 @@ class RefWorktree:
         self.close()
 
 
-def _raise_system_exit(signum: int, frame: FrameType | None) -> None:
-    raise SystemExit(128 + signum)
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    # KeyboardInterrupt, not SystemExit: pytest reports a SystemExit inside a test as a
+    # failure and carries on, while an interrupt ends the session through unconfigure.
+    raise KeyboardInterrupt(f"signal {signum}")
