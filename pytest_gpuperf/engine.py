@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from pytest_gpuperf.config import GpuperfConfig
+from pytest_gpuperf.env import describe_drift
 from pytest_gpuperf.model import Environment, Measurement, MeasurementResult
 from pytest_gpuperf.runner import MeasureSpec, Runner
 
@@ -75,7 +76,13 @@ class LocalEngine:
         results = []
         for m in measurements:
             baseline = self.store.load(self.environment.device_class, m.test_id, m.name)
-            others = [] if baseline is not None else self.store.load_other_classes(m.test_id, m.name)
+            others = (
+                [] if baseline is not None
+                else self.store.load_other_classes(m.test_id, m.name, exclude=self.environment.device_class)
+            )
+            drift = describe_drift(baseline.environment if baseline else None, self.environment)
+            if drift:
+                m = dataclasses.replace(m, notes=(*m.notes, drift))
             results.append(
                 evaluate(
                     m,

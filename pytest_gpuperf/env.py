@@ -79,3 +79,21 @@ def probe_environment(device: torch.device) -> Environment:
         platform=sys.platform,
         extra=extra,
     )
+
+
+# Fields whose change can move timings while the device class stays the same.
+_DRIFT_FIELDS = ("torch", "cuda", "driver", "python")
+
+
+def describe_drift(baseline: Environment | None, current: Environment) -> str | None:
+    """A note when the baseline was taken on the same device class with other software versions."""
+    if baseline is None or baseline.device_class != current.device_class:
+        return None
+    changed = [
+        f"{name} {getattr(baseline, name)} -> {getattr(current, name)}"
+        for name in _DRIFT_FIELDS
+        if getattr(baseline, name) != getattr(current, name) and getattr(baseline, name) is not None
+    ]
+    if not changed:
+        return None
+    return "environment changed since the baseline: " + ", ".join(changed)

@@ -315,7 +315,7 @@ def _judge(state: SessionState, bench: GpuBench) -> None:
 def _update_baselines(state: SessionState, results: list[MeasurementResult]) -> None:
     """Write entries for this test's measurements; an entry judged unchanged keeps its old bytes."""
     __tracebackhide__ = True
-    from pytest_gpuperf.baseline.store import entry_from_measurement
+    from pytest_gpuperf.baseline import entry_from_measurement
     from pytest_gpuperf.stats import between_run_noise
 
     assert state.store is not None and state.environment is not None
@@ -385,6 +385,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     session = state.session_results()
     tw = terminalreporter
     render_summary(session, config.get_terminal_writer())
+    _write_notes(tw, session)
     _write_top_ops(tw, session)
     for change in state.changes:
         if change.kind != "unchanged":
@@ -407,6 +408,21 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for path in written:
         tw.write_line(f"gpuperf: wrote {path}")
 
+
+
+def _write_notes(tw: Any, session: SessionResults) -> None:
+    """What a reader must not miss: not-comparable baselines, environment drift, unconfirmed suspicions."""
+    lines: list[str] = []
+    for r in session.results:
+        m = r.measurement
+        notes = [c.note for c in r.comparisons if c.note and c.verdict is not Verdict.UNCHANGED]
+        notes += [n for n in m.notes if not n.startswith("smoke run")]
+        for note in dict.fromkeys(notes):  # ordered, without repeats
+            lines.append(f"{m.key}: {note}")
+    if lines:
+        tw.write_sep("-", "gpuperf notes")
+        for line in lines:
+            tw.write_line(line)
 
 
 def _write_top_ops(tw: Any, session: SessionResults) -> None:
