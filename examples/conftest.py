@@ -31,9 +31,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.filterwarnings("ignore::DeprecationWarning:torch"))
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _check_plants() -> None:
-    """Fail fast, naming the variable, on a misspelt GPUPERF_EXAMPLES_PLANT."""
+def pytest_configure(config: pytest.Config) -> None:
+    """Refuse a misspelt GPUPERF_EXAMPLES_PLANT before anything runs, naming the variable."""
     try:
         active_plants()
     except ValueError as exc:

@@ -22,7 +22,7 @@ def scaled_residual(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Ten
     """``x + alpha * y`` as one registered op: what a fused CUDA/C++ extension would expose."""
     out = torch.add(x, y, alpha=alpha)
     if planted("slow_kernel"):
-        for _ in range(2):
+        for _ in range(8):
             out = torch.add(x, y, alpha=alpha)  # the same result, computed again
     return out
 

@@ -31,7 +31,7 @@ PLANTS: dict[str, str] = {
     "slow_amp": "amp.bf16: the autocast forward runs its attention twice",
     "wrong_amp": "amp.bf16: the autocast forward skips the MLP (fast and wrong)",
     "no_checkpoint": "checkpoint.on: activation checkpointing silently disabled",
-    "slow_kernel": "kernel.custom_op: the custom op computes its result three times",
+    "slow_kernel": "kernel.custom_op: the custom op computes its result nine times",
     "slow_ddp": "ddp.2ranks: every rank runs its backward twice",
     "slow_loader": "dataloader.workers: each sample's transform does four times the work",
 }
