@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import git
@@ -10,7 +11,7 @@ from pytest_gpuperf.errors import ConfigError
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> git.Repo:
+def repo(tmp_path: Path) -> Iterator[git.Repo]:
     r = git.Repo.init(tmp_path / "repo")
     with r.config_writer() as cw:
         cw.set_value("user", "name", "t")
@@ -22,7 +23,8 @@ def repo(tmp_path: Path) -> git.Repo:
     (work / "f.txt").write_text("head\n")
     r.index.add(["f.txt"])
     r.index.commit("head")
-    return r
+    with r:
+        yield r
 
 
 def _worktrees(r: git.Repo) -> int:

@@ -101,6 +101,19 @@ def test_noise_floor_raises_the_threshold() -> None:
     assert quiet.verdict is Verdict.REGRESSION and quiet.threshold == pytest.approx(0.10)
 
 
+def test_contention_that_leaves_the_fastest_calls_alone_is_not_a_regression() -> None:
+    base = samples(1000.0, seed=2)
+    rng = np.random.default_rng(5)
+    # a loaded machine: 60% of the samples were preempted and took 2-4x as long
+    loaded = tuple(s * (rng.uniform(2, 4) if rng.random() < 0.6 else 1.0) for s in samples(1000.0, seed=1))
+    c = time_of(compare_to_baseline(measurement(samples_ns=loaded), entry(samples_ns=base), ENV, S))
+    assert c.change is not None and c.change > 0.5
+    assert c.verdict is Verdict.UNCHANGED and "contention" in c.note
+    off = time_of(compare_to_baseline(measurement(samples_ns=loaded), entry(samples_ns=base), ENV,
+                                      GateSettings(floor_quantile=None)))  # fmt: skip
+    assert off.verdict is Verdict.REGRESSION
+
+
 def test_calibration_normalizes_a_uniformly_slower_machine() -> None:
     m = measurement(1200.0, calibration_ns=600.0)  # everything 20% slower today
     base = entry(1000.0, calibration_ns=500.0)
@@ -164,5 +177,7 @@ def test_metrics_relative_absolute_bounds_and_direction() -> None:
 def test_settings_are_validated() -> None:
     with pytest.raises(ValueError, match="threshold"):
         GateSettings(threshold=-0.1)
+    with pytest.raises(ValueError, match="floor_quantile"):
+        GateSettings(floor_quantile=0.7)
     with pytest.raises(ValueError, match="confidence"):
         GateSettings(confidence=1.0)

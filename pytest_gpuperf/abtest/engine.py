@@ -348,11 +348,11 @@ class CompareRefEngine:
 
     @staticmethod
     def settings_for(settings: GateSettings, config: GpuperfConfig) -> GateSettings:
-        """No calibration (interleaving does its job); the compare-ref threshold unless one was set."""
+        """No calibration or floor check (interleaving does their job); the compare-ref threshold unless one was set."""
         threshold = settings.threshold
         if math.isclose(config.threshold, DEFAULT_THRESHOLD):
             threshold = settings.compare_ref_threshold
-        return dataclasses.replace(settings, use_calibration=False, threshold=threshold)
+        return dataclasses.replace(settings, use_calibration=False, threshold=threshold, floor_quantile=None)
 
     def _result(self, m: Measurement, pair: _Pair | None, settings: GateSettings) -> MeasurementResult:
         base = pair.base if pair is not None else None

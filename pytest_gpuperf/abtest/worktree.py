@@ -45,6 +45,12 @@ class RefWorktree:
             raise ConfigError(
                 f"--gpuperf-compare-ref={self.ref}: {self.repo_dir} is not inside a git repository"
             ) from None
+        with repo:  # closes GitPython's persistent git processes
+            return self._create(repo)
+
+    def _create(self, repo: Any) -> RefWorktree:
+        import git
+
         try:
             self.commit = repo.commit(self.ref).hexsha
         except (git.BadName, ValueError, git.GitCommandError):
@@ -90,14 +96,14 @@ class RefWorktree:
         if self.path is not None and self.repo_root is not None:
             import git
 
-            repo = git.Repo(self.repo_root)
-            # the folder may be gone already; prune below drops the record then
-            with contextlib.suppress(git.GitCommandError):
-                repo.git.worktree("remove", "--force", str(self.path))
-            if self._tmp is not None:
-                shutil.rmtree(self._tmp, ignore_errors=True)
-            with contextlib.suppress(git.GitCommandError):
-                repo.git.worktree("prune")
+            with git.Repo(self.repo_root) as repo:
+                # the folder may be gone already; prune below drops the record then
+                with contextlib.suppress(git.GitCommandError):
+                    repo.git.worktree("remove", "--force", str(self.path))
+                if self._tmp is not None:
+                    shutil.rmtree(self._tmp, ignore_errors=True)
+                with contextlib.suppress(git.GitCommandError):
+                    repo.git.worktree("prune")
         elif self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
 
