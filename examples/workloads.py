@@ -76,7 +76,7 @@ CPU_SIZES = Sizes(
     cnn_batch=8, cnn_image=32, cnn_widths=(8, 16, 32, 64),
     tokens_batch=4, seq_len=64, d_model=64, heads=4, depth=4,
     loader_samples=256, loader_batch=32, loader_workers=2,
-    vector=1 << 18, ddp_steps=8,
+    vector=1 << 23, ddp_steps=8,  # 32 MiB per operand: past the CPU caches, so DRAM-bound
 )
 GPU_SIZES = Sizes(
     cnn_batch=64, cnn_image=224, cnn_widths=(64, 128, 256, 512),

@@ -80,10 +80,18 @@ def cpu_fp16_skip_reason() -> str | None:
     return f"fp16 autocast on CPU needs native fp16 (AVX512-FP16/AMX); this CPU has {capability}"
 
 
+def _native_cuda_bf16(device: torch.device) -> bool:
+    try:
+        return bool(torch.cuda.is_bf16_supported(including_emulation=False))
+    except TypeError:  # torch < 2.4 has no including_emulation and counts native support only
+        return bool(torch.cuda.is_bf16_supported())
+
+
 def _skip_reason(dtype: str, device: torch.device, allow_emulated: bool) -> str | None:
     if device.type == "cpu" and dtype == "fp16" and not allow_emulated:
         return cpu_fp16_skip_reason()
-    if device.type == "cuda" and dtype == "bf16" and not torch.cuda.is_bf16_supported():
+    # Pre-Ampere GPUs (T4, V100) run bf16 only emulated: right, but no speedup to gate.
+    if device.type == "cuda" and dtype == "bf16" and not allow_emulated and not _native_cuda_bf16(device):
         return f"{torch.cuda.get_device_name(device)} has no native bf16"
     return None
 

@@ -22,16 +22,19 @@ The step factory is a picklable top-level callable or an importable
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import importlib
 import os
 import socket
 import statistics
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -77,6 +80,8 @@ class _RankSpec:
     allreduce_bytes: int
     allreduce_iters: int
     timeout_s: float
+    cpu_threads: int = 0  # torch threads per rank on CPU (0: leave as is)
+    error_dir: str = ""  # where a failing rank notes its error, for the root cause
 
 
 @dataclass(frozen=True)
@@ -149,33 +154,58 @@ def _timed(fn: Callable[[], object], device: torch.device) -> float:
 def _rank_main(spec: _RankSpec) -> list[RankTimes] | None:
     """The entry point of each rank (top-level so the spawn start method can pickle it)."""
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if spec.cpu_threads > 0:
+        torch.set_num_threads(spec.cpu_threads)
     device = torch.device("cpu")
     if spec.device_type == "cuda":
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
     dist.init_process_group(spec.backend, timeout=datetime.timedelta(seconds=spec.timeout_s))
     try:
-        rank, world = dist.get_rank(), dist.get_world_size()
-        step = resolve_factory(spec.factory)(RankContext(rank, world, local_rank, device, spec.backend))
-        for _ in range(spec.warmup):
-            step()
-        step_ns = []
-        for _ in range(spec.steps):
-            dist.barrier()  # every rank starts the step together: samples line up across ranks
-            step_ns.append(_timed(step, device))
-        allreduce_ns: list[float] = []
-        if world > 1 and spec.allreduce_bytes > 0:
-            payload = torch.ones(max(1, spec.allreduce_bytes // 4), dtype=torch.float32, device=device)
-            dist.all_reduce(payload)  # warm-up: sets up the communicator
-            for _ in range(spec.allreduce_iters):
-                dist.barrier()
-                allreduce_ns.append(_timed(lambda: dist.all_reduce(payload), device))
-        mine = RankTimes(rank, tuple(step_ns), tuple(allreduce_ns), socket.gethostname())
-        gathered: list[Any] | None = [None] * world if rank == 0 else None
-        dist.gather_object(mine, gathered, dst=0)
-        return [g for g in gathered if g is not None] if gathered is not None else None
+        return _run_rank(spec, local_rank, device)
+    except BaseException as exc:
+        if spec.error_dir:
+            _note_error(spec.error_dir, exc)
+        raise
     finally:
         dist.destroy_process_group()
+
+
+def _note_error(error_dir: str, exc: BaseException) -> None:
+    """Leave ``<time_ns> <rank> <error>`` behind: the earliest note is the root cause.
+
+    When one rank fails, its peers fail next in their collectives ("connection
+    reset by peer"), and the launcher may see any of them exit first.
+    """
+    rank = os.environ.get("RANK", "?")
+    text = str(exc).strip()
+    line = f"{time.time_ns()} {rank} {type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+    # On another node the launcher's folder does not exist: the launcher's own view remains.
+    with contextlib.suppress(OSError):
+        Path(error_dir, f"rank{rank}.txt").write_text(line, encoding="utf-8")
+
+
+def _run_rank(spec: _RankSpec, local_rank: int, device: torch.device) -> list[RankTimes] | None:
+    """Build the step, time it, time the all-reduce, gather everything on rank 0."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    step = resolve_factory(spec.factory)(RankContext(rank, world, local_rank, device, spec.backend))
+    for _ in range(spec.warmup):
+        step()
+    step_ns = []
+    for _ in range(spec.steps):
+        dist.barrier()  # every rank starts the step together: samples line up across ranks
+        step_ns.append(_timed(step, device))
+    allreduce_ns: list[float] = []
+    if world > 1 and spec.allreduce_bytes > 0:
+        payload = torch.ones(max(1, spec.allreduce_bytes // 4), dtype=torch.float32, device=device)
+        dist.all_reduce(payload)  # warm-up: sets up the communicator
+        for _ in range(spec.allreduce_iters):
+            dist.barrier()
+            allreduce_ns.append(_timed(lambda: dist.all_reduce(payload), device))
+    mine = RankTimes(rank, tuple(step_ns), tuple(allreduce_ns), socket.gethostname())
+    gathered: list[Any] | None = [None] * world if rank == 0 else None
+    dist.gather_object(mine, gathered, dst=0)
+    return [g for g in gathered if g is not None] if gathered is not None else None
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -203,14 +233,30 @@ def _launch(
         monitor_interval=0.1,
         start_method="spawn",
     )
-    try:
-        results = elastic_launch(config, _rank_main)(spec)
-    except ChildFailedError as exc:
-        failures = "; ".join(
-            f"rank {r}: exit code {f.exitcode}: {_last_line(f.message)}" for r, f in sorted(exc.failures.items())
-        )
-        raise DdpError(f"{name}: a rank failed ({failures})") from exc
+    with tempfile.TemporaryDirectory(prefix="gpuperf-ddp-") as error_dir:
+        try:
+            results = elastic_launch(config, _rank_main)(dataclasses.replace(spec, error_dir=error_dir))
+        except ChildFailedError as exc:
+            raise DdpError(f"{name}: {_root_cause(error_dir, exc)}") from exc
     return next((r for r in results.values() if r is not None), None)
+
+
+def _root_cause(error_dir: str, exc: ChildFailedError) -> str:
+    """The earliest error a rank noted; else what the launcher saw."""
+    notes = []
+    for path in Path(error_dir).glob("rank*.txt"):
+        stamp, rank, message = path.read_text(encoding="utf-8").split(" ", 2)
+        notes.append((int(stamp), rank, message))
+    if notes:
+        notes.sort()
+        _, rank, message = notes[0]
+        others = ", ".join(f"rank {r}" for _, r, _ in notes[1:])
+        then = f" (then {others} failed)" if others else ""
+        return f"rank {rank} failed first: {message}{then}"
+    failures = "; ".join(
+        f"rank {r}: exit code {f.exitcode}: {_last_line(f.message)}" for r, f in sorted(exc.failures.items())
+    )
+    return f"a rank failed ({failures})"
 
 
 def _last_line(message: object) -> str:
@@ -218,6 +264,18 @@ def _last_line(message: object) -> str:
         message = message.get("message", message)
     text = str(message).strip()
     return text.splitlines()[-1] if text else "no error message (see the rank's stderr above)"
+
+
+def _cpu_threads(device: torch.device, nprocs: int) -> int:
+    """Torch threads per CPU rank: the cores shared out, as torchrun's OMP_NUM_THREADS=1 intends.
+
+    Ranks that each start a thread per core oversubscribe the machine several
+    times over; the one-rank reference gets the same share, so scaling compares
+    like with like. OMP_NUM_THREADS, where set, wins.
+    """
+    if device.type != "cpu" or os.environ.get("OMP_NUM_THREADS"):
+        return 0
+    return max(1, (os.cpu_count() or 1) // nprocs)
 
 
 def _median_step(ranks: list[RankTimes]) -> list[float]:
@@ -277,6 +335,7 @@ def run_ddp(
         else allreduce_bytes,
         allreduce_iters=1 if smoke else allreduce_iters,
         timeout_s=timeout_s,
+        cpu_threads=_cpu_threads(device, nprocs),
     )
     if isinstance(step_factory, str):
         resolve_factory(step_factory)  # fail here, with the name, rather than in every rank
