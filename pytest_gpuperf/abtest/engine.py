@@ -107,6 +107,7 @@ class CompareRefEngine:
         self._worktree: RefWorktree | None = None
         self._channel: HeadChannel | None = None
         self._started = False
+        self._ready = False  # the worker said HELLO
         self._test: str | None = None  # the test the worker runs now
         self._test_done = True
         self._test_note = ""
@@ -124,20 +125,38 @@ class CompareRefEngine:
 
     # -- life cycle -------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Create the worktree of REF and start the worker there (once)."""
+    def start(self, node_ids: Sequence[str] | None = None) -> None:
+        """Create the worktree of REF and start the worker there (once); does not wait for it.
+
+        Call it as early as the session's test ids are known (pytest_collection_finish)
+        so the worker imports and collects while the head does its own start-up; the
+        first measurement waits for the worker's HELLO. ``node_ids`` limits what the
+        worker collects to the files of those tests.
+        """
         if self._started:
             return
         self._started = True
+        if node_ids is not None:
+            self.node_ids = tuple(node_ids)
         worktree = RefWorktree(self.rootdir, self.ref).create()
         self._worktree = worktree
         self.base_commit = worktree.commit
         try:
             self._channel = self._spawn(worktree)
-            self._channel.recv(START_TIMEOUT_S, f"the worker to collect the tests at {self.ref}")
         except BaseException:
             self.close()
             raise
+
+    def _ensure_ready(self) -> None:
+        self.start()
+        if self._ready:
+            return
+        try:
+            self._require_channel().recv(START_TIMEOUT_S, f"the worker to collect the tests at {self.ref}")
+        except BaseException:
+            self.close()
+            raise
+        self._ready = True
 
     def _spawn(self, worktree: RefWorktree) -> HeadChannel:
         assert worktree.path is not None and worktree.repo_root is not None
@@ -199,7 +218,7 @@ class CompareRefEngine:
     def measure(self, spec: MeasureSpec, config: GpuperfConfig) -> Measurement:
         if not config.enabled:
             return self.runner.smoke(spec)
-        self.start()
+        self._ensure_ready()
         key = measurement_key(spec.test_id, spec.name)
         base, note = self._open_base(spec.test_id, key)
         try:
