@@ -1,6 +1,7 @@
 """Detection benchmark: false alarms and caught slowdowns of each perf gate, over repeated trials.
 
-    python benchmarks/detection.py --trials 20
+    python benchmarks/detection.py --trials 20 --json detection.json
+    python benchmarks/detection.py --from-json detection.json   # the table again, also of a partial run
 
 It writes a small torch CPU suite to a temporary folder (three tests; the work
 of each is N units plus a fraction of N more units, set by ``extra.py``: real
@@ -239,14 +240,25 @@ def machine() -> dict[str, object]:
     }
 
 
+def _load(value: object) -> str:
+    if not isinstance(value, (list, tuple)):
+        return "n/a"
+    return "/".join(f"{float(v):.1f}" for v in value)
+
+
 def table(sessions: Sequence[Session], info: dict[str, object]) -> str:
+    """Markdown: per tool, alarms at each level over trials, and the gating session's wall time."""
     lines = [
         f"Machine: {info['cpu']}, {info['cores']} cores, {info['platform']}, Python {info['python']}, "
-        f"torch {info['torch']}; load average at start {info['loadavg_start']}, at end {info.get('loadavg_end')}",
+        f"torch {info['torch']}; load average (1/5/15 min) at start {_load(info.get('loadavg_start'))}, "
+        f"at end {_load(info.get('loadavg_end'))}",
         "",
-        "| tool | trials | false alarms (0%) | caught 3% | caught 5% | caught 10% | caught 15% | median wall s |",
-        "|---|---|---|---|---|---|---|---|",
+        "| tool | trials | false alarms (0%) | caught 3% | caught 5% | caught 10% | caught 15% "
+        "| median wall s | wall vs pytest-benchmark |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
+    walls = {t: statistics.median(s.wall_s for s in sessions if s.tool == t)
+             for t in TOOLS if any(s.tool == t for s in sessions)}  # fmt: skip
     for tool in TOOLS:
         mine = [s for s in sessions if s.tool == tool]
         if not mine:
@@ -256,9 +268,10 @@ def table(sessions: Sequence[Session], info: dict[str, object]) -> str:
             at = [s for s in mine if s.level == level]
             hits = sum(s.alarm for s in at)
             cells.append(f"{hits}/{len(at)} ({hits / len(at):.0%})" if at else "-")
-        wall = statistics.median(s.wall_s for s in mine)
+        ref = walls.get("pytest-benchmark")
+        rel = f"{walls[tool] / ref:.1f}x" if ref else "-"
         trials = len({s.trial for s in mine})
-        lines.append(f"| {tool} | {trials} | {' | '.join(cells)} | {wall:.1f} |")
+        lines.append(f"| {tool} | {trials} | {' | '.join(cells)} | {walls[tool]:.1f} | {rel} |")
     return "\n".join(lines)
 
 
@@ -268,7 +281,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated subset of {','.join(TOOLS)}")
     parser.add_argument("--json", type=Path, default=None, help="write all session results here, as it goes")
     parser.add_argument("--keep", action="store_true", help="keep the temporary suite folder")
+    parser.add_argument("--from-json", type=Path, default=None, metavar="PATH",
+                        help="print the table of a --json file written earlier (also a partial one) and exit")
     args = parser.parse_args(argv)
+    if args.from_json:
+        saved = json.loads(args.from_json.read_text())
+        print(table([Session(**s) for s in saved["sessions"]], saved["machine"]))
+        return 0
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     unknown = set(tools) - set(TOOLS)
     if unknown:
