@@ -9,6 +9,7 @@ Run it with::
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -32,11 +33,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Refuse a misspelt GPUPERF_EXAMPLES_PLANT before anything runs, naming the variable."""
+    """Refuse a misspelt GPUPERF_EXAMPLES_PLANT before anything runs; settle CPU threads."""
     try:
         active_plants()
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+    threads = os.environ.get("GPUPERF_EXAMPLES_CPU_THREADS", "1")
+    if not torch.cuda.is_available() and threads != "all":
+        # On a shared CPU (CI runner, laptop) torch's OpenMP threads spin against other
+        # processes for the cores: the same step ran 3.3 ms on one thread and 13-100 ms
+        # on two here. One thread per process makes CPU timings repeatable.
+        torch.set_num_threads(int(threads))
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ PLANT_ENV = "GPUPERF_EXAMPLES_PLANT"
 PLANTS: dict[str, str] = {
     "graph_break": "compile.steady: a torch._dynamo.graph_break() in the block's forward",
     "recompile": "compile.steady: a second input shape the compiled block recompiles for",
-    "slow_amp": "amp.bf16: the autocast forward runs its attention twice",
+    "slow_amp": "amp.bf16: the autocast forward runs twice (once thrown away)",
     "wrong_amp": "amp.bf16: the autocast forward skips the MLP (fast and wrong)",
     "no_checkpoint": "checkpoint.on: activation checkpointing silently disabled",
     "slow_kernel": "kernel.custom_op: the custom op computes its result nine times",
@@ -169,7 +169,8 @@ class PlantedAmpBlock(TransformerBlock):
         if planted("wrong_amp"):
             return x + self.attention(x)  # drops the MLP: faster, and wrong
         if planted("slow_amp"):
-            self.attention(x)  # redundant work, result thrown away
+            with torch.no_grad():
+                super().forward(x)  # the whole forward again, result thrown away: pure time
         return super().forward(x)
 
 
@@ -191,6 +192,20 @@ class CheckpointedStack(nn.Module):
         for layer in self.layers:
             x = checkpoint(layer, x, use_reentrant=False) if self.checkpointed else layer(x)
         return x
+
+
+def fit_target(target: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
+    """MSE against a fixed random target: the loss the training examples minimise.
+
+    Not ``out.square().mean()``: driving activations to zero fills them with
+    subnormal floats after a few hundred steps, and subnormal arithmetic on CPUs
+    is tens of times slower; the "regression" would be the optimiser's doing.
+    """
+
+    def loss(out: torch.Tensor) -> torch.Tensor:
+        return F.mse_loss(out.float(), target)
+
+    return loss
 
 
 def train_step(
