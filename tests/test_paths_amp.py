@@ -136,3 +136,13 @@ def test_saved_activation_bytes_sees_checkpointing() -> None:
     assert plain > ckpt > 0
     _, with_params = saved_activation_bytes(lambda: forward(False))
     assert with_params > plain  # the weights are saved too, and counted unless excluded
+
+
+def test_fp16_check_backs_off_an_overflowing_loss_scale(bench: StandaloneBench) -> None:
+    # gradients of 1000 * scale overflow fp16 at the GradScaler's initial 65536; the
+    # check halves the scale as the scaler's skipped steps would, instead of failing on inf
+    report = compare_autocast(
+        bench, torch.nn.Linear(32, 8), inputs(), loss_fn=lambda out: out.float().sum() * 1000,
+        optimizer=lambda params: torch.optim.SGD(params, lr=1e-6), dtypes=("fp16",), allow_emulated=True,
+    )
+    assert report.results["fp16"].numerics_error <= report.results["fp16"].tolerance

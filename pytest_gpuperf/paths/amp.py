@@ -36,6 +36,7 @@ DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "bf16": torch.bfloat16,
 # layers, so these leave an order of magnitude of headroom, and a wrong path
 # (a dropped scale, a layer skipped) is off by far more.
 DEFAULT_TOLERANCE: dict[str, float] = {"bf16": 0.05, "fp16": 0.01}
+_MAX_BACKOFFS = 24  # halvings of the fp16 loss scale before the check gives up (65536 -> ~0.004)
 
 LossFn = Callable[[Any], torch.Tensor]
 OptimizerFactory = Callable[[Any], torch.optim.Optimizer]
@@ -146,20 +147,22 @@ class _Step:
         if self.loss_fn is None:
             with torch.inference_mode():
                 return [t.float() for t in tensor_leaves(self.forward(inputs))]
-        self.model.zero_grad(set_to_none=True)
-        with self.autocast():
-            loss = self.loss_fn(self.model(*inputs))
-        scale = 1.0
-        if self.scaler is not None:
-            scale = float(self.scaler.get_scale())
-            self.scaler.scale(loss).backward()
-        else:
-            loss.backward()
-        # A parameter the path never touched has no gradient: zeros, so it still counts.
-        grads = [
-            p.grad.float() / scale if p.grad is not None else torch.zeros_like(p, dtype=torch.float32)
-            for p in self.model.parameters()
-        ]
+        # fp16 gradients are scaled as the GradScaler would; where they overflow at this
+        # scale, halve it and retry, as the scaler's skipped steps do.
+        scale = float(self.scaler.get_scale()) if self.scaler is not None else 1.0
+        for _ in range(_MAX_BACKOFFS):
+            self.model.zero_grad(set_to_none=True)
+            with self.autocast():
+                loss = self.loss_fn(self.model(*inputs))
+            (loss * scale if scale != 1.0 else loss).backward()
+            # A parameter the path never touched has no gradient: zeros, so it still counts.
+            grads = [
+                p.grad.float() / scale if p.grad is not None else torch.zeros_like(p, dtype=torch.float32)
+                for p in self.model.parameters()
+            ]
+            if self.scaler is None or all(bool(torch.isfinite(g).all()) for g in grads):
+                break
+            scale /= 2
         self.model.zero_grad(set_to_none=True)
         return [loss.detach().float().reshape(1), *grads]
 
@@ -168,11 +171,16 @@ def _loss(step: _Step, loss_fn: LossFn, inputs: Sequence[Any]) -> torch.Tensor:
     return loss_fn(step.forward(inputs))
 
 
-def _check(name: str, dtype: str, got: list[torch.Tensor], ref: list[torch.Tensor], tol: float) -> float:
+def _check(
+    name: str, dtype: str, got: list[torch.Tensor], ref: list[torch.Tensor], tol: float, training: bool
+) -> float:
     __tracebackhide__ = True
-    error = max(relative_error(got[0], ref[0]), relative_error(got[1:], ref[1:]) if len(ref) > 1 else 0.0)
+    if training:  # the loss and the gradients are compared apart: a tiny loss must not hide bad grads
+        error = max(relative_error(got[0], ref[0]), relative_error(got[1:], ref[1:]))
+    else:
+        error = relative_error(got, ref)
     if not error <= tol:
-        what = "loss/gradients" if len(ref) > 1 else "outputs"
+        what = "loss/gradients" if training else "outputs"
         raise AmpNumericsError(
             f"{name}.{dtype}: autocast {what} differ from fp32 by relative error {error:.3g} "
             f"> tolerance {tol:g}; the {dtype} path is faster only if it is right"
@@ -223,7 +231,9 @@ def compare_autocast(
 
     # Numerics first: a wrong path should fail without spending the timing budget.
     ref = steps["fp32"].reference(inputs)
-    errors = {d: _check(name, d, steps[d].reference(inputs), ref, tolerances[d]) for d in active}
+    errors = {
+        d: _check(name, d, steps[d].reference(inputs), ref, tolerances[d], loss_fn is not None) for d in active
+    }
 
     activation: dict[str, int] = {}
     if loss_fn is not None:
