@@ -10,15 +10,21 @@ Run it with::
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 import torch
-from workloads import Sizes, active_plants, sizes_for
 
 from pytest_gpuperf.paths import Bench
 
 HERE = Path(__file__).parent
+if str(HERE) not in sys.path:
+    # --import-mode=importlib does not put this folder on sys.path; the test modules and
+    # the spawned DDP ranks (which inherit sys.path) import workloads from it.
+    sys.path.insert(0, str(HERE))
+
+from workloads import Sizes, active_plants, sizes_for  # noqa: E402
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
