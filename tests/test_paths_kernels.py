@@ -102,3 +102,19 @@ def test_custom_op_measured_against_calibrated_cpu_peak() -> None:
     assert {x.name for x in m.metrics} == {"tflops", "gbps", "fraction_of_peak"}
     assert m.throughput.flops == 2 * x.numel()
     assert report.fraction_of_peak > 0
+
+
+def test_dtype_given_by_name_is_calibrated_in_that_dtype(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_gpuperf.paths import peaks as peaks_module
+
+    asked: list[torch.dtype] = []
+
+    def fake_calibrate(device: torch.device, dtype: torch.dtype) -> DevicePeaks:
+        asked.append(dtype)
+        return DevicePeaks("cpu", {dtype_key(dtype): 1.0}, 1.0, "calibrated: fake")
+
+    monkeypatch.setattr(peaks_module, "calibrate", fake_calibrate)
+    assert device_peaks(torch.device("cpu"), "bf16").tflops == {"bf16": 1.0}
+    assert asked == [torch.bfloat16]
+    with pytest.raises(KeyError, match="no tf32 peak for cpu"):
+        device_peaks(torch.device("cpu"), "tf32")

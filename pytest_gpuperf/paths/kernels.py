@@ -60,7 +60,7 @@ def kernel_efficiency(
     if flops is None and bytes is None:
         raise ValueError(f"{measurement.name}: give flops and/or bytes of one call to rate the kernel")
     if peaks is None:
-        peaks = device_peaks(bench.device, torch.float32 if isinstance(dtype, str) else dtype)
+        peaks = device_peaks(bench.device, dtype)
     seconds = measurement.stats.median_ns / 1e9
     tflops, gbps = achieved_rates(seconds, flops, bytes)
     flops_fraction = tflops / peaks.peak_tflops(dtype) if tflops is not None else None

@@ -167,10 +167,15 @@ def calibrate(
     return peaks
 
 
-def device_peaks(device: torch.device, dtype: torch.dtype = torch.float32) -> DevicePeaks:
+def device_peaks(device: torch.device, dtype: torch.dtype | str = torch.float32) -> DevicePeaks:
     """The table's peaks for ``device`` where it is listed (and has ``dtype``), else a calibration."""
+    key = dtype_key(dtype)
     if device.type == "cuda":
         found = lookup(device_name(device))
-        if found is not None and dtype_key(dtype) in found.tflops:
+        if found is not None and key in found.tflops:
             return found
-    return calibrate(device, dtype)
+    torch_dtype = next((d for d, k in _DTYPE_KEYS.items() if k == key), None)
+    if torch_dtype is None:
+        raise KeyError(f"no {key} peak for {device_name(device)}: not in the table, and only "
+                       f"{sorted(_DTYPE_KEYS.values())} can be calibrated")
+    return calibrate(device, torch_dtype)
