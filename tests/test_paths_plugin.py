@@ -83,3 +83,15 @@ def test_planted_slow_kernel_is_a_time_regression_against_the_baseline(
     result = run(examples, *select, "--gpuperf")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*performance regression in*::kernel.custom_op*"])
+
+
+@pytest.mark.slow
+def test_the_whole_example_suite_passes_in_smoke_mode(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GPUPERF_EXAMPLES_PLANT", raising=False)
+    for path in EXAMPLES.iterdir():
+        if path.suffix == ".py":
+            shutil.copy(path, pytester.path / path.name)
+    result = run(pytester, "-W", "error")
+    result.assert_outcomes(passed=10, skipped=2)  # CUDA graphs and Triton need a GPU
