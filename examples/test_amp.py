@@ -21,6 +21,7 @@ def test_amp_training_step(gpu_bench: Bench, device: torch.device, sizes: Sizes)
         dtypes=("bf16", "fp16"),
         # tensor cores make autocast pay off on GPUs; CPUs get no bound, only the baseline
         min_speedup=1.3 if device.type == "cuda" else None,
+        speedup_tolerance=sizes.ratio_tolerance,
         items=sizes.tokens_batch * sizes.seq_len,
         flops=3 * block_flops(sizes),
     )

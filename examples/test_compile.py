@@ -26,6 +26,6 @@ def test_compiled_block(gpu_bench: Bench, device: torch.device, sizes: Sizes) ->
         compare_compile(
             gpu_bench, block, (x,), name="compile", backend=BACKEND,
             mode="default",  # "max-autotune" searches kernels at compile time: minutes, not seconds
-            extra_inputs=extra, max_graph_breaks=0, max_recompiles=0,
+            extra_inputs=extra, max_graph_breaks=0, max_recompiles=0, speedup_tolerance=sizes.ratio_tolerance,
             items=sizes.tokens_batch * sizes.seq_len, flops=block_flops(sizes),
         )

@@ -53,5 +53,6 @@ def test_loader_workers(gpu_bench: Bench, device: torch.device, sizes: Sizes) ->
     workers = gpu_bench.measure(consume(parallel, device), name="dataloader.workers", items=len(data))
     gpu_bench.metric(
         "worker_speedup", main.stats.median_ns / workers.stats.median_ns, unit="x", measurement=workers.name,
+        tolerance=sizes.ratio_tolerance,
         description=f"{sizes.loader_workers} workers against loading in the main process, pin_memory={pin}",
     )

@@ -39,6 +39,10 @@ def test_custom_op_bandwidth(gpu_bench: Bench, device: torch.device, sizes: Size
     measure_kernel(
         gpu_bench, torch.ops.gpuperf_examples.scaled_residual, (x, y, 0.5), name="kernel.custom_op",
         flops=2 * x.numel(), bytes=3 * x.numel() * x.element_size(),  # read x and y, write out
+        # an elementwise op streams at most of HBM bandwidth on a GPU; a CPU's calibrated peak
+        # moves with the machine's load, so there the fraction is recorded, not bounded
+        min_fraction=0.5 if device.type == "cuda" else None,
+        tolerance=sizes.ratio_tolerance if device.type == "cuda" else None,
     )
 
 

@@ -70,6 +70,11 @@ class Sizes:
     loader_workers: int
     vector: int  # elements for the custom kernels
     ddp_steps: int
+    # Relative change of a ratio of two timings (a speedup) that still passes. The time
+    # gate is noise-aware; ratios of two medians are not, and a shared CPU's medians
+    # move by 10-20% between runs where a GPU's move by about 1%.
+    ratio_tolerance: float
+    bandwidth_tolerance: float  # all-reduce bus bandwidth (loopback gloo on CPU: noisier still)
 
 
 CPU_SIZES = Sizes(
@@ -77,12 +82,14 @@ CPU_SIZES = Sizes(
     tokens_batch=4, seq_len=64, d_model=64, heads=4, depth=4,
     loader_samples=256, loader_batch=32, loader_workers=2,
     vector=1 << 23, ddp_steps=8,  # 32 MiB per operand: past the CPU caches, so DRAM-bound
+    ratio_tolerance=0.30, bandwidth_tolerance=0.50,
 )
 GPU_SIZES = Sizes(
     cnn_batch=64, cnn_image=224, cnn_widths=(64, 128, 256, 512),
     tokens_batch=16, seq_len=1024, d_model=1024, heads=16, depth=8,
     loader_samples=4096, loader_batch=256, loader_workers=4,
     vector=1 << 26, ddp_steps=30,
+    ratio_tolerance=0.10, bandwidth_tolerance=0.15,
 )
 
 
