@@ -411,12 +411,18 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 
 def _write_notes(tw: Any, session: SessionResults) -> None:
-    """What a reader must not miss: not-comparable baselines, environment drift, unconfirmed suspicions."""
+    """What a reader must not miss: not-comparable baselines, environment drift, unconfirmed suspicions.
+
+    Routine notes (no baseline yet, precision short of the target: the table has a column
+    for it) stay in the results files.
+    """
+    loud = {Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.NOT_COMPARABLE, Verdict.UNSTABLE}
+    routine = ("smoke run", "precision ")
     lines: list[str] = []
     for r in session.results:
         m = r.measurement
-        notes = [c.note for c in r.comparisons if c.note and c.verdict is not Verdict.UNCHANGED]
-        notes += [n for n in m.notes if not n.startswith("smoke run")]
+        notes = [c.note for c in r.comparisons if c.note and c.verdict in loud]
+        notes += [n for n in m.notes if not n.startswith(routine)]
         for note in dict.fromkeys(notes):  # ordered, without repeats
             lines.append(f"{m.key}: {note}")
     if lines:
