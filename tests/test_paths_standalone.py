@@ -55,3 +55,9 @@ def test_cpu_ranks_share_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ddp._cpu_threads(torch.device("cpu"), 16) == 1
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     assert ddp._cpu_threads(torch.device("cpu"), 2) == 0  # the user's setting wins
+
+
+def test_ddp_steps_are_split_into_rounds_for_the_noise_estimate() -> None:
+    assert ddp._round_medians([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], 4) == (1.5, 3.5, 5.5, 7.5)
+    assert ddp._round_medians([1.0, 2.0, 3.0], 4) == ()  # too few steps: no estimate rather than a bad one
+    assert ddp._round_medians([1.0] * 8, 2) == ()  # the gate needs at least 3 rounds

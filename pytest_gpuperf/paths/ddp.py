@@ -37,10 +37,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, record
 
+from pytest_gpuperf import stats
 from pytest_gpuperf.errors import GpuperfError
 from pytest_gpuperf.model import Measurement
 from pytest_gpuperf.paths import Bench
@@ -266,6 +268,17 @@ def _last_line(message: object) -> str:
     return text.splitlines()[-1] if text else "no error message (see the rank's stderr above)"
 
 
+def _round_medians(samples: list[float], rounds: int) -> tuple[float, ...]:
+    """Medians of ``rounds`` consecutive blocks of steps: the gate's between-run noise estimate.
+
+    The ranks cannot be re-run round by round as the runner re-runs a function, so
+    blocks of the steps stand in for rounds (empty with fewer than 2 steps per block).
+    """
+    if rounds < 3 or len(samples) < 2 * rounds:
+        return ()
+    return tuple(float(np.median(block)) for block in np.array_split(np.asarray(samples), rounds))
+
+
 def _cpu_threads(device: torch.device, nprocs: int) -> int:
     """Torch threads per CPU rank: the cores shared out, as torchrun's OMP_NUM_THREADS=1 intends.
 
@@ -303,6 +316,7 @@ def run_ddp(
     max_rank_imbalance: float | None = None,
     bandwidth_tolerance: float | None = 0.15,
     scaling_tolerance: float | None = 0.10,
+    rounds: int = 4,
     timeout_s: float = 300.0,
 ) -> DdpReport:
     """Run ``step_factory``'s step on ``nprocs`` ranks per node and record the result.
@@ -314,8 +328,10 @@ def run_ddp(
     launch) for ``scaling_efficiency``. ``bandwidth_tolerance`` and
     ``scaling_tolerance`` are the relative drops of ``busbw_gbps`` and
     ``scaling_efficiency`` against the baseline that still pass (``None``: bounds
-    only); loopback gloo on a shared CPU wants them wide. Without ``--gpuperf`` (smoke mode) the
-    ranks run one step each and no one-rank run is made.
+    only); loopback gloo on a shared CPU wants them wide. The steps are split into
+    ``rounds`` blocks whose medians give the gate its between-run noise estimate.
+    Without ``--gpuperf`` (smoke mode) the ranks run one step each and no one-rank
+    run is made.
     """
     device = bench.device
     world = nprocs * nnodes
@@ -351,6 +367,7 @@ def run_ddp(
         return DdpReport(world, backend, None, notes=("rank 0 ran on another node",))
 
     samples = _median_step(ranks)
+    round_medians = _round_medians(samples, rounds)
     notes = [f"{world} ranks, backend {backend}, hosts {sorted({r.hostname for r in ranks})}"]
     measurement = Measurement(
         test_id="",
@@ -359,6 +376,8 @@ def run_ddp(
         calls_per_sample=1,
         device=str(device) if device.type == "cpu" else f"{device.type}:0",
         timer="perf_counter",
+        round_medians_ns=round_medians,
+        precision=stats.relative_precision(samples) if len(samples) > 1 else None,
         warmup_calls=spec.warmup,
         total_calls=spec.warmup + spec.steps,
         wall_time_s=wall,
