@@ -43,7 +43,8 @@ def new_user_loop() -> bool:
     banner("1. A new user's project: smoke -> baseline -> unchanged -> injected slowdown")
     with tempfile.TemporaryDirectory(prefix="gpuperf-demo-") as tmp:
         project = Path(tmp)
-        shutil.copy(ROOT / "scripts" / "demo_project" / "test_quickstart.py", project)
+        for name in ("test_quickstart.py", "conftest.py"):
+            shutil.copy(ROOT / "scripts" / "demo_project" / name, project)
         (project / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
         subprocess.run(["git", "init", "-q"], cwd=project, check=True)
         subprocess.run(["git", "add", "."], cwd=project, check=True)

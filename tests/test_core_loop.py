@@ -35,6 +35,8 @@ GATE = ["--gpuperf-threshold=0.25", "--gpuperf-min-time=0.1", "--gpuperf-max-tim
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makepyfile(test_perf=PERF_TEST)
+    # one torch thread, as the README advises for shared CPU runners (CI machines are shared)
+    pytester.makeconftest("import torch\ntorch.set_num_threads(1)\n")
     pytester.makeini("[pytest]\n")
     return pytester
 
