@@ -9,6 +9,7 @@ alternating rounds with a worker process running the base ref.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -58,6 +59,11 @@ class LocalEngine:
         self.store = store
         self.environment = environment
         self._specs: dict[str, MeasureSpec] = {}
+        self._recorded: dict[str, Callable[[], Measurement]] = {}
+
+    def remember(self, key: str, remeasure: Callable[[], Measurement]) -> None:
+        """How to take a recorded measurement (DDP ranks) again, for the gate's confirmation."""
+        self._recorded[key] = remeasure
 
     def measure(self, spec: MeasureSpec, config: GpuperfConfig) -> Measurement:
         if not config.enabled:
@@ -98,11 +104,14 @@ class LocalEngine:
 
     def _remeasure_for(self, m: Measurement, config: GpuperfConfig) -> Callable[[], Measurement] | None:
         spec = self._specs.get(m.key)
-        if spec is None:  # recorded from elsewhere (DDP ranks): cannot be re-run here
+        take: Callable[[], Measurement] | None = self._recorded.get(m.key)
+        if spec is not None:
+            take = functools.partial(self.runner.measure, spec)
+        if take is None:  # recorded without a way to take it again
             return None
+        again = take
 
         def remeasure() -> Measurement:
-            fresh = self.runner.measure(spec)
-            return dataclasses.replace(fresh, metrics=m.metrics)
+            return dataclasses.replace(again(), metrics=m.metrics)
 
         return remeasure

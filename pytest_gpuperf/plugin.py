@@ -389,7 +389,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     _write_top_ops(tw, session)
     for change in state.changes:
         if change.kind != "unchanged":
-            tw.write_line(f"gpuperf: baseline {change.kind}: {change.key} -> {change.path}")
+            tw.write_line(f"gpuperf: baseline {change.kind}: {change.key} ({_relative(change.path, config)})")
     kept = sum(1 for c in state.changes if c.kind == "unchanged")
     if kept:
         tw.write_line(f"gpuperf: {kept} baseline entr{'y' if kept == 1 else 'ies'} unchanged (kept as is)")
@@ -444,3 +444,10 @@ def _write_top_ops(tw: Any, session: SessionResults) -> None:
         tw.write_line(f"{m.key}  (trace: {m.profile.trace_path})")
         for line in format_top_ops(m.profile, n=8):
             tw.write_line(f"  {line}")
+
+
+def _relative(path: Path, config: pytest.Config) -> str:
+    try:
+        return str(Path(path).relative_to(config.rootpath))
+    except ValueError:
+        return str(path)

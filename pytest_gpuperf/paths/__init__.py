@@ -60,7 +60,9 @@ class Bench(Protocol):
         description: str = "",
     ) -> object: ...
 
-    def record(self, measurement: Measurement) -> object: ...
+    def record(
+        self, measurement: Measurement, *, remeasure: Callable[[], Measurement] | None = None
+    ) -> object: ...
 
 
 __all__ = ["Bench"]

@@ -296,6 +296,41 @@ def _median_step(ranks: list[RankTimes]) -> list[float]:
     return [max(r.step_ns[i] for r in ranks) for i in range(min(len(r.step_ns) for r in ranks))]
 
 
+def _step_measurement(
+    spec: _RankSpec,
+    ranks: list[RankTimes],
+    name: str,
+    device: torch.device,
+    world: int,
+    backend: str,
+    rounds: int,
+    items_per_rank: float | None,
+    wall_s: float,
+) -> Measurement:
+    """The step time across ranks (each sample the slowest rank's step) as a Measurement."""
+    samples = _median_step(ranks)
+    notes = [f"{world} ranks, backend {backend}, hosts {sorted({r.hostname for r in ranks})}"]
+    measurement = Measurement(
+        test_id="",
+        name=name,
+        samples_ns=tuple(samples),
+        calls_per_sample=1,
+        device=str(device) if device.type == "cpu" else f"{device.type}:0",
+        timer="perf_counter",
+        round_medians_ns=_round_medians(samples, rounds),
+        precision=stats.relative_precision(samples) if len(samples) > 1 else None,
+        warmup_calls=spec.warmup,
+        total_calls=spec.warmup + spec.steps,
+        wall_time_s=wall_s,
+        notes=tuple(notes),
+    )
+    if items_per_rank is not None:
+        measurement = dataclasses.replace(
+            measurement, throughput=dataclasses.replace(measurement.throughput, items=items_per_rank * world)
+        )
+    return measurement
+
+
 def run_ddp(
     bench: Bench,
     step_factory: str | StepFactory,
@@ -360,34 +395,27 @@ def run_ddp(
     )
     if isinstance(step_factory, str):
         resolve_factory(step_factory)  # fail here, with the name, rather than in every rank
-    started = time.perf_counter()
-    ranks = _launch(spec, nprocs, nnodes, rdzv_endpoint, name)
-    wall = time.perf_counter() - started
-    if ranks is None:
-        return DdpReport(world, backend, None, notes=("rank 0 ran on another node",))
+    def launch() -> tuple[Measurement, list[RankTimes]] | None:
+        started = time.perf_counter()
+        ranks = _launch(spec, nprocs, nnodes, rdzv_endpoint, name)
+        if ranks is None:
+            return None
+        return _step_measurement(spec, ranks, name, device, world, backend, rounds, items_per_rank,
+                                 time.perf_counter() - started), ranks
 
-    samples = _median_step(ranks)
-    round_medians = _round_medians(samples, rounds)
-    notes = [f"{world} ranks, backend {backend}, hosts {sorted({r.hostname for r in ranks})}"]
-    measurement = Measurement(
-        test_id="",
-        name=name,
-        samples_ns=tuple(samples),
-        calls_per_sample=1,
-        device=str(device) if device.type == "cpu" else f"{device.type}:0",
-        timer="perf_counter",
-        round_medians_ns=round_medians,
-        precision=stats.relative_precision(samples) if len(samples) > 1 else None,
-        warmup_calls=spec.warmup,
-        total_calls=spec.warmup + spec.steps,
-        wall_time_s=wall,
-        notes=tuple(notes),
-    )
-    if items_per_rank is not None:
-        measurement = dataclasses.replace(
-            measurement, throughput=dataclasses.replace(measurement.throughput, items=items_per_rank * world)
-        )
-    bench.record(measurement)
+    first = launch()
+    if first is None:
+        return DdpReport(world, backend, None, notes=("rank 0 ran on another node",))
+    measurement, ranks = first
+
+    def remeasure() -> Measurement:
+        again = launch()
+        if again is None:
+            raise DdpError(f"{name}: re-measure ran rank 0 on another node")
+        return again[0]
+
+    # A re-measure relaunches every rank; with several nodes that needs them all, so only one node.
+    bench.record(measurement, remeasure=remeasure if nnodes == 1 else None)
 
     medians = {r.rank: statistics.median(r.step_ns) for r in ranks}
     for rank, med in sorted(medians.items()):
@@ -419,7 +447,7 @@ def run_ddp(
         if one is not None:
             one_samples = _median_step(one)
             one_rank = dataclasses.replace(measurement, name=f"{name}.one_rank", samples_ns=tuple(one_samples))
-            efficiency = statistics.median(one_samples) / statistics.median(samples)
+            efficiency = statistics.median(one_samples) / statistics.median(measurement.samples_ns)
             bench.metric(
                 "scaling_efficiency", efficiency, better="higher", tolerance=scaling_tolerance,
                 minimum=min_scaling_efficiency, measurement=measurement.name,
@@ -435,5 +463,5 @@ def run_ddp(
         scaling_efficiency=efficiency,
         rank_imbalance=imbalance,
         one_rank=one_rank,
-        notes=tuple(notes),
+        notes=measurement.notes,
     )
