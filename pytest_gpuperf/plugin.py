@@ -422,7 +422,8 @@ def _write_notes(tw: Any, session: SessionResults) -> None:
     for r in session.results:
         m = r.measurement
         notes = [c.note for c in r.comparisons if c.note and c.verdict in loud]
-        notes += [n for n in m.notes if not n.startswith(routine)]
+        said = " ".join(notes)
+        notes += [n for n in m.notes if not n.startswith(routine) and n not in said]
         for note in dict.fromkeys(notes):  # ordered, without repeats
             lines.append(f"{m.key}: {note}")
     if lines:

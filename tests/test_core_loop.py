@@ -11,7 +11,7 @@ import os
 import torch
 
 REPS = int(os.environ.get("DEMO_REPS", "4"))
-A = torch.randn(96, 96)
+A = torch.randn(192, 192) / 14  # keeps tanh out of saturation
 
 def work():
     x = A
@@ -24,7 +24,7 @@ def test_matmul(gpu_bench):
     assert result.stats.count >= 1
 
 def test_unit_still_runs():
-    assert work().shape == (96, 96)
+    assert work().shape == (192, 192)
 """
 
 # A generous threshold keeps the unchanged rerun quiet on a loaded 2-core CI machine;
