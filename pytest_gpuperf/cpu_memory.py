@@ -10,8 +10,12 @@ not offer them the probe returns None and the result says so.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 
 def peak_tensor_bytes(call: Callable[[], object]) -> int | None:
@@ -20,12 +24,20 @@ def peak_tensor_bytes(call: Callable[[], object]) -> int | None:
         from torch.profiler import ProfilerActivity, profile
     except ImportError:
         return None
+    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the profiler warns about CUPTI etc. on CPU-only builds
-        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        with _quiet_stderr():
+            prof.start()
+        try:
             call()
+        finally:
+            with _quiet_stderr():
+                prof.stop()
     try:
-        events = prof.profiler.kineto_results.events()
+        # the raw kineto results are not in torch's type stubs
+        profiler: Any = prof.profiler
+        events = profiler.kineto_results.events()
         changes = sorted((e.start_ns(), e.nbytes()) for e in events if e.name() == "[memory]")
     except (AttributeError, RuntimeError):
         return None
@@ -34,3 +46,20 @@ def peak_tensor_bytes(call: Callable[[], object]) -> int | None:
         live += nbytes
         peak = max(peak, live)
     return int(peak)
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Silence the profiler back-end's start/stop lines, which it writes straight to fd 2.
+
+    Only the profiler's own start and stop run inside: the user's call keeps its stderr.
+    """
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
