@@ -9,6 +9,7 @@ Run it with::
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -50,6 +51,11 @@ def pytest_configure(config: pytest.Config) -> None:
         # processes for the cores: the same step ran 3.3 ms on one thread and 13-100 ms
         # on two here. One thread per process makes CPU timings repeatable.
         torch.set_num_threads(int(threads))
+    if not os.environ.get("TORCH_TRACE"):
+        # torch.compile writes structured DEBUG records to "torch.__trace", meant for TORCH_TRACE
+        # files; pytest's log capture picks them up and prints hundreds of empty DEBUG lines
+        # under every failing compile test. Without TORCH_TRACE nobody reads them.
+        logging.getLogger("torch.__trace").disabled = True
 
 
 @pytest.fixture
