@@ -268,10 +268,15 @@ def _compare_metric(
 ) -> Comparison:
     name = f"metric.{metric.name}"
     key = measurement.key
+    base_metric = _baseline_metric(baseline, metric.name)
     bound = _bound_violation(metric)
     if bound is not None:
-        return Comparison(key, name, Verdict.REGRESSION, metric.value, unit=metric.unit, evidence=bound)
-    base_metric = _baseline_metric(baseline, metric.name)
+        # the description says what the number is about (a graph break's reason, the compile mode)
+        return Comparison(
+            key, name, Verdict.REGRESSION, metric.value, unit=metric.unit, evidence=bound,
+            baseline=base_metric.value if base_metric is not None else None, note=metric.description,
+            baseline_commit=baseline.provenance.commit if baseline else None,
+        )  # fmt: skip
     if base_metric is None:
         if not_comparable is not None:
             return Comparison(key, name, Verdict.NOT_COMPARABLE, metric.value, unit=metric.unit,
@@ -286,6 +291,7 @@ def _compare_metric(
     return Comparison(
         key, name, verdict, metric.value, baseline=base, unit=metric.unit, change=change,
         threshold=threshold, evidence=evidence, baseline_commit=commit,
+        note=metric.description if verdict is Verdict.REGRESSION else "",
     )  # fmt: skip
 
 
