@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pytest_gpuperf import stats
+from pytest_gpuperf.config import DEFAULT_COMPARE_REF_THRESHOLD, DEFAULT_MEMORY_THRESHOLD, DEFAULT_THRESHOLD
 from pytest_gpuperf.model import (
     BaselineEntry,
     Comparison,
@@ -31,9 +32,6 @@ from pytest_gpuperf.model import (
     Verdict,
 )
 
-DEFAULT_THRESHOLD = 0.10
-DEFAULT_COMPARE_REF_THRESHOLD = 0.02
-DEFAULT_MEMORY_THRESHOLD = 0.05
 DEFAULT_MEMORY_MIN_INCREASE = 1 << 20  # bytes; below this a peak change is allocator noise
 DEFAULT_NOISE_MULTIPLIER = 3.0
 DEFAULT_FLOOR_QUANTILE = 0.10  # baseline mode: a change must show in the fastest 10% of calls too

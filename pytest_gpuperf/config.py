@@ -16,7 +16,8 @@ from typing import Any
 from pytest_gpuperf.errors import ConfigError
 
 # Documented defaults (README "Configuration reference").
-DEFAULT_THRESHOLD = 0.10  # relative change of the time statistic that counts as a regression
+DEFAULT_THRESHOLD = 0.10  # relative time change that counts as a regression (baseline mode)
+DEFAULT_COMPARE_REF_THRESHOLD = 0.02  # the same with --gpuperf-compare-ref (interleaved, same machine)
 DEFAULT_MEMORY_THRESHOLD = 0.05  # relative growth of peak memory that counts as a regression
 DEFAULT_METRIC = "p50"
 DEFAULT_WARMUP_TIME_S = 0.1
@@ -61,7 +62,7 @@ class GpuperfConfig:
     baseline_dir: Path = Path(DEFAULT_BASELINE_DIR)
     rootdir: Path = Path(".")
     device: str = "auto"
-    threshold: float = DEFAULT_THRESHOLD
+    threshold: float | None = None  # None: the mode's default (10% baseline, 2% compare-ref)
     memory_threshold: float = DEFAULT_MEMORY_THRESHOLD
     metric: str = DEFAULT_METRIC
     strict: bool = False
@@ -85,7 +86,7 @@ class GpuperfConfig:
             raise ConfigError(f"--gpuperf-calibrate must be one of {CALIBRATE_CHOICES}, got {self.calibrate!r}")
         for name in ("threshold", "memory_threshold"):
             value = getattr(self, name)
-            if not 0 <= value < 10:
+            if value is not None and not 0 <= value < 10:
                 raise ConfigError(f"--gpuperf-{name.replace('_', '-')} must be a fraction like 0.1, got {value}")
         if self.remeasures < 0:
             raise ConfigError(f"--gpuperf-remeasure must be >= 0, got {self.remeasures}")

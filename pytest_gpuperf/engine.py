@@ -13,6 +13,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from pytest_gpuperf import config as cfg
 from pytest_gpuperf.config import GpuperfConfig
 from pytest_gpuperf.env import describe_drift
 from pytest_gpuperf.model import Environment, Measurement, MeasurementResult
@@ -36,7 +37,7 @@ def gate_settings(config: GpuperfConfig, environment: Environment) -> GateSettin
     from pytest_gpuperf.compare import GateSettings
 
     return GateSettings(
-        threshold=config.threshold,
+        threshold=cfg.DEFAULT_THRESHOLD if config.threshold is None else config.threshold,
         memory_threshold=config.memory_threshold,
         metric=config.metric,
         strict=config.strict,

@@ -189,7 +189,7 @@ class Measurement:
     timer: str  # "perf_counter" or "cuda_event"
     round_medians_ns: tuple[float, ...] = ()  # medians of the measurement rounds (drift/noise)
     precision: float | None = None  # relative half-width of the 95% CI of the median
-    calibration_ns: float | None = None  # median of the calibration workload, same process
+    calibration_ns: float | None = None  # 10th percentile of the calibration workload, same process
     peak_allocated_bytes: int | None = None
     peak_reserved_bytes: int | None = None
     throughput: Throughput = field(default_factory=Throughput)

@@ -83,6 +83,8 @@ class SessionState:
 
     def session_results(self) -> SessionResults:
         assert self.environment is not None
+        base_commit = getattr(self.engine, "base_commit", None)
+        base = Provenance(commit=base_commit, branch=self.config.compare_ref) if self.config.compare_ref else None
         return SessionResults(
             results=tuple(self.results),
             environment=self.environment,
@@ -90,6 +92,7 @@ class SessionState:
             mode=self.config.mode,
             started_at=self.started_at,
             compare_ref=self.config.compare_ref,
+            base_provenance=base,
         )
 
 
@@ -115,7 +118,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--gpuperf-device", metavar="DEVICE", default=None, ini="gpuperf_device", ini_type="string",
         help="auto (CUDA if available), cpu, cuda or cuda:N (default: auto)")
     add("--gpuperf-threshold", metavar="FRACTION", type=float, default=None, ini="gpuperf_threshold",
-        ini_type="string", help=f"relative slow-down that fails (default: {cfg.DEFAULT_THRESHOLD})")
+        ini_type="string", help=f"relative slow-down that fails (default: {cfg.DEFAULT_THRESHOLD} against baselines, "
+        f"{cfg.DEFAULT_COMPARE_REF_THRESHOLD} with --gpuperf-compare-ref)")
     add("--gpuperf-memory-threshold", metavar="FRACTION", type=float, default=None,
         ini="gpuperf_memory_threshold", ini_type="string",
         help=f"relative peak-memory growth that fails (default: {cfg.DEFAULT_MEMORY_THRESHOLD})")
@@ -188,12 +192,12 @@ def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
     )
     update = bool(opt("gpuperf_update_baseline"))
     return cfg.GpuperfConfig(
-        enabled=bool(opt("gpuperf")) or update,
+        enabled=bool(opt("gpuperf")) or update or bool(opt("gpuperf_compare_ref")),
         update_baseline=update,
         baseline_dir=baseline_dir if baseline_dir.is_absolute() else rootdir / baseline_dir,
         rootdir=rootdir,
         device=_value(config, "gpuperf_device", "gpuperf_device", "auto"),
-        threshold=_value(config, "gpuperf_threshold", "gpuperf_threshold", cfg.DEFAULT_THRESHOLD, float),
+        threshold=_value(config, "gpuperf_threshold", "gpuperf_threshold", None, float),
         memory_threshold=_value(config, "gpuperf_memory_threshold", "gpuperf_memory_threshold",
                                 cfg.DEFAULT_MEMORY_THRESHOLD, float),
         metric=_value(config, "gpuperf_metric", "gpuperf_metric", cfg.DEFAULT_METRIC),
@@ -252,6 +256,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 cfg.MarkerOptions.from_kwargs(mark.kwargs, test_id=item.nodeid)
             except ConfigError as exc:
                 raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """In compare-ref mode, start the base worker now, so it imports and collects while we do."""
+    state = session.config.stash.get(STATE_KEY, None)
+    if state is None or not state.config.compare_ref or state.worker is not None:
+        return
+    perf_items = [i for i in session.items if "gpu_bench" in getattr(i, "fixturenames", ())]
+    if not perf_items:
+        return
+    try:
+        engine = state.ensure_started()
+        start = getattr(engine, "start", None)
+        if start is not None:
+            start([i.nodeid for i in perf_items])
+    except GpuperfError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _test_config(item: pytest.Item, session_config: cfg.GpuperfConfig) -> cfg.GpuperfConfig:

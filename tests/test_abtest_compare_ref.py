@@ -84,8 +84,8 @@ def test_compare_ref_fails_a_regression_passes_unchanged_and_marks_new(pytester:
 def test_unknown_ref_is_a_clear_error(pytester: pytest.Pytester) -> None:
     make_repo(pytester, head_work=20001)
     result = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-compare-ref=no-such-ref", "-p", "no:cacheprovider")
-    assert result.ret != 0
-    result.stdout.fnmatch_lines(["*no-such-ref*no such commit*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # refused before any test runs
+    result.stderr.fnmatch_lines(["*no-such-ref*no such commit*"])
 
 
 def test_worker_crash_is_an_error_not_a_hang(pytester: pytest.Pytester) -> None:

@@ -36,7 +36,6 @@ from pytest_gpuperf.abtest import protocol
 from pytest_gpuperf.abtest.protocol import HANDOVER_S, HeadChannel
 from pytest_gpuperf.abtest.worktree import RefWorktree
 from pytest_gpuperf.compare import (
-    DEFAULT_THRESHOLD,
     GateSettings,
     compare_to_baseline,
     evidence_string,
@@ -368,9 +367,7 @@ class CompareRefEngine:
     @staticmethod
     def settings_for(settings: GateSettings, config: GpuperfConfig) -> GateSettings:
         """No calibration or floor check (interleaving does their job); the compare-ref threshold unless one was set."""
-        threshold = settings.threshold
-        if math.isclose(config.threshold, DEFAULT_THRESHOLD):
-            threshold = settings.compare_ref_threshold
+        threshold = settings.compare_ref_threshold if config.threshold is None else settings.threshold
         return dataclasses.replace(settings, use_calibration=False, threshold=threshold, floor_quantile=None)
 
     def _result(self, m: Measurement, pair: _Pair | None, settings: GateSettings) -> MeasurementResult:
