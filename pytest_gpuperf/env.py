@@ -45,37 +45,30 @@ def probe_environment(device: torch.device) -> Environment:
 
     cpu = cpu_model()
     extra: dict[str, str] = {"cpu_count": str(os.cpu_count() or 0)}
-    torch_version = getattr(torch, "__version__", None)
+    device_name, cuda, driver, gpu_uuid = cpu, None, None, None
     if device.type == "cuda":
         from pytest_gpuperf.gpu.nvml import probe_device
 
         index = device.index if device.index is not None else torch.cuda.current_device()
-        name = torch.cuda.get_device_name(index)
+        device_name = torch.cuda.get_device_name(index)
         nvml = probe_device(index)
         extra.update({k: v for k, v in nvml.items() if k not in {"name", "uuid", "driver"}})
         capability = torch.cuda.get_device_capability(index)
         extra["compute_capability"] = f"{capability[0]}.{capability[1]}"
-        return Environment(
-            device_class=device_class_for("cuda", name),
-            device_type="cuda",
-            device_name=name,
-            cpu_model=cpu,
-            python=platform.python_version(),
-            torch=torch_version,
-            cuda=torch.version.cuda,
-            driver=nvml.get("driver"),
-            gpu_uuid=nvml.get("uuid"),
-            platform=sys.platform,
-            extra=extra,
-        )
-    extra["torch_threads"] = str(torch.get_num_threads())
+        cuda, driver, gpu_uuid = torch.version.cuda, nvml.get("driver"), nvml.get("uuid")
+    else:
+        extra["torch_threads"] = str(torch.get_num_threads())
+    kind = "cuda" if device.type == "cuda" else "cpu"
     return Environment(
-        device_class=device_class_for("cpu", cpu),
-        device_type="cpu",
-        device_name=cpu,
+        device_class=device_class_for(kind, device_name),
+        device_type=kind,
+        device_name=device_name,
         cpu_model=cpu,
         python=platform.python_version(),
-        torch=torch_version,
+        torch=getattr(torch, "__version__", None),
+        cuda=cuda,
+        driver=driver,
+        gpu_uuid=gpu_uuid,
         platform=sys.platform,
         extra=extra,
     )

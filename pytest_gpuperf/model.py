@@ -35,6 +35,17 @@ class Verdict(str, enum.Enum):
         return self is Verdict.REGRESSION
 
 
+# Worst first: how a measurement's verdicts combine, and the order reports list them in.
+VERDICT_ORDER = (
+    Verdict.REGRESSION,
+    Verdict.NOT_COMPARABLE,
+    Verdict.UNSTABLE,
+    Verdict.IMPROVEMENT,
+    Verdict.NEW,
+    Verdict.UNCHANGED,
+)
+
+
 def measurement_key(test_id: str, name: str) -> str:
     """The identity of a measurement across runs: the pytest node id plus its name."""
     return f"{test_id}::{name}"
@@ -272,19 +283,8 @@ class MeasurementResult:
     @property
     def verdict(self) -> Verdict:
         """The worst verdict over its comparisons (regression beats everything)."""
-        order = [
-            Verdict.REGRESSION,
-            Verdict.NOT_COMPARABLE,
-            Verdict.UNSTABLE,
-            Verdict.IMPROVEMENT,
-            Verdict.NEW,
-            Verdict.UNCHANGED,
-        ]
         verdicts = {c.verdict for c in self.comparisons}
-        for v in order:
-            if v in verdicts:
-                return v
-        return Verdict.NEW
+        return next((v for v in VERDICT_ORDER if v in verdicts), Verdict.NEW)
 
 
 @dataclass(frozen=True)

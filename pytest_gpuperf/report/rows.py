@@ -10,17 +10,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pytest_gpuperf.model import Comparison, MeasurementResult, SessionResults, Verdict
+from pytest_gpuperf.model import VERDICT_ORDER, Comparison, MeasurementResult, SessionResults, Verdict
 
-# Worst first: the order rows and counts are shown in.
-VERDICT_ORDER = (
-    Verdict.REGRESSION,
-    Verdict.NOT_COMPARABLE,
-    Verdict.UNSTABLE,
-    Verdict.IMPROVEMENT,
-    Verdict.NEW,
-    Verdict.UNCHANGED,
-)
 _RANK = {v: i for i, v in enumerate(VERDICT_ORDER)}
 
 
