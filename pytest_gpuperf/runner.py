@@ -66,6 +66,8 @@ class RunnerOptions:
     nvtx: bool = True
     nsight: bool = False
     profile_dir: Path | None = None
+    # Queue each CUDA block behind a short GPU sleep (timers.py); off only to study its effect.
+    head_start: bool = True
 
 
 class PreparedMeasurement:
@@ -79,7 +81,7 @@ class PreparedMeasurement:
         self.runner = runner
         self.spec = spec
         self.device = runner.options.device
-        self.timer: Timer = timer_for(self.device)
+        self.timer: Timer = timer_for(self.device, head_start=runner.options.head_start)
         self.samples: list[float] = []
         self.round_medians: list[float] = []
         self.notes: list[str] = []

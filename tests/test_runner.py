@@ -83,7 +83,7 @@ def test_non_finite_timing_is_a_measurement_error(monkeypatch: pytest.MonkeyPatc
         def time_blocks(self, call, calls, samples, between=None):  # type: ignore[no-untyped-def]
             return [math.nan] * samples
 
-    monkeypatch.setattr("pytest_gpuperf.runner.timer_for", lambda device: NanTimer())
+    monkeypatch.setattr("pytest_gpuperf.runner.timer_for", lambda device, **_: NanTimer())
     with pytest.raises(MeasurementError, match="t: measurement 'default' produced timing nan"):
         _runner().measure(MeasureSpec(fn=lambda: None, test_id="t", settings=FAST))
 
