@@ -11,6 +11,7 @@ data-dependent shapes such as ``nonzero`` or boolean masks).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -81,12 +82,14 @@ def capture(
         torch.cuda.synchronize(device)
 
         graph = torch.cuda.CUDAGraph()
+        rng_backup = _rng_backup(device)
         try:
             # Capture on our side stream: torch.cuda.graph's own default stream is created
             # once, on whichever device was current then.
             with torch.cuda.graph(graph, stream=side):
                 static_output = fn(*args, **call_kwargs)
         except Exception as exc:
+            _restore_rng(device, rng_backup)
             raise GraphCaptureError(_explain(fn, exc)) from exc
         _check_outputs_on(device, static_output, fn)
 
@@ -95,6 +98,32 @@ def capture(
         return static_output
 
     return replay
+
+
+def _rng_backup(device: torch.device) -> torch.Generator | None:
+    """A copy of the device's default RNG state, taken before a capture.
+
+    A capture that fails leaves the default CUDA generator in capture mode (torch
+    2.11 skips its capture epilogue when ending the capture fails), and from then
+    on every random op on that GPU raises "Offset increment outside graph capture
+    encountered unexpectedly": one bad test would break all later ones.
+    """
+    import torch
+
+    generator = torch.cuda.default_generators[device.index or 0]
+    clone = getattr(generator, "clone_state", None)
+    return clone() if clone is not None else None
+
+
+def _restore_rng(device: torch.device, backup: torch.Generator | None) -> None:
+    import torch
+
+    if backup is None:
+        return
+    generator = torch.cuda.default_generators[device.index or 0]
+    # If even this fails nothing more can be done here; the capture error is what gets reported.
+    with contextlib.suppress(RuntimeError):
+        generator.graphsafe_set_state(backup)
 
 
 def _explain(fn: Callable[..., object], exc: BaseException) -> str:

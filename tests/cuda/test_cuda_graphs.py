@@ -70,6 +70,12 @@ def test_host_sync_inside_is_explained_and_the_device_stays_usable(device: torch
         capture(syncs, (x,), {}, device)
     torch.cuda.synchronize(device)
     assert float((x + 1).sum()) == 8.0
+    # The failed capture must not leave the RNG in capture mode (later random ops would fail).
+    assert torch.randn(16, device=device).isfinite().all()
+    torch.cuda.manual_seed(0)
+    first = torch.rand(4, device=device)
+    torch.cuda.manual_seed(0)
+    torch.testing.assert_close(torch.rand(4, device=device), first)
 
 
 def test_errors_of_the_function_itself_propagate(device: torch.device) -> None:
