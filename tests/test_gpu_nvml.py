@@ -161,17 +161,45 @@ def test_thermal_slowdown_makes_the_measurement_unstable() -> None:
     assert report.data["clock_event_reasons"] == ["hw_thermal_slowdown"]
 
 
-def test_a_slowdown_that_starts_mid_measurement_is_seen() -> None:
+def test_a_throttle_that_starts_mid_measurement_is_seen() -> None:
     def heat_up(fake: FakeNvml) -> None:
         fake.reasons = SW_THERMAL_SLOWDOWN | SW_POWER_CAP
+        fake.clocks[("sm", "current")] = 1000  # below 75% of the 1410 MHz applications clock
         fake.temperature = 87
 
     report = run_monitor(locked_fake(), during=heat_up)
     assert report.unstable_reason is not None
     assert "sw_power_cap" in report.unstable_reason
     assert "sw_thermal_slowdown" in report.unstable_reason
+    assert "fell to 1000 MHz, below 75% of 1410 MHz" in report.unstable_reason
     assert report.data["temperature_before_c"] == 40
     assert report.data["temperature_after_c"] == 87
+
+
+def test_a_power_cap_that_only_trims_the_clock_keeps_the_result() -> None:
+    # What the H100 did under every large matmul: sw_power_cap set, SM clock 1875 of 1980 MHz.
+    def power_cap(fake: FakeNvml) -> None:
+        fake.reasons = SW_POWER_CAP
+        fake.clocks[("sm", "current")] = 1875
+
+    fake = FakeNvml()
+    fake.clocks[("sm", "applications")] = fake.clocks[("sm", "default_applications")] = 1980
+    report = run_monitor(fake, during=power_cap)
+    assert report.unstable_reason is None
+    assert any(
+        n.startswith("sw_power_cap (1/2 polls): the SM clock stayed at 1875 MHz or more (95% of 1980 MHz")
+        for n in report.notes
+    ), report.notes
+
+
+def test_a_power_cap_with_unreadable_clocks_is_unstable() -> None:
+    def power_cap(fake: FakeNvml) -> None:
+        fake.reasons = SW_POWER_CAP
+        fake.unsupported = frozenset({"clock_mhz:current"})
+
+    report = run_monitor(FakeNvml(), during=power_cap)
+    assert report.unstable_reason is not None
+    assert "SM clock unreadable" in report.unstable_reason
 
 
 def test_steady_locked_clocks_are_healthy_and_quiet() -> None:

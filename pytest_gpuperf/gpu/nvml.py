@@ -44,9 +44,21 @@ REASON_NAMES: dict[int, str] = {
     HW_POWER_BRAKE_SLOWDOWN: "hw_power_brake_slowdown",
     DISPLAY_CLOCK_SETTING: "display_clock_setting",
 }
-# The reasons that slow the clocks below what the measurement asked for: a
-# sample taken under them measures the cooling or the power supply, not the code.
-SLOWDOWN_MASK = SW_POWER_CAP | HW_SLOWDOWN | SW_THERMAL_SLOWDOWN | HW_THERMAL_SLOWDOWN | HW_POWER_BRAKE_SLOWDOWN
+# The reasons that slow the clocks below what the measurement asked for.
+# Hardware slowdowns (a power brake, an over-temperature or external slowdown
+# signal) cut the clocks hard: a measurement taken under them measures the
+# cooling or the power supply, not the code, and is unstable.
+HARD_SLOWDOWN_MASK = HW_SLOWDOWN | HW_THERMAL_SLOWDOWN | HW_POWER_BRAKE_SLOWDOWN
+# The driver's own power and thermal management trims clocks a little under
+# sustained load: on the H100 lent here every large bf16 matmul, AMP step and
+# activation-checkpointing step ran with sw_power_cap set while the SM clock
+# stayed at 1875-1980 MHz of 1980, and reruns agreed within 0.4% (docs/gpu.md).
+# That is how such code runs in production, so these count as throttling only
+# when the SM clock falls below THROTTLE_CLOCK_FRACTION of the applications
+# clock, nvbench's rule and its default threshold.
+SOFT_SLOWDOWN_MASK = SW_POWER_CAP | SW_THERMAL_SLOWDOWN
+SLOWDOWN_MASK = HARD_SLOWDOWN_MASK | SOFT_SLOWDOWN_MASK
+THROTTLE_CLOCK_FRACTION = 0.75
 
 DEFAULT_POLL_INTERVAL_S = 0.025
 CLOCK_SPREAD_NOTE = 0.02  # SM clock varying by more than this during a measurement is worth saying
@@ -417,10 +429,12 @@ class HealthMonitor:
         nvml: Nvml | None = None,
         poll_interval_s: float = DEFAULT_POLL_INTERVAL_S,
         slowdown_mask: int = SLOWDOWN_MASK,
+        throttle_fraction: float = THROTTLE_CLOCK_FRACTION,
     ) -> None:
         self.device_index = device_index
         self.poll_interval_s = poll_interval_s
         self.slowdown_mask = slowdown_mask
+        self.throttle_fraction = throttle_fraction
         self._api: Nvml = nvml if nvml is not None else PynvmlBackend()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -436,6 +450,8 @@ class HealthMonitor:
         self._polls = 0
         self._slow_polls: dict[str, int] = {}
         self._sm_clocks: list[int] = []
+        self._soft_slow_sm: list[int | None] = []  # SM clock at each poll with a soft slowdown
+        self._reference_sm: int | None = None
         self._temp_before: int | None = None
         self._locked_at_start = "unknown"
         self._report: HealthReport | None = None
@@ -461,6 +477,7 @@ class HealthMonitor:
         app = _try(lambda: self._api.clock_mhz(self._handle, "sm", "applications"))
         default = _try(lambda: self._api.clock_mhz(self._handle, "sm", "default_applications"))
         self._locked_at_start = clocks_look_locked(app, default, None)
+        self._reference_sm = app if app else _try(lambda: self._api.clock_mhz(self._handle, "sm", "max"))
         self._poll()
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="gpuperf-nvml-health", daemon=True)
@@ -485,6 +502,8 @@ class HealthMonitor:
             self._seen |= reasons
             for name in decode_reasons(reasons & self.slowdown_mask):
                 self._slow_polls[name] = self._slow_polls.get(name, 0) + 1
+            if reasons & self.slowdown_mask & SOFT_SLOWDOWN_MASK:
+                self._soft_slow_sm.append(sm)
             # An idle GPU drops its clocks between launches: not a clock-stability signal.
             if sm is not None and not reasons & GPU_IDLE:
                 self._sm_clocks.append(sm)
@@ -510,6 +529,36 @@ class HealthMonitor:
         self._report = self._build(temp_after)
         return self._report
 
+    def _judge_slowdowns(self, seen: int, slow: dict[str, int], polls: int) -> tuple[str | None, str]:
+        """(unstable reason or None, a note) from the slowdown reasons seen while polling."""
+
+        def found(mask: int) -> str:
+            return ", ".join(f"{n} ({slow.get(n, 0)}/{polls} polls)" for n in decode_reasons(seen & mask))
+
+        hard = seen & self.slowdown_mask & HARD_SLOWDOWN_MASK
+        soft = seen & self.slowdown_mask & SOFT_SLOWDOWN_MASK
+        if hard:
+            return f"GPU clocks were slowed during the measurement: {found(hard | soft)}", ""
+        if not soft:
+            return None, ""
+        with self._lock:
+            clocks = list(self._soft_slow_sm)
+        reference = self._reference_sm
+        if reference is None or not clocks or any(c is None for c in clocks):
+            # Without the clocks there is no telling a trim from a throttle: assume the worse.
+            return f"GPU clocks were slowed during the measurement: {found(soft)} (SM clock unreadable)", ""
+        lowest = min(c for c in clocks if c is not None)
+        floor = self.throttle_fraction * reference
+        if lowest < floor:
+            return (
+                f"GPU clocks were throttled during the measurement: {found(soft)}; the SM clock fell to "
+                f"{lowest} MHz, below {self.throttle_fraction:.0%} of {reference} MHz"
+            ), ""
+        return None, (
+            f"{found(soft)}: the SM clock stayed at {lowest} MHz or more ({lowest / reference:.0%} of "
+            f"{reference} MHz, above the {self.throttle_fraction:.0%} throttle threshold), so the result is kept"
+        )
+
     def _build(self, temp_after: int | None) -> HealthReport:
         with self._lock:
             seen, polls, slow = self._seen, self._polls, dict(self._slow_polls)
@@ -529,12 +578,9 @@ class HealthMonitor:
         if poll_error is not None:
             notes.append(poll_error)
 
-        unstable = None
-        if seen & self.slowdown_mask:
-            found = ", ".join(
-                f"{n} ({slow.get(n, 0)}/{polls} polls)" for n in decode_reasons(seen & self.slowdown_mask)
-            )
-            unstable = f"GPU clocks were slowed during the measurement: {found}"
+        unstable, throttle_note = self._judge_slowdowns(seen, slow, polls)
+        if throttle_note:
+            notes.append(throttle_note)
 
         locked = "yes" if seen & APPLICATIONS_CLOCKS_SETTING else self._locked_at_start
         if poll_error is not None and locked == "no":
