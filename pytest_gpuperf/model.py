@@ -270,6 +270,14 @@ class Comparison:
     baseline_commit: str | None = None
     note: str = ""
 
+    def __post_init__(self) -> None:
+        # An unbounded CI (one sample on a side) or an infinite change (a zero baseline) is
+        # "unknown", which reports and JSON say with null; infinities are not JSON.
+        for name in ("change", "ci_low", "ci_high", "p_value", "threshold"):
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(value):
+                object.__setattr__(self, name, None)
+
 
 @dataclass(frozen=True)
 class MeasurementResult:

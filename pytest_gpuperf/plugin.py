@@ -435,18 +435,23 @@ def _write_notes(tw: Any, session: SessionResults) -> None:
     """What a reader must not miss: not-comparable baselines, environment drift, unconfirmed suspicions.
 
     Routine notes (no baseline yet, precision short of the target: the table has a column
-    for it) stay in the results files.
+    for it; a power cap that only trimmed the clocks) stay in the results files. A note
+    that several measurements share (unlocked GPU clocks, say) is written once.
     """
     loud = {Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.NOT_COMPARABLE, Verdict.UNSTABLE}
-    routine = ("smoke run", "precision ")
-    lines: list[str] = []
+    routine = ("smoke run", "precision ", "sw_power_cap", "sw_thermal_slowdown")
+    keys_by_note: dict[str, list[str]] = {}
     for r in session.results:
         m = r.measurement
         notes = [c.note for c in r.comparisons if c.note and c.verdict in loud]
         said = " ".join(notes)
         notes += [n for n in m.notes if not n.startswith(routine) and n not in said]
         for note in dict.fromkeys(notes):  # ordered, without repeats
-            lines.append(f"{m.key}: {note}")
+            keys_by_note.setdefault(note, []).append(m.key)
+    lines = [
+        f"{keys[0]}: {note}" if len(keys) == 1 else f"{len(keys)} measurements ({keys[0]}, ...): {note}"
+        for note, keys in keys_by_note.items()
+    ]
     if lines:
         tw.write_sep("-", "gpuperf notes")
         for line in lines:

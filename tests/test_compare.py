@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import dataclasses
+import json
+
 import numpy as np
 import pytest
 
@@ -121,6 +124,15 @@ def test_calibration_normalizes_a_uniformly_slower_machine() -> None:
     assert c.verdict is Verdict.UNCHANGED and "calibration-normalized" in c.evidence
     raw = time_of(compare_to_baseline(m, base, ENV, GateSettings(use_calibration=False)))
     assert raw.verdict is Verdict.REGRESSION
+
+
+def test_a_single_sample_gives_an_unknown_interval_that_reports_can_store() -> None:
+    # An 11 s DataLoader epoch on the H100 host fitted one sample in its time budget.
+    one = measurement(2000.0, samples_ns=(2000.0,), round_medians_ns=(2000.0,))
+    c = time_of(compare_to_baseline(one, entry(1000.0), ENV, S))
+    assert c.ci_low is None and c.ci_high is None
+    assert c.verdict is Verdict.UNCHANGED  # a doubling, but one sample is no evidence
+    json.dumps(dataclasses.asdict(c), allow_nan=False)
 
 
 def test_other_device_class_is_not_comparable() -> None:

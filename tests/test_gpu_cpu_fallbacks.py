@@ -96,3 +96,25 @@ def test_capture_failures_are_explained(message: str, expected: str) -> None:
     assert "my_kernel" in text
     assert expected in text
     assert message in text
+
+
+def test_an_inactive_flush_is_noted_once_for_all_measurements(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_cold="""
+import pytest
+
+@pytest.mark.gpuperf(l2_flush=True)
+def test_cold(gpu_bench):
+    gpu_bench.measure(sum, args=(range(1000),), name="a")
+    gpu_bench.measure(sum, args=(range(2000),), name="b")
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        "--gpuperf", "--gpuperf-device=cpu", "--gpuperf-max-time=0.05", "--gpuperf-min-time=0.01",
+        "-p", "no:cacheprovider",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*gpuperf notes*", "2 measurements (test_cold.py::test_cold::a, ...): l2_flush requested but inactive*"]
+    )
+    assert result.stdout.str().count("l2_flush requested but inactive") == 1
