@@ -73,17 +73,25 @@ def test_graph_rows_measure_eager_then_graph_mode(fidelity: ModuleType, monkeypa
     from pytest_gpuperf.config import MeasureSettings
     from pytest_gpuperf.model import Measurement
 
-    asked: list[tuple[str, bool]] = []
+    asked: list[tuple[str, bool, bool]] = []
 
-    def fake_runner(fn: object, device: torch.device, settings: MeasureSettings, name: str) -> Measurement:
-        asked.append((name, settings.cuda_graph))
+    def fake_runner(
+        fn: object, device: torch.device, settings: MeasureSettings, name: str, *, head_start: bool = True
+    ) -> Measurement:
+        asked.append((name, settings.cuda_graph, head_start))
         ns = 4000.0 if not settings.cuda_graph else 1000.0
         return Measurement(test_id="t", name=name, samples_ns=(ns, ns), calls_per_sample=1, device="cpu", timer="x")
 
     monkeypatch.setattr(fidelity, "runner_measurement", fake_runner)
     monkeypatch.setattr(fidelity, "profiler_time_ms", lambda fn, device: 0.0005)
-    eager, graph = fidelity.graph_vs_eager(torch.device("cpu"), MeasureSettings(), 20)
-    assert asked == [("tiny x20 eager", False), ("tiny x20 graph", True)]
-    assert (eager.case, graph.case) == ("20 tiny add(s), eager", "20 tiny add(s), CUDA graph")
+    eager, graph, bare = fidelity.graph_vs_eager(torch.device("cpu"), MeasureSettings(), 20)
+    assert asked == [
+        ("tiny x20 eager", False, True),
+        ("tiny x20 graph", True, True),
+        ("tiny x20 eager bare", False, False),
+    ]
+    assert (eager.case, graph.case, bare.case) == (
+        "20 tiny add(s), eager", "20 tiny add(s), CUDA graph", "20 tiny add(s), eager, no head start"
+    )  # fmt: skip
     assert eager.runner_ms == pytest.approx(0.004)
     assert graph.runner_ms == pytest.approx(0.001)
