@@ -57,6 +57,9 @@ def test_loader_workers(gpu_bench: Bench, device: torch.device, sizes: Sizes) ->
     workers = gpu_bench.measure(consume(parallel, device), name="dataloader.workers", items=len(data))
     gpu_bench.metric(
         "worker_speedup", main.stats.median_ns / workers.stats.median_ns, unit="x", measurement=workers.name,
-        tolerance=sizes.ratio_tolerance,
+        # Recorded, not gated: the speedup of worker processes is a figure of the host's CPU
+        # scheduling, and on the 16-core H100 host it moved 19.6% between two unchanged runs.
+        # The two times are gated (noise-aware) instead.
+        tolerance=None,
         description=f"{sizes.loader_workers} workers against loading in the main process, pin_memory={pin}",
     )
