@@ -276,11 +276,14 @@ def table(sessions: Sequence[Session], info: dict[str, object]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    global LEVELS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated subset of {','.join(TOOLS)}")
     parser.add_argument("--json", type=Path, default=None, help="write all session results here, as it goes")
     parser.add_argument("--keep", action="store_true", help="keep the temporary suite folder")
+    parser.add_argument("--levels", default=",".join(map(str, LEVELS)),
+                        help="comma-separated percentages of injected extra work (0 = unchanged code)")
     parser.add_argument("--from-json", type=Path, default=None, metavar="PATH",
                         help="print the table of a --json file written earlier (also a partial one) and exit")
     args = parser.parse_args(argv)
@@ -288,6 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         saved = json.loads(args.from_json.read_text())
         print(table([Session(**s) for s in saved["sessions"]], saved["machine"]))
         return 0
+    LEVELS = tuple(int(v) for v in args.levels.split(",") if v.strip())
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     unknown = set(tools) - set(TOOLS)
     if unknown:

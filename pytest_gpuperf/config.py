@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from pytest_gpuperf.cpu_pinning import validate_pin_setting
 from pytest_gpuperf.errors import ConfigError
 
 # Documented defaults (README "Configuration reference").
@@ -78,6 +79,7 @@ class GpuperfConfig:
     nsight: bool = False
     nvtx: bool = True
     worker_address: str | None = None  # set in the base-ref worker process only
+    pin_cpu: str = "auto"  # "auto", "off" or a CPU number (cpu_pinning.py)
 
     def __post_init__(self) -> None:
         if self.metric not in TIME_METRICS:
@@ -88,6 +90,7 @@ class GpuperfConfig:
             value = getattr(self, name)
             if value is not None and not 0 <= value < 10:
                 raise ConfigError(f"--gpuperf-{name.replace('_', '-')} must be a fraction like 0.1, got {value}")
+        validate_pin_setting(self.pin_cpu)
         if self.remeasures < 0:
             raise ConfigError(f"--gpuperf-remeasure must be >= 0, got {self.remeasures}")
         if self.update_baseline and self.compare_ref:

@@ -57,6 +57,7 @@ class SessionState:
 
         from pytest_gpuperf.baseline.provenance import git_provenance
         from pytest_gpuperf.baseline.store import BaselineStore
+        from pytest_gpuperf.cpu_pinning import resolve_pin_cpu
         from pytest_gpuperf.engine import LocalEngine
         from pytest_gpuperf.env import probe_environment
         from pytest_gpuperf.gpu.device import resolve_device
@@ -70,8 +71,11 @@ class SessionState:
         self.environment = probe_environment(self.device)
         self.provenance = git_provenance(c.rootdir)
         self.store = BaselineStore(c.baseline_dir)
+        pin_cpu = resolve_pin_cpu(c.pin_cpu, mode=c.mode, device_type=self.device.type)
         runner = Runner(
-            RunnerOptions(device=self.device, nvtx=c.nvtx, nsight=c.nsight, profile_dir=c.profile_dir)
+            RunnerOptions(
+                device=self.device, nvtx=c.nvtx, nsight=c.nsight, profile_dir=c.profile_dir, pin_cpu=pin_cpu
+            )
         )
         if c.compare_ref:
             from pytest_gpuperf.abtest.engine import CompareRefEngine
@@ -140,6 +144,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="normalize by a calibration workload: auto (CPU only), on, off (default: auto)")
     add("--gpuperf-compare-ref", metavar="REF", default=None,
         help="compare against git REF in the same run (worktree + worker process, alternating rounds)")
+    add("--gpuperf-pin-cpu", metavar="CPU", default=None, ini="gpuperf_pin_cpu", ini_type="string",
+        help="measure on one CPU core: auto (compare-ref on the CPU: both sides on the last core), off, or N")
     add("--gpuperf-strict", action="store_true", default=False,
         help="fail measurements whose baseline is not comparable (other device class)")
     add("--gpuperf-l2-flush", action="store_true", default=False,
@@ -203,6 +209,7 @@ def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
         metric=_value(config, "gpuperf_metric", "gpuperf_metric", cfg.DEFAULT_METRIC),
         strict=bool(opt("gpuperf_strict")),
         calibrate=_value(config, "gpuperf_calibrate", "gpuperf_calibrate", "auto"),
+        pin_cpu=str(_value(config, "gpuperf_pin_cpu", "gpuperf_pin_cpu", "auto")),
         remeasures=_value(config, "gpuperf_remeasure", "gpuperf_remeasure", cfg.DEFAULT_REMEASURES, int),
         measure=measure,
         compare_ref=opt("gpuperf_compare_ref"),
@@ -439,7 +446,7 @@ def _write_notes(tw: Any, session: SessionResults) -> None:
     that several measurements share (unlocked GPU clocks, say) is written once.
     """
     loud = {Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.NOT_COMPARABLE, Verdict.UNSTABLE}
-    routine = ("smoke run", "precision ", "sw_power_cap", "sw_thermal_slowdown")
+    routine = ("smoke run", "precision ", "sw_power_cap", "sw_thermal_slowdown", "rounds pinned to CPU")
     keys_by_note: dict[str, list[str]] = {}
     for r in session.results:
         m = r.measurement

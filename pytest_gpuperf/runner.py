@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_gpuperf.config import MeasureSettings
+from pytest_gpuperf.cpu_pinning import pinned
 from pytest_gpuperf.errors import MeasurementError
 from pytest_gpuperf.model import Measurement, Metric, ProfileSummary, Throughput
 from pytest_gpuperf.stats import relative_precision
@@ -68,6 +69,7 @@ class RunnerOptions:
     profile_dir: Path | None = None
     # Queue each CUDA block behind a short GPU sleep (timers.py); off only to study its effect.
     head_start: bool = True
+    pin_cpu: int | None = None  # warm up and measure on this CPU core alone (cpu_pinning.py)
 
 
 class PreparedMeasurement:
@@ -97,7 +99,10 @@ class PreparedMeasurement:
             # the flush buffer is the harness's memory, not the measured function's
             self.memory.exclude(self._flusher.nbytes, self._flusher.reserved_bytes)
         self.health = HealthMonitor(self.device.index or 0) if self.device.type == "cuda" else None
-        self.warmup_calls, self.per_call_ns = self._warm_up()
+        if runner.options.pin_cpu is not None:
+            self.notes.append(f"rounds pinned to CPU {runner.options.pin_cpu}")
+        with pinned(runner.options.pin_cpu):
+            self.warmup_calls, self.per_call_ns = self._warm_up()
         self.calls_per_sample = self._calls_per_sample()
         self.memory.reset()
         if self.health is not None:
@@ -155,7 +160,7 @@ class PreparedMeasurement:
         between = self._flusher.flush if self._flusher is not None and self._flusher.active else None
         label = f"{self.spec.test_id}::{self.spec.name}"
         t0 = time.perf_counter()
-        with nvtx_range(label, enabled=self.runner.options.nvtx), capture_range(
+        with pinned(self.runner.options.pin_cpu), nvtx_range(label, enabled=self.runner.options.nvtx), capture_range(
             self.runner.options.nsight, self.device
         ) as capture:
             totals = self.timer.time_blocks(
@@ -173,7 +178,8 @@ class PreparedMeasurement:
         # Track drift: the next round's size follows what the function costs now.
         self.per_call_ns = self.round_medians[-1]
         if self.spec.calibration is not None:
-            self.spec.calibration.step()
+            with pinned(self.runner.options.pin_cpu):  # the reference workload on the same core
+                self.spec.calibration.step()
         return per_call
 
     def precision(self) -> float:

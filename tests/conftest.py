@@ -9,3 +9,15 @@ FAST = ["--gpuperf-warmup-time=0.02", "--gpuperf-min-time=0.05", "--gpuperf-max-
 @pytest.fixture
 def fast_args() -> list[str]:
     return list(FAST)
+
+
+@pytest.fixture(autouse=True)
+def _cpu_only_subprocesses(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside tests/cuda, the pytest runs a test starts see no GPU.
+
+    These tests describe what happens on the CPU that ``auto`` picks on a machine without
+    one (CI's); on a GPU machine the same subprocesses would pick the GPU and measure
+    something else. The tests in tests/cuda are the GPU's.
+    """
+    if "cuda" not in request.node.path.parent.parts[-1:]:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -68,9 +70,13 @@ def test_compare_ref_fails_a_regression_passes_unchanged_and_marks_new(pytester:
     # four times the work: on this shared 2-core VM the same code ran up to ~1.8x apart in two
     # processes (core placement), so a smaller change would make this test flaky here
     root = make_repo(pytester, head_work=80000, extra=UNCHANGED_TEST + NEW_TEST)
-    result = pytester.runpytest_subprocess(*ARGS)
+    result = pytester.runpytest_subprocess(*ARGS, "--gpuperf-json=results.json")
     assert result.ret == 1, result.stdout.str()
     result.assert_outcomes(failed=1, passed=2)
+    cpus = os.sched_getaffinity(0)
+    if len(cpus) > 1:  # auto: head and base measure on the same core, the last one
+        notes = json.loads((root / "results.json").read_text())["results"][0]["measurement"]["notes"]
+        assert f"rounds pinned to CPU {max(cpus)}" in notes
     result.stdout.fnmatch_lines([
         "*performance regression in test_perf.py::test_spin::default*",
         "*time.p50:*->*(+*%)*",

@@ -28,7 +28,9 @@ def test_unit_still_runs():
 """
 
 # A generous threshold keeps the unchanged rerun quiet on a loaded 2-core CI machine;
-# the 50% slow-down is still far above it. Detection quality is measured in benchmarks/.
+# the planted tripling of the work is far above it and above this VM's spread between
+# processes (the same code ran up to 1.8x apart in two processes; with +50% work this test
+# sometimes read "unchanged"). Detection quality is measured in benchmarks/, not here.
 GATE = ["--gpuperf-threshold=0.25", "--gpuperf-min-time=0.1", "--gpuperf-max-time=0.6", "-p", "no:cacheprovider"]
 
 
@@ -59,7 +61,7 @@ def test_update_then_unchanged_then_regression(project: pytest.Pytester, monkeyp
     unchanged = project.runpytest_subprocess("--gpuperf", *GATE)
     unchanged.assert_outcomes(passed=2)
 
-    monkeypatch.setenv("DEMO_REPS", "6")  # 50% more real work
+    monkeypatch.setenv("DEMO_REPS", "12")  # three times the real work
     slower = project.runpytest_subprocess("--gpuperf", *GATE)
     assert slower.ret == 1
     slower.assert_outcomes(passed=1, failed=1)

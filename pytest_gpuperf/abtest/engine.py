@@ -171,6 +171,8 @@ class CompareRefEngine:
             "-p", "pytest_gpuperf.abtest.worker_plugin",
             "-p", "no:cacheprovider",
             "--gpuperf", f"--gpuperf-device={self.runner.options.device}",
+            # the same core as the head's rounds (or none): see cpu_pinning.py
+            f"--gpuperf-pin-cpu={'off' if self.runner.options.pin_cpu is None else self.runner.options.pin_cpu}",
             "--continue-on-collection-errors", "-q",
             f"--basetemp={worktree.tmp_dir / 'basetemp'}",
             *present,
