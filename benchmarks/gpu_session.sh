@@ -54,7 +54,8 @@ step examples_planted 200 bash -c "GPUPERF_EXAMPLES_PLANT=slow_amp,no_checkpoint
 fi
 if [ "${FULL_SUITE:-1}" = 1 ]; then
     # pytest-benchmark warns that xdist disables its benchmarks; the suite turns warnings into errors
-    step full_suite "${SUITE_LIMIT:-400}" "$PY" -m pytest tests -q -n 12 -p no:cacheprovider --ignore=tests/cuda \
+    # -v -rfE: the log names every outcome as it comes, so a run cut off at its limit still says which failed
+    step full_suite "${SUITE_LIMIT:-400}" "$PY" -m pytest tests -v -rfE -n 12 -p no:cacheprovider --ignore=tests/cuda \
         -W "ignore::pytest_benchmark.logger.PytestBenchmarkWarning" ${SUITE_ARGS:-}
 fi
 tar czf "$OUT/gpu-run.tgz" -C "$RUN" .
