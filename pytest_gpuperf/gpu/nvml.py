@@ -450,7 +450,9 @@ class HealthMonitor:
         self._polls = 0
         self._slow_polls: dict[str, int] = {}
         self._sm_clocks: list[int] = []
-        self._soft_slow_sm: list[int | None] = []  # SM clock at each poll with a soft slowdown
+        # Under a soft slowdown: the lowest SM clock polled, and whether a poll could not read it.
+        self._soft_lowest_sm: int | None = None
+        self._soft_sm_unreadable = False
         self._reference_sm: int | None = None
         self._temp_before: int | None = None
         self._locked_at_start = "unknown"
@@ -503,7 +505,10 @@ class HealthMonitor:
             for name in decode_reasons(reasons & self.slowdown_mask):
                 self._slow_polls[name] = self._slow_polls.get(name, 0) + 1
             if reasons & self.slowdown_mask & SOFT_SLOWDOWN_MASK:
-                self._soft_slow_sm.append(sm)
+                if sm is None:
+                    self._soft_sm_unreadable = True
+                elif self._soft_lowest_sm is None or sm < self._soft_lowest_sm:
+                    self._soft_lowest_sm = sm
             # An idle GPU drops its clocks between launches: not a clock-stability signal.
             if sm is not None and not reasons & GPU_IDLE:
                 self._sm_clocks.append(sm)
@@ -529,8 +534,14 @@ class HealthMonitor:
         self._report = self._build(temp_after)
         return self._report
 
-    def _judge_slowdowns(self, seen: int, slow: dict[str, int], polls: int) -> tuple[str | None, str]:
-        """(unstable reason or None, a note) from the slowdown reasons seen while polling."""
+    def _judge_slowdowns(
+        self, seen: int, slow: dict[str, int], polls: int, lowest: int | None
+    ) -> tuple[str | None, str]:
+        """(unstable reason or None, a note) from the slowdown reasons seen while polling.
+
+        ``lowest`` is the lowest SM clock polled under a soft slowdown, None if any such
+        poll could not read it.
+        """
 
         def found(mask: int) -> str:
             return ", ".join(f"{n} ({slow.get(n, 0)}/{polls} polls)" for n in decode_reasons(seen & mask))
@@ -541,13 +552,10 @@ class HealthMonitor:
             return f"GPU clocks were slowed during the measurement: {found(hard | soft)}", ""
         if not soft:
             return None, ""
-        with self._lock:
-            clocks = list(self._soft_slow_sm)
         reference = self._reference_sm
-        if reference is None or not clocks or any(c is None for c in clocks):
+        if reference is None or lowest is None:
             # Without the clocks there is no telling a trim from a throttle: assume the worse.
             return f"GPU clocks were slowed during the measurement: {found(soft)} (SM clock unreadable)", ""
-        lowest = min(c for c in clocks if c is not None)
         floor = self.throttle_fraction * reference
         if lowest < floor:
             return (
@@ -564,6 +572,7 @@ class HealthMonitor:
             seen, polls, slow = self._seen, self._polls, dict(self._slow_polls)
             sm = list(self._sm_clocks)
             poll_error = self._poll_error
+            soft_lowest = None if self._soft_sm_unreadable else self._soft_lowest_sm
         notes: list[str] = []
         data: dict[str, object] = {"nvml_polls": polls, "clock_event_reasons": decode_reasons(seen)}
         if self._temp_before is not None:
@@ -578,7 +587,7 @@ class HealthMonitor:
         if poll_error is not None:
             notes.append(poll_error)
 
-        unstable, throttle_note = self._judge_slowdowns(seen, slow, polls)
+        unstable, throttle_note = self._judge_slowdowns(seen, slow, polls, soft_lowest)
         if throttle_note:
             notes.append(throttle_note)
 
