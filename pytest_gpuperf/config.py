@@ -26,6 +26,7 @@ DEFAULT_MIN_TIME_S = 0.2
 DEFAULT_MAX_TIME_S = 2.0
 DEFAULT_TARGET_PRECISION = 0.01  # stop once the 95% CI of the median is within +-1%
 DEFAULT_REMEASURES = 1
+DEFAULT_CONFIRM_PAIRS = 6  # fresh process pairs that re-measure a suspected compare-ref regression
 DEFAULT_BASELINE_DIR = "baselines"
 
 TIME_METRICS = ("p50", "median", "mean", "p90", "p99", "min")
@@ -69,6 +70,7 @@ class GpuperfConfig:
     strict: bool = False
     calibrate: str = "auto"
     remeasures: int = DEFAULT_REMEASURES
+    confirm_pairs: int = DEFAULT_CONFIRM_PAIRS
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     compare_ref: str | None = None
     json_path: Path | None = None
@@ -93,6 +95,11 @@ class GpuperfConfig:
         validate_pin_setting(self.pin_cpu)
         if self.remeasures < 0:
             raise ConfigError(f"--gpuperf-remeasure must be >= 0, got {self.remeasures}")
+        if self.confirm_pairs < 0 or self.confirm_pairs in (1, 2):
+            raise ConfigError(
+                f"--gpuperf-confirm-pairs must be 0 (off) or at least 3, got {self.confirm_pairs}: "
+                "the verdict needs the spread of several independent pairs"
+            )
         if self.update_baseline and self.compare_ref:
             raise ConfigError("--gpuperf-update-baseline and --gpuperf-compare-ref cannot be combined")
 

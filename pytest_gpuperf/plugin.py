@@ -144,6 +144,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="normalize by a calibration workload: auto (CPU only), on, off (default: auto)")
     add("--gpuperf-compare-ref", metavar="REF", default=None,
         help="compare against git REF in the same run (worktree + worker process, alternating rounds)")
+    add("--gpuperf-confirm-pairs", metavar="N", type=int, default=None, ini="gpuperf_confirm_pairs",
+        ini_type="string", help="compare-ref: re-measure a suspected regression in N fresh process pairs "
+        f"and let their spread decide; 0 = off (default: {cfg.DEFAULT_CONFIRM_PAIRS})")
     add("--gpuperf-pin-cpu", metavar="CPU", default=None, ini="gpuperf_pin_cpu", ini_type="string",
         help="measure on one CPU core: auto (compare-ref on the CPU: both sides on the last core), off, or N")
     add("--gpuperf-strict", action="store_true", default=False,
@@ -211,6 +214,7 @@ def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
         calibrate=_value(config, "gpuperf_calibrate", "gpuperf_calibrate", "auto"),
         pin_cpu=str(_value(config, "gpuperf_pin_cpu", "gpuperf_pin_cpu", "auto")),
         remeasures=_value(config, "gpuperf_remeasure", "gpuperf_remeasure", cfg.DEFAULT_REMEASURES, int),
+        confirm_pairs=_value(config, "gpuperf_confirm_pairs", "gpuperf_confirm_pairs", cfg.DEFAULT_CONFIRM_PAIRS, int),
         measure=measure,
         compare_ref=opt("gpuperf_compare_ref"),
         json_path=path("gpuperf_json"),

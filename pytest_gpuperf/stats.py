@@ -6,7 +6,9 @@ kept apart (docs/statistics.md explains the rules built on them):
 
 * within a run: the samples of one measurement scatter around their median.
   ``median_ci``/``relative_precision`` (distribution-free, order statistics)
-  and ``ratio_of_medians_ci`` (bootstrap) describe it;
+  and ``ratio_of_medians_ci`` (bootstrap) describe it; for interleaved rounds
+  ``paired_median_ratio`` takes the median of per-pair ratios, which the
+  moments where the machine changes speed mid-pair cannot move;
 * between runs: the whole median moves from one process to the next (clock
   frequency, load, memory layout). ``between_run_noise`` estimates it from
   round medians and ``noise_floor`` turns it into the smallest change worth
@@ -15,13 +17,18 @@ kept apart (docs/statistics.md explains the rules built on them):
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Sequence
 from typing import TypeAlias
 
 import numpy as np
-from scipy import stats as _st
+from scipy import special as _special
+
+# scipy.stats is imported where it is used: it costs about 0.5 s at start-up on the
+# 2-core runner, in every process (the compare-ref worker included), while the
+# per-round stopping rule only needs the binomial CDF from scipy.special.
 
 DEFAULT_CONFIDENCE = 0.95
 # Bootstrap cost grows with n_resamples x sample count; beyond this many samples
@@ -52,11 +59,16 @@ def _order_statistic_ranks(n: int, confidence: float) -> tuple[int, int] | None:
     [x_(j), x_(n-j+1)] covers the median with probability 1 - 2 P(B <= j-1).
     ``j`` is chosen as large as possible with that coverage >= ``confidence``.
     """
+    return _ranks_cached(n, round(confidence, 12))
+
+
+@functools.lru_cache(maxsize=4096)
+def _ranks_cached(n: int, confidence: float) -> tuple[int, int] | None:
     alpha = 1.0 - confidence
-    j = int(_st.binom.ppf(alpha / 2.0, n, 0.5))  # smallest j with P(B <= j) >= alpha/2
-    if _st.binom.cdf(j, n, 0.5) > alpha / 2.0:
-        j -= 1  # keep P(B <= j) <= alpha/2
-    # j is now the count that may lie below the CI; the CI is [x_(j+1), x_(n-j)] (1-based)
+    # P(B <= k) for k = 0 .. n//2; j is the largest k with P(B <= k) <= alpha/2
+    cdf = _special.bdtr(np.arange(n // 2 + 1), n, 0.5)
+    j = int(np.searchsorted(cdf, alpha / 2.0, side="right")) - 1
+    # j counts the samples that may lie below the CI; the CI is [x_(j+1), x_(n-j)] (1-based)
     if j < 0:
         return None
     return j, n - j - 1
@@ -129,6 +141,8 @@ def ratio_of_medians_ci(
     xa = _thin(xa, _MAX_BOOTSTRAP_SAMPLES)
     xb = _thin(xb, _MAX_BOOTSTRAP_SAMPLES)
     batch = max(1, _MAX_BOOTSTRAP_ELEMENTS_PER_BATCH // (xa.size + xb.size))
+    from scipy import stats as _st
+
     with warnings.catch_warnings():
         # all-equal resamples make scipy warn about degenerate data; handled below
         warnings.simplefilter("ignore")
@@ -173,9 +187,70 @@ def paired_ratio_ci(
     if logs.size < 2:
         return ratio, -math.inf, math.inf
     sem = float(logs.std(ddof=1)) / math.sqrt(logs.size)
-    t = float(_st.t.ppf(0.5 + confidence / 2.0, logs.size - 1))
+    t = float(_special.stdtrit(logs.size - 1, 0.5 + confidence / 2.0))  # Student-t quantile
     return ratio, float(np.exp(logs.mean() - t * sem)), float(np.exp(logs.mean() + t * sem))
 
+
+
+def paired_median_ratio(
+    a_round_medians: Samples,
+    b_round_medians: Samples,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> tuple[float, float, float, float]:
+    """Median of per-pair ratios ``a_i / b_i`` with its order-statistic CI and a sign-test p-value.
+
+    For interleaved rounds whose machine speed changes in steps (a shared host
+    core that another tenant takes for tens of milliseconds to seconds): a pair
+    that lies inside one speed state gives the true ratio whatever the state,
+    and the few pairs that straddle a change are outliers the median ignores.
+    A mean of ratios (``paired_ratio_ci``) or a ratio of pooled medians (whose
+    value depends on which share of each side's samples fell into the slow
+    state) is moved by exactly those pairs. Distribution-free: the CI is that of
+    the median of the pair ratios (needs >= 6 pairs at 95%, else infinite), the
+    p-value the two-sided sign test of "ratio = 1" (ties at exactly 1 dropped).
+    Returns ``(ratio, low, high, p)``.
+    """
+    ra = _as_array(a_round_medians, "paired_median_ratio(a)")
+    rb = _as_array(b_round_medians, "paired_median_ratio(b)")
+    if ra.size != rb.size:
+        raise ValueError(f"paired_median_ratio: {ra.size} rounds of a but {rb.size} of b")
+    if np.any(ra <= 0) or np.any(rb <= 0):
+        raise ValueError("paired_median_ratio: round medians must be positive")
+    ratios = ra / rb
+    ratio = float(np.median(ratios))
+    low, high = median_ci(ratios, confidence)
+    above = int(np.count_nonzero(ratios > 1.0))
+    below = int(np.count_nonzero(ratios < 1.0))
+    n = above + below
+    p = 1.0 if n == 0 else min(1.0, 2.0 * float(_special.bdtr(min(above, below), n, 0.5)))
+    return ratio, low, high, p
+
+
+def replicate_ratio_ci(
+    ratios: Samples, confidence: float = DEFAULT_CONFIDENCE
+) -> tuple[float, float, float, float]:
+    """Geometric mean of independent replicate ratios with a Student-t CI and p-value on their logs.
+
+    Each ratio comes from its own pair of processes, so their spread includes the
+    offset that one pair of processes carries (memory layout) and that the rounds
+    inside a pair cannot show. Returns ``(ratio, low, high, p)``; with fewer than 2
+    ratios the bounds are infinite and p is 1.
+    """
+    arr = _as_array(ratios, "replicate_ratio_ci")
+    if np.any(arr <= 0):
+        raise ValueError("replicate_ratio_ci: ratios must be positive")
+    logs = np.log(arr)
+    mean = float(logs.mean())
+    ratio = math.exp(mean)
+    if logs.size < 2:
+        return ratio, -math.inf, math.inf, 1.0
+    df = logs.size - 1
+    sem = float(logs.std(ddof=1)) / math.sqrt(logs.size)
+    if sem == 0.0:
+        return ratio, ratio, ratio, (1.0 if mean == 0.0 else 0.0)
+    t = float(_special.stdtrit(df, 0.5 + confidence / 2.0))
+    p = 2.0 * float(_special.stdtr(df, -abs(mean) / sem))
+    return ratio, math.exp(mean - t * sem), math.exp(mean + t * sem), p
 
 def mann_whitney_p(a: Samples, b: Samples) -> float:
     """Two-sided Mann-Whitney U p-value (1.0 when it cannot be computed, e.g. all values equal)."""
@@ -183,6 +258,8 @@ def mann_whitney_p(a: Samples, b: Samples) -> float:
     xb = _as_array(b, "mann_whitney_p(b)")
     if np.ptp(np.concatenate([xa, xb])) == 0:
         return 1.0
+    from scipy import stats as _st
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         p = float(_st.mannwhitneyu(xa, xb, alternative="two-sided").pvalue)
@@ -204,6 +281,8 @@ def between_run_noise(round_medians: Samples) -> float | None:
     mid = float(np.median(arr))
     if mid <= 0:
         return None
+    from scipy import stats as _st
+
     mad = float(_st.median_abs_deviation(arr, scale="normal"))
     return mad / mid
 

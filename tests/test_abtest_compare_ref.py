@@ -70,7 +70,7 @@ def test_compare_ref_fails_a_regression_passes_unchanged_and_marks_new(pytester:
     # four times the work: on this shared 2-core VM the same code ran up to ~1.8x apart in two
     # processes (core placement), so a smaller change would make this test flaky here
     root = make_repo(pytester, head_work=80000, extra=UNCHANGED_TEST + NEW_TEST)
-    result = pytester.runpytest_subprocess(*ARGS, "--gpuperf-json=results.json")
+    result = pytester.runpytest_subprocess(*ARGS, "--gpuperf-confirm-pairs=3", "--gpuperf-json=results.json")
     assert result.ret == 1, result.stdout.str()
     result.assert_outcomes(failed=1, passed=2)
     cpus = os.sched_getaffinity(0)
@@ -80,12 +80,45 @@ def test_compare_ref_fails_a_regression_passes_unchanged_and_marks_new(pytester:
     result.stdout.fnmatch_lines([
         "*performance regression in test_perf.py::test_spin::default*",
         "*time.p50:*->*(+*%)*",
-        "*evidence: ratio *95% CI*alternating round pairs vs HEAD~1*",
+        "*evidence: ratio *95% CI*3 fresh process pairs (ratios *); first pair *",
         "*baseline commit:*",
     ])  # fmt: skip
     result.stdout.fnmatch_lines(["*only_in_head*new*"])
     result.stdout.fnmatch_lines(["*FAILED test_perf.py::test_spin *"])
     assert "FAILED test_perf.py::test_steady" not in result.stdout.str()
+    assert worktrees(root) == 1
+
+
+# Slow only in the head's own pytest process: the confirmation workers (which have the
+# worker's pipe in their environment) run it at the base's speed. So the first pair
+# suspects a regression that fresh process pairs do not confirm, deterministically.
+SLOW_ONLY_IN_THE_HEAD_PROCESS = '''
+import os
+
+WORK = 20000 if "GPUPERF_WORKER_FD" in os.environ else 80000
+
+def spin():
+    total = 0
+    for i in range(WORK):
+        total += i * i
+    return total
+
+def test_spin(gpu_bench):
+    gpu_bench(spin)
+'''
+
+
+def test_a_regression_of_one_process_pair_is_not_confirmed_by_fresh_pairs(pytester: pytest.Pytester) -> None:
+    root = make_repo(pytester, head_work=20001)
+    pytester.makepyfile(test_perf=SLOW_ONLY_IN_THE_HEAD_PROCESS)
+    git(root, "commit", "-qam", "head: slow in the main process only")
+    result = pytester.runpytest_subprocess(*ARGS, "--gpuperf-confirm-pairs=3", "--gpuperf-json=results.json")
+    assert result.ret == 0, result.stdout.str()
+    time_result = json.loads((root / "results.json").read_text())["results"][0]["comparisons"][0]
+    assert time_result["verdict"] == "unchanged"
+    assert "not confirmed" in time_result["note"]
+    assert "3 fresh process pairs" in time_result["evidence"]
+    assert abs(time_result["change"]) < 0.25  # the fresh pairs' estimate, not the first pair's 4x
     assert worktrees(root) == 1
 
 

@@ -51,3 +51,11 @@ def test_session_config_validates_and_names_option() -> None:
     assert GpuperfConfig().mode == "smoke"
     assert GpuperfConfig(enabled=True).mode == "baseline"
     assert GpuperfConfig(enabled=True, update_baseline=True).mode == "update"
+
+
+def test_confirm_pairs_is_off_or_enough_for_a_spread() -> None:
+    assert GpuperfConfig(confirm_pairs=0).confirm_pairs == 0
+    assert GpuperfConfig(confirm_pairs=3).confirm_pairs == 3
+    for bad in (-1, 1, 2):
+        with pytest.raises(ConfigError, match=r"--gpuperf-confirm-pairs must be 0 .*or at least 3"):
+            GpuperfConfig(confirm_pairs=bad)

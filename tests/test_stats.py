@@ -82,6 +82,45 @@ def test_paired_ratio_ci_needs_two_pairs_and_equal_lengths() -> None:
         stats.paired_ratio_ci([1.0, 2.0], [1.0])
 
 
+
+def test_paired_median_ratio_ignores_pairs_that_straddle_a_speed_change() -> None:
+    # 40 pairs, a true 3% slowdown; the machine is 1.7x slower in pairs 10-19, and in
+    # 5 pairs the speed changed between the two rounds of the pair (either way round)
+    speed = np.where((np.arange(40) >= 10) & (np.arange(40) < 20), 1.7, 1.0)
+    a = 103 * speed * (1 + _normal(0, 0.003, 40, 1))
+    b = 100 * speed * (1 + _normal(0, 0.003, 40, 2))
+    for i, factor in zip((3, 9, 19, 25, 33), (1.7, 1 / 1.7, 1.7, 1.7, 1 / 1.7), strict=True):
+        a[i] *= factor
+    ratio, low, high, p = stats.paired_median_ratio(a, b)
+    assert 1.02 < low < ratio < high < 1.04
+    assert p < 1e-6
+    # the mean of log ratios is dragged by the straddling pairs; its CI no longer excludes 1
+    _, t_low, _ = stats.paired_ratio_ci(a, b)
+    assert t_low < 1.0
+
+
+def test_paired_median_ratio_unchanged_code_and_small_samples() -> None:
+    a = 100 * (1 + _normal(0, 0.01, 30, 3))
+    b = 100 * (1 + _normal(0, 0.01, 30, 4))
+    _, low, high, p = stats.paired_median_ratio(a, b)
+    assert low < 1.0 < high
+    assert p > 0.05
+    # five pairs are too few for a 95% interval of a median: nothing can be claimed
+    assert stats.paired_median_ratio([2.0] * 5, [1.0] * 5)[1:3] == (-math.inf, math.inf)
+    assert stats.paired_median_ratio([1.0, 1.0], [1.0, 1.0])[3] == 1.0
+    with pytest.raises(ValueError, match="rounds"):
+        stats.paired_median_ratio([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="positive"):
+        stats.paired_median_ratio([1.0, 0.0], [1.0, 1.0])
+
+
+def test_order_statistic_ranks_match_the_binomial() -> None:
+    # n=6 is the smallest sample with a 95% CI of the median: [x_(1), x_(6)], coverage 1 - 2/64
+    assert stats._order_statistic_ranks(5, 0.95) is None
+    assert stats._order_statistic_ranks(6, 0.95) == (0, 5)
+    # n=100: the textbook ranks 40 and 61 (1-based)
+    assert stats._order_statistic_ranks(100, 0.95) == (39, 60)
+
 def test_mann_whitney() -> None:
     assert stats.mann_whitney_p([3.0] * 10, [3.0] * 10) == 1.0
     assert stats.mann_whitney_p(_normal(110, 1, 100, 1), _normal(100, 1, 100, 2)) < 1e-10
@@ -113,3 +152,18 @@ def test_median_ci_always_brackets_the_sample_median(data: list[float]) -> None:
     low, high = stats.median_ci(data)
     assert low <= float(np.median(data)) <= high
     assert stats.relative_precision(data) >= 0
+
+
+def test_replicate_ratio_ci_uses_the_spread_between_replicates() -> None:
+    ratio, low, high, p = stats.replicate_ratio_ci([1.03, 1.05, 1.02, 1.04, 1.06, 1.03])
+    assert 1.0 < low < ratio < high < 1.07
+    assert ratio == pytest.approx(1.038, abs=0.002)
+    assert p < 0.01
+    # identical code in processes with offsets of a few percent: no claim
+    _, low, high, p = stats.replicate_ratio_ci([1.03, 0.97, 1.01, 0.99, 1.02, 0.98])
+    assert low < 1.0 < high
+    assert p > 0.5
+    assert stats.replicate_ratio_ci([1.1]) == (pytest.approx(1.1), -math.inf, math.inf, 1.0)
+    assert stats.replicate_ratio_ci([1.1, 1.1, 1.1])[1:] == (pytest.approx(1.1), pytest.approx(1.1), 0.0)
+    with pytest.raises(ValueError, match="positive"):
+        stats.replicate_ratio_ci([1.0, -1.0])

@@ -2,29 +2,28 @@
 
 For each measurement the head asks the worker (running REF's code in a
 temporary worktree) to run the same test up to the same measurement key, then
-warms its own side and alternates measurement rounds, head and base, in ABBA
-order so linear drift in machine speed cancels. Only one process measures at
-a time, so this is correct on a single GPU. It stops when the CI of the ratio
-of medians is within the target precision (after ``min_time`` and at least
-MIN_PAIRS round pairs) or when ``max_time`` is spent on the head's side.
+warms its own side and alternates short measurement rounds, head and base, in
+ABBA order. Only one process measures at a time, so this is correct on a
+single GPU. Both sides' rounds count against one ``max_time`` budget; it stops
+earlier once the CI of the ratio is within the target precision (after
+``min_time`` and at least MIN_PAIRS round pairs).
 
-The verdict: ratio of medians head/base with a CI that is the union of a
-per-sample bootstrap CI and a paired-round Student-t CI (the second sees drift
-between rounds that the first cannot); a regression needs the change above the
-threshold and the whole CI above 1. A test missing at REF, or one whose
+The verdict: the median of per-pair ratios head/base (one head round next to
+one base round) with its distribution-free CI and a sign-test p-value
+(``stats.paired_median_ratio``). Rounds are short (25 ms) because a shared
+runner's speed changes in steps that last tens of milliseconds to seconds:
+a pair inside one step sees the same machine on both sides, and the pairs
+that straddle a step are outliers the median ignores. A regression needs the
+change above the threshold and the whole CI above 1. A regression the first
+pair suspects is measured again in ``confirm_pairs`` fresh process pairs, and
+their spread decides (confirm.py). A test missing at REF, or one whose
 measurement never shows up there, is NEW.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import math
-import multiprocessing
-import os
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,8 +31,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_gpuperf import stats
-from pytest_gpuperf.abtest import protocol
-from pytest_gpuperf.abtest.protocol import HANDOVER_S, HeadChannel
+from pytest_gpuperf.abtest.alternate import alternate
+from pytest_gpuperf.abtest.confirm import ConfirmationPool, describe
+from pytest_gpuperf.abtest.protocol import handover_pause_s
+from pytest_gpuperf.abtest.remote import RECV_TIMEOUT_S, START_TIMEOUT_S, RemoteSide, WorkerLaunch, spawn_worker
 from pytest_gpuperf.abtest.worktree import RefWorktree
 from pytest_gpuperf.compare import (
     GateSettings,
@@ -41,6 +42,7 @@ from pytest_gpuperf.compare import (
     evidence_string,
     time_verdict,
 )
+from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import (
     BaselineEntry,
@@ -58,14 +60,6 @@ if TYPE_CHECKING:
     from pytest_gpuperf.config import GpuperfConfig
     from pytest_gpuperf.runner import MeasureSpec, PreparedMeasurement, Runner
 
-MIN_PAIRS = 4  # the paired-round CI needs a few pairs (t with 3 degrees of freedom)
-ROUNDS_PER_BUDGET = 12  # a round is max_time / this, clamped below
-MIN_ROUND_S = 0.005
-MAX_ROUND_S = 0.1
-START_TIMEOUT_S = 300.0  # the worker imports torch and collects the tests at REF
-RECV_TIMEOUT_S = 300.0  # one round, a warm-up or the rest of a test body at REF
-
-
 @dataclass
 class _BaseSide:
     """What the head learned about one measurement at REF."""
@@ -81,6 +75,7 @@ class _BaseSide:
 class _Pair:
     base: _BaseSide | None
     note: str = ""
+    settings: MeasureSettings | None = None  # how it was measured: a confirmation measures alike
 
 
 class CompareRefEngine:
@@ -95,6 +90,7 @@ class CompareRefEngine:
         *,
         node_ids: Sequence[str] = (),
         recv_timeout_s: float = RECV_TIMEOUT_S,
+        confirm_pairs: int = 0,
     ) -> None:
         self.ref = ref
         self.rootdir = Path(rootdir)
@@ -102,17 +98,13 @@ class CompareRefEngine:
         self.environment = environment
         self.node_ids = tuple(node_ids)
         self.recv_timeout_s = recv_timeout_s
+        self.confirm_pairs = confirm_pairs
         self.base_commit: str | None = None
         self._worktree: RefWorktree | None = None
-        self._channel: HeadChannel | None = None
+        self._base: RemoteSide | None = None
         self._started = False
-        self._ready = False  # the worker said HELLO
-        self._test: str | None = None  # the test the worker runs now
-        self._test_done = True
-        self._test_note = ""
-        self._open_key: str | None = None  # a base measurement waiting for rounds
         self._pairs: dict[str, _Pair] = {}
-        self._base_final: dict[str, Measurement] = {}
+        self._confirmation: ConfirmationPool | None = None
 
     @classmethod
     def for_session(
@@ -120,7 +112,10 @@ class CompareRefEngine:
     ) -> CompareRefEngine:
         """The engine for a session; the worktree and worker start on the first real measurement."""
         assert config.compare_ref, "for_session needs config.compare_ref"
-        return cls(config.compare_ref, config.rootdir, runner, environment, node_ids=node_ids)
+        return cls(
+            config.compare_ref, config.rootdir, runner, environment,
+            node_ids=node_ids, confirm_pairs=config.confirm_pairs,
+        )  # fmt: skip
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -141,75 +136,74 @@ class CompareRefEngine:
         self._worktree = worktree
         self.base_commit = worktree.commit
         try:
-            self._channel = self._spawn(worktree)
+            self._base = RemoteSide(spawn_worker(self._launch_at_ref("worker")), f"at {self.ref}", self.recv_timeout_s)
         except BaseException:
             self.close()
             raise
+        if self.confirm_pairs > 0:
+            self._confirmation = ConfirmationPool(
+                self.confirm_pairs,
+                lambda j: self._launch_at_head(f"confirm-head-{j + 1}"),
+                lambda j: self._launch_at_ref(f"confirm-base-{j + 1}"),
+                self.ref,
+            )
 
-    def _ensure_ready(self) -> None:
-        self.start()
-        if self._ready:
-            return
-        try:
-            self._require_channel().recv(START_TIMEOUT_S, f"the worker to collect the tests at {self.ref}")
-        except BaseException:
-            self.close()
-            raise
-        self._ready = True
+    def _files(self) -> tuple[str, ...]:
+        return tuple(sorted({nid.split("::", 1)[0] for nid in self.node_ids}))
 
-    def _spawn(self, worktree: RefWorktree) -> HeadChannel:
-        assert worktree.path is not None and worktree.repo_root is not None
+    def _launch_at_ref(self, name: str) -> WorkerLaunch:
+        worktree = self._worktree
+        assert worktree is not None and worktree.path is not None and worktree.repo_root is not None
         try:
             rel = self.rootdir.resolve().relative_to(worktree.repo_root.resolve())
         except ValueError:
             rel = Path()
-        cwd = worktree.path / rel
-        files = sorted({nid.split("::", 1)[0] for nid in self.node_ids})
-        present = [f for f in files if (cwd / f).exists()]
-        args = [
-            sys.executable, "-m", "pytest",
-            "-p", "pytest_gpuperf.abtest.worker_plugin",
-            "-p", "no:cacheprovider",
-            "--gpuperf", f"--gpuperf-device={self.runner.options.device}",
-            # the same core as the head's rounds (or none): see cpu_pinning.py
-            f"--gpuperf-pin-cpu={'off' if self.runner.options.pin_cpu is None else self.runner.options.pin_cpu}",
-            "--continue-on-collection-errors", "-q",
-            f"--basetemp={worktree.tmp_dir / 'basetemp'}",
-            *present,
-        ]  # fmt: skip
-        parent, child = multiprocessing.Pipe(duplex=True)
-        env = dict(os.environ)
-        # the head's PYTEST_ADDOPTS carries --gpuperf-compare-ref: the worker must not recurse
-        env.pop("PYTEST_ADDOPTS", None)
-        env[protocol.ENV_FD] = str(child.fileno())
-        paths = [str(worktree.path), str(worktree.path / "src")]
-        if env.get("PYTHONPATH"):
-            paths.append(env["PYTHONPATH"])
-        env["PYTHONPATH"] = os.pathsep.join(paths)
-        log_path = worktree.tmp_dir / "worker.log"
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                args, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, pass_fds=(child.fileno(),)
-            )
-        child.close()
-        return HeadChannel(parent, process, log_path)
+        return WorkerLaunch(
+            cwd=worktree.path / rel,
+            import_roots=(worktree.path, worktree.path / "src"),
+            files=self._files(),
+            device=str(self.runner.options.device),
+            pin_cpu=self.runner.options.pin_cpu,
+            basetemp=worktree.tmp_dir / f"{name}-basetemp",
+            log_path=worktree.tmp_dir / f"{name}.log",
+        )
+
+    def _launch_at_head(self, name: str) -> WorkerLaunch:
+        worktree = self._worktree
+        assert worktree is not None and worktree.repo_root is not None
+        return WorkerLaunch(
+            cwd=self.rootdir,
+            import_roots=(worktree.repo_root, worktree.repo_root / "src"),
+            files=self._files(),
+            device=str(self.runner.options.device),
+            pin_cpu=self.runner.options.pin_cpu,
+            basetemp=worktree.tmp_dir / f"{name}-basetemp",
+            log_path=worktree.tmp_dir / f"{name}.log",
+        )
+
+    def _require_base(self) -> RemoteSide:
+        if self._base is None:
+            raise WorkerError("--gpuperf-compare-ref worker is not running")
+        return self._base
+
+    def _ensure_ready(self) -> RemoteSide:
+        self.start()
+        base = self._require_base()
+        try:
+            base.wait_ready(START_TIMEOUT_S)
+        except BaseException:
+            self.close()
+            raise
+        return base
 
     def close(self) -> None:
-        """Stop the worker (closing the pipe ends it) and remove the worktree; never raises."""
-        channel, self._channel = self._channel, None
-        if channel is not None:
-            if self._test_done and channel.process.poll() is None:
-                with contextlib.suppress(WorkerError):
-                    channel.send(protocol.QUIT)
-            channel.conn.close()
-            if not self._test_done:
-                # interrupted mid-test: the worker owns nothing that needs a clean exit
-                channel.process.terminate()
-            try:
-                channel.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                channel.process.kill()
-                channel.process.wait()
+        """Stop the workers and remove the worktree; never raises."""
+        if self._confirmation is not None:
+            self._confirmation.close()
+            self._confirmation = None
+        base, self._base = self._base, None
+        if base is not None:
+            base.close()
         if self._worktree is not None:
             self._worktree.close()
             self._worktree = None
@@ -219,150 +213,57 @@ class CompareRefEngine:
     def measure(self, spec: MeasureSpec, config: GpuperfConfig) -> Measurement:
         if not config.enabled:
             return self.runner.smoke(spec)
-        self._ensure_ready()
+        remote = self._ensure_ready()
         key = measurement_key(spec.test_id, spec.name)
-        base, note = self._open_base(spec.test_id, key)
+        why_not = remote.open(spec.test_id, key)
+        base = None if why_not else _BaseSide(key)
+        note = why_not or ""
         try:
             prepared = self.runner.prepare(spec)
             if base is None:
                 prepared.run_to_completion()
             else:
-                note = self._alternate(prepared, base, spec)
+                note = self._alternate(prepared, base, remote, spec)
         except BaseException:
-            self._abandon_open()
+            remote.abandon()
             raise
-        self._pairs[key] = _Pair(base, note)
+        self._pairs[key] = _Pair(base, note, spec.settings)
         measurement = prepared.finish()
         label = f"compared with {self.ref} ({(self.base_commit or '')[:12]}) in alternating rounds"
         return dataclasses.replace(measurement, notes=(*measurement.notes, label))
 
-    def _open_base(self, test_id: str, key: str) -> tuple[_BaseSide | None, str]:
-        """Drive the worker to READY ``key``; (None, why) when REF has no such measurement."""
-        channel = self._require_channel()
-        if self._test != test_id:
-            self._drain()
-            channel.send(protocol.RUN, test_id)
-            self._test, self._test_done, self._test_note = test_id, False, ""
-        while not self._test_done:
-            message = channel.recv(self.recv_timeout_s, f"{key} at {self.ref}")
-            kind = message[0]
-            if kind == protocol.READY and message[1] == key:
-                self._open_key = key
-                return _BaseSide(key), ""
-            self._handle_background(message)
-        return None, self._test_note or f"{key} not measured at {self.ref}"
+    @staticmethod
+    def _alternate(prepared: PreparedMeasurement, base: _BaseSide, remote: RemoteSide, spec: MeasureSpec) -> str:
+        """Alternate rounds with the worker; returns a note ('' if fine)."""
+        pause_s = handover_pause_s()
 
-    def _handle_background(self, message: protocol.Message) -> None:
-        """Messages the head does not wait for: other measurements, results, the end of the test."""
-        channel = self._require_channel()
-        kind = message[0]
-        if kind == protocol.READY:
-            channel.send(protocol.SKIP)  # a measurement the head does not have (or not now)
-        elif kind == protocol.MEASUREMENTS:
-            for m in message[1]:
-                self._base_final[m.key] = m
-        elif kind == protocol.FAILED:
-            self._test_note = f"measurement {message[1]} failed at {self.ref}: {message[2]}"
-        elif kind == protocol.MISSING:
-            self._test_done = True
-            self._test_note = f"test {message[1]} does not exist at {self.ref}"
-        elif kind == protocol.DONE:
-            self._test_done = True
-            outcome = message[2]
-            if outcome.get("outcome") == "failed" and not self._test_note:
-                detail = outcome.get("detail", "").strip().splitlines()
-                self._test_note = f"the test failed at {self.ref}: {detail[-1] if detail else 'see the worker log'}"
-        else:
-            raise WorkerError(f"--gpuperf-compare-ref worker: unexpected message {kind!r}")
+        def head_round(budget_s: float) -> list[float]:
+            samples = prepared.round(budget_s)
+            time.sleep(pause_s)  # this process's OpenMP threads stop spinning before the base measures
+            return samples
 
-    def _drain(self) -> None:
-        """Let the worker finish the current test, skipping measurements the head never asked for."""
-        if self._channel is None:
-            return
-        self._abandon_open()
-        while not self._test_done:
-            message = self._channel.recv(self.recv_timeout_s, f"{self._test} to finish at {self.ref}")
-            self._handle_background(message)
-
-    def _abandon_open(self) -> None:
-        if self._open_key is not None and self._channel is not None:
-            self._open_key = None
-            with contextlib.suppress(WorkerError):  # already failing; the first error is the one to see
-                self._channel.send(protocol.SKIP)
-
-    def _require_channel(self) -> HeadChannel:
-        if self._channel is None:
-            raise WorkerError("--gpuperf-compare-ref worker is not running")
-        return self._channel
-
-    def _alternate(self, prepared: PreparedMeasurement, base: _BaseSide, spec: MeasureSpec) -> str:
-        """Alternate rounds (ABBA) until precise enough or out of time; returns a note ('' if fine)."""
-        s = spec.settings
-        round_s = min(MAX_ROUND_S, max(MIN_ROUND_S, s.max_time_s / ROUNDS_PER_BUDGET))
-        pairs = 0
-        while True:
-            head_first = pairs % 2 == 0
-            if head_first:
-                prepared.round(round_s)
-            if not self._base_round(base, round_s):
-                prepared.run_to_completion()
-                return base.error or ""
-            if not head_first:
-                time.sleep(HANDOVER_S)
-                prepared.round(round_s)
-            pairs += 1
-            if prepared.measured_s >= s.max_time_s:
-                break
-            precise_enough = pairs >= MIN_PAIRS and prepared.measured_s >= s.min_time_s
-            if precise_enough and self._ratio_half_width(prepared, base) <= s.target_precision:
-                break
-        channel = self._require_channel()
-        self._open_key = None
-        channel.send(protocol.FINISH)
-        while True:
-            message = channel.recv(self.recv_timeout_s, f"{base.key} to finish at {self.ref}")
-            if message[0] == protocol.FINISHED:
-                base.measurement = message[1]
-                return ""
-            self._handle_background(message)
-
-    def _base_round(self, base: _BaseSide, budget_s: float) -> bool:
-        channel = self._require_channel()
-        time.sleep(HANDOVER_S)
-        channel.send(protocol.ROUND, budget_s)
-        while True:
-            message = channel.recv(self.recv_timeout_s, f"a round of {base.key} at {self.ref}")
-            kind = message[0]
-            if kind == protocol.SAMPLES:
-                samples = [float(x) for x in message[1]]
+        def base_round(budget_s: float) -> list[float] | None:
+            samples = remote.round(budget_s)
+            if samples:
                 base.samples.extend(samples)
                 base.round_medians.append(statistics.median(samples))
-                return True
-            self._handle_background(message)
-            if kind in (protocol.FAILED, protocol.DONE):
-                self._open_key = None
-                base.error = self._test_note or f"{base.key} stopped at {self.ref}"
-                if kind == protocol.FAILED:
-                    self._drain()
-                return False
+            return samples
 
-    @staticmethod
-    def _ratio_half_width(prepared: PreparedMeasurement, base: _BaseSide) -> float:
-        """Relative half-width of the ratio's CI, cheaply: max of round-level and sample-level."""
-        _, low, high = stats.paired_ratio_ci(prepared.round_medians, base.round_medians)
-        if not (math.isfinite(low) and math.isfinite(high)) or low <= 0:
-            return math.inf
-        paired = (math.log(high) - math.log(low)) / 2
-        sample = math.hypot(stats.relative_precision(prepared.samples), stats.relative_precision(base.samples))
-        return max(paired, sample)
+        if not alternate(head_round, base_round, spec.settings).complete:
+            base.error = remote.test_note or f"{base.key} stopped at the base"
+            prepared.run_to_completion()
+            return base.error
+        base.measurement = remote.finish()
+        return ""
 
     # -- judging ----------------------------------------------------------------------------
 
     def evaluate(self, measurements: Sequence[Measurement], config: GpuperfConfig) -> list[MeasurementResult]:
         from pytest_gpuperf.engine import gate_settings
 
-        if measurements and self._test == measurements[0].test_id:
-            self._drain()
+        base = self._base
+        if base is not None and measurements and base.test == measurements[0].test_id:
+            base.drain()
         settings = self.settings_for(gate_settings(config, self.environment), config)
         return [self._result(m, self._pairs.pop(m.key, None), settings) for m in measurements]
 
@@ -380,10 +281,37 @@ class CompareRefEngine:
             return MeasurementResult(m, tuple(_with_note(c, why) for c in comparisons))
         entry = self._base_entry(m, base)
         others = compare_to_baseline(m, entry, self.environment, settings)[1:]  # memory, metrics
-        return MeasurementResult(m, (self._time_comparison(m, base, settings), *others), entry)
+        time_comparison = self._time_comparison(m, base, settings)
+        if time_comparison.verdict is Verdict.REGRESSION and self._confirmation is not None and pair is not None:
+            time_comparison = self._confirmed(m, time_comparison, pair, settings)
+        return MeasurementResult(m, (time_comparison, *others), entry)
+
+    def _confirmed(self, m: Measurement, first: Comparison, pair: _Pair, settings: GateSettings) -> Comparison:
+        """The verdict of fresh process pairs on a regression that the first pair suspected."""
+        assert self._confirmation is not None
+        measure_settings = pair.settings or MeasureSettings()
+        confirmation = self._confirmation.confirm(m.test_id, m.key, measure_settings)
+        first_ratio = 1.0 + (first.change or 0.0)
+        if not confirmation.usable():
+            problems = "; ".join(confirmation.problems) or "no pair measured"
+            why = f"not confirmed in fresh process pairs ({len(confirmation.ratios)} measured: {problems})"
+            return dataclasses.replace(first, note=f"{first.note}; {why}" if first.note else why)
+        ratio, low, high, p = confirmation.interval(settings.confidence)
+        change = ratio - 1.0
+        verdict = time_verdict(change, low, high, settings.threshold)
+        if verdict is Verdict.IMPROVEMENT:  # the first pair said slower: no claim either way
+            verdict = Verdict.UNCHANGED
+        detail = describe(confirmation.ratios, first_ratio)
+        if confirmation.problems:
+            detail += f"; {len(confirmation.problems)} pair(s) could not measure: {confirmation.problems[0]}"
+        note = "" if verdict is Verdict.REGRESSION else "the first pair's suspected regression was not confirmed"
+        return dataclasses.replace(
+            first, verdict=verdict, change=change, ci_low=low, ci_high=high, p_value=p,
+            evidence=evidence_string(ratio, low, high, settings.confidence, p, detail), note=note,
+        )  # fmt: skip
 
     def _base_entry(self, m: Measurement, base: _BaseSide) -> BaselineEntry:
-        final = self._base_final.get(m.key) or base.measurement
+        final = (self._base.final.get(m.key) if self._base is not None else None) or base.measurement
         return BaselineEntry(
             key=m.key,
             stats=SampleStats.from_samples(base.samples),
@@ -404,13 +332,12 @@ class CompareRefEngine:
         current = m.stats.get(settings.metric)
         base_value = SampleStats.from_samples(base.samples).get(settings.metric)
         head_rounds = m.round_medians_ns[-len(base.round_medians) :]
-        ratio, boot_low, boot_high = stats.ratio_of_medians_ci(m.samples_ns, base.samples, settings.confidence)
-        _, pair_low, pair_high = stats.paired_ratio_ci(head_rounds, base.round_medians, settings.confidence)
-        low, high = min(boot_low, pair_low), max(boot_high, pair_high)
-        p = stats.mann_whitney_p(m.samples_ns, base.samples)
-        change = current / base_value - 1.0
+        ratio, low, high, p = stats.paired_median_ratio(head_rounds, base.round_medians, settings.confidence)
+        # The change is the paired estimate, not current/base_value: the pooled medians
+        # shift with the share of each side's rounds that met a slow moment of the machine.
+        change = ratio - 1.0
         threshold = settings.threshold
-        rounds = f"{len(base.round_medians)} alternating round pairs vs {self.ref}"
+        rounds = f"median of {len(base.round_medians)} round-pair ratios vs {self.ref}"
         verdict = time_verdict(change, low, high, threshold)
         note = ""
         if m.unstable_reason:

@@ -44,13 +44,22 @@ MEASUREMENTS = "measurements"
 DONE = "done"
 
 # Pause before handing the machine to the other process: OpenMP worker threads spin
-# for a few milliseconds after a parallel region, and two processes' spinning pools
-# on the same cores slow the measuring side by orders of magnitude.
+# after a parallel region (about 10 ms of CPU time after a 2-thread matmul on the
+# 2-core runner), and two processes' spinning pools on the same cores slow the
+# measuring side by orders of magnitude. A process with one intra-op thread has no
+# pool to spin, and skips the pause.
 HANDOVER_S = 0.02
 _POLL_SLICE_S = 0.25
 _LOG_TAIL_LINES = 30
 
 Message = tuple[Any, ...]
+
+
+def handover_pause_s() -> float:
+    """How long this process waits after its round before the other side measures."""
+    import torch
+
+    return HANDOVER_S if torch.get_num_threads() > 1 else 0.0
 
 
 def log_tail(path: Path | None, lines: int = _LOG_TAIL_LINES) -> str:

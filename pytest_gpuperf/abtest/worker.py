@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 
 from pytest_gpuperf.abtest import protocol
-from pytest_gpuperf.abtest.protocol import HANDOVER_S, WorkerChannel
+from pytest_gpuperf.abtest.protocol import WorkerChannel, handover_pause_s
 from pytest_gpuperf.config import GpuperfConfig
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import Measurement, MeasurementResult, measurement_key
@@ -55,7 +55,7 @@ class WorkerEngine:
         except Exception as exc:
             self.channel.send(protocol.FAILED, key, f"{type(exc).__name__}: {exc}")
             raise
-        time.sleep(HANDOVER_S)  # let this process's OpenMP threads stop spinning (engine.py)
+        time.sleep(handover_pause_s())  # let this process's OpenMP threads stop spinning (protocol.py)
         return samples
 
     def evaluate(self, measurements: Sequence[Measurement], config: GpuperfConfig) -> list[MeasurementResult]:

@@ -1,0 +1,146 @@
+"""Confirming a suspected compare-ref regression in fresh pairs of processes.
+
+One pair of processes (the head's pytest and the base worker) carries an
+offset that no number of rounds averages away: where a process's code and
+data land in memory makes the same code a little faster or slower in that
+process, and differently for each test. On the 2-core runner, the head/base
+ratio of identical code came out between -5% and +3% across sessions while
+each session's CI was +-0.5% (docs/detection.md). So a suspected regression
+is measured again in ``pairs`` fresh process pairs, a head worker (the head's
+checkout) next to a base worker (REF's worktree), each pair alternating rounds
+as the first pair did. The verdict then comes from the spread of those
+independent pair ratios (``stats.replicate_ratio_ci``), which includes the
+offset, not from the rounds of one pair. The first pair only selects what to
+confirm; it is not part of that estimate, so its selection cannot bias it.
+
+The workers start at the first suspicion of the session, all at once, and
+stay for later ones; each collects only the files of the session's tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from pytest_gpuperf import stats
+from pytest_gpuperf.abtest.alternate import alternate
+from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch, spawn_worker
+from pytest_gpuperf.config import MeasureSettings
+from pytest_gpuperf.errors import WorkerError
+
+MIN_CONFIRMING_PAIRS = 3  # fewer independent pair ratios give no usable interval
+
+
+@dataclass
+class Confirmation:
+    """The median pair ratio of each fresh process pair that measured, and why others did not."""
+
+    ratios: list[float] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def usable(self) -> bool:
+        return len(self.ratios) >= MIN_CONFIRMING_PAIRS
+
+    def interval(self, confidence: float) -> tuple[float, float, float, float]:
+        """(ratio, low, high, p) over the pairs: see stats.replicate_ratio_ci."""
+        return stats.replicate_ratio_ci(self.ratios, confidence)
+
+
+class ConfirmationPool:
+    """``pairs`` head workers and ``pairs`` base workers, started on first use."""
+
+    def __init__(
+        self,
+        pairs: int,
+        head_launch: Callable[[int], WorkerLaunch],
+        base_launch: Callable[[int], WorkerLaunch],
+        ref: str,
+    ) -> None:
+        self.pairs = pairs
+        self._head_launch = head_launch
+        self._base_launch = base_launch
+        self.ref = ref
+        self._sides: list[tuple[RemoteSide, RemoteSide]] | None = None
+        self._broken: set[int] = set()
+
+    def _start(self) -> list[tuple[RemoteSide, RemoteSide]]:
+        if self._sides is None:
+            sides: list[tuple[RemoteSide, RemoteSide]] = []
+            try:
+                for j in range(self.pairs):
+                    head = RemoteSide(spawn_worker(self._head_launch(j)), "at the head's checkout")
+                    try:
+                        base = RemoteSide(spawn_worker(self._base_launch(j)), f"at {self.ref}")
+                    except BaseException:
+                        head.close()
+                        raise
+                    sides.append((head, base))
+            except BaseException:
+                for head, base in sides:
+                    head.close()
+                    base.close()
+                raise
+            self._sides = sides
+        return self._sides
+
+    def confirm(self, test_id: str, key: str, settings: MeasureSettings) -> Confirmation:
+        """Measure ``key`` of ``test_id`` once in every fresh pair; a pair that cannot is named, not fatal."""
+        result = Confirmation()
+        try:
+            sides = self._start()
+        except WorkerError as exc:
+            result.problems.append(f"confirmation workers did not start: {exc}")
+            return result
+        for j, (head, base) in enumerate(sides):
+            if j in self._broken:
+                continue
+            try:
+                ratio, problem = self._one_pair(head, base, test_id, key, settings)
+            except WorkerError as exc:
+                self._broken.add(j)
+                result.problems.append(f"pair {j + 1}: {str(exc).splitlines()[0]}")
+                continue
+            if ratio is not None:
+                result.ratios.append(ratio)
+            elif problem:
+                result.problems.append(f"pair {j + 1}: {problem}")
+        return result
+
+    @staticmethod
+    def _one_pair(
+        head: RemoteSide, base: RemoteSide, test_id: str, key: str, settings: MeasureSettings
+    ) -> tuple[float | None, str]:
+        for side in (head, base):
+            side.wait_ready()
+        problem = head.open(test_id, key) or base.open(test_id, key)
+        if problem:
+            head.drain()
+            base.drain()
+            return None, problem
+        rounds = alternate(head.round, base.round, settings)
+        if not rounds.complete:
+            head.drain()
+            base.drain()
+            return None, head.test_note or base.test_note or "a side stopped"
+        head.finish()
+        base.finish()
+        head.drain()
+        base.drain()
+        n = rounds.pairs
+        ratio, *_ = stats.paired_median_ratio(rounds.head_rounds[:n], rounds.base_rounds[:n])
+        return ratio, ""
+
+    def close(self) -> None:
+        sides, self._sides = self._sides or [], None
+        for head, base in sides:
+            with contextlib.suppress(Exception):
+                head.close()
+            with contextlib.suppress(Exception):
+                base.close()
+
+
+def describe(ratios: Sequence[float], first_ratio: float) -> str:
+    """``6 fresh process pairs (ratios 1.030, 1.052, ...); first pair 1.041``."""
+    listed = ", ".join(f"{r:.3f}" for r in ratios)
+    return f"{len(ratios)} fresh process pairs (ratios {listed}); first pair {first_ratio:.3f}"

@@ -1,0 +1,188 @@
+"""One worker process as the head sees it: how to start it, and how to drive one measurement in it.
+
+A worker is a pytest process running ``pytest_gpuperf.abtest.worker_plugin``
+(worker.py): it collects, says HELLO, then runs the tests the head names, and
+inside each test it warms up a measurement, says READY and measures one round
+per ROUND command. The base worker runs in the worktree of REF; the
+confirmation workers (confirm.py) run at REF and at the head's own checkout.
+``RemoteSide`` keeps what the head knows about one such process: the test it
+runs now, whether that test is done, and the measurements it sent back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_gpuperf.abtest import protocol
+from pytest_gpuperf.abtest.protocol import HeadChannel
+from pytest_gpuperf.errors import WorkerError
+from pytest_gpuperf.model import Measurement
+
+START_TIMEOUT_S = 300.0  # a worker imports torch and collects the tests
+RECV_TIMEOUT_S = 300.0  # one round, a warm-up or the rest of a test body
+
+
+@dataclass(frozen=True)
+class WorkerLaunch:
+    """Where and how to start one worker process."""
+
+    cwd: Path  # the folder the head's rootdir corresponds to, in this checkout
+    import_roots: tuple[Path, ...]  # put first on PYTHONPATH: this checkout's code, not an installed copy
+    files: tuple[str, ...]  # test files to collect, relative to cwd
+    device: str
+    pin_cpu: int | None
+    basetemp: Path
+    log_path: Path
+
+
+def spawn_worker(launch: WorkerLaunch) -> HeadChannel:
+    """Start a worker; it answers HELLO on the returned channel once it has collected."""
+    present = [f for f in launch.files if (launch.cwd / f).exists()]
+    args = [
+        sys.executable, "-m", "pytest",
+        "-p", "pytest_gpuperf.abtest.worker_plugin",
+        "-p", "no:cacheprovider",
+        "--gpuperf", f"--gpuperf-device={launch.device}",
+        # the same core as the head's rounds (or none): see cpu_pinning.py
+        f"--gpuperf-pin-cpu={'off' if launch.pin_cpu is None else launch.pin_cpu}",
+        "--continue-on-collection-errors", "-q",
+        f"--basetemp={launch.basetemp}",
+        *present,
+    ]  # fmt: skip
+    parent, child = multiprocessing.Pipe(duplex=True)
+    env = dict(os.environ)
+    # the head's PYTEST_ADDOPTS carries --gpuperf-compare-ref: the worker must not recurse
+    env.pop("PYTEST_ADDOPTS", None)
+    env[protocol.ENV_FD] = str(child.fileno())
+    paths = [str(p) for p in launch.import_roots]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    launch.log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(launch.log_path, "wb") as log:
+        process = subprocess.Popen(
+            args, cwd=launch.cwd, env=env, stdout=log, stderr=subprocess.STDOUT, pass_fds=(child.fileno(),)
+        )
+    child.close()
+    return HeadChannel(parent, process, launch.log_path)
+
+
+class RemoteSide:
+    """The head's handle on one worker: run a test there up to a measurement, then drive its rounds."""
+
+    def __init__(self, channel: HeadChannel, where: str, recv_timeout_s: float = RECV_TIMEOUT_S) -> None:
+        self.channel = channel
+        self.where = where  # "at main", "at the head's checkout": for messages
+        self.recv_timeout_s = recv_timeout_s
+        self.ready = False  # said HELLO
+        self.test: str | None = None  # the test it runs now
+        self.test_done = True
+        self.test_note = ""
+        self.open_key: str | None = None  # a measurement waiting for rounds
+        self.final: dict[str, Measurement] = {}  # finished measurements, with their metrics
+
+    def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        if not self.ready:
+            self.channel.recv(timeout_s, f"the worker to collect the tests {self.where}")
+            self.ready = True
+
+    def open(self, test_id: str, key: str) -> str | None:
+        """Run ``test_id`` up to measurement ``key`` (READY); None then, else why it never got there."""
+        if self.test != test_id:
+            self.drain()
+            self.channel.send(protocol.RUN, test_id)
+            self.test, self.test_done, self.test_note = test_id, False, ""
+        while not self.test_done:
+            message = self.channel.recv(self.recv_timeout_s, f"{key} {self.where}")
+            if message[0] == protocol.READY and message[1] == key:
+                self.open_key = key
+                return None
+            self.handle_background(message)
+        return self.test_note or f"{key} not measured {self.where}"
+
+    def round(self, budget_s: float) -> list[float] | None:
+        """One round of the open measurement: its samples, or None when it failed or the test ended."""
+        key = self.open_key
+        self.channel.send(protocol.ROUND, budget_s)
+        while True:
+            message = self.channel.recv(self.recv_timeout_s, f"a round of {key} {self.where}")
+            kind = message[0]
+            if kind == protocol.SAMPLES:
+                return [float(x) for x in message[1]]
+            self.handle_background(message)
+            if kind in (protocol.FAILED, protocol.DONE):
+                self.open_key = None
+                if not self.test_note:
+                    self.test_note = f"{key} stopped {self.where}"
+                if kind == protocol.FAILED:
+                    self.drain()
+                return None
+
+    def finish(self) -> Measurement:
+        """End the open measurement; the worker's Measurement (its memory peaks, metrics)."""
+        key = self.open_key
+        self.open_key = None
+        self.channel.send(protocol.FINISH)
+        while True:
+            message = self.channel.recv(self.recv_timeout_s, f"{key} to finish {self.where}")
+            if message[0] == protocol.FINISHED:
+                measurement: Measurement = message[1]
+                return measurement
+            self.handle_background(message)
+
+    def handle_background(self, message: protocol.Message) -> None:
+        """Messages nobody waits for: other measurements, results, the end of the test."""
+        kind = message[0]
+        if kind == protocol.READY:
+            self.channel.send(protocol.SKIP)  # a measurement the head does not want (or not now)
+        elif kind == protocol.MEASUREMENTS:
+            for m in message[1]:
+                self.final[m.key] = m
+        elif kind == protocol.FAILED:
+            self.test_note = f"measurement {message[1]} failed {self.where}: {message[2]}"
+        elif kind == protocol.MISSING:
+            self.test_done = True
+            self.test_note = f"test {message[1]} does not exist {self.where}"
+        elif kind == protocol.DONE:
+            self.test_done = True
+            outcome = message[2]
+            if outcome.get("outcome") == "failed" and not self.test_note:
+                detail = outcome.get("detail", "").strip().splitlines()
+                self.test_note = f"the test failed {self.where}: {detail[-1] if detail else 'see the worker log'}"
+        else:
+            raise WorkerError(f"--gpuperf-compare-ref worker: unexpected message {kind!r}")
+
+    def drain(self) -> None:
+        """Let the worker finish its current test, skipping measurements nobody asked for."""
+        self.abandon()
+        while not self.test_done:
+            message = self.channel.recv(self.recv_timeout_s, f"{self.test} to finish {self.where}")
+            self.handle_background(message)
+
+    def abandon(self) -> None:
+        if self.open_key is not None:
+            self.open_key = None
+            with contextlib.suppress(WorkerError):  # already failing; the first error is the one to see
+                self.channel.send(protocol.SKIP)
+
+    def close(self) -> None:
+        """Stop the worker (QUIT, or closing the pipe); never raises."""
+        channel = self.channel
+        if self.test_done and channel.process.poll() is None:
+            with contextlib.suppress(WorkerError):
+                channel.send(protocol.QUIT)
+        channel.conn.close()
+        if not self.test_done:
+            # interrupted mid-test: the worker owns nothing that needs a clean exit
+            channel.process.terminate()
+        try:
+            channel.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            channel.process.kill()
+            channel.process.wait()
