@@ -70,6 +70,9 @@ class RunnerOptions:
     # Queue each CUDA block behind a short GPU sleep (timers.py); off only to study its effect.
     head_start: bool = True
     pin_cpu: int | None = None  # warm up and measure on this CPU core alone (cpu_pinning.py)
+    # Peak tensor memory on a CPU costs one call under the profiler, about 2 s the first
+    # time in a process; off in compare-ref confirmation workers, which only time.
+    cpu_peak_memory: bool = True
 
 
 class PreparedMeasurement:
@@ -247,7 +250,7 @@ class PreparedMeasurement:
         """The allocator's peak on CUDA; on a CPU one extra call under the memory profiler."""
         if self.device.type == "cuda":
             return self.memory.peak_allocated()
-        if self.device.type == "cpu":
+        if self.device.type == "cpu" and self.runner.options.cpu_peak_memory:
             from pytest_gpuperf.cpu_memory import peak_tensor_bytes
 
             return peak_tensor_bytes(self._call)

@@ -143,8 +143,8 @@ class CompareRefEngine:
         if self.confirm_pairs > 0:
             self._confirmation = ConfirmationPool(
                 self.confirm_pairs,
-                lambda j: self._launch_at_head(f"confirm-head-{j + 1}"),
-                lambda j: self._launch_at_ref(f"confirm-base-{j + 1}"),
+                lambda j: dataclasses.replace(self._launch_at_head(f"confirm-head-{j + 1}"), time_only=True),
+                lambda j: dataclasses.replace(self._launch_at_ref(f"confirm-base-{j + 1}"), time_only=True),
                 self.ref,
             )
 

@@ -27,6 +27,7 @@ from typing import Any
 from pytest_gpuperf.errors import WorkerError
 
 ENV_FD = "GPUPERF_WORKER_FD"
+ENV_TIME_ONLY = "GPUPERF_WORKER_TIME_ONLY"  # "1": a confirmation worker, it only times
 
 RUN = "run"
 ROUND = "round"

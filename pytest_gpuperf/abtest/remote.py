@@ -39,6 +39,7 @@ class WorkerLaunch:
     pin_cpu: int | None
     basetemp: Path
     log_path: Path
+    time_only: bool = False  # skip what only the first pair needs (CPU peak memory)
 
 
 def spawn_worker(launch: WorkerLaunch) -> HeadChannel:
@@ -60,6 +61,7 @@ def spawn_worker(launch: WorkerLaunch) -> HeadChannel:
     # the head's PYTEST_ADDOPTS carries --gpuperf-compare-ref: the worker must not recurse
     env.pop("PYTEST_ADDOPTS", None)
     env[protocol.ENV_FD] = str(child.fileno())
+    env[protocol.ENV_TIME_ONLY] = "1" if launch.time_only else "0"
     paths = [str(p) for p in launch.import_roots]
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
@@ -172,7 +174,12 @@ class RemoteSide:
                 self.channel.send(protocol.SKIP)
 
     def close(self) -> None:
-        """Stop the worker (QUIT, or closing the pipe); never raises."""
+        """Stop the worker (QUIT, or closing the pipe) and wait for it; never raises."""
+        self.request_stop()
+        self.wait_stopped()
+
+    def request_stop(self) -> None:
+        """Ask the worker to end without waiting: several workers then wind down at the same time."""
         channel = self.channel
         if self.test_done and channel.process.poll() is None:
             with contextlib.suppress(WorkerError):
@@ -181,8 +188,11 @@ class RemoteSide:
         if not self.test_done:
             # interrupted mid-test: the worker owns nothing that needs a clean exit
             channel.process.terminate()
+
+    def wait_stopped(self) -> None:
+        process = self.channel.process
         try:
-            channel.process.wait(timeout=10)
+            process.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            channel.process.kill()
-            channel.process.wait()
+            process.kill()
+            process.wait()
