@@ -122,6 +122,37 @@ def test_a_regression_of_one_process_pair_is_not_confirmed_by_fresh_pairs(pytest
     assert worktrees(root) == 1
 
 
+# Four times the work everywhere, but the confirmation workers (time-only) crash when
+# they measure: the first pair's regression has to stand, saying why it is unconfirmed.
+CONFIRMATION_WORKERS_CRASH = '''
+import os
+
+def spin():
+    if os.environ.get("GPUPERF_WORKER_TIME_ONLY") == "1":
+        os._exit(3)
+    total = 0
+    for i in range(80000):
+        total += i * i
+    return total
+
+def test_spin(gpu_bench):
+    gpu_bench(spin)
+'''
+
+
+def test_when_confirmation_cannot_run_the_first_pairs_regression_stands(pytester: pytest.Pytester) -> None:
+    root = make_repo(pytester, head_work=20001)
+    pytester.makepyfile(test_perf=CONFIRMATION_WORKERS_CRASH)
+    git(root, "commit", "-qam", "head: slower, and its confirmation workers crash")
+    result = pytester.runpytest_subprocess(*ARGS, "--gpuperf-confirm-pairs=3", "--gpuperf-json=results.json")
+    assert result.ret == 1, result.stdout.str()
+    time_result = json.loads((root / "results.json").read_text())["results"][0]["comparisons"][0]
+    assert time_result["verdict"] == "regression"
+    assert "not confirmed in fresh process pairs (0 measured: pair 1:" in time_result["note"]
+    assert "exited with code 3" in time_result["note"]
+    assert worktrees(root) == 1
+
+
 def test_unknown_ref_is_a_clear_error(pytester: pytest.Pytester) -> None:
     make_repo(pytester, head_work=20001)
     result = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-compare-ref=no-such-ref", "-p", "no:cacheprovider")

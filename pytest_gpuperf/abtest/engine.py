@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from pytest_gpuperf.config import GpuperfConfig
     from pytest_gpuperf.runner import MeasureSpec, PreparedMeasurement, Runner
 
+
 @dataclass
 class _BaseSide:
     """What the head learned about one measurement at REF."""
@@ -190,6 +191,8 @@ class CompareRefEngine:
         self.start()
         base = self._require_base()
         try:
+            if not base.ready:
+                self.runner.prime()  # while the worker imports and collects
             base.wait_ready(START_TIMEOUT_S)
         except BaseException:
             self.close()
