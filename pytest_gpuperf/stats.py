@@ -164,32 +164,15 @@ def ratio_of_medians_ci(
     return ratio, min(low, ratio), max(high, ratio)
 
 
-def paired_ratio_ci(
-    a_round_medians: Samples,
-    b_round_medians: Samples,
-    confidence: float = DEFAULT_CONFIDENCE,
-) -> tuple[float, float, float]:
-    """Geometric-mean ratio of paired round medians with a Student-t CI on the log ratios.
-
-    For interleaved measurements (round i of ``a`` next to round i of ``b``):
-    drift that moves both rounds of a pair cancels in their ratio, and the
-    spread of the per-pair ratios is the between-round uncertainty that a
-    per-sample bootstrap cannot see. ``(-inf, inf)`` bounds with fewer than 2 pairs.
-    """
-    ra = _as_array(a_round_medians, "paired_ratio_ci(a)")
-    rb = _as_array(b_round_medians, "paired_ratio_ci(b)")
+def _paired(a: Samples, b: Samples, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """Round medians of two interleaved sides, checked: as many of each, all positive."""
+    ra = _as_array(a, f"{what}(a)")
+    rb = _as_array(b, f"{what}(b)")
     if ra.size != rb.size:
-        raise ValueError(f"paired_ratio_ci: {ra.size} rounds of a but {rb.size} of b")
+        raise ValueError(f"{what}: {ra.size} rounds of a but {rb.size} of b")
     if np.any(ra <= 0) or np.any(rb <= 0):
-        raise ValueError("paired_ratio_ci: round medians must be positive")
-    logs = np.log(ra) - np.log(rb)
-    ratio = float(np.exp(logs.mean()))
-    if logs.size < 2:
-        return ratio, -math.inf, math.inf
-    sem = float(logs.std(ddof=1)) / math.sqrt(logs.size)
-    t = float(_special.stdtrit(logs.size - 1, 0.5 + confidence / 2.0))  # Student-t quantile
-    return ratio, float(np.exp(logs.mean() - t * sem)), float(np.exp(logs.mean() + t * sem))
-
+        raise ValueError(f"{what}: round medians must be positive")
+    return ra, rb
 
 
 def paired_median_ratio(
@@ -203,19 +186,14 @@ def paired_median_ratio(
     core that another tenant takes for tens of milliseconds to seconds): a pair
     that lies inside one speed state gives the true ratio whatever the state,
     and the few pairs that straddle a change are outliers the median ignores.
-    A mean of ratios (``paired_ratio_ci``) or a ratio of pooled medians (whose
+    A mean of (log) ratios with a t interval or a ratio of pooled medians (whose
     value depends on which share of each side's samples fell into the slow
     state) is moved by exactly those pairs. Distribution-free: the CI is that of
     the median of the pair ratios (needs >= 6 pairs at 95%, else infinite), the
     p-value the two-sided sign test of "ratio = 1" (ties at exactly 1 dropped).
     Returns ``(ratio, low, high, p)``.
     """
-    ra = _as_array(a_round_medians, "paired_median_ratio(a)")
-    rb = _as_array(b_round_medians, "paired_median_ratio(b)")
-    if ra.size != rb.size:
-        raise ValueError(f"paired_median_ratio: {ra.size} rounds of a but {rb.size} of b")
-    if np.any(ra <= 0) or np.any(rb <= 0):
-        raise ValueError("paired_median_ratio: round medians must be positive")
+    ra, rb = _paired(a_round_medians, b_round_medians, "paired_median_ratio")
     ratios = ra / rb
     ratio = float(np.median(ratios))
     low, high = median_ci(ratios, confidence)

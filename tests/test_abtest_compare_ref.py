@@ -6,15 +6,20 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 pytestmark = pytest.mark.slow
 
-BASE = '''
-WORK = {work}
+# A loop of WORK steps; ``setup`` defines WORK, ``check`` runs first in each call.
+SPIN_WITH_ENVIRONMENT = '''
+import os
+
+{setup}
 
 def spin():
+    {check}
     total = 0
     for i in range(WORK):
         total += i * i
@@ -23,6 +28,7 @@ def spin():
 def test_spin(gpu_bench):
     gpu_bench(spin)
 '''
+BASE = SPIN_WITH_ENVIRONMENT.format(setup="WORK = {work}", check="pass")
 
 UNCHANGED_TEST = '''
 
@@ -92,65 +98,43 @@ def test_compare_ref_fails_a_regression_passes_unchanged_and_marks_new(pytester:
 # Slow only in the head's own pytest process: the confirmation workers (which have the
 # worker's pipe in their environment) run it at the base's speed. So the first pair
 # suspects a regression that fresh process pairs do not confirm, deterministically.
-SLOW_ONLY_IN_THE_HEAD_PROCESS = '''
-import os
+SLOW_ONLY_IN_THE_HEAD_PROCESS = SPIN_WITH_ENVIRONMENT.format(
+    setup='WORK = 20000 if "GPUPERF_WORKER_FD" in os.environ else 80000', check="pass"
+)
 
-WORK = 20000 if "GPUPERF_WORKER_FD" in os.environ else 80000
 
-def spin():
-    total = 0
-    for i in range(WORK):
-        total += i * i
-    return total
-
-def test_spin(gpu_bench):
-    gpu_bench(spin)
-'''
+def run_confirming(pytester: pytest.Pytester, head_source: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    """Commit ``head_source`` over a 20000-step base; run with 3 confirmation pairs; (result, time verdict)."""
+    root = make_repo(pytester, head_work=20001)
+    pytester.makepyfile(test_perf=head_source)
+    git(root, "commit", "-qam", "head")
+    result = pytester.runpytest_subprocess(*ARGS, "--gpuperf-confirm-pairs=3", "--gpuperf-json=results.json")
+    assert worktrees(root) == 1
+    return result, json.loads((root / "results.json").read_text())["results"][0]["comparisons"][0]
 
 
 def test_a_regression_of_one_process_pair_is_not_confirmed_by_fresh_pairs(pytester: pytest.Pytester) -> None:
-    root = make_repo(pytester, head_work=20001)
-    pytester.makepyfile(test_perf=SLOW_ONLY_IN_THE_HEAD_PROCESS)
-    git(root, "commit", "-qam", "head: slow in the main process only")
-    result = pytester.runpytest_subprocess(*ARGS, "--gpuperf-confirm-pairs=3", "--gpuperf-json=results.json")
+    result, time_result = run_confirming(pytester, SLOW_ONLY_IN_THE_HEAD_PROCESS)
     assert result.ret == 0, result.stdout.str()
-    time_result = json.loads((root / "results.json").read_text())["results"][0]["comparisons"][0]
     assert time_result["verdict"] == "unchanged"
     assert "not confirmed" in time_result["note"]
     assert "3 fresh process pairs" in time_result["evidence"]
     assert abs(time_result["change"]) < 0.25  # the fresh pairs' estimate, not the first pair's 4x
-    assert worktrees(root) == 1
 
 
 # Four times the work everywhere, but the confirmation workers (time-only) crash when
 # they measure: the first pair's regression has to stand, saying why it is unconfirmed.
-CONFIRMATION_WORKERS_CRASH = '''
-import os
-
-def spin():
-    if os.environ.get("GPUPERF_WORKER_TIME_ONLY") == "1":
-        os._exit(3)
-    total = 0
-    for i in range(80000):
-        total += i * i
-    return total
-
-def test_spin(gpu_bench):
-    gpu_bench(spin)
-'''
+CONFIRMATION_WORKERS_CRASH = SPIN_WITH_ENVIRONMENT.format(
+    setup="WORK = 80000", check='if os.environ.get("GPUPERF_WORKER_TIME_ONLY") == "1":\n        os._exit(3)'
+)
 
 
 def test_when_confirmation_cannot_run_the_first_pairs_regression_stands(pytester: pytest.Pytester) -> None:
-    root = make_repo(pytester, head_work=20001)
-    pytester.makepyfile(test_perf=CONFIRMATION_WORKERS_CRASH)
-    git(root, "commit", "-qam", "head: slower, and its confirmation workers crash")
-    result = pytester.runpytest_subprocess(*ARGS, "--gpuperf-confirm-pairs=3", "--gpuperf-json=results.json")
+    result, time_result = run_confirming(pytester, CONFIRMATION_WORKERS_CRASH)
     assert result.ret == 1, result.stdout.str()
-    time_result = json.loads((root / "results.json").read_text())["results"][0]["comparisons"][0]
     assert time_result["verdict"] == "regression"
     assert "not confirmed in fresh process pairs (0 measured: pair 1:" in time_result["note"]
     assert "exited with code 3" in time_result["note"]
-    assert worktrees(root) == 1
 
 
 def test_unknown_ref_is_a_clear_error(pytester: pytest.Pytester) -> None:

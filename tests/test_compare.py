@@ -126,6 +126,19 @@ def test_calibration_normalizes_a_uniformly_slower_machine() -> None:
     assert raw.verdict is Verdict.REGRESSION
 
 
+def test_calibration_never_makes_a_regression_the_raw_times_do_not_show() -> None:
+    # raw +2.6%; the calibration workload ran 7.5% faster than at the baseline
+    m = measurement(1026.0, calibration_ns=462.5)
+    base = entry(1000.0, calibration_ns=500.0)
+    c = time_of(compare_to_baseline(m, base, ENV, S))
+    assert c.change is not None and c.change > 0.10  # what the normalization alone says
+    assert c.verdict is Verdict.UNCHANGED
+    assert "+2.6% before calibration" in c.note
+    # the same normalization on a raw change past the threshold keeps the regression
+    worse = time_of(compare_to_baseline(measurement(1150.0, calibration_ns=462.5), base, ENV, S))
+    assert worse.verdict is Verdict.REGRESSION
+
+
 def test_a_single_sample_gives_an_unknown_interval_that_reports_can_store() -> None:
     # An 11 s DataLoader epoch on the H100 host fitted one sample in its time budget.
     one = measurement(2000.0, samples_ns=(2000.0,), round_medians_ns=(2000.0,))

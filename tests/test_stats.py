@@ -67,22 +67,6 @@ def test_ratio_ci_rejects_bad_input() -> None:
         stats.ratio_of_medians_ci([], [1.0])
 
 
-def test_paired_ratio_ci_cancels_common_drift() -> None:
-    drift = np.linspace(1.0, 1.5, 10)  # the machine slows by half during the run
-    a = 105 * drift * (1 + _normal(0, 0.002, 10, 1))
-    b = 100 * drift * (1 + _normal(0, 0.002, 10, 2))
-    ratio, low, high = stats.paired_ratio_ci(a, b)
-    assert 1.0 < low < ratio < high < 1.06
-    assert ratio == pytest.approx(1.05, abs=0.005)
-
-
-def test_paired_ratio_ci_needs_two_pairs_and_equal_lengths() -> None:
-    assert stats.paired_ratio_ci([2.0], [1.0]) == (2.0, -math.inf, math.inf)
-    with pytest.raises(ValueError, match="rounds"):
-        stats.paired_ratio_ci([1.0, 2.0], [1.0])
-
-
-
 def test_paired_median_ratio_ignores_pairs_that_straddle_a_speed_change() -> None:
     # 40 pairs, a true 3% slowdown; the machine is 1.7x slower in pairs 10-19, and in
     # 5 pairs the speed changed between the two rounds of the pair (either way round)
@@ -94,9 +78,8 @@ def test_paired_median_ratio_ignores_pairs_that_straddle_a_speed_change() -> Non
     ratio, low, high, p = stats.paired_median_ratio(a, b)
     assert 1.02 < low < ratio < high < 1.04
     assert p < 1e-6
-    # the mean of log ratios is dragged by the straddling pairs; its CI no longer excludes 1
-    _, t_low, _ = stats.paired_ratio_ci(a, b)
-    assert t_low < 1.0
+    # the mean of the ratios is dragged far off by the five straddling pairs
+    assert abs(float(np.mean(a / b)) - 1.03) > 0.02
 
 
 def test_paired_median_ratio_unchanged_code_and_small_samples() -> None:

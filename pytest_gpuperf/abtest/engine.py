@@ -159,27 +159,24 @@ class CompareRefEngine:
             rel = self.rootdir.resolve().relative_to(worktree.repo_root.resolve())
         except ValueError:
             rel = Path()
-        return WorkerLaunch(
-            cwd=worktree.path / rel,
-            import_roots=(worktree.path, worktree.path / "src"),
-            files=self._files(),
-            device=str(self.runner.options.device),
-            pin_cpu=self.runner.options.pin_cpu,
-            basetemp=worktree.tmp_dir / f"{name}-basetemp",
-            log_path=worktree.tmp_dir / f"{name}.log",
-        )
+        return self._launch(name, worktree.path / rel, worktree.path)
 
     def _launch_at_head(self, name: str) -> WorkerLaunch:
-        worktree = self._worktree
-        assert worktree is not None and worktree.repo_root is not None
+        assert self._worktree is not None and self._worktree.repo_root is not None
+        return self._launch(name, self.rootdir, self._worktree.repo_root)
+
+    def _launch(self, name: str, cwd: Path, checkout: Path) -> WorkerLaunch:
+        """A worker in ``cwd`` that imports ``checkout``'s code first; its files live next to the worktree."""
+        assert self._worktree is not None
+        scratch = self._worktree.tmp_dir
         return WorkerLaunch(
-            cwd=self.rootdir,
-            import_roots=(worktree.repo_root, worktree.repo_root / "src"),
+            cwd=cwd,
+            import_roots=(checkout, checkout / "src"),
             files=self._files(),
             device=str(self.runner.options.device),
             pin_cpu=self.runner.options.pin_cpu,
-            basetemp=worktree.tmp_dir / f"{name}-basetemp",
-            log_path=worktree.tmp_dir / f"{name}.log",
+            basetemp=scratch / f"{name}-basetemp",
+            log_path=scratch / f"{name}.log",
         )
 
     def _require_base(self) -> RemoteSide:
