@@ -131,7 +131,7 @@ def _calibration_scale(
     scale = base / cur
     if not _CALIBRATION_SANE[0] <= scale <= _CALIBRATION_SANE[1]:
         return 1.0, f"calibration ratio {scale:.2f} out of range, not normalized"
-    return scale, f"calibration-normalized (machine speed x{1 / scale:.3f} vs baseline)"
+    return scale, f"calibration-normalized (calibration time x{1 / scale:.3f} vs baseline)"
 
 
 def _compare_time(
@@ -208,7 +208,7 @@ def _calibration_check(verdict: Verdict, raw_change: float, scale: float, thresh
     if not made_by_scaling:
         return verdict, ""
     return Verdict.UNCHANGED, (
-        f"{raw_change:+.1%} before calibration: only the normalization (machine speed x{1 / scale:.3f}) "
+        f"{raw_change:+.1%} before calibration: only the normalization (calibration time x{1 / scale:.3f}) "
         f"took it past {threshold:.1%}, and calibration may only explain a change away"
     )
 
