@@ -173,7 +173,8 @@ def _compare_time(
         notes.append(f"threshold raised from {settings.threshold:.1%} to {threshold:.1%} by run-to-run noise")
     verdict = time_verdict(change, low, high, threshold)
     if verdict is not Verdict.UNCHANGED and scale != 1.0:
-        verdict, calibration_note = _calibration_check(verdict, current / base_value - 1.0, scale, threshold)
+        raw_change = (change + 1.0) / scale - 1.0  # before normalization
+        verdict, calibration_note = _calibration_check(verdict, raw_change, scale, threshold)
         if calibration_note:
             notes.append(calibration_note)
     if verdict is not Verdict.UNCHANGED and settings.floor_quantile is not None:

@@ -23,7 +23,6 @@ measurement never shows up there, is NEW.
 from __future__ import annotations
 
 import dataclasses
-import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -244,15 +243,15 @@ class CompareRefEngine:
 
         def base_round(budget_s: float) -> list[float] | None:
             samples = remote.round(budget_s)
-            if samples:
-                base.samples.extend(samples)
-                base.round_medians.append(statistics.median(samples))
+            base.samples.extend(samples or ())
             return samples
 
-        if not alternate(head_round, base_round, spec.settings).complete:
+        rounds = alternate(head_round, base_round, spec.settings)
+        if not rounds.complete:
             base.error = remote.test_note or f"{base.key} stopped at the base"
             prepared.run_to_completion()
             return base.error
+        base.round_medians = rounds.base_rounds
         base.measurement = remote.finish()
         return ""
 
