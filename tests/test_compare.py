@@ -139,6 +139,17 @@ def test_calibration_never_makes_a_regression_the_raw_times_do_not_show() -> Non
     assert worse.verdict is Verdict.REGRESSION
 
 
+def test_calibration_never_makes_an_improvement_the_raw_times_do_not_show() -> None:
+    # raw -2.6%; the calibration workload ran 10% slower than at the baseline
+    base = entry(1000.0, calibration_ns=500.0)
+    c = time_of(compare_to_baseline(measurement(974.0, calibration_ns=550.0), base, ENV, S))
+    assert c.change is not None and c.change < -0.10
+    assert c.verdict is Verdict.UNCHANGED
+    assert "-2.6% before calibration" in c.note
+    better = time_of(compare_to_baseline(measurement(850.0, calibration_ns=550.0), base, ENV, S))
+    assert better.verdict is Verdict.IMPROVEMENT
+
+
 def test_a_single_sample_gives_an_unknown_interval_that_reports_can_store() -> None:
     # An 11 s DataLoader epoch on the H100 host fitted one sample in its time budget.
     one = measurement(2000.0, samples_ns=(2000.0,), round_medians_ns=(2000.0,))

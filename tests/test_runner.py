@@ -93,3 +93,16 @@ def test_smoke_calls_once() -> None:
     m = _runner().smoke(MeasureSpec(fn=lambda: calls.append(1), test_id="t"))
     assert calls == [1]
     assert len(m.samples_ns) == 1 and m.total_calls == 1
+
+
+def _allocates() -> torch.Tensor:
+    return torch.ones(64 * 1024)  # 256 KiB of tensor memory per call
+
+
+def test_cpu_peak_memory_probe_can_be_switched_off_for_time_only_workers() -> None:
+    spec = MeasureSpec(fn=_allocates, settings=FAST)
+    probed = _runner().measure(spec)
+    assert probed.peak_allocated_bytes is not None and probed.peak_allocated_bytes >= 64 * 1024 * 4
+    time_only = Runner(RunnerOptions(device=torch.device("cpu"), cpu_peak_memory=False)).measure(spec)
+    assert time_only.peak_allocated_bytes is None
+    assert time_only.samples_ns

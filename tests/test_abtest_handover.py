@@ -1,0 +1,45 @@
+"""Small rules of the compare-ref machinery that need no worker process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+import torch
+
+from pytest_gpuperf.abtest.confirm import confirming_settings, describe
+from pytest_gpuperf.abtest.protocol import HANDOVER_S, handover_pause_s
+from pytest_gpuperf.config import MeasureSettings
+
+
+@pytest.fixture
+def restore_threads() -> Iterator[None]:
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def test_only_a_process_with_an_openmp_pool_pauses_at_the_handover(restore_threads: None) -> None:
+    torch.set_num_threads(1)
+    assert handover_pause_s() == 0.0
+    torch.set_num_threads(2)
+    assert handover_pause_s() == HANDOVER_S
+
+
+def test_fresh_pairs_get_half_the_budget_but_never_less_than_min_time() -> None:
+    assert confirming_settings(MeasureSettings(min_time_s=0.2, max_time_s=2.0)).max_time_s == 1.0
+    assert confirming_settings(MeasureSettings(min_time_s=0.2, max_time_s=0.3)).max_time_s == 0.2
+    assert describe([1.031, 1.02], 1.05) == "2 fresh process pairs (ratios 1.031, 1.020); first pair 1.050"
+
+
+def test_loading_the_plugin_does_not_import_scipy_stats() -> None:
+    # scipy.stats costs about 0.5 s of start-up in every process, workers included
+    code = (
+        "import sys\n"
+        "import pytest_gpuperf.plugin, pytest_gpuperf.fixture, pytest_gpuperf.runner\n"
+        "import pytest_gpuperf.abtest.engine, pytest_gpuperf.abtest.worker_plugin\n"
+        "assert 'scipy.stats' not in sys.modules, 'scipy.stats imported at start-up'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
