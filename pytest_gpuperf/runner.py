@@ -287,18 +287,6 @@ class Runner:
         prepared.run_to_completion()
         return prepared.finish()
 
-    def prime(self) -> None:
-        """Pay one-time start-up costs now, at a moment when this process would only wait.
-
-        The CPU peak-memory probe starts the profiler back-end the first time it runs
-        (1.4-2 s on the 2-core runner); the compare-ref head does it while its worker
-        starts, instead of on the critical path of its first measurement.
-        """
-        if self.options.device.type == "cpu" and self.options.cpu_peak_memory:
-            from pytest_gpuperf.cpu_memory import peak_tensor_bytes
-
-            peak_tensor_bytes(lambda: None)
-
     def smoke(self, spec: MeasureSpec) -> Measurement:
         """One call, synchronized, wall-clock timed: a correctness run of the perf test."""
         timer = timer_for(self.options.device)

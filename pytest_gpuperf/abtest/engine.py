@@ -187,8 +187,6 @@ class CompareRefEngine:
         self.start()
         base = self._require_base()
         try:
-            if not base.ready:
-                self.runner.prime()  # while the worker imports and collects
             base.wait_ready(START_TIMEOUT_S)
         except BaseException:
             self.close()
