@@ -30,7 +30,7 @@ DEFAULT_CONFIRM_PAIRS = 6  # fresh process pairs that re-measure a suspected com
 DEFAULT_BASELINE_DIR = "baselines"
 
 TIME_METRICS = ("p50", "median", "mean", "p90", "p99", "min")
-CALIBRATE_CHOICES = ("auto", "on", "off")
+CALIBRATE_CHOICES = ("on", "off")
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class GpuperfConfig:
     memory_threshold: float = DEFAULT_MEMORY_THRESHOLD
     metric: str = DEFAULT_METRIC
     strict: bool = False
-    calibrate: str = "auto"
+    calibrate: str = "off"  # on CPUs too: docs/statistics.md, "Calibration"
     remeasures: int = DEFAULT_REMEASURES
     confirm_pairs: int = DEFAULT_CONFIRM_PAIRS
     measure: MeasureSettings = field(default_factory=MeasureSettings)

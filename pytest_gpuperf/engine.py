@@ -32,7 +32,7 @@ class Engine(Protocol):
     ) -> list[MeasurementResult]: ...
 
 
-def gate_settings(config: GpuperfConfig, environment: Environment) -> GateSettings:
+def gate_settings(config: GpuperfConfig) -> GateSettings:
     """The gate's knobs for one test (session config with the test's marker applied)."""
     from pytest_gpuperf.compare import GateSettings
 
@@ -41,15 +41,8 @@ def gate_settings(config: GpuperfConfig, environment: Environment) -> GateSettin
         memory_threshold=config.memory_threshold,
         metric=config.metric,
         strict=config.strict,
-        use_calibration=uses_calibration(config, environment),
+        use_calibration=config.calibrate == "on",
     )
-
-
-def uses_calibration(config: GpuperfConfig, environment: Environment) -> bool:
-    """``auto`` calibrates on CPUs, whose speed drifts with load and frequency scaling."""
-    if config.calibrate == "auto":
-        return environment.device_type == "cpu"
-    return config.calibrate == "on"
 
 
 class LocalEngine:
@@ -69,7 +62,7 @@ class LocalEngine:
     def measure(self, spec: MeasureSpec, config: GpuperfConfig) -> Measurement:
         if not config.enabled:
             return self.runner.smoke(spec)
-        if uses_calibration(config, self.environment) and spec.calibration is None:
+        if config.calibrate == "on" and spec.calibration is None:
             from pytest_gpuperf.calibration import calibration_for
 
             spec = dataclasses.replace(spec, calibration=calibration_for(self.runner.options.device))
@@ -79,7 +72,7 @@ class LocalEngine:
     def evaluate(self, measurements: Sequence[Measurement], config: GpuperfConfig) -> list[MeasurementResult]:
         from pytest_gpuperf.gate import evaluate
 
-        settings = gate_settings(config, self.environment)
+        settings = gate_settings(config)
         results = []
         for m in measurements:
             baseline = self.store.load(self.environment.device_class, m.test_id, m.name)

@@ -141,7 +141,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--gpuperf-remeasure", metavar="N", type=int, default=None, ini="gpuperf_remeasure", ini_type="string",
         help=f"re-measure a suspected regression N times before failing (default: {cfg.DEFAULT_REMEASURES})")
     add("--gpuperf-calibrate", metavar="MODE", default=None, ini="gpuperf_calibrate", ini_type="string",
-        help="normalize by a calibration workload: auto (CPU only), on, off (default: auto)")
+        help="normalize by a calibration workload measured between rounds: on, off (default: off)")
     add("--gpuperf-compare-ref", metavar="REF", default=None,
         help="compare against git REF in the same run (worktree + worker process, alternating rounds)")
     add("--gpuperf-confirm-pairs", metavar="N", type=int, default=None, ini="gpuperf_confirm_pairs",
@@ -211,7 +211,7 @@ def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
                                 cfg.DEFAULT_MEMORY_THRESHOLD, float),
         metric=_value(config, "gpuperf_metric", "gpuperf_metric", cfg.DEFAULT_METRIC),
         strict=bool(opt("gpuperf_strict")),
-        calibrate=_value(config, "gpuperf_calibrate", "gpuperf_calibrate", "auto"),
+        calibrate=_value(config, "gpuperf_calibrate", "gpuperf_calibrate", "off"),
         pin_cpu=str(_value(config, "gpuperf_pin_cpu", "gpuperf_pin_cpu", "auto")),
         remeasures=_value(config, "gpuperf_remeasure", "gpuperf_remeasure", cfg.DEFAULT_REMEASURES, int),
         confirm_pairs=_value(config, "gpuperf_confirm_pairs", "gpuperf_confirm_pairs", cfg.DEFAULT_CONFIRM_PAIRS, int),
@@ -338,7 +338,7 @@ def _judge(state: SessionState, bench: GpuBench) -> None:
     if bench.config.update_baseline:
         _update_baselines(state, results)
         return
-    settings = gate_settings(bench.config, state.environment)
+    settings = gate_settings(bench.config)
     failures = [failure_message(r, str(state.device)) for r in results if fails(r, settings)]
     if failures:
         pytest.fail("\n\n".join(failures), pytrace=False)

@@ -19,13 +19,15 @@ def test_marker_rejects_non_numbers_and_bad_metric() -> None:
 
 
 def test_marker_overrides_apply_on_top_of_session() -> None:
-    session = GpuperfConfig(enabled=True, threshold=0.1)
+    session = GpuperfConfig(enabled=True, threshold=0.1, calibrate="on")
     opts = MarkerOptions.from_kwargs({"threshold": 0.3, "max_time": 5.0, "calibrate": False}, test_id="t")
     merged = opts.apply(session, test_id="t")
     assert merged.threshold == 0.3
     assert merged.measure.max_time_s == 5.0
     assert merged.calibrate == "off"
     assert merged.memory_threshold == session.memory_threshold
+    calibrated = MarkerOptions.from_kwargs({"calibrate": True}, test_id="t").apply(GpuperfConfig(), test_id="t")
+    assert GpuperfConfig().calibrate == "off" and calibrated.calibrate == "on"
 
 
 def test_marker_bad_time_budget_is_named() -> None:

@@ -158,3 +158,23 @@ def test_device_option_rejects_cuda_without_gpu(project: pytest.Pytester) -> Non
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*CUDA*"])
     assert "INTERNALERROR" not in result.stdout.str()
+
+
+def test_calibration_is_opt_in(project: pytest.Pytester) -> None:
+    """Off by default, CPUs included: on the 2-core runner it added more spread than it removed."""
+
+    def recorded_calibration(*extra: str) -> object:
+        store = f"store{len(extra)}"
+        project.runpytest_subprocess(
+            "--gpuperf-update-baseline", f"--gpuperf-baseline-dir={store}", *GATE, *extra
+        ).assert_outcomes(passed=2)
+        (path,) = (project.path / store).rglob("*.json")
+        (entry,) = json.loads(path.read_text())["entries"].values()
+        return entry["calibration_ns"]
+
+    assert recorded_calibration() is None
+    calibrated = recorded_calibration("--gpuperf-calibrate=on")
+    assert isinstance(calibrated, float) and calibrated > 0
+    wrong = project.runpytest_subprocess("--gpuperf", "--gpuperf-calibrate=auto", *GATE)
+    assert wrong.ret == pytest.ExitCode.USAGE_ERROR
+    wrong.stderr.fnmatch_lines(["*--gpuperf-calibrate must be one of*on*off*got 'auto'*"])

@@ -261,7 +261,7 @@ class CompareRefEngine:
         base = self._base
         if base is not None and measurements and base.test == measurements[0].test_id:
             base.drain()
-        settings = self.settings_for(gate_settings(config, self.environment), config)
+        settings = self.settings_for(gate_settings(config), config)
         return [self._result(m, self._pairs.pop(m.key, None), settings) for m in measurements]
 
     @staticmethod
