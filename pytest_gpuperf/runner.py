@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 MIN_SAMPLES = 10  # below this the CI of the median is not worth computing
 MIN_ROUNDS = 3  # the noise estimate needs a few round medians
-ROUND_FRACTION = 0.2  # a round is this share of max_time (clamped below)
+ROUND_FRACTION = 0.1  # a round is this share of max_time (clamped below)
 MAX_ROUND_S = 0.25
 MAX_SAMPLES = 20_000  # a cap on memory for very fast functions
 WARMUP_SETTLE = 0.05  # warm-up ends once consecutive block times agree within 5%
