@@ -224,7 +224,20 @@ def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
         profile_dir=path("gpuperf_profile"),
         nsight=bool(opt("gpuperf_nsight")),
         nvtx=not opt("gpuperf_no_nvtx"),
+        plugin_args=_plugin_args(config),
     )
+
+
+def _plugin_args(config: pytest.Config) -> tuple[str, ...]:
+    """``-p`` choices (and --disable-plugin-autoload) of this session, for the compare-ref workers.
+
+    A worker runs the same tests as the head, so it loads the same plugins: one that the
+    head turned off (pytest-randomly reseeding, say) must not act on the base's side only.
+    """
+    args = [arg for name in config.getoption("plugins", None) or () for arg in ("-p", name)]
+    if config.getoption("disable_plugin_autoload", False):
+        args.append("--disable-plugin-autoload")
+    return tuple(args)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -230,6 +230,7 @@ def replicate_ratio_ci(
     p = 2.0 * float(_special.stdtr(df, -abs(mean) / sem))
     return ratio, math.exp(mean - t * sem), math.exp(mean + t * sem), p
 
+
 def mann_whitney_p(a: Samples, b: Samples) -> float:
     """Two-sided Mann-Whitney U p-value (1.0 when it cannot be computed, e.g. all values equal)."""
     xa = _as_array(a, "mann_whitney_p(a)")

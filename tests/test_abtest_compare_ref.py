@@ -103,21 +103,24 @@ SLOW_ONLY_IN_THE_HEAD_PROCESS = SPIN_WITH_ENVIRONMENT.format(
 )
 
 
-def run_confirming(pytester: pytest.Pytester, head_source: str) -> tuple[pytest.RunResult, dict[str, Any]]:
-    """Commit ``head_source`` over a 20000-step base; run with 3 confirmation pairs; (result, time verdict)."""
+def run_confirming(
+    pytester: pytest.Pytester, head_source: str, pairs: int = 3
+) -> tuple[pytest.RunResult, dict[str, Any]]:
+    """Commit ``head_source`` over a 20000-step base; run with ``pairs`` confirmation pairs; (result, time verdict)."""
     root = make_repo(pytester, head_work=20001)
     pytester.makepyfile(test_perf=head_source)
     git(root, "commit", "-qam", "head")
-    result = pytester.runpytest_subprocess(*ARGS, "--gpuperf-confirm-pairs=3", "--gpuperf-json=results.json")
+    result = pytester.runpytest_subprocess(*ARGS, f"--gpuperf-confirm-pairs={pairs}", "--gpuperf-json=results.json")
     assert worktrees(root) == 1
     return result, json.loads((root / "results.json").read_text())["results"][0]["comparisons"][0]
 
 
 def test_a_regression_of_one_process_pair_is_not_confirmed_by_fresh_pairs(pytester: pytest.Pytester) -> None:
-    result, time_result = run_confirming(pytester, SLOW_ONLY_IN_THE_HEAD_PROCESS)
+    # 6 pairs planned: the first wave of 3 reads no slowdown, so the other 3 never start
+    result, time_result = run_confirming(pytester, SLOW_ONLY_IN_THE_HEAD_PROCESS, pairs=6)
     assert result.ret == 0, result.stdout.str()
     assert time_result["verdict"] == "unchanged"
-    assert "not confirmed" in time_result["note"]
+    assert "not confirmed" in time_result["note"] and "other pairs were not measured" in time_result["note"]
     assert "3 fresh process pairs" in time_result["evidence"]
     assert abs(time_result["change"]) < 0.25  # the fresh pairs' estimate, not the first pair's 4x
 
@@ -157,4 +160,27 @@ def test_worker_crash_is_an_error_not_a_hang(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess(*ARGS, timeout=120)
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*worker exited with code 3*"])
+    assert worktrees(root) == 1
+
+
+def test_workers_load_the_plugins_the_head_was_told_to(pytester: pytest.Pytester) -> None:
+    # a test that needs a fixture of a local plugin given by -p: without it at the base, the
+    # base side would error and the result would say "not measured against HEAD~1"
+    pytester.makepyfile(localplug="import pytest\n\n@pytest.fixture\ndef work_size():\n    return 2000\n")
+    needs_plugin = "def test_spin(gpu_bench, work_size):\n    gpu_bench(lambda: sum(range(work_size)))\n"
+    root = pytester.path
+    git(root, "init", "-q")
+    git(root, "config", "user.email", "t@example.com")
+    git(root, "config", "user.name", "t")
+    pytester.makepyfile(test_perf=needs_plugin)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    git(root, "commit", "-q", "--allow-empty", "-m", "head")
+    result = pytester.runpytest_subprocess(
+        *ARGS, "-p", "localplug", "--gpuperf-confirm-pairs=0", "--gpuperf-json=results.json"
+    )
+    (time_result, *_) = json.loads((root / "results.json").read_text())["results"][0]["comparisons"]
+    assert time_result["baseline"] is not None, time_result
+    assert "not measured" not in time_result["note"], time_result["note"]
+    assert result.ret in (0, 1)  # the verdict itself is not what this test is about
     assert worktrees(root) == 1

@@ -13,17 +13,22 @@ independent pair ratios (``stats.replicate_ratio_ci``), which includes the
 offset, not from the rounds of one pair. The first pair only selects what to
 confirm; it is not part of that estimate, so its selection cannot bias it.
 
-The workers start at the first suspicion of the session, all at once, and
-stay for later ones; each collects only the files of the session's tests and
-skips what only the first pair needs (CPU peak memory). Each fresh pair gets
-half the measurement's time budget: a pair's own CI only has to be narrow
-next to the spread between pairs.
+The pairs are measured in two waves: first ``MIN_CONFIRMING_PAIRS``, then the
+rest only if the first wave leaves a regression possible (``futile``): most
+suspicions of unchanged code end after the first wave, and each pair costs
+two process start-ups (about 2.5 s of CPU each on the 2-core runner). The
+workers of a wave start when it is first needed and stay for later
+suspicions; each collects only the files of the session's tests and skips
+what only the first pair needs (CPU peak memory). Each fresh pair gets half
+the measurement's time budget: a pair's own CI only has to be narrow next to
+the spread between pairs.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -42,6 +47,7 @@ class Confirmation:
 
     ratios: list[float] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    stopped_early: bool = False  # the first wave ruled a regression out (futile)
 
     def usable(self) -> bool:
         return len(self.ratios) >= MIN_CONFIRMING_PAIRS
@@ -65,52 +71,65 @@ class ConfirmationPool:
         self._head_launch = head_launch
         self._base_launch = base_launch
         self.ref = ref
-        self._sides: list[tuple[RemoteSide, RemoteSide]] | None = None
+        self._sides: list[tuple[RemoteSide, RemoteSide]] = []
         self._broken: set[int] = set()
 
-    def _start(self) -> list[tuple[RemoteSide, RemoteSide]]:
-        if self._sides is None:
-            sides: list[tuple[RemoteSide, RemoteSide]] = []
-            try:
-                for j in range(self.pairs):
-                    head = RemoteSide(spawn_worker(self._head_launch(j)), "at the head's checkout")
-                    try:
-                        base = RemoteSide(spawn_worker(self._base_launch(j)), f"at {self.ref}")
-                    except BaseException:
-                        head.close()
-                        raise
-                    sides.append((head, base))
-            except BaseException:
-                for head, base in sides:
-                    head.close()
-                    base.close()
-                raise
-            self._sides = sides
-        return self._sides
-
-    def confirm(self, test_id: str, key: str, settings: MeasureSettings) -> Confirmation:
-        """Measure ``key`` of ``test_id`` once in every fresh pair; a pair that cannot is named, not fatal."""
-        result = Confirmation()
+    def _start(self, count: int) -> list[tuple[RemoteSide, RemoteSide]]:
+        """The first ``count`` pairs, starting those not yet running (all of a wave at once)."""
+        started: list[tuple[RemoteSide, RemoteSide]] = []
         try:
-            sides = self._start()
-        except WorkerError as exc:
-            result.problems.append(f"confirmation workers did not start: {exc}")
-            return result
+            for j in range(len(self._sides), count):
+                head = RemoteSide(spawn_worker(self._head_launch(j)), "at the head's checkout")
+                try:
+                    base = RemoteSide(spawn_worker(self._base_launch(j)), f"at {self.ref}")
+                except BaseException:
+                    head.close()
+                    raise
+                started.append((head, base))
+        except BaseException:
+            for head, base in started:
+                head.close()
+                base.close()
+            raise
+        self._sides.extend(started)
+        return self._sides[:count]
+
+    def confirm(self, test_id: str, key: str, settings: MeasureSettings, threshold: float) -> Confirmation:
+        """Measure ``key`` of ``test_id`` in fresh pairs, wave by wave; a pair that cannot is named, not fatal."""
+        result = Confirmation()
         settings = confirming_settings(settings)
-        for j, (head, base) in enumerate(sides):
-            if j in self._broken:
-                continue
+        first_wave = min(self.pairs, MIN_CONFIRMING_PAIRS)
+        done = 0
+        for wave_end in sorted({first_wave, self.pairs}):
             try:
-                ratio, problem = self._one_pair(head, base, test_id, key, settings)
+                sides = self._start(wave_end)
             except WorkerError as exc:
-                self._broken.add(j)
-                result.problems.append(f"pair {j + 1}: {str(exc).splitlines()[0]}")
-                continue
-            if ratio is not None:
-                result.ratios.append(ratio)
-            elif problem:
-                result.problems.append(f"pair {j + 1}: {problem}")
+                result.problems.append(f"confirmation workers did not start: {exc}")
+                return result
+            for j in range(done, wave_end):
+                self._measure_pair(j, *sides[j], test_id, key, settings, result)
+            done = wave_end
+            if done < self.pairs and result.usable() and futile(result.ratios, threshold, self.pairs):
+                result.stopped_early = True
+                break
         return result
+
+    def _measure_pair(
+        self, j: int, head: RemoteSide, base: RemoteSide, test_id: str, key: str,
+        settings: MeasureSettings, result: Confirmation,
+    ) -> None:  # fmt: skip
+        if j in self._broken:
+            return
+        try:
+            ratio, problem = self._one_pair(head, base, test_id, key, settings)
+        except WorkerError as exc:
+            self._broken.add(j)
+            result.problems.append(f"pair {j + 1}: {str(exc).splitlines()[0]}")
+            return
+        if ratio is not None:
+            result.ratios.append(ratio)
+        elif problem:
+            result.problems.append(f"pair {j + 1}: {problem}")
 
     @staticmethod
     def _one_pair(
@@ -138,14 +157,34 @@ class ConfirmationPool:
 
     def close(self) -> None:
         """Stop every worker: all are asked first, then waited for (one by one took 2-3 s each)."""
-        sides = [side for pair in self._sides or [] for side in pair]
-        self._sides = None
+        sides = [side for pair in self._sides for side in pair]
+        self._sides = []
         for side in sides:
             with contextlib.suppress(Exception):
                 side.request_stop()
         for side in sides:
             with contextlib.suppress(Exception):
                 side.wait_stopped()
+
+
+def futile(ratios: Sequence[float], threshold: float, planned: int) -> bool:
+    """True when the pairs still to come could only confirm a regression by reading far above these.
+
+    The verdict over all ``planned`` pairs needs their geometric mean ratio above
+    ``1 + threshold``. With ``k`` ratios in hand whose log-mean is ``l``, the other
+    ``planned - k`` would need a log-mean of ``(planned * L - k * l) / (planned - k)``
+    (``L = log(1 + threshold)``). If that lies a whole threshold or more above ``l``,
+    which is when ``l <= L * k / planned`` (half the threshold for 3 of 6 pairs), the
+    rest would have to disagree with the first wave by more than the smallest change
+    the gate reports, so they are not measured. Stopping can only turn a suspected
+    regression into "unchanged", never make one, so it adds no false alarms; a real
+    regression is lost only when its first wave reads at most half its size.
+    """
+    k = len(ratios)
+    if k == 0 or k >= planned:
+        return False
+    mean_log = sum(math.log(r) for r in ratios) / k
+    return mean_log <= math.log1p(threshold) * k / planned
 
 
 def confirming_settings(settings: MeasureSettings) -> MeasureSettings:

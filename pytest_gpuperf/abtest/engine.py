@@ -91,12 +91,14 @@ class CompareRefEngine:
         node_ids: Sequence[str] = (),
         recv_timeout_s: float = RECV_TIMEOUT_S,
         confirm_pairs: int = 0,
+        plugin_args: Sequence[str] = (),
     ) -> None:
         self.ref = ref
         self.rootdir = Path(rootdir)
         self.runner = runner
         self.environment = environment
         self.node_ids = tuple(node_ids)
+        self.plugin_args = tuple(plugin_args)
         self.recv_timeout_s = recv_timeout_s
         self.confirm_pairs = confirm_pairs
         self.base_commit: str | None = None
@@ -114,7 +116,7 @@ class CompareRefEngine:
         assert config.compare_ref, "for_session needs config.compare_ref"
         return cls(
             config.compare_ref, config.rootdir, runner, environment,
-            node_ids=node_ids, confirm_pairs=config.confirm_pairs,
+            node_ids=node_ids, confirm_pairs=config.confirm_pairs, plugin_args=config.plugin_args,
         )  # fmt: skip
 
     # -- life cycle -------------------------------------------------------------------------
@@ -176,6 +178,7 @@ class CompareRefEngine:
             pin_cpu=self.runner.options.pin_cpu,
             basetemp=scratch / f"{name}-basetemp",
             log_path=scratch / f"{name}.log",
+            plugin_args=self.plugin_args,
         )
 
     def _require_base(self) -> RemoteSide:
@@ -287,7 +290,7 @@ class CompareRefEngine:
         """The verdict of fresh process pairs on a regression that the first pair suspected."""
         assert self._confirmation is not None
         measure_settings = pair.settings or MeasureSettings()
-        confirmation = self._confirmation.confirm(m.test_id, m.key, measure_settings)
+        confirmation = self._confirmation.confirm(m.test_id, m.key, measure_settings, settings.threshold)
         first_ratio = 1.0 + (first.change or 0.0)
         if not confirmation.usable():
             problems = "; ".join(confirmation.problems) or "no pair measured"
@@ -302,6 +305,11 @@ class CompareRefEngine:
         if confirmation.problems:
             detail += f"; {len(confirmation.problems)} pair(s) could not measure: {confirmation.problems[0]}"
         note = "" if verdict is Verdict.REGRESSION else "the first pair's suspected regression was not confirmed"
+        if confirmation.stopped_early:  # futile() implies a change below the threshold: unchanged
+            note = (
+                f"the first pair's suspected regression was not confirmed: {len(confirmation.ratios)} fresh pairs "
+                f"left no room for a change above {settings.threshold:.1%}, the other pairs were not measured"
+            )
         return dataclasses.replace(
             first, verdict=verdict, change=change, ci_low=low, ci_high=high, p_value=p,
             evidence=evidence_string(ratio, low, high, settings.confidence, p, detail), note=note,

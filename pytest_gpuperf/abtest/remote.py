@@ -40,6 +40,7 @@ class WorkerLaunch:
     basetemp: Path
     log_path: Path
     time_only: bool = False  # skip what only the first pair needs (CPU peak memory)
+    plugin_args: tuple[str, ...] = ()  # the head's -p choices
 
 
 def spawn_worker(launch: WorkerLaunch) -> HeadChannel:
@@ -49,6 +50,7 @@ def spawn_worker(launch: WorkerLaunch) -> HeadChannel:
         sys.executable, "-m", "pytest",
         "-p", "pytest_gpuperf.abtest.worker_plugin",
         "-p", "no:cacheprovider",
+        *launch.plugin_args,
         "--gpuperf", f"--gpuperf-device={launch.device}",
         # the same core as the head's rounds (or none): see cpu_pinning.py
         f"--gpuperf-pin-cpu={'off' if launch.pin_cpu is None else launch.pin_cpu}",
