@@ -20,6 +20,7 @@ from pytest_gpuperf.model import Environment, Measurement, MeasurementResult
 from pytest_gpuperf.runner import MeasureSpec, Runner
 
 if TYPE_CHECKING:
+    from pytest_gpuperf.abtest.fresh import FreshProcessRemeasure
     from pytest_gpuperf.baseline.store import BaselineStore
     from pytest_gpuperf.compare import GateSettings
 
@@ -54,6 +55,7 @@ class LocalEngine:
         self.environment = environment
         self._specs: dict[str, MeasureSpec] = {}
         self._recorded: dict[str, Callable[[], Measurement]] = {}
+        self._fresh: FreshProcessRemeasure | None = None
 
     def remember(self, key: str, remeasure: Callable[[], Measurement]) -> None:
         """How to take a recorded measurement (DDP ranks) again, for the gate's confirmation."""
@@ -100,7 +102,7 @@ class LocalEngine:
         spec = self._specs.get(m.key)
         take: Callable[[], Measurement] | None = self._recorded.get(m.key)
         if spec is not None:
-            take = functools.partial(self.runner.measure, spec)
+            take = functools.partial(self._measure_fresh, spec, config)
         if take is None:  # recorded without a way to take it again
             return None
         again = take
@@ -109,3 +111,26 @@ class LocalEngine:
             return dataclasses.replace(again(), metrics=m.metrics)
 
         return remeasure
+
+    def _measure_fresh(self, spec: MeasureSpec, config: GpuperfConfig) -> Measurement:
+        """The spec measured again in a fresh process (abtest/fresh.py says why); here if that cannot run."""
+        from pytest_gpuperf.abtest.fresh import FreshProcessRemeasure
+        from pytest_gpuperf.errors import WorkerError
+
+        if self._fresh is None:
+            opts = self.runner.options
+            self._fresh = FreshProcessRemeasure(config.rootdir, str(opts.device), opts.pin_cpu, config.plugin_args)
+        key = f"{spec.test_id}::{spec.name}"
+        try:
+            fresh = self._fresh.measure(spec.test_id, key, spec.settings)
+        except WorkerError as exc:
+            here = self.runner.measure(spec)
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            return dataclasses.replace(here, notes=(*here.notes, f"re-measured in this process: no fresh one ({why})"))
+        return dataclasses.replace(fresh, notes=(*fresh.notes, "re-measured in a fresh process"))
+
+    def close(self) -> None:
+        """Stop the fresh re-measure process, if one was started; never raises."""
+        if self._fresh is not None:
+            self._fresh.close()
+            self._fresh = None

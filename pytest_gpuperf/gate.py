@@ -1,12 +1,13 @@
 """The final verdict: compare, re-measure a suspected time regression, say why it failed.
 
 Re-measure rule: a time REGRESSION from the first comparison is only a
-suspicion. The measurement is taken again (fresh samples, same process) up to
-``max_remeasures`` times; the regression stands only if every re-measurement,
-compared on its own against the same baseline, is a REGRESSION too. The first
-one that is not ends the check, and its comparison is the result (noted as
-"not confirmed"). Two independent false alarms in a row are far rarer than
-one, while a real slowdown repeats. Memory and metric regressions are not
+suspicion. The measurement is taken again (by ``remeasure``: the local engine
+uses a fresh process, abtest/fresh.py) up to ``max_remeasures`` times; the
+regression stands only if every re-measurement, compared on its own against
+the same baseline, is a REGRESSION too. The first one that is not ends the
+check, and its comparison is the result (noted as "not confirmed"). Two
+independent false alarms in a row are far rarer than one, while a real
+slowdown repeats. Memory and metric regressions are not
 re-measured: they do not come from timing noise.
 """
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -73,6 +73,21 @@ class RunnerOptions:
     # Peak tensor memory on a CPU costs one call under the profiler, about 2 s the first
     # time in a process; off in compare-ref confirmation workers, which only time.
     cpu_peak_memory: bool = True
+
+
+def round_seconds(settings: MeasureSettings) -> float:
+    """How long one round of a measurement lasts."""
+    s = settings
+    return min(MAX_ROUND_S, max(s.max_time_s * ROUND_FRACTION / 2, s.min_time_s / MIN_ROUNDS, 0.001))
+
+
+def measured_enough(settings: MeasureSettings, rounds: int, samples: Sequence[float], measured_s: float) -> bool:
+    """The stopping rule: out of samples or time (max_time), or precise enough after min_time and MIN_ROUNDS."""
+    if len(samples) >= MAX_SAMPLES or measured_s >= settings.max_time_s:
+        return True
+    if rounds < MIN_ROUNDS or measured_s < settings.min_time_s or len(samples) < MIN_SAMPLES:
+        return False
+    return relative_precision(samples) <= settings.target_precision
 
 
 class PreparedMeasurement:
@@ -192,14 +207,10 @@ class PreparedMeasurement:
 
     def run_to_completion(self) -> None:
         """Rounds until precise enough (after min_time) or out of time (max_time)."""
-        s = self.spec.settings
-        round_s = min(MAX_ROUND_S, max(s.max_time_s * ROUND_FRACTION / 2, s.min_time_s / MIN_ROUNDS, 0.001))
+        round_s = round_seconds(self.spec.settings)
         while True:
             self.round(round_s)
-            enough_rounds = len(self.round_medians) >= MIN_ROUNDS
-            if len(self.samples) >= MAX_SAMPLES or self.measured_s >= s.max_time_s:
-                return
-            if enough_rounds and self.measured_s >= s.min_time_s and self.precision() <= s.target_precision:
+            if measured_enough(self.spec.settings, len(self.round_medians), self.samples, self.measured_s):
                 return
 
     def finish(self) -> Measurement:

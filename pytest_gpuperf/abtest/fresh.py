@@ -1,0 +1,113 @@
+"""Re-measuring a suspected baseline-mode regression in a fresh process.
+
+A re-measure in the process that suspected the regression repeats that
+process's own offset: where its code and data landed in memory makes the same
+code a few percent faster or slower there, and differently for each test
+(docs/statistics.md). In the detection benchmark's baseline-mode sessions the
+same-process re-measure confirmed +10.7% for 3% more work and +12.3% for 5%
+(docs/detection.md). So the re-measure runs in a new worker process at the
+head's own checkout (``remote.spawn_worker``, the compare-ref machinery), which
+draws a new offset. The head drives its rounds with the same stopping rule as
+a local measurement (``runner.measured_enough``).
+
+The worker starts at the first suspicion of the session and stays for later
+ones; a suspicion in a test file it did not collect starts a new one that
+collects every file seen so far. It holds a CUDA context on a GPU while alive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch, spawn_worker
+from pytest_gpuperf.config import MeasureSettings
+from pytest_gpuperf.errors import WorkerError
+from pytest_gpuperf.model import Measurement
+from pytest_gpuperf.runner import measured_enough, round_seconds
+
+
+class FreshProcessRemeasure:
+    """One worker process at the head's checkout that measures a test again on request."""
+
+    def __init__(self, rootdir: Path, device: str, pin_cpu: int | None, plugin_args: Sequence[str] = ()) -> None:
+        self.rootdir = Path(rootdir)
+        self.device = device
+        self.pin_cpu = pin_cpu
+        self.plugin_args = tuple(plugin_args)
+        self._side: RemoteSide | None = None
+        self._files: tuple[str, ...] = ()
+        self._scratch: Path | None = None
+        self._started = 0
+
+    def measure(self, test_id: str, key: str, settings: MeasureSettings) -> Measurement:
+        """Measure ``key`` of ``test_id`` in the worker; WorkerError says why it could not."""
+        side = self._worker_for(test_id.split("::", 1)[0])
+        try:
+            return self._measure(side, test_id, key, settings)
+        except WorkerError:
+            self._stop_worker()  # a later suspicion gets a new process, not a half-finished test
+            raise
+
+    @staticmethod
+    def _measure(side: RemoteSide, test_id: str, key: str, settings: MeasureSettings) -> Measurement:
+        side.wait_ready()
+        problem = side.open(test_id, key)
+        if problem:
+            side.drain()
+            raise WorkerError(problem)
+        round_s = round_seconds(settings)
+        samples: list[float] = []
+        rounds = 0
+        spent = 0.0
+        while not measured_enough(settings, rounds, samples, spent):
+            started = time.perf_counter()
+            got = side.round(round_s)
+            spent += time.perf_counter() - started
+            if not got:
+                side.drain()
+                raise WorkerError(side.test_note or f"{key} stopped in the fresh process")
+            samples.extend(got)
+            rounds += 1
+        measurement = side.finish()
+        side.drain()  # the rest of the test; its MEASUREMENTS carry the metrics
+        return side.final.get(key, measurement)
+
+    def _worker_for(self, file: str) -> RemoteSide:
+        if self._side is not None and file in self._files:
+            return self._side
+        self._stop_worker()
+        self._files = tuple(sorted({*self._files, file}))
+        if self._scratch is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix="gpuperf-remeasure-"))
+        self._started += 1
+        name = f"remeasure-{self._started}"
+        launch = WorkerLaunch(
+            cwd=self.rootdir,
+            import_roots=(self.rootdir, self.rootdir / "src"),
+            files=self._files,
+            device=self.device,
+            pin_cpu=self.pin_cpu,
+            basetemp=self._scratch / f"{name}-basetemp",
+            log_path=self._scratch / f"{name}.log",
+            plugin_args=self.plugin_args,
+        )
+        self._side = RemoteSide(spawn_worker(launch), "in a fresh process")
+        return self._side
+
+    def _stop_worker(self) -> None:
+        side, self._side = self._side, None
+        if side is not None:
+            with contextlib.suppress(Exception):
+                side.close()
+
+    def close(self) -> None:
+        """Stop the worker and remove its scratch folder; never raises."""
+        self._stop_worker()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None

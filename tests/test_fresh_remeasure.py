@@ -1,0 +1,78 @@
+"""Baseline mode re-measures a suspected regression in a fresh process (real pytest runs, real workers)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+# WORK steps of a Python loop. With SLOW=1 the work is four times larger, either in every
+# process or (SLOW_WHERE=head) only in the pytest process that runs the session: the
+# re-measure worker has the worker pipe's variable in its environment.
+PERF_TEST = """
+import os
+
+slow = os.environ.get("SLOW") == "1"
+if os.environ.get("SLOW_WHERE") == "head" and "GPUPERF_WORKER_FD" in os.environ:
+    slow = False
+if os.environ.get("CRASH_IN_WORKER") == "1" and "GPUPERF_WORKER_FD" in os.environ:
+    os._exit(3)
+WORK = 80000 if slow else 20000
+
+def spin():
+    total = 0
+    for i in range(WORK):
+        total += i * i
+    return total
+
+def test_spin(gpu_bench):
+    gpu_bench(spin)
+"""
+
+# A generous threshold keeps an unchanged rerun quiet on a loaded CI machine; the
+# planted 4x work is far above it.
+GATE = ["--gpuperf-threshold=0.25", "--gpuperf-min-time=0.1", "--gpuperf-max-time=0.6", "-p", "no:cacheprovider"]
+
+
+def gate(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, **env: str) -> tuple[pytest.RunResult, Any]:
+    pytester.makepyfile(test_perf=PERF_TEST)
+    pytester.runpytest_subprocess("--gpuperf-update-baseline", *GATE).assert_outcomes(passed=1)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    result = pytester.runpytest_subprocess("--gpuperf", *GATE, "--gpuperf-json=results.json")
+    (entry,) = json.loads((pytester.path / "results.json").read_text())["results"]
+    return result, entry
+
+
+def test_a_slowdown_of_one_process_is_not_confirmed_by_a_fresh_one(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result, entry = gate(pytester, monkeypatch, SLOW="1", SLOW_WHERE="head")
+    assert result.ret == 0, result.stdout.str()
+    time_comparison = entry["comparisons"][0]
+    assert time_comparison["verdict"] == "unchanged"
+    assert "suspected regression not confirmed on re-measure 1" in time_comparison["note"]
+    assert "re-measured in a fresh process" in entry["measurement"]["notes"]
+
+
+def test_a_real_slowdown_is_confirmed_in_a_fresh_process(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result, entry = gate(pytester, monkeypatch, SLOW="1")
+    assert result.ret == 1, result.stdout.str()
+    assert entry["comparisons"][0]["verdict"] == "regression"
+    assert "confirmed by 1 re-measure(s)" in entry["comparisons"][0]["note"]
+    assert "re-measured in a fresh process" in entry["measurement"]["notes"]
+
+
+def test_without_a_fresh_process_the_re_measure_happens_here_and_says_why(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result, entry = gate(pytester, monkeypatch, SLOW="1", CRASH_IN_WORKER="1")
+    assert result.ret == 1, result.stdout.str()
+    assert entry["comparisons"][0]["verdict"] == "regression"
+    notes = " ".join(entry["measurement"]["notes"])
+    assert "re-measured in this process: no fresh one (" in notes and "exited with code 3" in notes
