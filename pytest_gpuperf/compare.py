@@ -8,9 +8,11 @@ A time regression must be *large enough* and *significant* (asv's rule):
   recorded with the baseline and seen in the current run (stats.noise_floor);
 * significant: the bootstrap CI of the ratio of medians lies entirely above 1.
 
-With calibration on both sides, times are first scaled by the ratio of the
-calibration medians, so a machine that is uniformly 8% slower today does not
-read as an 8% regression. docs/statistics.md gives the reasoning.
+With ``use_calibration`` and a calibration time on both sides, times are first
+scaled by the ratio of the calibration times, so a machine that is uniformly 8%
+slower today does not read as an 8% regression; without it, a calibration far
+off its baseline's only vetoes the verdict (``_machine_speed_check``).
+docs/statistics.md gives the reasoning.
 """
 
 from __future__ import annotations
