@@ -125,6 +125,24 @@ def test_a_regression_of_one_process_pair_is_not_confirmed_by_fresh_pairs(pytest
     assert abs(time_result["change"]) < 0.25  # the fresh pairs' estimate, not the first pair's 4x
 
 
+# Four times the work in the head's own process, half the work in the head's confirmation
+# workers: the fresh pairs read the head as faster than the base. The first pair said
+# slower, so the fresh pairs' "improvement" is no claim either way: unchanged.
+FASTER_IN_FRESH_HEAD_PROCESSES = SPIN_WITH_ENVIRONMENT.format(
+    setup='WORK = 10000 if "GPUPERF_WORKER_FD" in os.environ else 80000', check="pass"
+)
+
+
+def test_fresh_pairs_that_read_an_improvement_leave_the_suspected_regression_unchanged(
+    pytester: pytest.Pytester,
+) -> None:
+    result, time_result = run_confirming(pytester, FASTER_IN_FRESH_HEAD_PROCESSES)
+    assert result.ret == 0, result.stdout.str()
+    assert time_result["verdict"] == "unchanged"
+    assert time_result["change"] < -0.25  # what the fresh pairs measured: the head's workers do half the work
+    assert "not confirmed" in time_result["note"]
+
+
 # Four times the work everywhere, but the confirmation workers (time-only) crash when
 # they measure: the first pair's regression has to stand, saying why it is unconfirmed.
 CONFIRMATION_WORKERS_CRASH = SPIN_WITH_ENVIRONMENT.format(
