@@ -6,12 +6,10 @@ workload measured in the same process, between the test's rounds, feels the
 same drift; dividing by it (compare.py does, when both the baseline and the
 current measurement have one) removes that drift.
 
-Normalizing is opt-in (``--gpuperf-calibrate=on``): the workload has a
-per-process offset of its own, and on this project's 2-core runner normalizing
-widened the spread of unchanged code's change (elementwise: 1.2% raw, 6.4%
-normalized; docs/statistics.md). On CPUs it is measured anyway, and a
-calibration time 1.25x off its baseline's marks a verdict unstable
-(compare._machine_speed_check). On CUDA it is a matmul kernel.
+It is opt-in (``--gpuperf-calibrate=on``): the workload has a per-process
+offset of its own, and on this project's 2-core runner normalizing widened the
+spread of unchanged code's change (elementwise: 1.2% raw, 6.4% normalized;
+docs/statistics.md). On CUDA it is a matmul kernel.
 
 The runner calls :meth:`CalibrationWorkload.step` after each round (the
 ``Interleaved`` protocol in runner.py) and stores :meth:`result_ns` (the

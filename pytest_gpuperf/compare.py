@@ -39,9 +39,6 @@ DEFAULT_NOISE_MULTIPLIER = 3.0
 DEFAULT_FLOOR_QUANTILE = 0.10  # baseline mode: a change must show in the fastest 10% of calls too
 # the calibration ratio outside this range means the machines differ, not the load
 _CALIBRATION_SANE = (0.25, 4.0)
-# Without normalization, a calibration time this many times its baseline's (or its inverse)
-# means the whole machine changed speed; see _machine_speed_check.
-MACHINE_SPEED_VETO = 1.25
 
 
 @dataclass(frozen=True)
@@ -186,10 +183,6 @@ def _compare_time(
         verdict, floor_note = _floor_check(verdict, scaled, base_samples, threshold, settings.floor_quantile)
         if floor_note:
             notes.append(floor_note)
-    if verdict is not Verdict.UNCHANGED and not settings.use_calibration:
-        verdict, speed_note = _machine_speed_check(verdict, measurement, comparable)
-        if speed_note:
-            notes.append(speed_note)
     if measurement.unstable_reason:
         notes.insert(0, f"unstable: {measurement.unstable_reason}")
         verdict = Verdict.UNSTABLE
@@ -220,34 +213,6 @@ def _calibration_check(verdict: Verdict, raw_change: float, scale: float, thresh
     return Verdict.UNCHANGED, (
         f"{raw_change:+.1%} before calibration: only the normalization (calibration time x{1 / scale:.3f}) "
         f"took it past {threshold:.1%}, and calibration may only explain a change away"
-    )
-
-
-def _machine_speed_check(verdict: Verdict, measurement: Measurement, baseline: BaselineEntry) -> tuple[Verdict, str]:
-    """The calibration workload, when it does not normalize, still vetoes what the whole machine explains.
-
-    On CPUs it is measured between the rounds by default (engine.py) but does not
-    normalize: its own per-process offset made normalized changes noisier on the
-    2-core runner (docs/statistics.md). A host whose speed changes in steps can
-    still run everything about twice as slowly for seconds: in the detection
-    benchmark unchanged code read +95.5%, and a fresh-process re-measure
-    confirmed it. A calibration time at least ``MACHINE_SPEED_VETO`` times its
-    baseline's (slower machine, for a regression) or at most its inverse (for an
-    improvement) makes the verdict UNSTABLE: not judged, and not a failure unless
-    --gpuperf-strict. Its own offset stayed within 0.88-1.14 in 72 measurements,
-    well inside the veto.
-    """
-    cur, base = measurement.calibration_ns, baseline.calibration_ns
-    if not cur or not base:
-        return verdict, ""
-    ratio = cur / base
-    slower = verdict is Verdict.REGRESSION and ratio >= MACHINE_SPEED_VETO
-    faster = verdict is Verdict.IMPROVEMENT and ratio <= 1.0 / MACHINE_SPEED_VETO
-    if not (slower or faster):
-        return verdict, ""
-    return Verdict.UNSTABLE, (
-        f"the calibration workload took x{ratio:.2f} of its baseline time: the machine's speed changed, "
-        "so the change is not judged (--gpuperf-calibrate=on normalizes instead)"
     )
 
 

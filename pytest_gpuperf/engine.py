@@ -64,10 +64,7 @@ class LocalEngine:
     def measure(self, spec: MeasureSpec, config: GpuperfConfig) -> Measurement:
         if not config.enabled:
             return self.runner.smoke(spec)
-        # on CPUs the calibration is always measured: without --gpuperf-calibrate=on it only
-        # vetoes verdicts that a change in the whole machine's speed explains (compare.py)
-        wants_calibration = config.calibrate == "on" or self.runner.options.device.type == "cpu"
-        if wants_calibration and spec.calibration is None:
+        if config.calibrate == "on" and spec.calibration is None:
             from pytest_gpuperf.calibration import calibration_for
 
             spec = dataclasses.replace(spec, calibration=calibration_for(self.runner.options.device))

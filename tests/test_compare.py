@@ -150,29 +150,6 @@ def test_calibration_never_makes_an_improvement_the_raw_times_do_not_show() -> N
     assert better.verdict is Verdict.IMPROVEMENT
 
 
-RAW = GateSettings(use_calibration=False)  # the default: calibration measured, not normalizing
-
-
-def test_a_machine_twice_as_slow_is_not_judged_when_calibration_does_not_normalize() -> None:
-    # unchanged code read +95.5% while the host ran everything about twice as slowly
-    base = entry(1000.0, calibration_ns=500.0)
-    c = time_of(compare_to_baseline(measurement(1955.0, calibration_ns=950.0), base, ENV, RAW))
-    assert c.verdict is Verdict.UNSTABLE
-    assert "calibration workload took x1.90 of its baseline time" in c.note
-    faster = time_of(compare_to_baseline(measurement(600.0, calibration_ns=300.0), base, ENV, RAW))
-    assert faster.verdict is Verdict.UNSTABLE
-
-
-def test_calibration_within_its_own_noise_leaves_the_raw_verdict() -> None:
-    base = entry(1000.0, calibration_ns=500.0)
-    # 1.139: the largest calibration offset of 72 measurements on the 2-core runner
-    slower = time_of(compare_to_baseline(measurement(1500.0, calibration_ns=569.5), base, ENV, RAW))
-    assert slower.verdict is Verdict.REGRESSION and "calibration" not in slower.note + slower.evidence
-    assert slower.change == pytest.approx(0.5, abs=0.02)  # raw: not normalized
-    no_calibration = time_of(compare_to_baseline(measurement(1500.0), entry(1000.0), ENV, RAW))
-    assert no_calibration.verdict is Verdict.REGRESSION
-
-
 def test_a_single_sample_gives_an_unknown_interval_that_reports_can_store() -> None:
     # An 11 s DataLoader epoch on the H100 host fitted one sample in its time budget.
     one = measurement(2000.0, samples_ns=(2000.0,), round_medians_ns=(2000.0,))
