@@ -10,9 +10,8 @@ A time regression must be *large enough* and *significant* (asv's rule):
 
 With ``use_calibration`` and a calibration time on both sides, times are first
 scaled by the ratio of the calibration times, so a machine that is uniformly 8%
-slower today does not read as an 8% regression; without it, a calibration far
-off its baseline's only vetoes the verdict (``_machine_speed_check``).
-docs/statistics.md gives the reasoning.
+slower today does not read as an 8% regression. docs/statistics.md gives the
+reasoning.
 """
 
 from __future__ import annotations

@@ -7,30 +7,22 @@ from typing import Any
 
 import pytest
 
+from tests.test_abtest_compare_ref import SPIN_WITH_ENVIRONMENT
+
 pytestmark = pytest.mark.slow
 
-# WORK steps of a Python loop. With SLOW=1 the work is four times larger, either in every
-# process or (SLOW_WHERE=head) only in the pytest process that runs the session: the
+# The compare-ref tests' spin loop. With SLOW=1 the work is four times larger, either in
+# every process or (SLOW_WHERE=head) only in the pytest process that runs the session: the
 # re-measure worker has the worker pipe's variable in its environment.
-PERF_TEST = """
-import os
-
-slow = os.environ.get("SLOW") == "1"
+PERF_TEST = SPIN_WITH_ENVIRONMENT.format(
+    setup="""slow = os.environ.get("SLOW") == "1"
 if os.environ.get("SLOW_WHERE") == "head" and "GPUPERF_WORKER_FD" in os.environ:
     slow = False
 if os.environ.get("CRASH_IN_WORKER") == "1" and "GPUPERF_WORKER_FD" in os.environ:
     os._exit(3)
-WORK = 80000 if slow else 20000
-
-def spin():
-    total = 0
-    for i in range(WORK):
-        total += i * i
-    return total
-
-def test_spin(gpu_bench):
-    gpu_bench(spin)
-"""
+WORK = 80000 if slow else 20000""",
+    check="pass",
+)
 
 # A generous threshold keeps an unchanged rerun quiet on a loaded CI machine; the
 # planted 4x work is far above it.
