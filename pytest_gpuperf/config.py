@@ -81,7 +81,7 @@ class GpuperfConfig:
     nsight: bool = False
     nvtx: bool = True
     worker_address: str | None = None  # set in the base-ref worker process only
-    plugin_args: tuple[str, ...] = ()  # the session's -p choices, repeated in compare-ref workers
+    plugin_args: tuple[str, ...] = ()  # the session's -p choices, repeated in worker processes
     pin_cpu: str = "auto"  # "auto", "off" or a CPU number (cpu_pinning.py)
 
     def __post_init__(self) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 from pytest_gpuperf import config as cfg
 from pytest_gpuperf.config import GpuperfConfig
 from pytest_gpuperf.env import describe_drift
-from pytest_gpuperf.model import Environment, Measurement, MeasurementResult
+from pytest_gpuperf.model import Environment, Measurement, MeasurementResult, measurement_key
 from pytest_gpuperf.runner import MeasureSpec, Runner
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ class LocalEngine:
             from pytest_gpuperf.calibration import calibration_for
 
             spec = dataclasses.replace(spec, calibration=calibration_for(self.runner.options.device))
-        self._specs[f"{spec.test_id}::{spec.name}"] = spec
+        self._specs[measurement_key(spec.test_id, spec.name)] = spec
         return self.runner.measure(spec)
 
     def evaluate(self, measurements: Sequence[Measurement], config: GpuperfConfig) -> list[MeasurementResult]:
@@ -120,7 +120,7 @@ class LocalEngine:
         if self._fresh is None:
             opts = self.runner.options
             self._fresh = FreshProcessRemeasure(config.rootdir, str(opts.device), opts.pin_cpu, config.plugin_args)
-        key = f"{spec.test_id}::{spec.name}"
+        key = measurement_key(spec.test_id, spec.name)
         try:
             fresh = self._fresh.measure(spec.test_id, key, spec.settings)
         except WorkerError as exc:

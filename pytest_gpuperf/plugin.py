@@ -229,10 +229,11 @@ def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
 
 
 def _plugin_args(config: pytest.Config) -> tuple[str, ...]:
-    """``-p`` choices (and --disable-plugin-autoload) of this session, for the compare-ref workers.
+    """``-p`` choices (and --disable-plugin-autoload) of this session, for its worker processes.
 
-    A worker runs the same tests as the head, so it loads the same plugins: one that the
-    head turned off (pytest-randomly reseeding, say) must not act on the base's side only.
+    A worker (compare-ref's, or the fresh re-measure's) runs the same tests as the head, so
+    it loads the same plugins: one that the head turned off (pytest-randomly reseeding, say)
+    must not act on one side only.
     """
     args = [arg for name in config.getoption("plugins", None) or () for arg in ("-p", name)]
     if config.getoption("disable_plugin_autoload", False):

@@ -164,17 +164,6 @@ def ratio_of_medians_ci(
     return ratio, min(low, ratio), max(high, ratio)
 
 
-def _paired(a: Samples, b: Samples, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """Round medians of two interleaved sides, checked: as many of each, all positive."""
-    ra = _as_array(a, f"{what}(a)")
-    rb = _as_array(b, f"{what}(b)")
-    if ra.size != rb.size:
-        raise ValueError(f"{what}: {ra.size} rounds of a but {rb.size} of b")
-    if np.any(ra <= 0) or np.any(rb <= 0):
-        raise ValueError(f"{what}: round medians must be positive")
-    return ra, rb
-
-
 def paired_median_ratio(
     a_round_medians: Samples,
     b_round_medians: Samples,
@@ -193,7 +182,12 @@ def paired_median_ratio(
     p-value the two-sided sign test of "ratio = 1" (ties at exactly 1 dropped).
     Returns ``(ratio, low, high, p)``.
     """
-    ra, rb = _paired(a_round_medians, b_round_medians, "paired_median_ratio")
+    ra = _as_array(a_round_medians, "paired_median_ratio(a)")
+    rb = _as_array(b_round_medians, "paired_median_ratio(b)")
+    if ra.size != rb.size:
+        raise ValueError(f"paired_median_ratio: {ra.size} rounds of a but {rb.size} of b")
+    if np.any(ra <= 0) or np.any(rb <= 0):
+        raise ValueError("paired_median_ratio: round medians must be positive")
     ratios = ra / rb
     ratio = float(np.median(ratios))
     low, high = median_ci(ratios, confidence)
