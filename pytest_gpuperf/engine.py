@@ -56,6 +56,7 @@ class LocalEngine:
         self._specs: dict[str, MeasureSpec] = {}
         self._recorded: dict[str, Callable[[], Measurement]] = {}
         self._fresh: FreshProcessRemeasure | None = None
+        self._speed_probe: tuple[float | None] | None = None  # measured once, before the first measurement
 
     def remember(self, key: str, remeasure: Callable[[], Measurement]) -> None:
         """How to take a recorded measurement (DDP ranks) again, for the gate's confirmation."""
@@ -69,7 +70,25 @@ class LocalEngine:
 
             spec = dataclasses.replace(spec, calibration=calibration_for(self.runner.options.device))
         self._specs[measurement_key(spec.test_id, spec.name)] = spec
-        return self.runner.measure(spec)
+        probe = self._session_speed_probe(config)
+        return dataclasses.replace(self.runner.measure(spec), speed_probe_ns=probe)
+
+    def _session_speed_probe(self, config: GpuperfConfig) -> float | None:
+        """The machine's speed before this session's measurements (speed_probe.py).
+
+        Gating probes once, before the first measurement. Writing baselines probes
+        before every measurement and keeps the fastest reading so far, so one
+        moment of a slow machine does not mark the baselines it writes as written
+        on a slow machine (gate.py would then distrust them).
+        """
+        if self._speed_probe is None or config.update_baseline:
+            from pytest_gpuperf.speed_probe import measure_speed_probe
+
+            options = self.runner.options
+            reading = measure_speed_probe(options.device, options.pin_cpu)
+            known = [p for p in (reading, *(self._speed_probe or ())) if p is not None]
+            self._speed_probe = (min(known) if known else None,)
+        return self._speed_probe[0]
 
     def evaluate(self, measurements: Sequence[Measurement], config: GpuperfConfig) -> list[MeasurementResult]:
         from pytest_gpuperf.gate import evaluate
@@ -92,17 +111,19 @@ class LocalEngine:
                     self.environment,
                     settings,
                     other_class_baselines=others,
-                    remeasure=self._remeasure_for(m, config),
+                    remeasure=self._remeasure_for(m, config, baseline.speed_probe_ns if baseline else None),
                     max_remeasures=0 if config.update_baseline else config.remeasures,
                 )
             )
         return results
 
-    def _remeasure_for(self, m: Measurement, config: GpuperfConfig) -> Callable[[], Measurement] | None:
+    def _remeasure_for(
+        self, m: Measurement, config: GpuperfConfig, reference_probe_ns: float | None
+    ) -> Callable[[], Measurement] | None:
         spec = self._specs.get(m.key)
         take: Callable[[], Measurement] | None = self._recorded.get(m.key)
         if spec is not None:
-            take = functools.partial(self._measure_fresh, spec, config)
+            take = functools.partial(self._measure_fresh, spec, config, reference_probe_ns)
         if take is None:  # recorded without a way to take it again
             return None
         again = take
@@ -112,7 +133,7 @@ class LocalEngine:
 
         return remeasure
 
-    def _measure_fresh(self, spec: MeasureSpec, config: GpuperfConfig) -> Measurement:
+    def _measure_fresh(self, spec: MeasureSpec, config: GpuperfConfig, reference_probe_ns: float | None) -> Measurement:
         """The spec measured again in a fresh process (abtest/fresh.py says why); here if that cannot run."""
         from pytest_gpuperf.abtest.fresh import FreshProcessRemeasure
         from pytest_gpuperf.errors import WorkerError
@@ -122,7 +143,7 @@ class LocalEngine:
             self._fresh = FreshProcessRemeasure(config.rootdir, str(opts.device), opts.pin_cpu, config.plugin_args)
         key = measurement_key(spec.test_id, spec.name)
         try:
-            fresh = self._fresh.measure(spec.test_id, key, spec.settings)
+            fresh = self._fresh.measure(spec.test_id, key, spec.settings, reference_probe_ns)
         except WorkerError as exc:
             here = self.runner.measure(spec)
             why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -9,6 +9,15 @@ check, and its comparison is the result (noted as "not confirmed"). Two
 independent false alarms in a row are far rarer than one, while a real
 slowdown repeats. Memory and metric regressions are not
 re-measured: they do not come from timing noise.
+
+Slow-machine rule: when the last re-measure's speed probe (taken in its fresh
+process before the test ran, speed_probe.py) reads at least
+``SLOW_MACHINE_RATIO`` times the baseline's, the confirmed regression is
+reported UNSTABLE instead: the machine's own slowdown explains it as well as
+the code does (it fails only with ``--gpuperf-strict``). In the other direction,
+a time that is not a regression against a baseline whose writing session's
+probe read that much slower than this session's is UNSTABLE too: such a
+baseline hides regressions until it is written again.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from pytest_gpuperf.model import (
     MeasurementResult,
     Verdict,
 )
+from pytest_gpuperf.speed_probe import is_slow, slowdown
 
 
 def evaluate(
@@ -43,7 +53,9 @@ def evaluate(
         return compare_to_baseline(m, baseline, environment, settings, other_class_baselines=other_class_baselines)
 
     comparisons = judge(measurement)
-    if remeasure is None or max_remeasures <= 0 or not _time_regressed(comparisons):
+    if not _time_regressed(comparisons):
+        return _check_baseline_speed(measurement, comparisons, baseline)
+    if remeasure is None or max_remeasures <= 0:
         return MeasurementResult(measurement, comparisons, baseline)
 
     history = [_time(comparisons)]
@@ -56,8 +68,41 @@ def evaluate(
         if not _time_regressed(fresh_comps):
             note = f"suspected regression not confirmed on re-measure {attempt}: {_changes(history)}"
             return _result(current, current_comps, baseline, note)
+    ratio = slowdown(current.speed_probe_ns, baseline.speed_probe_ns if baseline is not None else None)
+    if is_slow(ratio):
+        note = (
+            f"not judged: the machine ran x{ratio:.2f} slower than when the baseline was written "
+            f"(speed probe before the re-measure), which alone explains a regression of this kind; "
+            f"changes {_changes(history)}"
+        )
+        return _result(current, _unstable_time(current_comps), baseline, note)
     note = f"confirmed by {max_remeasures} re-measure(s): {_changes(history)}"
     return _result(current, current_comps, baseline, note)
+
+
+def _check_baseline_speed(
+    measurement: Measurement, comparisons: tuple[Comparison, ...], baseline: BaselineEntry | None
+) -> MeasurementResult:
+    """Unchanged or faster against a baseline written on a far slower machine: not judged.
+
+    A baseline written while the machine ran slow (by the speed probes of the
+    writing session and of this one) makes every later run look faster, so a
+    real regression reads as unchanged until the baseline is written again.
+    """
+    ratio = slowdown(measurement.speed_probe_ns, baseline.speed_probe_ns if baseline is not None else None)
+    time_comp = next((c for c in comparisons if c.metric.startswith("time.")), None)
+    if ratio is None or not is_slow(1.0 / ratio) or time_comp is None or time_comp.verdict is Verdict.NOT_COMPARABLE:
+        return MeasurementResult(measurement, comparisons, baseline)
+    note = (
+        f"not judged: the baseline was written while the machine ran x{1.0 / ratio:.2f} slower than now "
+        "(speed probes before the first measurement), so a regression could hide behind it; write it again"
+    )
+    return _result(measurement, _unstable_time(comparisons), baseline, note)
+
+
+def _unstable_time(comparisons: Sequence[Comparison]) -> tuple[Comparison, ...]:
+    time_comp = _time(comparisons)
+    return tuple(dataclasses.replace(c, verdict=Verdict.UNSTABLE) if c is time_comp else c for c in comparisons)
 
 
 def _time(comparisons: Sequence[Comparison]) -> Comparison:

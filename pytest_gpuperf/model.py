@@ -201,6 +201,7 @@ class Measurement:
     round_medians_ns: tuple[float, ...] = ()  # medians of the measurement rounds (drift/noise)
     precision: float | None = None  # relative half-width of the 95% CI of the median
     calibration_ns: float | None = None  # 10th percentile of the calibration workload, same process
+    speed_probe_ns: float | None = None  # the machine's speed before this process measured (speed_probe.py)
     peak_allocated_bytes: int | None = None
     peak_reserved_bytes: int | None = None
     throughput: Throughput = field(default_factory=Throughput)
@@ -242,6 +243,7 @@ class BaselineEntry:
     round_medians_ns: tuple[float, ...] = ()
     noise: float | None = None  # relative between-run spread of the median
     calibration_ns: float | None = None
+    speed_probe_ns: float | None = None  # the writing session's speed probe (speed_probe.py)
     peak_allocated_bytes: int | None = None
     peak_reserved_bytes: int | None = None
     throughput: Throughput = field(default_factory=Throughput)

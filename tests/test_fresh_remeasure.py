@@ -68,3 +68,55 @@ def test_without_a_fresh_process_the_re_measure_happens_here_and_says_why(
     assert entry["comparisons"][0]["verdict"] == "regression"
     notes = " ".join(entry["measurement"]["notes"])
     assert "re-measured in this process: no fresh one (" in notes and "exited with code 3" in notes
+
+
+def scale_baseline_speed_probe(pytester: pytest.Pytester, factor: float) -> float:
+    """Pretend the baseline was written on a machine ``factor`` times slower; returns the real probe."""
+    (path,) = (pytester.path / "baselines").rglob("*.json")
+    document = json.loads(path.read_text())
+    (entry,) = document["entries"].values()
+    written = entry["speed_probe_ns"]
+    assert isinstance(written, float) and written > 0  # the writing session's speed probe is recorded
+    entry["speed_probe_ns"] = written * factor
+    path.write_text(json.dumps(document))
+    return float(written)
+
+
+def test_a_regression_while_the_machine_stays_slow_is_not_judged(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the baseline's probe halved: the re-measure process finds the machine about 2x slower than
+    # then, waits for it to recover, and reports the (real, 4x) slowdown as unstable, not failed
+    pytester.makepyfile(test_perf=PERF_TEST)
+    pytester.runpytest_subprocess("--gpuperf-update-baseline", *GATE).assert_outcomes(passed=1)
+    scale_baseline_speed_probe(pytester, 0.5)
+    monkeypatch.setenv("SLOW", "1")
+    result = pytester.runpytest_subprocess("--gpuperf", *GATE, "--gpuperf-json=results.json")
+    assert result.ret == 0, result.stdout.str()
+    (entry,) = json.loads((pytester.path / "results.json").read_text())["results"]
+    time_comparison = entry["comparisons"][0]
+    assert time_comparison["verdict"] == "unstable"
+    assert "slower than when the baseline was written (speed probe before the re-measure)" in time_comparison["note"]
+    assert any(n.startswith("waited 6s for the machine to recover") for n in entry["measurement"]["notes"])
+
+
+def test_a_baseline_written_on_a_slow_machine_is_flagged_and_rewritten(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_perf=PERF_TEST)
+    pytester.runpytest_subprocess("--gpuperf-update-baseline", *GATE).assert_outcomes(passed=1)
+    scale_baseline_speed_probe(pytester, 2.0)
+    result = pytester.runpytest_subprocess("--gpuperf", *GATE, "--gpuperf-json=results.json")
+    assert result.ret == 0, result.stdout.str()
+    (entry,) = json.loads((pytester.path / "results.json").read_text())["results"]
+    assert entry["comparisons"][0]["verdict"] == "unstable"
+    assert "write it again" in entry["comparisons"][0]["note"]
+    # updating replaces it (an entry judged unchanged would keep its old bytes)
+    pytester.runpytest_subprocess("--gpuperf-update-baseline", *GATE).assert_outcomes(passed=1)
+    assert scale_baseline_speed_probe(pytester, 1.0) < 1.25 * result_probe(entry)
+
+
+def result_probe(entry: dict[str, Any]) -> float:
+    probe = entry["measurement"]["speed_probe_ns"]
+    assert isinstance(probe, float) and probe > 0
+    return probe

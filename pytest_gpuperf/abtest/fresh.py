@@ -13,11 +13,14 @@ a local measurement (``runner.measured_enough``).
 The worker starts at the first suspicion of the session and stays for later
 ones; a suspicion in a test file it did not collect starts a new one that
 collects every file seen so far. It holds a CUDA context on a GPU while alive.
+Before each re-measure it probes the machine's speed (speed_probe.py), before
+it runs the test, so the gate can tell a slow machine from slow code.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 import tempfile
 import time
@@ -29,6 +32,7 @@ from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import Measurement
 from pytest_gpuperf.runner import measured_enough, round_seconds
+from pytest_gpuperf.speed_probe import RECOVERY_STEP_S, RECOVERY_WAIT_S, is_slow, slowdown
 
 
 class FreshProcessRemeasure:
@@ -44,18 +48,43 @@ class FreshProcessRemeasure:
         self._scratch: Path | None = None
         self._started = 0
 
-    def measure(self, test_id: str, key: str, settings: MeasureSettings) -> Measurement:
-        """Measure ``key`` of ``test_id`` in the worker; WorkerError says why it could not."""
+    def measure(
+        self, test_id: str, key: str, settings: MeasureSettings, reference_probe_ns: float | None = None
+    ) -> Measurement:
+        """Measure ``key`` of ``test_id`` in the worker; WorkerError says why it could not.
+
+        First the worker probes the machine's speed (speed_probe.py). While it reads
+        at least ``SLOW_MACHINE_RATIO`` slower than ``reference_probe_ns`` (the
+        baseline's), it waits up to ``RECOVERY_WAIT_S`` for the machine to recover.
+        The measurement carries the last probe, for the gate to judge.
+        """
         side = self._worker_for(test_id.split("::", 1)[0])
         try:
-            return self._measure(side, test_id, key, settings)
+            side.wait_ready()
+            probe, waited_s = self._settled_probe(side, reference_probe_ns)
+            measured = self._measure(side, test_id, key, settings)
         except WorkerError:
             self._stop_worker()  # a later suspicion gets a new process, not a half-finished test
             raise
+        notes = measured.notes
+        if waited_s:
+            ratio = slowdown(probe, reference_probe_ns)
+            notes = (*notes, f"waited {waited_s:g}s for the machine to recover (speed probe x{ratio:.2f} then)")
+        return dataclasses.replace(measured, speed_probe_ns=probe, notes=notes)
+
+    @staticmethod
+    def _settled_probe(side: RemoteSide, reference_ns: float | None) -> tuple[float | None, float]:
+        """The worker's speed probe, re-taken while the machine reads slow, up to RECOVERY_WAIT_S."""
+        probe = side.probe()
+        waited = 0.0
+        while is_slow(slowdown(probe, reference_ns)) and waited < RECOVERY_WAIT_S:
+            time.sleep(RECOVERY_STEP_S)
+            waited += RECOVERY_STEP_S
+            probe = side.probe()
+        return probe, waited
 
     @staticmethod
     def _measure(side: RemoteSide, test_id: str, key: str, settings: MeasureSettings) -> Measurement:
-        side.wait_ready()
         problem = side.open(test_id, key)
         if problem:
             side.drain()

@@ -6,10 +6,13 @@ process (``pass_fds``) and found through ``GPUPERF_WORKER_FD``. No port is
 opened and nothing else can connect. Messages are tuples ``(kind, *payload)``
 pickled by ``Connection``; both ends run the same installed pytest-gpuperf.
 
-Head -> worker:  RUN nodeid | ROUND budget_s | FINISH | SKIP | QUIT
+Head -> worker:  RUN nodeid | ROUND budget_s | FINISH | SKIP | PROBE | QUIT
 Worker -> head:  HELLO info | MISSING nodeid | READY key | SAMPLES [ns...] |
                  FINISHED measurement | FAILED key text | MEASUREMENTS [m...] |
-                 DONE nodeid outcome
+                 DONE nodeid outcome | PROBED ns-or-None
+
+PROBE is only sent between tests: the worker measures the machine's speed
+(speed_probe.py) and answers PROBED.
 
 Every receive on the head has a timeout and watches the worker process, so a
 crashed or hung worker becomes a WorkerError naming the last lines of its log.
@@ -33,6 +36,7 @@ RUN = "run"
 ROUND = "round"
 FINISH = "finish"
 SKIP = "skip"
+PROBE = "probe"
 QUIT = "quit"
 
 HELLO = "hello"
@@ -43,6 +47,7 @@ FINISHED = "finished"
 FAILED = "failed"
 MEASUREMENTS = "measurements"
 DONE = "done"
+PROBED = "probed"
 
 # Pause before handing the machine to the other process: OpenMP worker threads spin
 # after a parallel region (about 10 ms of CPU time after a 2-thread matmul on the

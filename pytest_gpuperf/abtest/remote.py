@@ -140,6 +140,16 @@ class RemoteSide:
                 return measurement
             self.handle_background(message)
 
+    def probe(self) -> float | None:
+        """The worker's speed probe (speed_probe.py), taken between tests."""
+        self.drain()
+        self.channel.send(protocol.PROBE)
+        while True:
+            message = self.channel.recv(self.recv_timeout_s, f"the speed probe {self.where}")
+            if message[0] == protocol.PROBED:
+                return None if message[1] is None else float(message[1])
+            self.handle_background(message)
+
     def handle_background(self, message: protocol.Message) -> None:
         """Messages nobody waits for: other measurements, results, the end of the test."""
         kind = message[0]

@@ -79,6 +79,9 @@ def pytest_runtestloop(session: pytest.Session) -> bool:
         kind = message[0]
         if kind == protocol.QUIT:
             _exit_now()
+        if kind == protocol.PROBE:
+            channel.send(protocol.PROBED, _speed_probe(session.config))
+            continue
         if kind != protocol.RUN:
             raise GpuperfError(f"compare-ref worker: expected a run command, got {kind!r}")
         nodeid = message[1]
@@ -106,6 +109,18 @@ def _exit_now() -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _speed_probe(config: pytest.Config) -> float | None:
+    """The machine's speed before this process runs the next test (speed_probe.py)."""
+    from pytest_gpuperf.abtest.worker import WorkerEngine
+    from pytest_gpuperf.plugin import STATE_KEY
+    from pytest_gpuperf.speed_probe import measure_speed_probe
+
+    engine = config.stash[STATE_KEY].engine
+    assert isinstance(engine, WorkerEngine)  # pytest_configure put it there
+    options = engine.runner.options
+    return measure_speed_probe(options.device, options.pin_cpu)
 
 
 def _release_cuda_cache() -> None:

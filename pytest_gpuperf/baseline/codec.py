@@ -120,6 +120,7 @@ def entry_to_json(entry: BaselineEntry) -> dict[str, Any]:
         "timer": entry.timer,
         "noise": _opt_float(entry.noise),
         "calibration_ns": _opt_float(entry.calibration_ns),
+        "speed_probe_ns": _opt_float(entry.speed_probe_ns),
         "memory": {
             "peak_allocated_bytes": _opt_int(entry.peak_allocated_bytes),
             "peak_reserved_bytes": _opt_int(entry.peak_reserved_bytes),
@@ -173,6 +174,7 @@ def decode_entry(d: dict[str, Any], key: str) -> BaselineEntry:
         timer=d["timer"],
         noise=_opt_float(d["noise"]),
         calibration_ns=_opt_float(d["calibration_ns"]),
+        speed_probe_ns=_opt_float(d.get("speed_probe_ns")),  # optional: entries written before it existed
         peak_allocated_bytes=_opt_int(d["memory"]["peak_allocated_bytes"]),
         peak_reserved_bytes=_opt_int(d["memory"]["peak_reserved_bytes"]),
         throughput=Throughput(

@@ -50,6 +50,7 @@ def entry_from_measurement(
         round_medians_ns=thin_evenly(m.round_medians_ns, max_samples),
         noise=noise,
         calibration_ns=m.calibration_ns,
+        speed_probe_ns=m.speed_probe_ns,
         peak_allocated_bytes=m.peak_allocated_bytes,
         peak_reserved_bytes=m.peak_reserved_bytes,
         throughput=m.throughput,
