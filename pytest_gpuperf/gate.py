@@ -110,7 +110,7 @@ def _time(comparisons: Sequence[Comparison]) -> Comparison:
 
 
 def _time_regressed(comparisons: Sequence[Comparison]) -> bool:
-    return _time(comparisons).verdict is Verdict.REGRESSION
+    return any(c.metric.startswith("time.") and c.verdict is Verdict.REGRESSION for c in comparisons)
 
 
 def _changes(history: Sequence[Comparison]) -> str:

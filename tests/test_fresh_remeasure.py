@@ -34,9 +34,7 @@ def gate(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, **env: str)
     pytester.runpytest_subprocess("--gpuperf-update-baseline", *GATE).assert_outcomes(passed=1)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    result = pytester.runpytest_subprocess("--gpuperf", *GATE, "--gpuperf-json=results.json")
-    (entry,) = json.loads((pytester.path / "results.json").read_text())["results"]
-    return result, entry
+    return gate_again(pytester)
 
 
 def test_a_slowdown_of_one_process_is_not_confirmed_by_a_fresh_one(
@@ -91,9 +89,8 @@ def test_a_regression_while_the_machine_stays_slow_is_not_judged(
     pytester.runpytest_subprocess("--gpuperf-update-baseline", *GATE).assert_outcomes(passed=1)
     scale_baseline_speed_probe(pytester, 0.5)
     monkeypatch.setenv("SLOW", "1")
-    result = pytester.runpytest_subprocess("--gpuperf", *GATE, "--gpuperf-json=results.json")
+    result, entry = gate_again(pytester)
     assert result.ret == 0, result.stdout.str()
-    (entry,) = json.loads((pytester.path / "results.json").read_text())["results"]
     time_comparison = entry["comparisons"][0]
     assert time_comparison["verdict"] == "unstable"
     assert "slower than when the baseline was written (speed probe before the re-measure)" in time_comparison["note"]
@@ -106,9 +103,8 @@ def test_a_baseline_written_on_a_slow_machine_is_flagged_and_rewritten(
     pytester.makepyfile(test_perf=PERF_TEST)
     pytester.runpytest_subprocess("--gpuperf-update-baseline", *GATE).assert_outcomes(passed=1)
     scale_baseline_speed_probe(pytester, 2.0)
-    result = pytester.runpytest_subprocess("--gpuperf", *GATE, "--gpuperf-json=results.json")
+    result, entry = gate_again(pytester)
     assert result.ret == 0, result.stdout.str()
-    (entry,) = json.loads((pytester.path / "results.json").read_text())["results"]
     assert entry["comparisons"][0]["verdict"] == "unstable"
     assert "write it again" in entry["comparisons"][0]["note"]
     # updating replaces it (an entry judged unchanged would keep its old bytes)
@@ -120,3 +116,27 @@ def result_probe(entry: dict[str, Any]) -> float:
     probe = entry["measurement"]["speed_probe_ns"]
     assert isinstance(probe, float) and probe > 0
     return probe
+
+
+def test_a_baseline_is_not_written_from_one_slow_moment(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the writing process alone does 4x the work (as if the machine were slow while it measured):
+    # the fresh process disagrees, a second one decides, and the baseline is the median of the three
+    pytester.makepyfile(test_perf=PERF_TEST)
+    monkeypatch.setenv("SLOW", "1")
+    monkeypatch.setenv("SLOW_WHERE", "head")
+    written = pytester.runpytest_subprocess("--gpuperf-update-baseline", *GATE, "--gpuperf-json=written.json")
+    written.assert_outcomes(passed=1)
+    (entry,) = json.loads((pytester.path / "written.json").read_text())["results"]
+    assert any("baseline checked by 2 independent measurement(s)" in n for n in entry["measurement"]["notes"])
+    monkeypatch.delenv("SLOW")
+    result, entry = gate_again(pytester)
+    assert result.ret == 0, result.stdout.str()
+    assert entry["comparisons"][0]["verdict"] == "unchanged"  # against a 4x-slow baseline: "improvement"
+
+
+def gate_again(pytester: pytest.Pytester) -> tuple[pytest.RunResult, Any]:
+    result = pytester.runpytest_subprocess("--gpuperf", *GATE, "--gpuperf-json=results.json")
+    (entry,) = json.loads((pytester.path / "results.json").read_text())["results"]
+    return result, entry
