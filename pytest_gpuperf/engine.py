@@ -143,9 +143,12 @@ class LocalEngine:
         medians = ", ".join(format_value(r.stats.median_ns, "ns") for r in readings)
         verdict = "the median of the three is kept" if len(readings) == 3 else "they agree"
         note = f"baseline checked by {len(readings) - 1} independent measurement(s): medians {medians}; {verdict}"
-        # the session's speed probe and the test's own metrics belong to the entry whichever reading is kept
+        # The machine's speed while the baseline was written: the fastest probe of the readings'
+        # processes (a moment of a slow machine at one probe must not mark the entry as written
+        # on a slow machine); the test's own metrics stay whichever reading is kept.
+        probes = [r.speed_probe_ns for r in readings if r.speed_probe_ns is not None]
         notes = (*chosen.notes, note)
-        return dataclasses.replace(chosen, speed_probe_ns=m.speed_probe_ns, metrics=m.metrics, notes=notes)
+        return dataclasses.replace(chosen, speed_probe_ns=min(probes, default=None), metrics=m.metrics, notes=notes)
 
     def _remeasure_for(
         self, m: Measurement, config: GpuperfConfig, reference_probe_ns: float | None
