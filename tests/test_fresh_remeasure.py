@@ -29,9 +29,14 @@ WORK = 80000 if slow else 20000""",
 GATE = ["--gpuperf-threshold=0.25", "--gpuperf-min-time=0.1", "--gpuperf-max-time=0.6", "-p", "no:cacheprovider"]
 
 
-def gate(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, **env: str) -> tuple[pytest.RunResult, Any]:
+def gate(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, probe_factor: float = 1.0, **env: str
+) -> tuple[pytest.RunResult, Any]:
+    """Write a baseline (its speed probe scaled by ``probe_factor``), then gate with ``env`` set."""
     pytester.makepyfile(test_perf=PERF_TEST)
     pytester.runpytest_subprocess("--gpuperf-update-baseline", *GATE).assert_outcomes(passed=1)
+    if probe_factor != 1.0:
+        scale_baseline_speed_probe(pytester, probe_factor)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     return gate_again(pytester)
@@ -85,11 +90,7 @@ def test_a_regression_while_the_machine_stays_slow_is_not_judged(
 ) -> None:
     # the baseline's probe halved: the re-measure process finds the machine about 2x slower than
     # then, waits for it to recover, and reports the (real, 4x) slowdown as unstable, not failed
-    pytester.makepyfile(test_perf=PERF_TEST)
-    pytester.runpytest_subprocess("--gpuperf-update-baseline", *GATE).assert_outcomes(passed=1)
-    scale_baseline_speed_probe(pytester, 0.5)
-    monkeypatch.setenv("SLOW", "1")
-    result, entry = gate_again(pytester)
+    result, entry = gate(pytester, monkeypatch, probe_factor=0.5, SLOW="1")
     assert result.ret == 0, result.stdout.str()
     time_comparison = entry["comparisons"][0]
     assert time_comparison["verdict"] == "unstable"
@@ -100,10 +101,7 @@ def test_a_regression_while_the_machine_stays_slow_is_not_judged(
 def test_a_baseline_written_on_a_slow_machine_is_flagged_and_rewritten(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytester.makepyfile(test_perf=PERF_TEST)
-    pytester.runpytest_subprocess("--gpuperf-update-baseline", *GATE).assert_outcomes(passed=1)
-    scale_baseline_speed_probe(pytester, 2.0)
-    result, entry = gate_again(pytester)
+    result, entry = gate(pytester, monkeypatch, probe_factor=2.0)
     assert result.ret == 0, result.stdout.str()
     assert entry["comparisons"][0]["verdict"] == "unstable"
     assert "write it again" in entry["comparisons"][0]["note"]
