@@ -56,7 +56,7 @@ class LocalEngine:
         self._specs: dict[str, MeasureSpec] = {}
         self._recorded: dict[str, Callable[[], Measurement]] = {}
         self._fresh: FreshProcessRemeasure | None = None
-        self._speed_probe: tuple[float | None] | None = None  # measured once, before the first measurement
+        self._speed_probe: tuple[float | None] | None = None  # the session's probe (_session_speed_probe)
 
     def remember(self, key: str, remeasure: Callable[[], Measurement]) -> None:
         """How to take a recorded measurement (DDP ranks) again, for the gate's confirmation."""

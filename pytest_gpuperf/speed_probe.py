@@ -1,4 +1,4 @@
-"""How fast the machine is right now, measured where the tested code cannot move it.
+"""How fast the machine is right now, measured between tests, never while one measures.
 
 Why: a CPU runner sometimes runs everything 1.5-2x slower for seconds at a time
 (other tenants of the host, frequency steps). In the detection benchmark's
@@ -8,11 +8,12 @@ of the machine and a slowdown of the code read the same in a test's own times,
 so a second, fixed workload has to tell them apart.
 
 Where it is measured matters. The calibration workload measured *between a
-test's rounds* slowed by x1.40 when the test's own work grew 3-4x, so a veto
-built on it passed real 3x regressions. The probe is therefore measured only in
-a process that has not yet run any measured code: once per session before the
-first measurement (that value is recorded with the baselines the session
-writes), and in the fresh re-measure process before it runs the suspected test.
+test's rounds* read x1.40 in runs where the test's own work grew 3-4x, so a
+veto built on it passed real 3x regressions. The probe is measured between
+tests instead, on one intra-op thread: once in a gating session, before its
+first measurement; before every measurement in a session that writes
+baselines (an entry keeps the fastest probe of the processes its readings came
+from); and in the fresh re-measure process before it runs the suspected test.
 A suspected regression whose re-measure process finds the machine at least
 ``SLOW_MACHINE_RATIO`` slower than when the baseline was written, even after
 waiting a few seconds for it to recover, is reported as unstable rather than
