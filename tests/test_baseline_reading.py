@@ -1,0 +1,63 @@
+"""What a baseline is written from: the session's reading checked by fresh-process readings.
+
+The fresh-process readings themselves are taken by a real worker in
+tests/test_fresh_remeasure.py; here they are given, to pin down the choice.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from pytest_gpuperf.baseline.store import BaselineStore
+from pytest_gpuperf.config import GpuperfConfig
+from pytest_gpuperf.engine import LocalEngine
+from pytest_gpuperf.model import Measurement
+from pytest_gpuperf.runner import MeasureSpec, Runner, RunnerOptions
+from tests.test_compare import ENV, measurement
+
+KEY = "t.py::test_a::default"
+CONFIG = GpuperfConfig(enabled=True, update_baseline=True)
+
+
+def engine_with_fresh_readings(tmp_path: Path, *fresh: Measurement) -> tuple[LocalEngine, list[Measurement]]:
+    engine = LocalEngine(Runner(RunnerOptions(device=torch.device("cpu"))), BaselineStore(tmp_path), ENV)
+    engine._specs[KEY] = MeasureSpec(fn=lambda: None, test_id="t.py::test_a")
+    given = list(fresh)
+
+    def measure_fresh(spec: MeasureSpec, config: GpuperfConfig, reference_probe_ns: float | None) -> Measurement:
+        assert spec is engine._specs[KEY] and reference_probe_ns is None
+        return given.pop(0)
+
+    engine._measure_fresh = measure_fresh  # type: ignore[method-assign]
+    return engine, given
+
+
+def test_a_reading_its_check_agrees_with_is_kept(tmp_path: Path) -> None:
+    here = measurement(1000.0, speed_probe_ns=50_000.0)
+    engine, left = engine_with_fresh_readings(tmp_path, measurement(1040.0, speed_probe_ns=34_000.0))
+    kept = engine._baseline_reading(here, CONFIG, threshold=0.10)
+    assert not left  # one check: +4% is within half the threshold
+    assert kept.samples_ns == here.samples_ns
+    assert kept.speed_probe_ns == 34_000.0  # the fastest probe of the readings' processes
+    assert "baseline checked by 1 independent measurement(s)" in kept.notes[-1] and "they agree" in kept.notes[-1]
+
+
+def test_a_reading_its_check_disagrees_with_is_decided_by_a_third(tmp_path: Path) -> None:
+    slow_moment = measurement(1600.0, speed_probe_ns=55_000.0)
+    engine, left = engine_with_fresh_readings(
+        tmp_path, measurement(1000.0, speed_probe_ns=35_000.0), measurement(1020.0, speed_probe_ns=36_000.0)
+    )
+    kept = engine._baseline_reading(slow_moment, CONFIG, threshold=0.10)
+    assert not left
+    assert kept.stats.median_ns == pytest.approx(1020.0, rel=0.02)  # the median of 1000, 1020 and 1600
+    assert kept.speed_probe_ns == 35_000.0
+    assert "median of the three is kept" in kept.notes[-1]
+
+
+def test_a_measurement_recorded_by_hand_is_written_as_it_is(tmp_path: Path) -> None:
+    engine, _ = engine_with_fresh_readings(tmp_path)
+    recorded = measurement(1000.0, test_id="t.py::test_ddp")
+    assert engine._baseline_reading(recorded, CONFIG, threshold=0.10) is recorded
