@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -24,22 +25,27 @@ WORK = 80000 if slow else 20000""",
     check="pass",
 )
 
-# A generous threshold keeps an unchanged rerun quiet on a loaded CI machine; the
-# planted 4x work is far above it.
-GATE = ["--gpuperf-threshold=0.25", "--gpuperf-min-time=0.1", "--gpuperf-max-time=0.6", "-p", "no:cacheprovider"]
+# A threshold of 100%: the host of the 2-core runner has phases of seconds in which a
+# process runs this loop up to about 2x slower, and these tests are about which process
+# re-measures, not about small changes; the planted 4x work is far above it.
+GATE = ["--gpuperf-threshold=1.0", "--gpuperf-min-time=0.1", "--gpuperf-max-time=0.6", "-p", "no:cacheprovider"]
 
 
 def gate(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, probe_factor: float = 1.0, **env: str
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    probe_factor: float = 1.0,
+    args: Sequence[str] = GATE,
+    **env: str,
 ) -> tuple[pytest.RunResult, Any]:
     """Write a baseline (its speed probe scaled by ``probe_factor``), then gate with ``env`` set."""
     pytester.makepyfile(test_perf=PERF_TEST)
-    pytester.runpytest_subprocess("--gpuperf-update-baseline", *GATE).assert_outcomes(passed=1)
+    pytester.runpytest_subprocess("--gpuperf-update-baseline", *args).assert_outcomes(passed=1)
     if probe_factor != 1.0:
         scale_baseline_speed_probe(pytester, probe_factor)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    return gate_again(pytester)
+    return gate_again(pytester, args)
 
 
 def test_a_slowdown_of_one_process_is_not_confirmed_by_a_fresh_one(
@@ -88,9 +94,10 @@ def scale_baseline_speed_probe(pytester: pytest.Pytester, factor: float) -> floa
 def test_a_regression_while_the_machine_stays_slow_is_not_judged(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the baseline's probe halved: the re-measure process finds the machine about 2x slower than
-    # then, waits for it to recover, and reports the (real, 4x) slowdown as unstable, not failed
-    result, entry = gate(pytester, monkeypatch, probe_factor=0.5, SLOW="1")
+    # the baseline's probe quartered: the re-measure process finds the machine about 4x slower
+    # than then (still over 2x if the baseline was written in one of the host's slow phases),
+    # waits for it to recover, and reports the (real, 4x) slowdown as unstable, not failed
+    result, entry = gate(pytester, monkeypatch, probe_factor=0.25, SLOW="1")
     assert result.ret == 0, result.stdout.str()
     time_comparison = entry["comparisons"][0]
     assert time_comparison["verdict"] == "unstable"
@@ -101,13 +108,16 @@ def test_a_regression_while_the_machine_stays_slow_is_not_judged(
 def test_a_baseline_written_on_a_slow_machine_is_flagged_and_rewritten(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    result, entry = gate(pytester, monkeypatch, probe_factor=2.0)
+    # the baseline's probe x4: written, it seems, on a far slower machine. The threshold of 300%
+    # keeps the host's own slow phases (up to about 2x here) from reading as a regression.
+    lenient = [*GATE, "--gpuperf-threshold=3.0"]
+    result, entry = gate(pytester, monkeypatch, probe_factor=4.0, args=lenient)
     assert result.ret == 0, result.stdout.str()
     assert entry["comparisons"][0]["verdict"] == "unstable"
     assert "write it again" in entry["comparisons"][0]["note"]
     # updating replaces it (an entry judged unchanged would keep its old bytes)
-    pytester.runpytest_subprocess("--gpuperf-update-baseline", *GATE).assert_outcomes(passed=1)
-    assert scale_baseline_speed_probe(pytester, 1.0) < 1.25 * result_probe(entry)
+    pytester.runpytest_subprocess("--gpuperf-update-baseline", *lenient).assert_outcomes(passed=1)
+    assert scale_baseline_speed_probe(pytester, 1.0) < 2.0 * result_probe(entry)
 
 
 def result_probe(entry: dict[str, Any]) -> float:
@@ -128,13 +138,20 @@ def test_a_baseline_is_not_written_from_one_slow_moment(
     written.assert_outcomes(passed=1)
     (entry,) = json.loads((pytester.path / "written.json").read_text())["results"]
     assert any("baseline checked by 2 independent measurement(s)" in n for n in entry["measurement"]["notes"])
-    monkeypatch.delenv("SLOW")
-    result, entry = gate_again(pytester)
-    assert result.ret == 0, result.stdout.str()
-    assert entry["comparisons"][0]["verdict"] == "unchanged"  # against a 4x-slow baseline: "improvement"
+    (path,) = (pytester.path / "baselines").rglob("*.json")
+    (kept,) = json.loads(path.read_text())["entries"].values()
+    # the head's reading has 4x the work; the fresh ones 1x, under 2x even in the host's slow phases
+    head_reading = next(n for n in entry["measurement"]["notes"] if "baseline checked" in n)
+    assert kept["stats"]["median_ns"] < 0.5 * first_median_ns(head_reading), head_reading
 
 
-def gate_again(pytester: pytest.Pytester) -> tuple[pytest.RunResult, Any]:
-    result = pytester.runpytest_subprocess("--gpuperf", *GATE, "--gpuperf-json=results.json")
+def first_median_ns(note: str) -> float:
+    """The first median of a "baseline checked ... medians 4.466 ms, 1.759 ms, ..." note, in ns."""
+    value, unit = note.split("medians ", 1)[1].split(",", 1)[0].split()
+    return float(value) * {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}[unit]
+
+
+def gate_again(pytester: pytest.Pytester, args: Sequence[str] = GATE) -> tuple[pytest.RunResult, Any]:
+    result = pytester.runpytest_subprocess("--gpuperf", *args, "--gpuperf-json=results.json")
     (entry,) = json.loads((pytester.path / "results.json").read_text())["results"]
     return result, entry
