@@ -148,7 +148,11 @@ class LocalEngine:
         # on a slow machine); the test's own metrics stay whichever reading is kept.
         probes = [r.speed_probe_ns for r in readings if r.speed_probe_ns is not None]
         notes = (*chosen.notes, note)
-        return dataclasses.replace(chosen, speed_probe_ns=min(probes, default=None), metrics=m.metrics, notes=notes)
+        # a fresh process measures no calibration workload: the session's, taken alongside, stands in
+        calibration = chosen.calibration_ns if chosen.calibration_ns is not None else m.calibration_ns
+        return dataclasses.replace(
+            chosen, speed_probe_ns=min(probes, default=None), calibration_ns=calibration, metrics=m.metrics, notes=notes
+        )
 
     def _remeasure_for(
         self, m: Measurement, config: GpuperfConfig, reference_probe_ns: float | None

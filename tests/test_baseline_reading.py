@@ -6,6 +6,7 @@ tests/test_fresh_remeasure.py; here they are given, to pin down the choice.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -50,10 +51,11 @@ def test_a_reading_its_check_disagrees_with_is_decided_by_a_third(tmp_path: Path
     engine, left = engine_with_fresh_readings(
         tmp_path, measurement(1000.0, speed_probe_ns=35_000.0), measurement(1020.0, speed_probe_ns=36_000.0)
     )
-    kept = engine._baseline_reading(slow_moment, CONFIG, threshold=0.10)
+    kept = engine._baseline_reading(dataclasses.replace(slow_moment, calibration_ns=9_000.0), CONFIG, threshold=0.10)
     assert not left
     assert kept.stats.median_ns == pytest.approx(1020.0, rel=0.02)  # the median of 1000, 1020 and 1600
     assert kept.speed_probe_ns == 35_000.0
+    assert kept.calibration_ns == 9_000.0  # (--gpuperf-calibrate=on) the fresh process measures none
     assert "median of the three is kept" in kept.notes[-1]
 
 
