@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pytest_gpuperf.abtest.fresh import FreshProcessRemeasure
     from pytest_gpuperf.baseline.store import BaselineStore
     from pytest_gpuperf.compare import GateSettings
+    from pytest_gpuperf.speed_probe import SessionSpeedProbe
 
 
 class Engine(Protocol):
@@ -56,7 +57,7 @@ class LocalEngine:
         self._specs: dict[str, MeasureSpec] = {}
         self._recorded: dict[str, Callable[[], Measurement]] = {}
         self._fresh: FreshProcessRemeasure | None = None
-        self._speed_probe: tuple[float | None] | None = None  # the session's probe (_session_speed_probe)
+        self._speed_probe: SessionSpeedProbe | None = None  # made on first use (speed_probe.py)
 
     def remember(self, key: str, remeasure: Callable[[], Measurement]) -> None:
         """How to take a recorded measurement (DDP ranks) again, for the gate's confirmation."""
@@ -74,21 +75,13 @@ class LocalEngine:
         return dataclasses.replace(self.runner.measure(spec), speed_probe_ns=probe)
 
     def _session_speed_probe(self, config: GpuperfConfig) -> float | None:
-        """The machine's speed before this session's measurements (speed_probe.py).
+        """The machine's speed before this measurement: once when gating, fastest so far when writing baselines."""
+        if self._speed_probe is None:
+            from pytest_gpuperf.speed_probe import SessionSpeedProbe, measure_speed_probe
 
-        Gating probes once, before the first measurement. Writing baselines probes
-        before every measurement and keeps the fastest reading so far, so one
-        moment of a slow machine does not mark the baselines it writes as written
-        on a slow machine (gate.py would then distrust them).
-        """
-        if self._speed_probe is None or config.update_baseline:
-            from pytest_gpuperf.speed_probe import measure_speed_probe
-
-            options = self.runner.options
-            reading = measure_speed_probe(options.device, options.pin_cpu)
-            known = [p for p in (reading, *(self._speed_probe or ())) if p is not None]
-            self._speed_probe = (min(known) if known else None,)
-        return self._speed_probe[0]
+            opts = self.runner.options
+            self._speed_probe = SessionSpeedProbe(functools.partial(measure_speed_probe, opts.device, opts.pin_cpu))
+        return self._speed_probe.fastest_so_far() if config.update_baseline else self._speed_probe.once()
 
     def evaluate(self, measurements: Sequence[Measurement], config: GpuperfConfig) -> list[MeasurementResult]:
         from pytest_gpuperf.gate import evaluate

@@ -26,6 +26,7 @@ watched by the NVML health monitor instead (gpu/nvml.py).
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pytest_gpuperf.calibration import CalibrationWorkload
@@ -85,3 +86,35 @@ def slowdown(current_ns: float | None, reference_ns: float | None) -> float | No
 
 def is_slow(ratio: float | None) -> bool:
     return ratio is not None and ratio >= SLOW_MACHINE_RATIO
+
+
+class SessionSpeedProbe:
+    """The speed probe a session records with its measurements.
+
+    ``take`` measures one probe (``measure_speed_probe`` bound to the session's
+    device). Gating needs one reading, before its first measurement: its
+    measurements are compared with baselines, not with each other. Writing
+    baselines probes before every measurement and keeps the fastest reading so
+    far, so one moment of a slow machine does not mark the entries it writes as
+    written on a slow machine (gate.py would then distrust them).
+    """
+
+    def __init__(self, take: Callable[[], float | None]) -> None:
+        self._take = take
+        self._taken = False
+        self._fastest_ns: float | None = None
+
+    def once(self) -> float | None:
+        """The session's first reading; later calls reuse it."""
+        if not self._taken:
+            self._fastest_ns = self._take()
+            self._taken = True
+        return self._fastest_ns
+
+    def fastest_so_far(self) -> float | None:
+        """A new reading now; the fastest of all readings taken so far."""
+        reading = self._take()
+        self._taken = True
+        known = [p for p in (reading, self._fastest_ns) if p is not None]
+        self._fastest_ns = min(known, default=None)
+        return self._fastest_ns

@@ -63,3 +63,17 @@ def test_a_measurement_recorded_by_hand_is_written_as_it_is(tmp_path: Path) -> N
     engine, _ = engine_with_fresh_readings(tmp_path)
     recorded = measurement(1000.0, test_id="t.py::test_ddp")
     assert engine._baseline_reading(recorded, CONFIG, threshold=0.10) is recorded
+
+
+@pytest.mark.parametrize(("update", "recorded"), [(True, [40.0, 35.0, 35.0]), (False, [40.0, 40.0, 40.0])])
+def test_each_measurement_records_the_sessions_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, update: bool, recorded: list[float]
+) -> None:
+    # gating probes once; writing baselines probes before every measurement and keeps the fastest
+    probes = iter([40.0, 35.0, 45.0])
+    monkeypatch.setattr("pytest_gpuperf.speed_probe.measure_speed_probe", lambda device, pin=None: next(probes))
+    engine = LocalEngine(Runner(RunnerOptions(device=torch.device("cpu"))), BaselineStore(tmp_path), ENV)
+    config = GpuperfConfig(enabled=True, update_baseline=update)
+    spec = MeasureSpec(fn=lambda: sum(range(50)), test_id="t.py::test_a")
+    monkeypatch.setattr(engine.runner, "measure", lambda spec: measurement(1000.0))
+    assert [engine.measure(spec, config).speed_probe_ns for _ in range(3)] == recorded

@@ -96,9 +96,16 @@ class RemoteSide:
             self.channel.recv(timeout_s, f"the worker to collect the tests {self.where}")
             self.ready = True
 
-    def open(self, test_id: str, key: str) -> str | None:
-        """Run ``test_id`` up to measurement ``key`` (READY); None then, else why it never got there."""
-        if self.test != test_id:
+    def open(self, test_id: str, key: str, *, again: bool = False) -> str | None:
+        """Run ``test_id`` up to measurement ``key`` (READY); None then, else why it never got there.
+
+        A test already running (or run) here is continued: compare-ref opens its
+        measurements one by one, and a key the base's test never reached is
+        missing there, not a reason to run the test again. ``again`` runs a
+        finished test anew, for measuring the same key twice (the fresh
+        re-measure process).
+        """
+        if self.test != test_id or (again and self.test_done):
             self.drain()
             self.channel.send(protocol.RUN, test_id)
             self.test, self.test_done, self.test_note = test_id, False, ""
