@@ -359,7 +359,12 @@ def _judge(state: SessionState, bench: GpuBench) -> None:
 
 
 def _update_baselines(state: SessionState, results: list[MeasurementResult]) -> None:
-    """Write entries for this test's measurements; an entry judged unchanged keeps its old bytes."""
+    """Write entries for this test's measurements; an entry judged unchanged keeps its old bytes.
+
+    Except one written before the speed probe existed, where this session has a
+    probe: without one the gate cannot tell a slow machine from slow code for it
+    (speed_probe.py), and the probe must come from the session its samples came from.
+    """
     __tracebackhide__ = True
     from pytest_gpuperf.baseline import entry_from_measurement
     from pytest_gpuperf.stats import between_run_noise
@@ -367,7 +372,10 @@ def _update_baselines(state: SessionState, results: list[MeasurementResult]) -> 
     assert state.store is not None and state.environment is not None
     entries = []
     for r in results:
-        if r.baseline is not None and r.verdict is Verdict.UNCHANGED:
+        gains_probe = r.measurement.speed_probe_ns is not None and r.baseline is not None and (
+            r.baseline.speed_probe_ns is None
+        )
+        if r.baseline is not None and r.verdict is Verdict.UNCHANGED and not gains_probe:
             entries.append(r.baseline)
             continue
         m = r.measurement

@@ -178,3 +178,22 @@ def test_calibration_is_opt_in(project: pytest.Pytester) -> None:
     wrong = project.runpytest_subprocess("--gpuperf", "--gpuperf-calibrate=auto", *GATE)
     assert wrong.ret == pytest.ExitCode.USAGE_ERROR
     wrong.stderr.fnmatch_lines(["*--gpuperf-calibrate must be one of*on*off*got 'auto'*"])
+
+
+def test_update_rewrites_an_unchanged_entry_that_has_no_speed_probe(project: pytest.Pytester) -> None:
+    # baselines written before the speed probe existed gain one with the next update
+    project.runpytest_subprocess("--gpuperf", "--gpuperf-update-baseline", *GATE).assert_outcomes(passed=2)
+    (path,) = (project.path / "baselines").rglob("*.json")
+    document = json.loads(path.read_text())
+    (entry,) = document["entries"].values()
+    assert entry["speed_probe_ns"] > 0
+    del entry["speed_probe_ns"]  # as an older plugin wrote it
+    path.write_text(json.dumps(document, indent=2))
+
+    loose = [*GATE, "--gpuperf-threshold=3.0"]  # whatever the machine does, the verdict is unchanged
+    project.runpytest_subprocess("--gpuperf", "--gpuperf-update-baseline", *loose).assert_outcomes(passed=2)
+    (entry,) = json.loads(path.read_text())["entries"].values()
+    assert entry["speed_probe_ns"] > 0
+    with_probe = path.read_bytes()
+    project.runpytest_subprocess("--gpuperf", "--gpuperf-update-baseline", *loose).assert_outcomes(passed=2)
+    assert path.read_bytes() == with_probe  # once it has one, unchanged keeps its old bytes again
