@@ -27,9 +27,15 @@ def engine_with_fresh_readings(tmp_path: Path, *fresh: Measurement) -> tuple[Loc
     engine = LocalEngine(Runner(RunnerOptions(device=torch.device("cpu"))), BaselineStore(tmp_path), ENV)
     engine._specs[KEY] = MeasureSpec(fn=lambda: None, test_id="t.py::test_a")
     given = list(fresh)
+    taken = 0
 
-    def measure_fresh(spec: MeasureSpec, config: GpuperfConfig, reference_probe_ns: float | None) -> Measurement:
+    def measure_fresh(
+        spec: MeasureSpec, config: GpuperfConfig, reference_probe_ns: float | None, *, new_process: bool = False
+    ) -> Measurement:
+        nonlocal taken
         assert spec is engine._specs[KEY] and reference_probe_ns is None
+        assert new_process == (taken == 1)  # the deciding third reading does not share the second's process
+        taken += 1
         return given.pop(0)
 
     engine._measure_fresh = measure_fresh  # type: ignore[method-assign]

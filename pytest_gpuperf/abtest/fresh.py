@@ -49,7 +49,13 @@ class FreshProcessRemeasure:
         self._started = 0
 
     def measure(
-        self, test_id: str, key: str, settings: MeasureSettings, reference_probe_ns: float | None = None
+        self,
+        test_id: str,
+        key: str,
+        settings: MeasureSettings,
+        reference_probe_ns: float | None = None,
+        *,
+        new_process: bool = False,
     ) -> Measurement:
         """Measure ``key`` of ``test_id`` in the worker; WorkerError says why it could not.
 
@@ -57,7 +63,11 @@ class FreshProcessRemeasure:
         at least ``SLOW_MACHINE_RATIO`` slower than ``reference_probe_ns`` (the
         baseline's), it waits up to ``RECOVERY_WAIT_S`` for the machine to recover.
         The measurement carries the last probe, for the gate to judge.
+        ``new_process`` replaces the worker first, for a reading that must not
+        share the previous one's offset.
         """
+        if new_process:
+            self._stop_worker()
         side = self._worker_for(test_id.split("::", 1)[0])
         try:
             side.wait_ready()
