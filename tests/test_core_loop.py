@@ -192,8 +192,13 @@ def test_update_rewrites_an_unchanged_entry_that_has_no_speed_probe(project: pyt
 
     loose = [*GATE, "--gpuperf-threshold=3.0"]  # whatever the machine does, the verdict is unchanged
     project.runpytest_subprocess("--gpuperf", "--gpuperf-update-baseline", *loose).assert_outcomes(passed=2)
-    (entry,) = json.loads(path.read_text())["entries"].values()
+    document = json.loads(path.read_text())
+    (entry,) = document["entries"].values()
     assert entry["speed_probe_ns"] > 0
-    with_probe = path.read_bytes()
+    # Once it has one, unchanged keeps its old bytes again. A tiny probe keeps the host's slow
+    # phases out of it: only a baseline probe slower than this session's makes an entry
+    # "written on a slow machine", which an update rewrites too.
+    entry["speed_probe_ns"] = 1.0
+    path.write_text(json.dumps(document, indent=2))
     project.runpytest_subprocess("--gpuperf", "--gpuperf-update-baseline", *loose).assert_outcomes(passed=2)
-    assert path.read_bytes() == with_probe  # once it has one, unchanged keeps its old bytes again
+    assert json.loads(path.read_text())["entries"] == document["entries"]
