@@ -372,11 +372,10 @@ def _update_baselines(state: SessionState, results: list[MeasurementResult]) -> 
     assert state.store is not None and state.environment is not None
     entries = []
     for r in results:
-        gains_probe = r.measurement.speed_probe_ns is not None and r.baseline is not None and (
-            r.baseline.speed_probe_ns is None
-        )
-        if r.baseline is not None and r.verdict is Verdict.UNCHANGED and not gains_probe:
-            entries.append(r.baseline)
+        old = r.baseline
+        gains_probe = old is not None and old.speed_probe_ns is None and r.measurement.speed_probe_ns is not None
+        if old is not None and r.verdict is Verdict.UNCHANGED and not gains_probe:
+            entries.append(old)
             continue
         m = r.measurement
         entries.append(
