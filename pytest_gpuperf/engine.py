@@ -121,7 +121,9 @@ class LocalEngine:
         measured again in a fresh process, seconds later: if the two medians
         agree within half the threshold, ``m`` stands; otherwise a third
         measurement, in another new process (not sharing the second's offset),
-        decides and the median of the three is written.
+        decides and the median of the three is written. The readings' medians also
+        give the entry its between-run noise (``process_medians_ns``): rounds inside
+        one process cannot show the offset each process carries.
         """
         from pytest_gpuperf.gate import format_value
 
@@ -145,7 +147,12 @@ class LocalEngine:
         # a fresh process measures no calibration workload: the session's, taken alongside, stands in
         calibration = chosen.calibration_ns if chosen.calibration_ns is not None else m.calibration_ns
         return dataclasses.replace(
-            chosen, speed_probe_ns=min(probes, default=None), calibration_ns=calibration, metrics=m.metrics, notes=notes
+            chosen,
+            speed_probe_ns=min(probes, default=None),
+            calibration_ns=calibration,
+            metrics=m.metrics,
+            notes=notes,
+            process_medians_ns=tuple(r.stats.median_ns for r in readings),  # the entry's noise (stats.recorded_noise)
         )
 
     def _remeasure_for(

@@ -199,6 +199,8 @@ class Measurement:
     device: str  # "cpu", "cuda:0"
     timer: str  # "perf_counter" or "cuda_event"
     round_medians_ns: tuple[float, ...] = ()  # medians of the measurement rounds (drift/noise)
+    # medians of independent processes measuring the same spec (a baseline's reading and its checks)
+    process_medians_ns: tuple[float, ...] = ()
     precision: float | None = None  # relative half-width of the 95% CI of the median
     calibration_ns: float | None = None  # 10th percentile of the calibration workload, same process
     speed_probe_ns: float | None = None  # the machine's speed before this process measured (speed_probe.py)

@@ -260,6 +260,43 @@ def between_run_noise(round_medians: Samples) -> float | None:
     return mad / mid
 
 
+# Croux & Rousseeuw (1992), "Time-efficient algorithms for two highly robust estimators
+# of scale": factors that make the normal-scaled MAD of n values unbiased for small n
+# (for n = 3 it averages 0.67 sigma without one). Beyond 9 values: n / (n - 0.8).
+_MAD_SMALL_SAMPLE = {2: 1.196, 3: 1.495, 4: 1.363, 5: 1.206, 6: 1.200, 7: 1.140, 8: 1.129, 9: 1.107}
+
+
+def between_process_noise(process_medians: Samples) -> float | None:
+    """Relative spread of a median between independent processes (None with fewer than 2).
+
+    The medians come from separate processes measuring the same test (a baseline's
+    reading and its fresh-process checks, engine.py), so unlike round medians they
+    include each process's own offset (memory layout, where its pages and threads
+    landed). The normal-scaled MAD of their logs with its small-sample factor: with
+    three readings one reading taken in a slow moment does not set it.
+    """
+    if len(process_medians) < 2:
+        return None
+    arr = _as_array(process_medians, "between_process_noise")
+    if np.any(arr <= 0):
+        raise ValueError("between_process_noise: medians must be positive")
+    logs = np.log(arr)
+    mad = float(np.median(np.abs(logs - np.median(logs)))) * 1.4826
+    n = logs.size
+    return mad * _MAD_SMALL_SAMPLE.get(n, n / (n - 0.8))
+
+
+def recorded_noise(round_medians: Samples, process_medians: Samples = ()) -> float | None:
+    """The between-run noise a baseline records: the larger of the two estimates that exist.
+
+    Rounds of one process only bound it from below (``between_run_noise``); the spread
+    of independent processes is the estimate the gate wants, but from two or three
+    readings it can come out small by chance, so the rounds' figure stays a floor.
+    """
+    known = [n for n in (between_run_noise(round_medians), between_process_noise(process_medians)) if n is not None]
+    return max(known, default=None)
+
+
 def noise_floor(baseline_noise: float | None, current_noise: float | None, multiplier: float) -> float:
     """Smallest relative change distinguishable from between-run noise.
 

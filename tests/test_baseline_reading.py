@@ -50,6 +50,7 @@ def test_a_reading_its_check_agrees_with_is_kept(tmp_path: Path) -> None:
     assert kept.samples_ns == here.samples_ns
     assert kept.speed_probe_ns == 34_000.0  # the fastest probe of the readings' processes
     assert "baseline checked by 1 independent measurement(s)" in kept.notes[-1] and "they agree" in kept.notes[-1]
+    assert kept.process_medians_ns == pytest.approx((1000.0, 1040.0), rel=0.02)
 
 
 def test_a_reading_its_check_disagrees_with_is_decided_by_a_third(tmp_path: Path) -> None:
@@ -63,6 +64,7 @@ def test_a_reading_its_check_disagrees_with_is_decided_by_a_third(tmp_path: Path
     assert kept.speed_probe_ns == 35_000.0
     assert kept.calibration_ns == 9_000.0  # (--gpuperf-calibrate=on) the fresh process measures none
     assert "median of the three is kept" in kept.notes[-1]
+    assert kept.process_medians_ns == pytest.approx((1600.0, 1000.0, 1020.0), rel=0.02)  # for the entry's noise
 
 
 def test_a_measurement_recorded_by_hand_is_written_as_it_is(tmp_path: Path) -> None:

@@ -117,6 +117,36 @@ def test_between_run_noise() -> None:
     assert noise == pytest.approx(0.05, rel=0.2)
 
 
+def test_between_process_noise_is_unbiased_for_two_and_three_readings() -> None:
+    assert stats.between_process_noise([1.0]) is None
+    assert stats.between_process_noise([100.0, 100.0]) == 0.0
+    # two readings: |log ratio| * 1.4826 / 2 * 1.196
+    assert stats.between_process_noise([100.0, 110.0]) == pytest.approx(math.log(1.1) * 0.8866, rel=1e-3)
+    # averaged over many draws, the estimate matches the true spread of log-normal medians
+    rng = np.random.default_rng(3)
+    for n in (2, 3, 5):
+        draws = np.exp(rng.normal(0.0, 0.05, size=(20000, n)))
+        mean = np.mean([stats.between_process_noise(row) for row in draws])
+        assert mean == pytest.approx(0.05, rel=0.05), n
+
+
+def test_between_process_noise_is_not_set_by_one_slow_reading() -> None:
+    # a reading taken in a slow moment: the other two set the spread
+    assert stats.between_process_noise([100.0, 400.0, 102.0]) == pytest.approx(
+        math.log(1.02) * 1.4826 * 1.495, rel=1e-3
+    )
+    with pytest.raises(ValueError, match="positive"):
+        stats.between_process_noise([100.0, 0.0])
+
+
+def test_recorded_noise_takes_the_larger_estimate() -> None:
+    rounds = [100.0, 101.0, 99.0]
+    assert stats.recorded_noise(rounds) == stats.between_run_noise(rounds)
+    assert stats.recorded_noise(rounds, [100.0, 130.0, 160.0]) == stats.between_process_noise([100.0, 130.0, 160.0])
+    assert stats.recorded_noise(rounds, [100.0, 100.0]) == stats.between_run_noise(rounds)  # agreeing by chance
+    assert stats.recorded_noise([1.0, 2.0], [100.0]) is None
+
+
 def test_noise_floor() -> None:
     assert stats.noise_floor(None, None, 3.0) == 0.0
     assert stats.noise_floor(0.03, 0.04, 2.0) == pytest.approx(0.10)
