@@ -280,8 +280,10 @@ def between_process_noise(process_medians: Samples) -> float | None:
     arr = _as_array(process_medians, "between_process_noise")
     if np.any(arr <= 0):
         raise ValueError("between_process_noise: medians must be positive")
+    from scipy import stats as _st
+
     logs = np.log(arr)
-    mad = float(np.median(np.abs(logs - np.median(logs)))) * 1.4826
+    mad = float(_st.median_abs_deviation(logs, scale="normal"))
     n = logs.size
     return mad * _MAD_SMALL_SAMPLE.get(n, n / (n - 0.8))
 
