@@ -168,7 +168,8 @@ WORK = int(20000 * 1.5 ** (Path(__file__).with_name("imports").stat().st_size - 
     (kept,) = json.loads(path.read_text())["entries"].values()
     # log spread 0.41 per step: about 0.9 (0.3 still with a 2x slow moment in any one reading);
     # the rounds of one process read a few percent
-    assert kept["noise"] == pytest.approx(stats.recorded_noise(kept["round_medians_ns"], medians))
+    # the file and the results JSON keep 6 significant digits (baseline/codec.py), inputs and output alike
+    assert kept["noise"] == pytest.approx(stats.recorded_noise(kept["round_medians_ns"], medians), rel=1e-4)
     assert kept["noise"] > 0.3, (kept["noise"], medians)
 
 
