@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import torch
@@ -43,3 +44,22 @@ def test_loading_the_plugin_does_not_import_scipy_stats() -> None:
         "assert 'scipy.stats' not in sys.modules, 'scipy.stats imported at start-up'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_baseline_mode_comparison_does_not_import_scipy() -> None:
+    # the gate's statistics are on numpy (stats.py says why): a process that measures and
+    # compares against a baseline, the common case of every gating session, pays no scipy
+    code = (
+        "import sys\n"
+        "from pytest_gpuperf.compare import GateSettings, compare_to_baseline\n"
+        "from pytest_gpuperf import stats\n"
+        "from tests.test_compare import ENV, entry, measurement\n"
+        "import pytest_gpuperf.runner\n"
+        "comparisons = compare_to_baseline(measurement(1300.0), entry(1000.0), ENV, GateSettings())\n"
+        "assert any(c.verdict.value == 'regression' for c in comparisons), comparisons\n"
+        "assert stats.relative_precision(list(range(1, 500))) < 1\n"
+        "assert stats.paired_median_ratio([1.0 + i / 100 for i in range(20)], [1.0] * 20)[3] < 1e-3\n"
+        "assert stats.between_process_noise([1.0, 1.1, 1.3]) > 0\n"
+        "assert 'scipy' not in sys.modules, sorted(m for m in sys.modules if m.startswith('scipy'))[:5]\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent)

@@ -180,3 +180,54 @@ def test_replicate_ratio_ci_uses_the_spread_between_replicates() -> None:
     assert stats.replicate_ratio_ci([1.1, 1.1, 1.1])[1:] == (pytest.approx(1.1), pytest.approx(1.1), 0.0)
     with pytest.raises(ValueError, match="positive"):
         stats.replicate_ratio_ci([1.0, -1.0])
+
+
+# The gating path is written on numpy to spare every process scipy's import (stats.py says
+# why); scipy stays the reference these pieces must agree with.
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 6, 41, 100, 1001, 20000])
+def test_the_binomial_cdf_at_one_half_matches_scipy(n: int) -> None:
+    from scipy import special
+
+    k = np.arange(n // 2 + 1)
+    np.testing.assert_allclose(stats._half_binomial_cdf(n, n // 2), special.bdtr(k, n, 0.5), rtol=1e-9, atol=1e-300)
+
+
+@pytest.mark.parametrize(("shift", "n_a", "n_b", "seed"), [(1.0, 400, 400, 1), (1.04, 150, 900, 2), (0.9, 60, 60, 3)])
+def test_the_bootstrap_interval_matches_scipys(shift: float, n_a: int, n_b: int, seed: int) -> None:
+    from scipy import stats as scipy_stats
+
+    rng = np.random.default_rng(seed)
+    a = rng.lognormal(np.log(100 * shift), 0.05, n_a)
+    b = rng.lognormal(np.log(100), 0.05, n_b)
+    ratio, low, high = stats.ratio_of_medians_ci(a, b, n_resamples=20_000)
+    ref = scipy_stats.bootstrap(
+        (a, b), lambda x, y, axis: np.median(x, axis=axis) / np.median(y, axis=axis), n_resamples=20_000,
+        method="percentile", vectorized=True, paired=False, rng=np.random.default_rng(seed),
+    ).confidence_interval  # fmt: skip
+    width = high - low
+    assert low == pytest.approx(ref.low, abs=0.05 * width)  # two Monte Carlo estimates of one interval
+    assert high == pytest.approx(ref.high, abs=0.05 * width)
+    assert width > 0.0 and low < ratio < high
+
+
+@pytest.mark.parametrize(
+    ("n_a", "n_b", "decimals", "shift"),
+    [(300, 300, 1, 0.0), (40, 500, 0, 0.3), (9, 12, 3, 0.5), (200, 150, 3, 0.05), (5, 30, 0, 1.0), (3, 6, 4, 0.0)],
+)
+def test_mann_whitney_matches_scipy(n_a: int, n_b: int, decimals: int, shift: float) -> None:
+    from scipy import stats as scipy_stats
+
+    rng = np.random.default_rng(n_a * 1000 + n_b)
+    a = np.round(rng.normal(10 + shift, 1, n_a), decimals)  # few decimals: ties
+    b = np.round(rng.normal(10, 1, n_b), decimals)
+    expected = scipy_stats.mannwhitneyu(a, b, alternative="two-sided").pvalue
+    assert stats.mann_whitney_p(a, b) == pytest.approx(expected, rel=1e-9, abs=1e-300)
+
+
+def test_the_normal_scaled_mad_matches_scipy() -> None:
+    from scipy import stats as scipy_stats
+
+    data = np.random.default_rng(5).standard_t(3, 501)
+    assert stats._normal_scaled_mad(data) == pytest.approx(scipy_stats.median_abs_deviation(data, scale="normal"))
