@@ -29,7 +29,7 @@ import numpy as np
 # What a gating session needs is written here on numpy, and scipy is imported only
 # where nothing lighter serves (exact small-sample Mann-Whitney, Student's t for the
 # compare-ref replicates). On the 2-core runner, after torch, importing scipy.special
-# cost 0.24-0.37 s and scipy.stats a further 0.55-0.74 s, in every process that
+# cost 0.24-0.36 s and scipy.stats a further 0.55-1.0 s, in every process that
 # compares (the head, the fresh re-measure and compare-ref workers): about an eighth of
 # a whole gating session of three tests, which the wall-time target cannot
 # afford. The four replacements (the binomial CDF at 1/2, the percentile bootstrap,
