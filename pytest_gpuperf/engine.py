@@ -47,6 +47,9 @@ def gate_settings(config: GpuperfConfig) -> GateSettings:
     )
 
 
+_NOISY_WRITE_FACTOR = 1.5  # a baseline whose readings raise its threshold past this many times is flagged
+
+
 class LocalEngine:
     """Measure here; compare with the baseline store."""
 
@@ -125,7 +128,9 @@ class LocalEngine:
         give the entry its between-run noise (``process_medians_ns``): rounds inside
         one process cannot show the offset each process carries.
         """
+        from pytest_gpuperf.compare import DEFAULT_NOISE_MULTIPLIER
         from pytest_gpuperf.gate import format_value
+        from pytest_gpuperf.stats import noise_floor, recorded_noise
 
         spec = self._specs.get(m.key)
         if spec is None:  # recorded by hand (DDP ranks): no way to take it again here
@@ -141,6 +146,16 @@ class LocalEngine:
         shown = ", ".join(format_value(x, "ns") for x in medians)
         verdict = "the median of the three is kept" if len(readings) == 3 else "they agree"
         note = f"baseline checked by {len(readings) - 1} independent measurement(s): medians {shown}; {verdict}"
+        # Readings this far apart make the entry's recorded noise raise every later threshold
+        # (compare.py): say so now, while writing it again is cheap, not when a gate stays quiet.
+        # A raise of a few points is the noise rule doing its job; past half the threshold again
+        # the gate misses slowdowns it was set to catch (the detection benchmark's eighth run).
+        raised = noise_floor(recorded_noise(chosen.round_medians_ns, medians), 0.0, DEFAULT_NOISE_MULTIPLIER)
+        if raised > _NOISY_WRITE_FACTOR * threshold:
+            note += (
+                f"; their spread will raise this entry's threshold from {threshold:.1%} to at least {raised:.1%}"
+                " (the machine was noisy): write it again on a quieter machine"
+            )
         # The machine's speed while the baseline was written: the fastest probe of the readings'
         # processes (a moment of a slow machine at one probe must not mark the entry as written
         # on a slow machine); the test's own metrics stay whichever reading is kept.

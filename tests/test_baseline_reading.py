@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from pytest_gpuperf import stats
 from pytest_gpuperf.baseline.store import BaselineStore
 from pytest_gpuperf.config import GpuperfConfig
 from pytest_gpuperf.engine import LocalEngine
@@ -50,6 +51,7 @@ def test_a_reading_its_check_agrees_with_is_kept(tmp_path: Path) -> None:
     assert kept.samples_ns == here.samples_ns
     assert kept.speed_probe_ns == 34_000.0  # the fastest probe of the readings' processes
     assert "baseline checked by 1 independent measurement(s)" in kept.notes[-1] and "they agree" in kept.notes[-1]
+    assert "quieter machine" not in kept.notes[-1]  # +4% between processes: 10% stands
     assert kept.process_medians_ns == pytest.approx((1000.0, 1040.0), rel=0.02)
 
 
@@ -64,6 +66,7 @@ def test_a_reading_its_check_disagrees_with_is_decided_by_a_third(tmp_path: Path
     assert kept.speed_probe_ns == 35_000.0
     assert kept.calibration_ns == 9_000.0  # (--gpuperf-calibrate=on) the fresh process measures none
     assert "median of the three is kept" in kept.notes[-1]
+    assert "quieter machine" not in kept.notes[-1]  # one slow reading of three does not set the noise
     assert kept.process_medians_ns == pytest.approx((1600.0, 1000.0, 1020.0), rel=0.02)  # for the entry's noise
 
 
@@ -85,3 +88,17 @@ def test_each_measurement_records_the_sessions_probe(
     spec = MeasureSpec(fn=lambda: sum(range(50)), test_id="t.py::test_a")
     monkeypatch.setattr(engine.runner, "measure", lambda spec: measurement(1000.0))
     assert [engine.measure(spec, config).speed_probe_ns for _ in range(3)] == recorded
+
+
+def test_readings_that_disagree_widely_ask_for_the_entry_to_be_written_again(tmp_path: Path) -> None:
+    # a noisy machine: 1000, 1300 and 1600 ns in three processes; the entry's recorded noise
+    # (stats.recorded_noise) would make every later gate need a change of about 60%
+    engine, left = engine_with_fresh_readings(tmp_path, measurement(1300.0), measurement(1600.0))
+    kept = engine._baseline_reading(measurement(1000.0), CONFIG, threshold=0.10)
+    assert not left
+    note = kept.notes[-1]
+    assert "their spread will raise this entry's threshold from 10.0% to at least" in note, note
+    assert "write it again on a quieter machine" in note
+    raised = float(note.split("to at least ")[1].split("%")[0]) / 100
+    expected = 3.0 * stats.recorded_noise(kept.round_medians_ns, kept.process_medians_ns)  # type: ignore[operator]
+    assert raised == pytest.approx(expected, abs=0.001) and raised > 0.4

@@ -168,6 +168,7 @@ WORK = int(20000 * 3 ** RANK)""",
     written.assert_outcomes(passed=1)
     (entry,) = json.loads((pytester.path / "written.json").read_text())["results"]
     medians = entry["measurement"]["process_medians_ns"]
+    written.stdout.fnmatch_lines(["*their spread will raise this entry's threshold from 25.0% to at least *"])
     assert len(medians) == 3 and (pytester.path / "imports").stat().st_size == 3, medians
     (path,) = (pytester.path / "baselines").rglob("*.json")
     (kept,) = json.loads(path.read_text())["entries"].values()
