@@ -92,7 +92,7 @@ def test_each_measurement_records_the_sessions_probe(
 
 def test_readings_that_disagree_widely_ask_for_the_entry_to_be_written_again(tmp_path: Path) -> None:
     # a noisy machine: 1000, 1300 and 1600 ns in three processes; the entry's recorded noise
-    # (stats.recorded_noise) would make every later gate need a change of about 60%
+    # (stats.recorded_noise) would make every later gate need a change of about 138%
     engine, left = engine_with_fresh_readings(tmp_path, measurement(1300.0), measurement(1600.0))
     kept = engine._baseline_reading(measurement(1000.0), CONFIG, threshold=0.10)
     assert not left
