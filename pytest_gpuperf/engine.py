@@ -93,7 +93,7 @@ class LocalEngine:
         results = []
         for m in measurements:
             if config.update_baseline:
-                m = self._baseline_reading(m, config, settings.threshold)
+                m = self._baseline_reading(m, config, settings)
             baseline = self.store.load(self.environment.device_class, m.test_id, m.name)
             others = (
                 [] if baseline is not None
@@ -115,7 +115,7 @@ class LocalEngine:
             )
         return results
 
-    def _baseline_reading(self, m: Measurement, config: GpuperfConfig, threshold: float) -> Measurement:
+    def _baseline_reading(self, m: Measurement, config: GpuperfConfig, settings: GateSettings) -> Measurement:
         """What a baseline is written from: ``m``, checked against an independent measurement.
 
         A baseline is a frozen number, and one taken while the machine ran slow
@@ -128,13 +128,13 @@ class LocalEngine:
         give the entry its between-run noise (``process_medians_ns``): rounds inside
         one process cannot show the offset each process carries.
         """
-        from pytest_gpuperf.compare import DEFAULT_NOISE_MULTIPLIER
         from pytest_gpuperf.gate import format_value
         from pytest_gpuperf.stats import noise_floor, recorded_noise
 
         spec = self._specs.get(m.key)
         if spec is None:  # recorded by hand (DDP ranks): no way to take it again here
             return m
+        threshold = settings.threshold
         readings = [m, self._measure_fresh(spec, config, None)]
         medians = [r.stats.median_ns for r in readings]  # each .stats sorts all samples: once per reading
         if abs(medians[1] / medians[0] - 1.0) > threshold / 2:
@@ -150,7 +150,7 @@ class LocalEngine:
         # (compare.py): say so now, while writing it again is cheap, not when a gate stays quiet.
         # A raise of a few points is the noise rule doing its job; past half the threshold again
         # the gate misses slowdowns it was set to catch (the detection benchmark's eighth run).
-        raised = noise_floor(recorded_noise(chosen.round_medians_ns, medians), 0.0, DEFAULT_NOISE_MULTIPLIER)
+        raised = noise_floor(recorded_noise(chosen.round_medians_ns, medians), 0.0, settings.noise_multiplier)
         if raised > _NOISY_WRITE_FACTOR * threshold:
             note += (
                 f"; their spread will raise this entry's threshold from {threshold:.1%} to at least {raised:.1%}"

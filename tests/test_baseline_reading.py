@@ -14,6 +14,7 @@ import torch
 
 from pytest_gpuperf import stats
 from pytest_gpuperf.baseline.store import BaselineStore
+from pytest_gpuperf.compare import GateSettings
 from pytest_gpuperf.config import GpuperfConfig
 from pytest_gpuperf.engine import LocalEngine
 from pytest_gpuperf.model import Measurement
@@ -46,7 +47,7 @@ def engine_with_fresh_readings(tmp_path: Path, *fresh: Measurement) -> tuple[Loc
 def test_a_reading_its_check_agrees_with_is_kept(tmp_path: Path) -> None:
     here = measurement(1000.0, speed_probe_ns=50_000.0)
     engine, left = engine_with_fresh_readings(tmp_path, measurement(1040.0, speed_probe_ns=34_000.0))
-    kept = engine._baseline_reading(here, CONFIG, threshold=0.10)
+    kept = engine._baseline_reading(here, CONFIG, GateSettings(threshold=0.10))
     assert not left  # one check: +4% is within half the threshold
     assert kept.samples_ns == here.samples_ns
     assert kept.speed_probe_ns == 34_000.0  # the fastest probe of the readings' processes
@@ -60,7 +61,8 @@ def test_a_reading_its_check_disagrees_with_is_decided_by_a_third(tmp_path: Path
     engine, left = engine_with_fresh_readings(
         tmp_path, measurement(1000.0, speed_probe_ns=35_000.0), measurement(1020.0, speed_probe_ns=36_000.0)
     )
-    kept = engine._baseline_reading(dataclasses.replace(slow_moment, calibration_ns=9_000.0), CONFIG, threshold=0.10)
+    slow_moment = dataclasses.replace(slow_moment, calibration_ns=9_000.0)
+    kept = engine._baseline_reading(slow_moment, CONFIG, GateSettings(threshold=0.10))
     assert not left
     assert kept.stats.median_ns == pytest.approx(1020.0, rel=0.02)  # the median of 1000, 1020 and 1600
     assert kept.speed_probe_ns == 35_000.0
@@ -73,7 +75,7 @@ def test_a_reading_its_check_disagrees_with_is_decided_by_a_third(tmp_path: Path
 def test_a_measurement_recorded_by_hand_is_written_as_it_is(tmp_path: Path) -> None:
     engine, _ = engine_with_fresh_readings(tmp_path)
     recorded = measurement(1000.0, test_id="t.py::test_ddp")
-    assert engine._baseline_reading(recorded, CONFIG, threshold=0.10) is recorded
+    assert engine._baseline_reading(recorded, CONFIG, GateSettings(threshold=0.10)) is recorded
 
 
 @pytest.mark.parametrize(("update", "recorded"), [(True, [40.0, 35.0, 35.0]), (False, [40.0, 40.0, 40.0])])
@@ -94,7 +96,7 @@ def test_readings_that_disagree_widely_ask_for_the_entry_to_be_written_again(tmp
     # a noisy machine: 1000, 1300 and 1600 ns in three processes; the entry's recorded noise
     # (stats.recorded_noise) would make every later gate need a change of about 138%
     engine, left = engine_with_fresh_readings(tmp_path, measurement(1300.0), measurement(1600.0))
-    kept = engine._baseline_reading(measurement(1000.0), CONFIG, threshold=0.10)
+    kept = engine._baseline_reading(measurement(1000.0), CONFIG, GateSettings(threshold=0.10))
     assert not left
     note = kept.notes[-1]
     assert "their spread will raise this entry's threshold from 10.0% to at least" in note, note
