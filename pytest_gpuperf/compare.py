@@ -296,7 +296,7 @@ def _compare_metric(
     name = f"metric.{metric.name}"
     key = measurement.key
     base_metric = _baseline_metric(baseline, metric.name)
-    bound = _bound_violation(metric)
+    bound = bound_violation(metric)
     if bound is not None:
         # the description says what the number is about (a graph break's reason, the compile mode)
         return Comparison(
@@ -328,7 +328,8 @@ def _baseline_metric(baseline: BaselineEntry | None, name: str) -> Metric | None
     return next((m for m in baseline.metrics if m.name == name), None)
 
 
-def _bound_violation(metric: Metric) -> str | None:
+def bound_violation(metric: Metric) -> str | None:
+    """What hard bound ``metric`` breaks (None: within them); checked with or without a baseline."""
     if metric.minimum is not None and metric.value < metric.minimum:
         return f"{metric.name} = {metric.value:g}{metric.unit} is below its minimum {metric.minimum:g}"
     if metric.maximum is not None and metric.value > metric.maximum:

@@ -17,7 +17,11 @@ reported UNSTABLE instead: the machine's own slowdown explains it as well as
 the code does (it fails only with ``--gpuperf-strict``). In the other direction,
 a time that is not a regression against a baseline whose writing session's
 probe read that much slower than this session's is UNSTABLE too: such a
-baseline hides regressions until it is written again.
+baseline hides regressions until it is written again. Metrics measured in
+seconds (a compile's first call) follow the machine's speed as well: one that
+regressed against its baseline while the measurement's probe reads that much
+slower is UNSTABLE. Bounds (``maximum``/``minimum``) are the user's absolute
+contract and stay failures.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from pytest_gpuperf.compare import GateSettings, compare_to_baseline
+from pytest_gpuperf.compare import GateSettings, bound_violation, compare_to_baseline
 from pytest_gpuperf.model import (
     BaselineEntry,
     Comparison,
@@ -48,7 +52,19 @@ def evaluate(
     max_remeasures: int = 1,
 ) -> MeasurementResult:
     """Compare ``measurement`` with ``baseline`` and confirm a time regression by re-measuring."""
+    result = _judge(measurement, baseline, environment, settings, other_class_baselines, remeasure, max_remeasures)
+    return _distrust_time_metrics_on_slow_machine(result)
 
+
+def _judge(
+    measurement: Measurement,
+    baseline: BaselineEntry | None,
+    environment: Environment,
+    settings: GateSettings,
+    other_class_baselines: Sequence[BaselineEntry],
+    remeasure: Callable[[], Measurement] | None,
+    max_remeasures: int,
+) -> MeasurementResult:
     def judge(m: Measurement) -> tuple[Comparison, ...]:
         return compare_to_baseline(m, baseline, environment, settings, other_class_baselines=other_class_baselines)
 
@@ -98,6 +114,40 @@ def _check_baseline_speed(
         "(speed probes before the first measurement), so a regression could hide behind it; write it again"
     )
     return _result(measurement, _unstable_time(comparisons), baseline, note)
+
+
+# Units of Metric values that are durations, so that a slower machine makes them larger.
+_TIME_UNITS = frozenset({"s", "ms", "us", "ns"})
+
+
+def _distrust_time_metrics_on_slow_machine(result: MeasurementResult) -> MeasurementResult:
+    """A duration metric that regressed while the machine ran slow is not judged.
+
+    Metrics are not re-measured (a test yields one value each), so the probe
+    the measurement carries decides: the session's, or the fresh re-measure's.
+    """
+    baseline = result.baseline
+    ratio = slowdown(result.measurement.speed_probe_ns, baseline.speed_probe_ns if baseline is not None else None)
+    if not is_slow(ratio):
+        return result
+    durations = {
+        f"metric.{m.name}" for m in result.measurement.metrics if m.unit in _TIME_UNITS and bound_violation(m) is None
+    }
+    distrusted = [c for c in result.comparisons if c.metric in durations and c.verdict is Verdict.REGRESSION]
+    if not distrusted:
+        return result
+    note = (
+        f"not judged: the machine ran x{ratio:.2f} slower than when the baseline was written (speed probe), "
+        "which alone explains a longer duration"
+    )
+    comparisons = tuple(
+        dataclasses.replace(c, verdict=Verdict.UNSTABLE, note=f"{c.note}; {note}" if c.note else note)
+        if c in distrusted else c
+        for c in result.comparisons
+    )
+    names = ", ".join(c.metric for c in distrusted)
+    measured = dataclasses.replace(result.measurement, notes=(*result.measurement.notes, f"{names}: {note}"))
+    return MeasurementResult(measured, comparisons, baseline)
 
 
 def _unstable_time(comparisons: Sequence[Comparison]) -> tuple[Comparison, ...]:

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 import torch._dynamo
 
-from pytest_gpuperf.paths.compile import compare_compile, dynamo_counts, reset_dynamo
+from pytest_gpuperf.paths.compile import compare_compile, dynamo_counts, fx_graph_cache_state, reset_dynamo
 from pytest_gpuperf.paths.standalone import StandaloneBench
 
 # "eager" runs dynamo's tracing, guards and graph breaks without inductor's code
@@ -108,3 +110,36 @@ def test_backend_and_mode_are_recorded(bench: StandaloneBench) -> None:
 def test_fullgraph_refuses_a_graph_break(bench: StandaloneBench) -> None:
     with pytest.raises(torch._dynamo.exc.Unsupported, match="graph_break"):
         compare_compile(bench, explicit_break, (torch.randn(16),), backend=BACKEND, fullgraph=True)
+
+
+def test_no_inductor_compilation_means_no_cache_state(bench: StandaloneBench) -> None:
+    report = compare_compile(bench, clean, (torch.randn(16),), backend=BACKEND)
+    assert report.fx_graph_cache == "none"
+    assert bench.measurements["compile.steady"].metric("first_call_s") is not None
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")  # inductor's import
+def test_first_call_is_named_by_how_the_fx_graph_cache_served_it(
+    bench: StandaloneBench, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # inductor for real, into an empty cache folder: the first compile misses, the same graph then hits
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    import torch._inductor.config as inductor_config
+
+    monkeypatch.setattr(inductor_config, "fx_graph_cache", True)
+    x = torch.randn(8)
+    cold = compare_compile(bench, clean, (x,), backend="inductor", name="cold")
+    warm = compare_compile(bench, clean, (x,), backend="inductor", name="warm")
+    assert (cold.fx_graph_cache, warm.fx_graph_cache) == ("miss", "hit")
+    cold_names = {m.name for m in bench.measurements["cold.steady"].metrics}
+    warm_names = {m.name for m in bench.measurements["warm.steady"].metrics}
+    assert "first_call_s" in cold_names and "first_call_cached_s" not in cold_names
+    assert "first_call_cached_s" in warm_names and "first_call_s" not in warm_names
+    cached = bench.measurements["warm.steady"].metric("first_call_cached_s")
+    assert cached is not None and "served from inductor's FX graph cache" in cached.description
+
+
+def test_cache_state_counts_only_since_the_reset() -> None:
+    reset_dynamo()
+    assert fx_graph_cache_state() == "none"
