@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import os
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from pytest_gpuperf.parallel import WorkerInfo, measurement_lock, needs_lock, pi
 if TYPE_CHECKING:
     import torch
 
+    from pytest_gpuperf.abtest.prestart import EarlyBase
     from pytest_gpuperf.baseline.store import BaselineStore, EntryChange
     from pytest_gpuperf.engine import Engine
 
@@ -43,6 +45,7 @@ class SessionState:
     engine: Engine | None = None
     results: list[MeasurementResult] = field(default_factory=list)
     changes: list[EntryChange] = field(default_factory=list)
+    early_base: EarlyBase | None = None  # compare-ref's base worker, started before collection
     worker: WorkerInfo | None = None
     lock: Any = None  # a FileLock when xdist workers share the device
 
@@ -80,7 +83,7 @@ class SessionState:
         if c.compare_ref:
             from pytest_gpuperf.abtest.engine import CompareRefEngine
 
-            self.engine = CompareRefEngine.for_session(c, runner, self.environment)
+            self.engine = CompareRefEngine.for_session(c, runner, self.environment, early=self.early_base)
         else:
             self.engine = LocalEngine(runner, self.store, self.environment)
         return self.engine
@@ -241,6 +244,31 @@ def _plugin_args(config: pytest.Config) -> tuple[str, ...]:
     return tuple(args)
 
 
+EARLY_BASE_KEY = pytest.StashKey["EarlyBase"]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """In compare-ref mode, start the base worker now, before conftests and test modules import torch.
+
+    Its start-up (mostly importing torch) then overlaps the head's instead of
+    following the head's collection (abtest/prestart.py). Best effort: the engine
+    starts it itself later if this did not.
+    """
+    ns = early_config.known_args_namespace
+    ref = getattr(ns, "gpuperf_compare_ref", None)
+    if not ref or getattr(ns, "help", False) or getattr(ns, "version", False):
+        return
+    if getattr(ns, "numprocesses", None) or os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # under xdist the workers measure, each with its own engine
+    from pytest_gpuperf.abtest.prestart import start_early
+
+    early = start_early(Path(early_config.rootpath), ref)
+    if early is not None:
+        early_config.stash[EARLY_BASE_KEY] = early
+        early_config.add_cleanup(early.close)  # a no-op once the engine has taken it over
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
@@ -254,7 +282,8 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
     worker = WorkerInfo.from_workerinput(getattr(config, "workerinput", None))
-    config.stash[STATE_KEY] = SessionState(config=gp, started_at=now, worker=worker)
+    early = config.stash.get(EARLY_BASE_KEY, None)
+    config.stash[STATE_KEY] = SessionState(config=gp, started_at=now, worker=worker, early_base=early)
     if worker is None and config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistController(config.stash[STATE_KEY]), "gpuperf-xdist-controller")
 

@@ -30,10 +30,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_gpuperf import stats
+from pytest_gpuperf.abtest import protocol
 from pytest_gpuperf.abtest.alternate import alternate
 from pytest_gpuperf.abtest.confirm import ConfirmationPool, describe
+from pytest_gpuperf.abtest.prestart import BASE_WORKER, EarlyBase, ref_checkout_dir
 from pytest_gpuperf.abtest.protocol import handover_pause_s
-from pytest_gpuperf.abtest.remote import RECV_TIMEOUT_S, START_TIMEOUT_S, RemoteSide, WorkerLaunch, spawn_worker
+from pytest_gpuperf.abtest.remote import (
+    RECV_TIMEOUT_S,
+    START_TIMEOUT_S,
+    RemoteSide,
+    WorkerLaunch,
+    spawn_worker,
+    worker_argv,
+)
 from pytest_gpuperf.abtest.worktree import RefWorktree
 from pytest_gpuperf.compare import (
     GateSettings,
@@ -92,6 +101,7 @@ class CompareRefEngine:
         recv_timeout_s: float = RECV_TIMEOUT_S,
         confirm_pairs: int = 0,
         plugin_args: Sequence[str] = (),
+        early: EarlyBase | None = None,
     ) -> None:
         self.ref = ref
         self.rootdir = Path(rootdir)
@@ -107,16 +117,25 @@ class CompareRefEngine:
         self._started = False
         self._pairs: dict[str, _Pair] = {}
         self._confirmation: ConfirmationPool | None = None
+        self._early = early  # a worktree and base process started before collection (prestart.py)
 
     @classmethod
     def for_session(
-        cls, config: GpuperfConfig, runner: Runner, environment: Environment, node_ids: Sequence[str] = ()
+        cls,
+        config: GpuperfConfig,
+        runner: Runner,
+        environment: Environment,
+        node_ids: Sequence[str] = (),
+        early: EarlyBase | None = None,
     ) -> CompareRefEngine:
-        """The engine for a session; the worktree and worker start on the first real measurement."""
+        """The engine for a session; the worktree and worker start on the first real measurement.
+
+        ``early``, from the head's earliest hook, is adopted when it is for the same ref and rootdir.
+        """
         assert config.compare_ref, "for_session needs config.compare_ref"
         return cls(
             config.compare_ref, config.rootdir, runner, environment,
-            node_ids=node_ids, confirm_pairs=config.confirm_pairs, plugin_args=config.plugin_args,
+            node_ids=node_ids, confirm_pairs=config.confirm_pairs, plugin_args=config.plugin_args, early=early,
         )  # fmt: skip
 
     # -- life cycle -------------------------------------------------------------------------
@@ -125,23 +144,35 @@ class CompareRefEngine:
         """Create the worktree of REF and start the worker there (once); does not wait for it.
 
         Call it as early as the session's test ids are known (pytest_collection_finish)
-        so the worker imports and collects while the head does its own start-up; the
-        first measurement waits for the worker's HELLO. ``node_ids`` limits what the
-        worker collects to the files of those tests.
+        so the worker collects while the head does its own start-up; the first
+        measurement waits for the worker's HELLO. ``node_ids`` limits what the worker
+        collects to the files of those tests. A worker started before collection
+        (``early``, prestart.py) is adopted and only told its command line.
         """
         if self._started:
             return
         self._started = True
         if node_ids is not None:
             self.node_ids = tuple(node_ids)
-        worktree = RefWorktree(self.rootdir, self.ref).create()
-        self._worktree = worktree
-        self.base_commit = worktree.commit
+        early, self._early = self._early, None
+        if early is not None and (early.ref, early.rootdir) != (self.ref, self.rootdir):
+            early.close()
+            early = None
         try:
-            self._base = RemoteSide(spawn_worker(self._launch_at_ref("worker")), f"at {self.ref}", self.recv_timeout_s)
+            if early is not None:
+                self._worktree, channel = early.hand_over()
+                self._base = RemoteSide(channel, f"at {self.ref}", self.recv_timeout_s)
+                # the process has imported torch meanwhile; now it learns which files to collect
+                channel.send(protocol.START, worker_argv(self._launch_at_ref(BASE_WORKER)))
+            else:
+                self._worktree = RefWorktree(self.rootdir, self.ref).create()
+                launch = self._launch_at_ref(BASE_WORKER)
+                self._base = RemoteSide(spawn_worker(launch), f"at {self.ref}", self.recv_timeout_s)
         except BaseException:
             self.close()
             raise
+        assert self._worktree is not None
+        self.base_commit = self._worktree.commit
         if self.confirm_pairs > 0:
             self._confirmation = ConfirmationPool(
                 self.confirm_pairs,
@@ -155,12 +186,8 @@ class CompareRefEngine:
 
     def _launch_at_ref(self, name: str) -> WorkerLaunch:
         worktree = self._worktree
-        assert worktree is not None and worktree.path is not None and worktree.repo_root is not None
-        try:
-            rel = self.rootdir.resolve().relative_to(worktree.repo_root.resolve())
-        except ValueError:
-            rel = Path()
-        return self._launch(name, worktree.path / rel, worktree.path)
+        assert worktree is not None and worktree.path is not None
+        return self._launch(name, ref_checkout_dir(self.rootdir, worktree), worktree.path)
 
     def _launch_at_head(self, name: str) -> WorkerLaunch:
         assert self._worktree is not None and self._worktree.repo_root is not None
@@ -198,6 +225,9 @@ class CompareRefEngine:
 
     def close(self) -> None:
         """Stop the workers and remove the worktree; never raises."""
+        if self._early is not None:
+            self._early.close()
+            self._early = None
         if self._confirmation is not None:
             self._confirmation.close()
             self._confirmation = None

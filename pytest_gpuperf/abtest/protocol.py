@@ -6,12 +6,15 @@ process (``pass_fds``) and found through ``GPUPERF_WORKER_FD``. No port is
 opened and nothing else can connect. Messages are tuples ``(kind, *payload)``
 pickled by ``Connection``; both ends run the same installed pytest-gpuperf.
 
-Head -> worker:  RUN nodeid | ROUND budget_s | FINISH | SKIP | PROBE | QUIT
+Head -> worker:  START argv (first, once) | RUN nodeid | ROUND budget_s | FINISH | SKIP |
+                 PROBE | QUIT
 Worker -> head:  HELLO info | MISSING nodeid | READY key | SAMPLES [ns...] |
                  FINISHED measurement | FAILED key text | MEASUREMENTS [m...] |
                  DONE nodeid outcome | PROBED ns-or-None
 
-PROBE is only sent between tests: the worker measures the machine's speed
+START carries the worker's pytest command line; the process waits for it after
+importing torch, so it can be started before the head knows its tests
+(remote.py's launcher). PROBE is only sent between tests: the worker measures the machine's speed
 (speed_probe.py) and answers PROBED.
 
 Every receive on the head has a timeout and watches the worker process, so a
@@ -32,6 +35,7 @@ from pytest_gpuperf.errors import WorkerError
 ENV_FD = "GPUPERF_WORKER_FD"
 ENV_TIME_ONLY = "GPUPERF_WORKER_TIME_ONLY"  # "1": a confirmation worker, it only times
 
+START = "start"
 RUN = "run"
 ROUND = "round"
 FINISH = "finish"

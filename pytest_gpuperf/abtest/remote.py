@@ -1,6 +1,7 @@
 """One worker process as the head sees it: how to start it, and how to drive one measurement in it.
 
-A worker is a pytest process running ``pytest_gpuperf.abtest.worker_plugin``
+A worker is a Python process that imports torch, receives its pytest command
+line (START) and runs pytest with ``pytest_gpuperf.abtest.worker_plugin``
 (worker.py): it collects, says HELLO, then runs the tests the head names, and
 inside each test it warms up a measurement, says READY and measures one round
 per ROUND command. The base worker runs in the worktree of REF; the
@@ -16,6 +17,7 @@ import multiprocessing
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,11 +45,32 @@ class WorkerLaunch:
     plugin_args: tuple[str, ...] = ()  # the head's -p choices
 
 
-def spawn_worker(launch: WorkerLaunch) -> HeadChannel:
-    """Start a worker; it answers HELLO on the returned channel once it has collected."""
+# What a worker process runs (``python -c``): import torch, the slow part of its start-up
+# (about 2 s of CPU on the 2-core runner), then wait for its pytest command line (START) and
+# run it in this process. A worker started before the head has collected its tests
+# (prestart.py) thus imports torch while the head does the same. Written out here rather
+# than imported from this package: it runs with the checkout's folders first on sys.path.
+_LAUNCHER = f"""
+import os, sys
+from multiprocessing.connection import Connection
+import torch
+conn = Connection(os.dup(int(os.environ[{protocol.ENV_FD!r}])))  # a copy: the worker plugin opens the original
+try:
+    message = conn.recv()
+except EOFError:
+    sys.exit(0)  # the head ended without needing this worker
+if message[0] != {protocol.START!r}:
+    sys.exit(0)  # QUIT before START
+conn.close()
+import pytest
+sys.exit(pytest.main(list(message[1])))
+"""
+
+
+def worker_argv(launch: WorkerLaunch) -> list[str]:
+    """The worker's pytest command line (sent with START)."""
     present = [f for f in launch.files if (launch.cwd / f).exists()]
-    args = [
-        sys.executable, "-m", "pytest",
+    return [
         "-p", "pytest_gpuperf.abtest.worker_plugin",
         "-p", "no:cacheprovider",
         *launch.plugin_args,
@@ -58,23 +81,35 @@ def spawn_worker(launch: WorkerLaunch) -> HeadChannel:
         f"--basetemp={launch.basetemp}",
         *present,
     ]  # fmt: skip
+
+
+def launch_worker(cwd: Path, import_roots: Sequence[Path], log_path: Path, *, time_only: bool = False) -> HeadChannel:
+    """Start a worker process that imports torch and waits for START (see ``_LAUNCHER``)."""
     parent, child = multiprocessing.Pipe(duplex=True)
     env = dict(os.environ)
     # the head's PYTEST_ADDOPTS carries --gpuperf-compare-ref: the worker must not recurse
     env.pop("PYTEST_ADDOPTS", None)
     env[protocol.ENV_FD] = str(child.fileno())
-    env[protocol.ENV_TIME_ONLY] = "1" if launch.time_only else "0"
-    paths = [str(p) for p in launch.import_roots]
+    env[protocol.ENV_TIME_ONLY] = "1" if time_only else "0"
+    paths = [str(p) for p in import_roots]
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)
-    launch.log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(launch.log_path, "wb") as log:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            args, cwd=launch.cwd, env=env, stdout=log, stderr=subprocess.STDOUT, pass_fds=(child.fileno(),)
-        )
+            [sys.executable, "-c", _LAUNCHER], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+            pass_fds=(child.fileno(),),
+        )  # fmt: skip
     child.close()
-    return HeadChannel(parent, process, launch.log_path)
+    return HeadChannel(parent, process, log_path)
+
+
+def spawn_worker(launch: WorkerLaunch) -> HeadChannel:
+    """Start a worker and give it its tests; it answers HELLO on the returned channel once it has collected."""
+    channel = launch_worker(launch.cwd, launch.import_roots, launch.log_path, time_only=launch.time_only)
+    channel.send(protocol.START, worker_argv(launch))
+    return channel
 
 
 class RemoteSide:
