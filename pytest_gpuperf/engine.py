@@ -92,6 +92,10 @@ class LocalEngine:
         settings = gate_settings(config)
         results = []
         for m in measurements:
+            if m.speed_probe_ns is None:
+                # recorded from elsewhere (DDP ranks): the probe is taken now, between tests, so that
+                # the speed rules judge these too (written without one, an entry got none of them)
+                m = dataclasses.replace(m, speed_probe_ns=self._session_speed_probe(config))
             if config.update_baseline:
                 m = self._baseline_reading(m, config, settings)
             baseline = self.store.load(self.environment.device_class, m.test_id, m.name)
@@ -176,9 +180,12 @@ class LocalEngine:
         self, m: Measurement, config: GpuperfConfig, reference_probe_ns: float | None
     ) -> Callable[[], Measurement] | None:
         spec = self._specs.get(m.key)
-        take: Callable[[], Measurement] | None = self._recorded.get(m.key)
+        recorded = self._recorded.get(m.key)
+        take: Callable[[], Measurement] | None = None
         if spec is not None:
             take = functools.partial(self._measure_fresh, spec, config, reference_probe_ns)
+        elif recorded is not None:
+            take = functools.partial(self._measure_recorded, recorded, reference_probe_ns)
         if take is None:  # recorded without a way to take it again
             return None
         again = take
@@ -187,6 +194,25 @@ class LocalEngine:
             return dataclasses.replace(again(), metrics=m.metrics)
 
         return remeasure
+
+    def _measure_recorded(
+        self, recorded: Callable[[], Measurement], reference_probe_ns: float | None
+    ) -> Measurement:
+        """A recorded measurement taken again, after a speed probe here (waiting a while if it reads slow).
+
+        Its own processes (DDP ranks) are fresh ones already; the probe is what the
+        gate's slow-machine rule reads.
+        """
+        from pytest_gpuperf.speed_probe import measure_speed_probe, settled_probe, waited_note
+
+        opts = self.runner.options
+        probe, waited_s = settled_probe(
+            functools.partial(measure_speed_probe, opts.device, opts.pin_cpu), reference_probe_ns
+        )
+        measured = recorded()
+        note = waited_note(waited_s, probe, reference_probe_ns)
+        notes = measured.notes if note is None else (*measured.notes, note)
+        return dataclasses.replace(measured, speed_probe_ns=probe, notes=notes)
 
     def _measure_fresh(
         self, spec: MeasureSpec, config: GpuperfConfig, reference_probe_ns: float | None, *, new_process: bool = False

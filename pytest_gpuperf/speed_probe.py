@@ -118,3 +118,27 @@ class SessionSpeedProbe:
         known = [p for p in (reading, self._fastest_ns) if p is not None]
         self._fastest_ns = min(known, default=None)
         return self._fastest_ns
+
+
+def settled_probe(take: Callable[[], float | None], reference_ns: float | None) -> tuple[float | None, float]:
+    """A probe by ``take``, taken again while it reads slow against ``reference_ns``, up to RECOVERY_WAIT_S.
+
+    Returns the last reading and the seconds waited. A re-measure runs after it, so
+    that a machine that recovers in seconds gets its chance to.
+    """
+    import time
+
+    probe = take()
+    waited = 0.0
+    while is_slow(slowdown(probe, reference_ns)) and waited < RECOVERY_WAIT_S:
+        time.sleep(RECOVERY_STEP_S)
+        waited += RECOVERY_STEP_S
+        probe = take()
+    return probe, waited
+
+
+def waited_note(waited_s: float, probe_ns: float | None, reference_ns: float | None) -> str | None:
+    """What a re-measure's notes say about waiting for the machine (None: it did not wait)."""
+    if not waited_s:
+        return None
+    return f"waited {waited_s:g}s for the machine to recover (speed probe x{slowdown(probe_ns, reference_ns):.2f} then)"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 RECORDED = """
@@ -43,3 +45,24 @@ def test_suspected_regression_of_a_recorded_measurement_is_re_measured(
     result.stdout.fnmatch_lines(["*test_transient::ranks: suspected regression not confirmed*"])
     assert "FAILED test_rec.py::test_transient" not in result.stdout.str()
     result.stdout.fnmatch_lines(["*FAILED test_rec.py::test_lasting*", "*FAILED test_rec.py::test_no_way*"])
+
+
+def test_a_recorded_measurement_gets_the_speed_rules(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DDP ranks measure in their own processes: the entry must still carry the session's speed probe,
+    # and the re-measure a probe of its own, or a slow machine reads as slow code
+    pytester.makepyfile(test_rec=RECORDED)
+    args = ["--gpuperf", "-p", "no:cacheprovider", "--gpuperf-calibrate=off", "-k", "lasting"]
+    pytester.runpytest_subprocess(*args, "--gpuperf-update-baseline").assert_outcomes(passed=1)
+    (path,) = (pytester.path / "baselines").rglob("*.json")
+    data = json.loads(path.read_text())
+    entry = data["entries"]["test_rec.py::test_lasting::ranks"]
+    assert isinstance(entry["speed_probe_ns"], float) and entry["speed_probe_ns"] > 0
+    entry["speed_probe_ns"] /= 4  # pretend it was written on a machine four times faster
+    path.write_text(json.dumps(data, indent=2))
+    monkeypatch.setenv("SLOW", "2")
+    result = pytester.runpytest_subprocess(*args)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_lasting::ranks: not judged: the machine ran x* slower*",
+                                 "*waited 6s for the machine to recover*"])

@@ -32,7 +32,7 @@ from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import Measurement
 from pytest_gpuperf.runner import measured_enough, round_seconds
-from pytest_gpuperf.speed_probe import RECOVERY_STEP_S, RECOVERY_WAIT_S, is_slow, slowdown
+from pytest_gpuperf.speed_probe import settled_probe, waited_note
 
 
 class FreshProcessRemeasure:
@@ -61,7 +61,7 @@ class FreshProcessRemeasure:
 
         First the worker probes the machine's speed (speed_probe.py). While it reads
         at least ``SLOW_MACHINE_RATIO`` slower than ``reference_probe_ns`` (the
-        baseline's), it waits up to ``RECOVERY_WAIT_S`` for the machine to recover.
+        baseline's), it waits up to ``RECOVERY_WAIT_S`` (speed_probe.py) for the machine to recover.
         The measurement carries the last probe, for the gate to judge.
         ``new_process`` replaces the worker first, for a reading that must not
         share the previous one's offset.
@@ -71,27 +71,14 @@ class FreshProcessRemeasure:
         side = self._worker_for(test_id.split("::", 1)[0])
         try:
             side.wait_ready()
-            probe, waited_s = self._settled_probe(side, reference_probe_ns)
+            probe, waited_s = settled_probe(side.probe, reference_probe_ns)
             measured = self._measure(side, test_id, key, settings)
         except WorkerError:
             self._stop_worker()  # a later suspicion gets a new process, not a half-finished test
             raise
-        notes = measured.notes
-        if waited_s:
-            ratio = slowdown(probe, reference_probe_ns)
-            notes = (*notes, f"waited {waited_s:g}s for the machine to recover (speed probe x{ratio:.2f} then)")
+        note = waited_note(waited_s, probe, reference_probe_ns)
+        notes = measured.notes if note is None else (*measured.notes, note)
         return dataclasses.replace(measured, speed_probe_ns=probe, notes=notes)
-
-    @staticmethod
-    def _settled_probe(side: RemoteSide, reference_ns: float | None) -> tuple[float | None, float]:
-        """The worker's speed probe, re-taken while the machine reads slow, up to RECOVERY_WAIT_S."""
-        probe = side.probe()
-        waited = 0.0
-        while is_slow(slowdown(probe, reference_ns)) and waited < RECOVERY_WAIT_S:
-            time.sleep(RECOVERY_STEP_S)
-            waited += RECOVERY_STEP_S
-            probe = side.probe()
-        return probe, waited
 
     @staticmethod
     def _measure(side: RemoteSide, test_id: str, key: str, settings: MeasureSettings) -> Measurement:
