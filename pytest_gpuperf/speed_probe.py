@@ -26,6 +26,7 @@ watched by the NVML health monitor instead (gpu/nvml.py).
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -126,8 +127,6 @@ def settled_probe(take: Callable[[], float | None], reference_ns: float | None) 
     Returns the last reading and the seconds waited. A re-measure runs after it, so
     that a machine that recovers in seconds gets its chance to.
     """
-    import time
-
     probe = take()
     waited = 0.0
     while is_slow(slowdown(probe, reference_ns)) and waited < RECOVERY_WAIT_S:
