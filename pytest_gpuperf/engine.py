@@ -80,11 +80,16 @@ class LocalEngine:
     def _session_speed_probe(self, config: GpuperfConfig) -> float | None:
         """The machine's speed before this measurement: once when gating, fastest so far when writing baselines."""
         if self._speed_probe is None:
-            from pytest_gpuperf.speed_probe import SessionSpeedProbe, measure_speed_probe
+            from pytest_gpuperf.speed_probe import SessionSpeedProbe
 
-            opts = self.runner.options
-            self._speed_probe = SessionSpeedProbe(functools.partial(measure_speed_probe, opts.device, opts.pin_cpu))
+            self._speed_probe = SessionSpeedProbe(self._probe_here)
         return self._speed_probe.fastest_so_far() if config.update_baseline else self._speed_probe.once()
+
+    def _probe_here(self) -> float | None:
+        """One speed probe in this process, on the device and core the measurements use."""
+        from pytest_gpuperf.speed_probe import measure_speed_probe
+
+        return measure_speed_probe(self.runner.options.device, self.runner.options.pin_cpu)
 
     def evaluate(self, measurements: Sequence[Measurement], config: GpuperfConfig) -> list[MeasurementResult]:
         from pytest_gpuperf.gate import evaluate
@@ -203,12 +208,9 @@ class LocalEngine:
         Its own processes (DDP ranks) are fresh ones already; the probe is what the
         gate's slow-machine rule reads.
         """
-        from pytest_gpuperf.speed_probe import measure_speed_probe, settled_probe, waited_note
+        from pytest_gpuperf.speed_probe import settled_probe, waited_note
 
-        opts = self.runner.options
-        probe, waited_s = settled_probe(
-            functools.partial(measure_speed_probe, opts.device, opts.pin_cpu), reference_probe_ns
-        )
+        probe, waited_s = settled_probe(self._probe_here, reference_probe_ns)
         measured = recorded()
         note = waited_note(waited_s, probe, reference_probe_ns)
         notes = measured.notes if note is None else (*measured.notes, note)

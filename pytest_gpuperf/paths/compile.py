@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch._dynamo
@@ -52,7 +52,10 @@ class DynamoCounts:
     unique_graphs: int
 
 
-def fx_graph_cache_state() -> str:
+CacheState = Literal["hit", "miss", "none"]
+
+
+def fx_graph_cache_state() -> CacheState:
     """How inductor's FX graph cache served the compilations since :func:`reset_dynamo`.
 
     "hit": every graph came from the cache; "miss": at least one was compiled
@@ -67,7 +70,7 @@ def fx_graph_cache_state() -> str:
     return "hit" if hits else "none"
 
 
-def first_call_metric_name(cache_state: str) -> str:
+def first_call_metric_name(cache_state: CacheState) -> str:
     """The first call's metric name for a cache state (see the module doc)."""
     return "first_call_cached_s" if cache_state == "hit" else "first_call_s"
 
@@ -79,7 +82,7 @@ class CompileReport:
     backend: str
     mode: str | None
     first_call_s: float
-    fx_graph_cache: str  # how the first call was served: "hit", "miss" or "none" (fx_graph_cache_state)
+    fx_graph_cache: CacheState  # how the first call was served (fx_graph_cache_state)
     eager: Measurement
     steady: Measurement
     speedup: float
