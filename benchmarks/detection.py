@@ -39,6 +39,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from background_load import BackgroundLoad, describe
+
 LEVELS: tuple[int, ...] = (0, 3, 5, 10, 15)
 TOOLS = ("gpuperf-baseline", "gpuperf-ref", "pytest-benchmark")
 
@@ -246,6 +248,15 @@ def _load(value: object) -> str:
     return "/".join(f"{float(v):.1f}" for v in value)
 
 
+def _load_line(load: object) -> list[str]:
+    if not isinstance(load, dict) or not load.get("processes"):
+        return []
+    return [
+        f"Synthetic background load: {load['processes']} process(es), each busy {load['busy_s']} s "
+        f"then idle {load['idle_s']} s (uniform), streaming a {int(load['array_bytes']) >> 20} MiB array"
+    ]
+
+
 def _wall_figures(mine: Sequence[Session]) -> tuple[float, float, float]:
     """Median and mean wall of the unchanged sessions (0%, else all), and the median of all."""
     unchanged = [s.wall_s for s in mine if s.level == 0] or [s.wall_s for s in mine]
@@ -263,6 +274,7 @@ def table(sessions: Sequence[Session], info: dict[str, object]) -> str:
         f"Machine: {info['cpu']}, {info['cores']} cores, {info['platform']}, Python {info['python']}, "
         f"torch {info['torch']}; load average (1/5/15 min) at start {_load(info.get('loadavg_start'))}, "
         f"at end {_load(info.get('loadavg_end'))}",
+        *_load_line(info.get("background_load")),
         "",
         "| tool | trials | "
         + " | ".join("false alarms (0%)" if level == 0 else f"caught {level}%" for level in LEVELS)
@@ -301,6 +313,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="comma-separated percentages of injected extra work (0 = unchanged code)")
     parser.add_argument("--from-json", type=Path, default=None, metavar="PATH",
                         help="print the table of a --json file written earlier (also a partial one) and exit")
+    parser.add_argument("--background-load", type=int, default=0, metavar="N",
+                        help="run N synthetic noisy-neighbour processes throughout (background_load.py)")
     args = parser.parse_args(argv)
     if args.from_json:
         saved = json.loads(args.from_json.read_text())
@@ -314,6 +328,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown tool(s) {sorted(unknown)}; choose from {TOOLS}")
     info = machine()
+    if args.background_load:
+        info["background_load"] = describe(args.background_load)
     work = Path(tempfile.mkdtemp(prefix="gpuperf-detection-"))
     log = work / "sessions.log"
     plain, repo = work / "plain", work / "repo"
@@ -325,15 +341,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                "pytest-benchmark": (trial_pytest_benchmark, plain)}  # fmt: skip
     sessions: list[Session] = []
     try:
-        for trial in range(args.trials):
-            for tool in tools:  # interleaved so slow drift in machine load hits every tool alike
-                fn, root = runners[tool]
-                done = fn(root, trial, log)
-                sessions.extend(done)
-                marks = " ".join(f"{s.level}%:{'ALARM' if s.alarm else 'ok'}" for s in done)
-                print(f"trial {trial + 1}/{args.trials} {tool}: {marks}", flush=True)
-            if args.json:
-                args.json.write_text(json.dumps({"machine": info, "sessions": [asdict(s) for s in sessions]}, indent=1))
+        with BackgroundLoad(args.background_load):
+            for trial in range(args.trials):
+                for tool in tools:  # interleaved so slow drift in machine load hits every tool alike
+                    fn, root = runners[tool]
+                    done = fn(root, trial, log)
+                    sessions.extend(done)
+                    marks = " ".join(f"{s.level}%:{'ALARM' if s.alarm else 'ok'}" for s in done)
+                    print(f"trial {trial + 1}/{args.trials} {tool}: {marks}", flush=True)
+                if args.json:
+                    saved = {"machine": info, "sessions": [asdict(s) for s in sessions]}
+                    args.json.write_text(json.dumps(saved, indent=1))
     finally:
         info["loadavg_end"] = os.getloadavg()
         if args.json:
