@@ -74,16 +74,26 @@ class LocalEngine:
 
             spec = dataclasses.replace(spec, calibration=calibration_for(self.runner.options.device))
         self._specs[measurement_key(spec.test_id, spec.name)] = spec
-        probe = self._session_speed_probe(config)
-        return dataclasses.replace(self.runner.measure(spec), speed_probe_ns=probe)
+        waited = None
+        if config.update_baseline:  # a baseline is not measured in a slow moment it could wait out
+            probe, waited = self._session_probes().settled_fastest()
+        else:
+            probe = self._session_speed_probe(config)
+        measured = self.runner.measure(spec)
+        notes = measured.notes if waited is None else (*measured.notes, waited)
+        return dataclasses.replace(measured, speed_probe_ns=probe, notes=notes)
 
-    def _session_speed_probe(self, config: GpuperfConfig) -> float | None:
-        """The machine's speed before this measurement: once when gating, fastest so far when writing baselines."""
+    def _session_probes(self) -> SessionSpeedProbe:
         if self._speed_probe is None:
             from pytest_gpuperf.speed_probe import SessionSpeedProbe
 
             self._speed_probe = SessionSpeedProbe(self._probe_here)
-        return self._speed_probe.fastest_so_far() if config.update_baseline else self._speed_probe.once()
+        return self._speed_probe
+
+    def _session_speed_probe(self, config: GpuperfConfig) -> float | None:
+        """The machine's speed now: once when gating, fastest so far when writing baselines."""
+        probes = self._session_probes()
+        return probes.fastest_so_far() if config.update_baseline else probes.once()
 
     def _probe_here(self) -> float | None:
         """One speed probe in this process, on the device and core the measurements use."""
@@ -135,7 +145,9 @@ class LocalEngine:
         measurement, in another new process (not sharing the second's offset),
         decides and the median of the three is written. The readings' medians also
         give the entry its between-run noise (``process_medians_ns``): rounds inside
-        one process cannot show the offset each process carries.
+        one process cannot show the offset each process carries. Each fresh process
+        first waits, up to a few seconds, while the machine reads slower than the
+        fastest this session has seen, as ``m`` did before it was measured.
         """
         from pytest_gpuperf.gate import format_value
         from pytest_gpuperf.stats import noise_floor, recorded_noise
@@ -144,10 +156,13 @@ class LocalEngine:
         if spec is None:  # recorded by hand (DDP ranks): no way to take it again here
             return m
         threshold = settings.threshold
-        readings = [m, self._measure_fresh(spec, config, None)]
+        # each fresh process waits (speed_probe.settled_probe) while the machine reads slower than
+        # the fastest this session has seen: readings of a slow moment are what this check is against
+        reference = self._speed_probe.fastest_ns if self._speed_probe is not None else m.speed_probe_ns
+        readings = [m, self._measure_fresh(spec, config, reference)]
         medians = [r.stats.median_ns for r in readings]  # each .stats sorts all samples: once per reading
         if abs(medians[1] / medians[0] - 1.0) > threshold / 2:
-            readings.append(self._measure_fresh(spec, config, None, new_process=True))
+            readings.append(self._measure_fresh(spec, config, reference, new_process=True))
             medians.append(readings[2].stats.median_ns)
             chosen = readings[sorted(range(3), key=medians.__getitem__)[1]]
         else:

@@ -97,7 +97,8 @@ class SessionSpeedProbe:
     measurements are compared with baselines, not with each other. Writing
     baselines probes before every measurement and keeps the fastest reading so
     far, so one moment of a slow machine does not mark the entries it writes as
-    written on a slow machine (gate.py would then distrust them).
+    written on a slow machine (gate.py would then distrust them); and while a
+    reading is slow against that, it waits for the machine (``settled_fastest``).
     """
 
     def __init__(self, take: Callable[[], float | None]) -> None:
@@ -114,7 +115,27 @@ class SessionSpeedProbe:
 
     def fastest_so_far(self) -> float | None:
         """A new reading now; the fastest of all readings taken so far."""
-        reading = self._take()
+        return self._keep(self._take())
+
+    def settled_fastest(self) -> tuple[float | None, str | None]:
+        """Like ``fastest_so_far``, but a reading that is slow against the fastest so far is taken again.
+
+        For a measurement a baseline is written from: a baseline is a frozen number,
+        and one measured in a slow moment hides regressions until it is written again,
+        so the measurement waits (``settled_probe``, up to RECOVERY_WAIT_S) for the
+        machine to read at the speed this session has seen. Returns the fastest
+        reading and what the wait was (``waited_note``; None when it did not wait).
+        """
+        reference = self._fastest_ns
+        reading, waited_s = settled_probe(self._take, reference)
+        return self._keep(reading), waited_note(waited_s, reading, reference)
+
+    @property
+    def fastest_ns(self) -> float | None:
+        """The fastest reading so far, without taking one (None before any)."""
+        return self._fastest_ns
+
+    def _keep(self, reading: float | None) -> float | None:
         self._taken = True
         known = [p for p in (reading, self._fastest_ns) if p is not None]
         self._fastest_ns = min(known, default=None)

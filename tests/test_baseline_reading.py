@@ -25,8 +25,12 @@ KEY = "t.py::test_a::default"
 CONFIG = GpuperfConfig(enabled=True, update_baseline=True)
 
 
-def engine_with_fresh_readings(tmp_path: Path, *fresh: Measurement) -> tuple[LocalEngine, list[Measurement]]:
+def engine_with_fresh_readings(
+    tmp_path: Path, *fresh: Measurement, session_probe_ns: float = 33_000.0
+) -> tuple[LocalEngine, list[Measurement]]:
     engine = LocalEngine(Runner(RunnerOptions(device=torch.device("cpu"))), BaselineStore(tmp_path), ENV)
+    engine._session_probes()._keep(session_probe_ns)  # the fastest probe the writing session has seen
+    reference = session_probe_ns
     engine._specs[KEY] = MeasureSpec(fn=lambda: None, test_id="t.py::test_a")
     given = list(fresh)
     taken = 0
@@ -35,7 +39,9 @@ def engine_with_fresh_readings(tmp_path: Path, *fresh: Measurement) -> tuple[Loc
         spec: MeasureSpec, config: GpuperfConfig, reference_probe_ns: float | None, *, new_process: bool = False
     ) -> Measurement:
         nonlocal taken
-        assert spec is engine._specs[KEY] and reference_probe_ns is None
+        # each fresh reading waits for the machine to read as fast as it did for the session's reading
+        assert spec is engine._specs[KEY] and reference_probe_ns == reference
+        assert reference is not None
         assert new_process == (taken == 1)  # the deciding third reading does not share the second's process
         taken += 1
         return given.pop(0)
@@ -83,7 +89,8 @@ def test_each_measurement_records_the_sessions_probe(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, update: bool, recorded: list[float]
 ) -> None:
     # gating probes once; writing baselines probes before every measurement and keeps the fastest
-    probes = iter([40.0, 35.0, 45.0])
+    # (x1.2 slower than it, the third reading is not slow enough to wait for the machine)
+    probes = iter([40.0, 35.0, 42.0])
     monkeypatch.setattr("pytest_gpuperf.speed_probe.measure_speed_probe", lambda device, pin=None: next(probes))
     engine = LocalEngine(Runner(RunnerOptions(device=torch.device("cpu"))), BaselineStore(tmp_path), ENV)
     config = GpuperfConfig(enabled=True, update_baseline=update)
@@ -104,3 +111,22 @@ def test_readings_that_disagree_widely_ask_for_the_entry_to_be_written_again(tmp
     raised = float(note.split("to at least ")[1].split("%")[0]) / 100
     expected = 3.0 * stats.recorded_noise(kept.round_medians_ns, kept.process_medians_ns)  # type: ignore[operator]
     assert raised == pytest.approx(expected, abs=0.001) and raised > 0.4
+
+
+def test_a_baseline_measurement_waits_for_a_machine_reading_slow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the second measurement's probe reads x1.43 the first's: the session waits a step and
+    # probes again (x1.03) before measuring, and the measurement says so; gating never waits
+    probes = iter([35.0, 50.0, 36.0])
+    waits: list[float] = []
+    monkeypatch.setattr("pytest_gpuperf.speed_probe.measure_speed_probe", lambda device, pin=None: next(probes))
+    monkeypatch.setattr("pytest_gpuperf.speed_probe.time.sleep", waits.append)
+    engine = LocalEngine(Runner(RunnerOptions(device=torch.device("cpu"))), BaselineStore(tmp_path), ENV)
+    spec = MeasureSpec(fn=lambda: None, test_id="t.py::test_a")
+    monkeypatch.setattr(engine.runner, "measure", lambda spec: measurement(1000.0))
+    first, second = (engine.measure(spec, CONFIG) for _ in range(2))
+    assert waits == [1.0]
+    assert (first.speed_probe_ns, second.speed_probe_ns) == (35.0, 35.0)
+    assert not any("waited" in n for n in first.notes)
+    assert "waited 1s for the machine to recover (speed probe x1.03 then)" in second.notes

@@ -81,7 +81,21 @@ def test_writing_baselines_keeps_the_fastest_reading_so_far() -> None:
     assert probe.once() == 35.0  # already taken: no new reading
 
 
+def test_writing_baselines_waits_while_a_reading_is_slow(monkeypatch: pytest.MonkeyPatch) -> None:
+    waits: list[float] = []
+    monkeypatch.setattr("pytest_gpuperf.speed_probe.time.sleep", waits.append)
+    probe = readings(40.0, 52.0, 48.0, 41.0, 30.0)
+    assert probe.settled_fastest() == (40.0, None)  # nothing to compare the first with: no wait
+    # x1.30, x1.20: one step of waiting, and the fastest so far stays the reference
+    assert probe.settled_fastest() == (40.0, "waited 1s for the machine to recover (speed probe x1.20 then)")
+    assert waits == [1.0]
+    assert probe.settled_fastest() == (40.0, None)  # x1.03
+    assert probe.settled_fastest() == (30.0, None)  # faster than ever: the new reference
+    assert probe.fastest_ns == 30.0
+
+
 def test_no_reading_off_the_cpu() -> None:
-    probe = readings(None, None)
+    probe = readings(None, None, None)
     assert probe.once() is None
     assert probe.fastest_so_far() is None
+    assert probe.settled_fastest() == (None, None)
