@@ -19,7 +19,7 @@ import pytest
 from pytest_gpuperf import config as cfg
 from pytest_gpuperf.errors import ConfigError, GpuperfError
 from pytest_gpuperf.fixture import GpuBench
-from pytest_gpuperf.model import Environment, MeasurementResult, Provenance, SessionResults, Verdict
+from pytest_gpuperf.model import Comparison, Environment, MeasurementResult, Provenance, SessionResults, Verdict
 from pytest_gpuperf.parallel import WorkerInfo, measurement_lock, needs_lock, pinned_device
 
 if TYPE_CHECKING:
@@ -467,7 +467,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     session = state.session_results()
     tw = terminalreporter
     render_summary(session, config.get_terminal_writer())
-    _write_notes(tw, session)
+    _write_notes(tw, session, _session_threshold(state.config))
     _write_top_ops(tw, session)
     for change in state.changes:
         if change.kind != "unchanged":
@@ -492,19 +492,29 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 
 
-def _write_notes(tw: Any, session: SessionResults) -> None:
+def _session_threshold(config: cfg.GpuperfConfig) -> float:
+    """The time threshold a reader of the summary table has in mind (markers may set others)."""
+    if config.threshold is not None:
+        return config.threshold
+    return cfg.DEFAULT_COMPARE_REF_THRESHOLD if config.compare_ref else cfg.DEFAULT_THRESHOLD
+
+
+def _write_notes(tw: Any, session: SessionResults, threshold: float) -> None:
     """What a reader must not miss: not-comparable baselines, environment drift, unconfirmed suspicions.
 
     Routine notes (no baseline yet, precision short of the target: the table has a column
     for it; a power cap that only trimmed the clocks) stay in the results files. A note
-    that several measurements share (unlocked GPU clocks, say) is written once.
+    that several measurements share (unlocked GPU clocks, say) is written once. A time
+    the table shows past ``threshold`` yet "unchanged" gets its reason too (a threshold
+    raised by noise, a fast end that did not move, a suspicion the fresh pairs did not
+    confirm): without it the table reads as the gate ignoring its own threshold.
     """
     loud = {Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.NOT_COMPARABLE, Verdict.UNSTABLE}
     routine = ("smoke run", "precision ", "sw_power_cap", "sw_thermal_slowdown", "rounds pinned to CPU")
     keys_by_note: dict[str, list[str]] = {}
     for r in session.results:
         m = r.measurement
-        notes = [c.note for c in r.comparisons if c.note and c.verdict in loud]
+        notes = [c.note for c in r.comparisons if c.note and (c.verdict in loud or _quiet_past(c, threshold))]
         said = " ".join(notes)
         notes += [n for n in m.notes if not n.startswith(routine) and n not in said]
         for note in dict.fromkeys(notes):  # ordered, without repeats
@@ -517,6 +527,14 @@ def _write_notes(tw: Any, session: SessionResults) -> None:
         tw.write_sep("-", "gpuperf notes")
         for line in lines:
             tw.write_line(line)
+
+
+def _quiet_past(c: Comparison, threshold: float) -> bool:
+    """An unchanged time whose change is past the threshold (a guard of the gate decided)."""
+    return (
+        c.verdict is Verdict.UNCHANGED and c.metric.startswith("time.")
+        and c.change is not None and abs(c.change) > threshold
+    )  # fmt: skip
 
 
 def _write_top_ops(tw: Any, session: SessionResults) -> None:

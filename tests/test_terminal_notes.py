@@ -1,0 +1,58 @@
+"""Which notes the terminal summary writes under "gpuperf notes"."""
+
+from __future__ import annotations
+
+from pytest_gpuperf.model import Comparison, MeasurementResult, Provenance, SessionResults, Verdict
+from pytest_gpuperf.plugin import _write_notes
+from tests.test_compare import ENV, measurement
+
+
+class Writer:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def write_sep(self, sep: str, title: str) -> None:
+        self.lines.append(f"{sep * 3} {title}")
+
+    def write_line(self, line: str) -> None:
+        self.lines.append(line)
+
+
+def session(*comparisons: Comparison) -> SessionResults:
+    results = tuple(
+        MeasurementResult(measurement(1000.0, test_id=f"t.py::test_{i}"), (c,)) for i, c in enumerate(comparisons)
+    )
+    return SessionResults(results, ENV, Provenance(), "baseline", "2026-11-24T00:00:00")
+
+
+def time_comparison(i: int, change: float, verdict: Verdict, note: str) -> Comparison:
+    key = f"t.py::test_{i}::default"
+    return Comparison(key, "time.p50", verdict, 1000.0 * (1 + change), baseline=1000.0, change=change, note=note)
+
+
+def test_an_unchanged_time_past_the_threshold_says_why() -> None:
+    raised = "threshold raised from 10.0% to 17.3% by run-to-run noise"
+    floor = "the fastest 10% of calls moved only +1.2% (needs 5.0%): contention on the machine, not a change in work"
+    writer = Writer()
+    _write_notes(
+        writer,
+        session(
+            time_comparison(0, 0.158, Verdict.UNCHANGED, raised),  # +15.8% "unchanged": the reader needs the reason
+            time_comparison(1, -0.12, Verdict.UNCHANGED, floor),  # faster past it, likewise
+            time_comparison(2, 0.04, Verdict.UNCHANGED, "threshold raised from 10.0% to 11.0% by run-to-run noise"),
+            time_comparison(3, 0.30, Verdict.REGRESSION, "confirmed by 1 re-measure(s): +30.0% then +29.5%"),
+        ),
+        threshold=0.10,
+    )
+    assert writer.lines == [
+        "--- gpuperf notes",
+        f"t.py::test_0::default: {raised}",
+        f"t.py::test_1::default: {floor}",
+        "t.py::test_3::default: confirmed by 1 re-measure(s): +30.0% then +29.5%",
+    ]  # +4% is within the threshold: its routine raise stays in the results files
+
+
+def test_nothing_to_say_writes_no_section() -> None:
+    writer = Writer()
+    _write_notes(writer, session(time_comparison(0, 0.03, Verdict.UNCHANGED, "")), threshold=0.02)
+    assert writer.lines == []
