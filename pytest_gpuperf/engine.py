@@ -74,14 +74,14 @@ class LocalEngine:
 
             spec = dataclasses.replace(spec, calibration=calibration_for(self.runner.options.device))
         self._specs[measurement_key(spec.test_id, spec.name)] = spec
+        from pytest_gpuperf.speed_probe import with_probe
+
         waited = None
         if config.update_baseline:  # a baseline is not measured in a slow moment it could wait out
             probe, waited = self._session_probes().settled_fastest()
         else:
             probe = self._session_speed_probe(config)
-        measured = self.runner.measure(spec)
-        notes = measured.notes if waited is None else (*measured.notes, waited)
-        return dataclasses.replace(measured, speed_probe_ns=probe, notes=notes)
+        return with_probe(self.runner.measure(spec), probe, waited)
 
     def _session_probes(self) -> SessionSpeedProbe:
         if self._speed_probe is None:
@@ -223,13 +223,10 @@ class LocalEngine:
         Its own processes (DDP ranks) are fresh ones already; the probe is what the
         gate's slow-machine rule reads.
         """
-        from pytest_gpuperf.speed_probe import settled_probe, waited_note
+        from pytest_gpuperf.speed_probe import settled_probe, with_probe
 
-        probe, waited_s = settled_probe(self._probe_here, reference_probe_ns)
-        measured = recorded()
-        note = waited_note(waited_s, probe, reference_probe_ns)
-        notes = measured.notes if note is None else (*measured.notes, note)
-        return dataclasses.replace(measured, speed_probe_ns=probe, notes=notes)
+        probe, waited = settled_probe(self._probe_here, reference_probe_ns)
+        return with_probe(recorded(), probe, waited)
 
     def _measure_fresh(
         self, spec: MeasureSpec, config: GpuperfConfig, reference_probe_ns: float | None, *, new_process: bool = False

@@ -25,6 +25,7 @@ watched by the NVML health monitor instead (gpu/nvml.py).
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from collections.abc import Callable
@@ -35,6 +36,8 @@ from pytest_gpuperf.cpu_pinning import pinned
 
 if TYPE_CHECKING:
     import torch
+
+    from pytest_gpuperf.model import Measurement
 
 # Across processes on a quiet 2-core runner the calibration workload's time ranged over
 # x0.92-1.12 of another process's (docs/statistics.md); the slow states this is for ran
@@ -124,11 +127,10 @@ class SessionSpeedProbe:
         and one measured in a slow moment hides regressions until it is written again,
         so the measurement waits (``settled_probe``, up to RECOVERY_WAIT_S) for the
         machine to read at the speed this session has seen. Returns the fastest
-        reading and what the wait was (``waited_note``; None when it did not wait).
+        reading and what the wait was (None when it did not wait).
         """
-        reference = self._fastest_ns
-        reading, waited_s = settled_probe(self._take, reference)
-        return self._keep(reading), waited_note(waited_s, reading, reference)
+        reading, waited = settled_probe(self._take, self._fastest_ns)
+        return self._keep(reading), waited
 
     @property
     def fastest_ns(self) -> float | None:
@@ -142,11 +144,12 @@ class SessionSpeedProbe:
         return self._fastest_ns
 
 
-def settled_probe(take: Callable[[], float | None], reference_ns: float | None) -> tuple[float | None, float]:
+def settled_probe(take: Callable[[], float | None], reference_ns: float | None) -> tuple[float | None, str | None]:
     """A probe by ``take``, taken again while it reads slow against ``reference_ns``, up to RECOVERY_WAIT_S.
 
-    Returns the last reading and the seconds waited. A re-measure runs after it, so
-    that a machine that recovers in seconds gets its chance to.
+    Returns the last reading and what the measurement's notes say about the wait
+    (None when it did not wait). A measurement runs after it, so that a machine
+    that recovers in seconds gets its chance to.
     """
     probe = take()
     waited = 0.0
@@ -154,11 +157,13 @@ def settled_probe(take: Callable[[], float | None], reference_ns: float | None) 
         time.sleep(RECOVERY_STEP_S)
         waited += RECOVERY_STEP_S
         probe = take()
-    return probe, waited
+    if not waited:
+        return probe, None
+    ratio = slowdown(probe, reference_ns)
+    return probe, f"waited {waited:g}s for the machine to recover (speed probe x{ratio:.2f} then)"
 
 
-def waited_note(waited_s: float, probe_ns: float | None, reference_ns: float | None) -> str | None:
-    """What a re-measure's notes say about waiting for the machine (None: it did not wait)."""
-    if not waited_s:
-        return None
-    return f"waited {waited_s:g}s for the machine to recover (speed probe x{slowdown(probe_ns, reference_ns):.2f} then)"
+def with_probe(measurement: Measurement, probe_ns: float | None, waited: str | None) -> Measurement:
+    """``measurement`` with the probe taken before it, and the wait for it in its notes."""
+    notes = measurement.notes if waited is None else (*measurement.notes, waited)
+    return dataclasses.replace(measurement, speed_probe_ns=probe_ns, notes=notes)

@@ -20,7 +20,6 @@ it runs the test, so the gate can tell a slow machine from slow code.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import shutil
 import tempfile
 import time
@@ -32,7 +31,7 @@ from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import Measurement
 from pytest_gpuperf.runner import measured_enough, round_seconds
-from pytest_gpuperf.speed_probe import settled_probe, waited_note
+from pytest_gpuperf.speed_probe import settled_probe, with_probe
 
 
 class FreshProcessRemeasure:
@@ -71,14 +70,12 @@ class FreshProcessRemeasure:
         side = self._worker_for(test_id.split("::", 1)[0])
         try:
             side.wait_ready()
-            probe, waited_s = settled_probe(side.probe, reference_probe_ns)
+            probe, waited = settled_probe(side.probe, reference_probe_ns)
             measured = self._measure(side, test_id, key, settings)
         except WorkerError:
             self._stop_worker()  # a later suspicion gets a new process, not a half-finished test
             raise
-        note = waited_note(waited_s, probe, reference_probe_ns)
-        notes = measured.notes if note is None else (*measured.notes, note)
-        return dataclasses.replace(measured, speed_probe_ns=probe, notes=notes)
+        return with_probe(measured, probe, waited)
 
     @staticmethod
     def _measure(side: RemoteSide, test_id: str, key: str, settings: MeasureSettings) -> Measurement:
