@@ -20,6 +20,10 @@ The suite runs torch single-threaded (conftest.py) for every tool alike: on a
 2-core runner with other load, two intra-op threads per process make every
 timing depend on the scheduler more than on the code.
 Wall time is that of the gating session (not the update/save run).
+With ``--results-dir DIR`` every gpuperf gating session also writes its
+``--gpuperf-json`` there (``TOOL-tTRIAL-lLEVEL.json``), so that each miss and
+false alarm can be traced to its tests' changes, thresholds and notes
+(``benchmarks/detection_trace.py DIR``).
 It is a benchmark, not a test: CI does not run it. Results: docs/detection.md.
 """
 
@@ -120,6 +124,8 @@ def test_mlp(benchmark):
     benchmark(workload.mlp)
 '''
 
+RESULTS_DIR: Path | None = None  # --results-dir
+
 PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly")
 
 
@@ -160,6 +166,13 @@ def run(root: Path, args: Sequence[str], log: Path) -> tuple[int, float]:
     return proc.returncode, wall
 
 
+def results_args(tool: str, trial: int, level: int) -> list[str]:
+    """``--gpuperf-json`` into ``--results-dir`` for one gating session, if one was given."""
+    if RESULTS_DIR is None:
+        return []
+    return [f"--gpuperf-json={RESULTS_DIR / f'{tool}-t{trial + 1}-l{level}.json'}"]
+
+
 def trial_baseline(root: Path, trial: int, log: Path) -> list[Session]:
     baselines = root / "baselines"
     shutil.rmtree(baselines, ignore_errors=True)
@@ -169,7 +182,7 @@ def trial_baseline(root: Path, trial: int, log: Path) -> list[Session]:
     out = []
     for level in LEVELS:
         set_extra(root, level)
-        rc, wall = run(root, ["--gpuperf", *common], log)
+        rc, wall = run(root, ["--gpuperf", *common, *results_args("gpuperf-baseline", trial, level)], log)
         out.append(Session("gpuperf-baseline", trial, level, rc == 1, rc, wall))
     return out
 
@@ -212,7 +225,8 @@ def trial_ref(root: Path, trial: int, log: Path) -> list[Session]:
     out = []
     for level in LEVELS:
         git(root, "checkout", "-q", f"head-{level}")
-        rc, wall = run(root, ["-p", "no:benchmark", "--gpuperf", "--gpuperf-compare-ref=base", "gp"], log)
+        args = ["-p", "no:benchmark", "--gpuperf", "--gpuperf-compare-ref=base", "gp"]
+        rc, wall = run(root, [*args, *results_args("gpuperf-ref", trial, level)], log)
         out.append(Session("gpuperf-ref", trial, level, rc == 1, rc, wall))
     git(root, "checkout", "-q", "main")
     leftover = git(root, "worktree", "list", "--porcelain").count("worktree ")
@@ -303,7 +317,7 @@ def table(sessions: Sequence[Session], info: dict[str, object]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    global LEVELS
+    global LEVELS, RESULTS_DIR
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated subset of {','.join(TOOLS)}")
@@ -315,6 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="print the table of a --json file written earlier (also a partial one) and exit")
     parser.add_argument("--background-load", type=int, default=0, metavar="N",
                         help="run N synthetic noisy-neighbour processes throughout (background_load.py)")
+    parser.add_argument("--results-dir", type=Path, default=None, metavar="DIR",
+                        help="keep each gpuperf gating session's --gpuperf-json here (detection_trace.py reads them)")
     args = parser.parse_args(argv)
     if args.from_json:
         saved = json.loads(args.from_json.read_text())
@@ -327,6 +343,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = set(tools) - set(TOOLS)
     if unknown:
         parser.error(f"unknown tool(s) {sorted(unknown)}; choose from {TOOLS}")
+    if args.results_dir is not None:
+        args.results_dir.mkdir(parents=True, exist_ok=True)
+        RESULTS_DIR = args.results_dir.resolve()
     info = machine()
     if args.background_load:
         info["background_load"] = describe(args.background_load)

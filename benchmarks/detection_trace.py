@@ -1,0 +1,148 @@
+"""Trace a detection run's verdicts to their tests: change, threshold, probes and notes.
+
+    python benchmarks/detection.py --trials 20 --results-dir runs/ ...
+    python benchmarks/detection_trace.py runs/               # every session
+    python benchmarks/detection_trace.py runs/ --misses      # false alarms and misses only
+
+Reads the ``--gpuperf-json`` files that ``detection.py --results-dir`` keeps
+(``TOOL-tTRIAL-lLEVEL.json``) and prints one line per test: verdict, the time
+change against its baseline (or base ref), the threshold it had to pass, the
+speed probes of the gating session and of the baseline (baseline mode), and
+the comparison's note, which says what decided (noise-raised threshold, the
+fast-end guard, a re-measure or fresh pairs that did not confirm). The closing
+lines count the deciding reasons over the sessions shown. It is a benchmark
+tool: CI does not run it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+_NAME = re.compile(r"^(?P<tool>.+)-t(?P<trial>\d+)-l(?P<level>\d+)\.json$")
+
+# What decided a test's verdict, by the phrases the gate writes into its notes.
+_REASONS = (
+    ("noise-raised threshold", "by run-to-run noise"),
+    ("fast-end guard", "fastest 10% of calls"),
+    ("re-measure did not confirm", "not confirmed on re-measure"),
+    ("confirmed by re-measure", "confirmed by"),
+    ("fresh pairs did not confirm", "suspected regression was not confirmed"),
+    ("slow machine, not judged", "not judged"),
+    ("calibration disagreed", "calibration may only explain"),
+)
+
+
+@dataclass(frozen=True)
+class TestLine:
+    tool: str
+    trial: int
+    level: int
+    test: str
+    verdict: str
+    change: float | None
+    threshold: float | None
+    probe_ns: float | None
+    baseline_probe_ns: float | None
+    note: str
+
+    @property
+    def alarm(self) -> bool:
+        return self.verdict == "regression"
+
+    def reasons(self) -> list[str]:
+        return [name for name, phrase in _REASONS if phrase in self.note]
+
+
+def read_session(path: Path) -> list[TestLine]:
+    """One line per test of a results file named as detection.py names them."""
+    match = _NAME.match(path.name)
+    if match is None:
+        raise ValueError(f"{path}: not a detection results file (expected TOOL-tTRIAL-lLEVEL.json)")
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read results JSON: {exc}") from exc
+    lines = []
+    for result in document.get("results", []):
+        time_comparison = next((c for c in result["comparisons"] if c["metric"].startswith("time.")), None)
+        if time_comparison is None:
+            continue
+        measurement = result["measurement"]
+        baseline = result.get("baseline") or {}
+        lines.append(
+            TestLine(
+                tool=match["tool"], trial=int(match["trial"]), level=int(match["level"]),
+                test=measurement["test_id"].rsplit("::", 1)[-1], verdict=time_comparison["verdict"],
+                change=time_comparison.get("change"), threshold=time_comparison.get("threshold"),
+                probe_ns=measurement.get("speed_probe_ns"), baseline_probe_ns=baseline.get("speed_probe_ns"),
+                note=time_comparison.get("note") or "",
+            )
+        )  # fmt: skip
+    return lines
+
+
+def sessions(directory: Path) -> Iterator[list[TestLine]]:
+    def order(p: Path) -> tuple[str, int, int]:
+        m = _NAME.match(p.name)
+        return (m["tool"], int(m["trial"]), int(m["level"])) if m else (p.name, 0, 0)
+
+    for path in sorted(directory.glob("*.json"), key=order):
+        if _NAME.match(path.name):
+            yield read_session(path)
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.1%}"
+
+
+def _probe(line: TestLine) -> str:
+    here = f"{line.probe_ns / 1000:.1f}" if line.probe_ns else "n/a"
+    if not line.baseline_probe_ns:
+        return f"probe {here} us"
+    return f"probe {here} us, baseline {line.baseline_probe_ns / 1000:.1f} us"
+
+
+def describe(session: Sequence[TestLine]) -> list[str]:
+    first = session[0]
+    alarm = any(t.alarm for t in session)
+    outcome = ("FALSE ALARM" if alarm else "ok") if first.level == 0 else ("caught" if alarm else "MISSED")
+    out = [f"{first.tool} trial {first.trial} at {first.level}%: {outcome}"]
+    for t in session:
+        threshold = "n/a" if t.threshold is None else f"{t.threshold:.1%}"
+        out.append(f"  {t.test}: {t.verdict} {_pct(t.change)} (threshold {threshold}; {_probe(t)}) {t.note}")
+    return out
+
+
+def is_wrong(session: Sequence[TestLine]) -> bool:
+    alarm = any(t.alarm for t in session)
+    return alarm if session[0].level == 0 else not alarm
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("directory", type=Path, help="the --results-dir of a detection.py run")
+    parser.add_argument("--misses", action="store_true", help="only false alarms and missed slowdowns")
+    args = parser.parse_args(argv)
+    if not args.directory.is_dir():
+        parser.error(f"{args.directory} is not a directory")
+    shown = [s for s in sessions(args.directory) if s and (not args.misses or is_wrong(s))]
+    for session in shown:
+        print("\n".join(describe(session)))
+    reasons = Counter(r for s in shown for t in s if t.level > 0 and not t.alarm for r in t.reasons() or ["none"])
+    if reasons:
+        print("\nWhy tests of slowed code were not failed (sessions shown):")
+        for reason, count in reasons.most_common():
+            print(f"  {reason}: {count}")
+    print(f"\n{len(shown)} session(s) shown")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

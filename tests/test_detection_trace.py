@@ -1,0 +1,74 @@
+"""benchmarks/detection_trace.py on real results files: outcomes, per-test lines, reasons, bad names."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from test_report_helpers import make_session
+
+from pytest_gpuperf.model import Comparison, MeasurementResult, Verdict
+from pytest_gpuperf.report.results_json import write_results
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "detection_trace.py"
+
+
+@pytest.fixture(scope="module")
+def trace() -> Iterator[ModuleType]:
+    spec = importlib.util.spec_from_file_location("detection_trace", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["detection_trace"] = module  # dataclasses look their module up by name
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        del sys.modules["detection_trace"]
+
+
+def _quiet(result: MeasurementResult, note: str) -> MeasurementResult:
+    """``result`` with its time regression turned into an unchanged verdict carrying ``note``."""
+
+    def calm(c: Comparison) -> Comparison:
+        if c.metric.startswith("time.") and c.verdict is Verdict.REGRESSION:
+            return dataclasses.replace(c, verdict=Verdict.UNCHANGED, note=note)
+        return c
+
+    return dataclasses.replace(result, comparisons=tuple(calm(c) for c in result.comparisons))
+
+
+def test_outcomes_lines_and_reasons(trace: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    session = make_session()  # one test regressed
+    quiet = dataclasses.replace(
+        session,
+        results=tuple(_quiet(r, "threshold raised from 10.0% to 14.2% by run-to-run noise") for r in session.results),
+    )
+    write_results(tmp_path / "gpuperf-baseline-t1-l0.json", session)  # regression on unchanged code
+    write_results(tmp_path / "gpuperf-baseline-t1-l15.json", session)  # caught
+    write_results(tmp_path / "gpuperf-baseline-t2-l15.json", quiet)  # missed
+
+    assert trace.main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "gpuperf-baseline trial 1 at 0%: FALSE ALARM" in out
+    assert "gpuperf-baseline trial 1 at 15%: caught" in out
+    assert "gpuperf-baseline trial 2 at 15%: MISSED" in out
+    assert "test_matmul[fp16-4096]: regression +25.0% (threshold 5.0%" in out
+    assert "3 session(s) shown" in out
+
+    assert trace.main([str(tmp_path), "--misses"]) == 0
+    out = capsys.readouterr().out
+    assert "trial 1 at 15%" not in out
+    assert "trial 1 at 0%: FALSE ALARM" in out and "trial 2 at 15%: MISSED" in out
+    assert "noise-raised threshold: 1" in out  # the quieted regression, the only slowed test not failed
+    assert "2 session(s) shown" in out
+
+
+def test_a_misnamed_file_is_named(trace: ModuleType, tmp_path: Path) -> None:
+    path = write_results(tmp_path / "results.json", make_session())
+    with pytest.raises(ValueError, match=r"results\.json: not a detection results file"):
+        trace.read_session(path)
