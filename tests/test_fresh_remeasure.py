@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -138,7 +139,9 @@ def test_a_baseline_is_not_written_from_one_slow_moment(
     written = pytester.runpytest_subprocess("--gpuperf-update-baseline", *GATE, "--gpuperf-json=written.json")
     written.assert_outcomes(passed=1)
     (entry,) = json.loads((pytester.path / "written.json").read_text())["results"]
-    assert any("baseline checked by 2 independent measurement(s)" in n for n in entry["measurement"]["notes"])
+    # two more readings when the fresh two happen to disagree enough to look noisy (engine.py)
+    checked = re.compile(r"baseline checked by [24] independent measurement\(s\)")
+    assert any(checked.search(n) for n in entry["measurement"]["notes"])
     (path,) = (pytester.path / "baselines").rglob("*.json")
     (kept,) = json.loads(path.read_text())["entries"].values()
     # the head's reading has 4x the work; the fresh ones 1x, under 2x even in the host's slow phases
@@ -149,8 +152,8 @@ def test_a_baseline_is_not_written_from_one_slow_moment(
 def test_a_baseline_records_the_spread_between_its_readings_processes(pytester: pytest.Pytester) -> None:
     # each process that imports the test does 3x the work of the one before: the writing
     # process, its fresh check and the deciding third read about 1x, 3x and 9x (steps larger
-    # than the host's up-to-2x slow moments), a spread
-    # between processes that the rounds inside any one of them cannot show
+    # than the host's up-to-2x slow moments), a spread between processes that the rounds
+    # inside any one of them cannot show; so wide that two more readings are taken (27x, 81x)
     counted = SPIN_WITH_ENVIRONMENT.format(
         # this process's rank among the importers: the offset its own O_APPEND write ended at,
         # atomic even when the re-measure worker imports at the same moment as the session
@@ -169,10 +172,10 @@ WORK = int(20000 * 3 ** RANK)""",
     (entry,) = json.loads((pytester.path / "written.json").read_text())["results"]
     medians = entry["measurement"]["process_medians_ns"]
     written.stdout.fnmatch_lines(["*their spread will raise this entry's threshold from 25.0% to at least *"])
-    assert len(medians) == 3 and (pytester.path / "imports").stat().st_size == 3, medians
+    assert len(medians) == 5 and (pytester.path / "imports").stat().st_size == 5, medians
     (path,) = (pytester.path / "baselines").rglob("*.json")
     (kept,) = json.loads(path.read_text())["entries"].values()
-    # log spread 1.1 per step: about 2.4 (far above 0.3 even with a 2x slow moment in any reading);
+    # log spread 1.1 per step: about 2.0 (far above 0.3 even with a 2x slow moment in any reading);
     # the rounds of one process read a few percent
     # the file and the results JSON keep 6 significant digits (baseline/codec.py), inputs and output alike
     assert kept["noise"] == pytest.approx(stats.recorded_noise(kept["round_medians_ns"], medians), rel=1e-4)
