@@ -143,6 +143,38 @@ def test_fresh_pairs_that_read_an_improvement_leave_the_suspected_regression_unc
     assert "not confirmed" in time_result["note"]
 
 
+# Four times the work in the head's own process; in the confirmation head workers, twice
+# the work in the second to start and the base's work in the others. Three fresh pairs
+# then read about 1.0, 2.0 and 1.0: an estimate above half the 25% threshold with an
+# interval from below 1 to far above it, an open verdict, so one more pair is measured
+# (3 planned: half as many again, at least one). With it the four read +19%: unchanged.
+TWICE_IN_THE_SECOND_HEAD_WORKER = SPIN_WITH_ENVIRONMENT.format(
+    setup="""
+def _slot():
+    here = os.path.dirname(os.path.abspath(__file__))
+    n = 0
+    while True:  # a unique number per head worker, in the order they import this file
+        try:
+            os.close(os.open(os.path.join(here, f"slot-{n}"), os.O_CREAT | os.O_EXCL))
+            return n
+        except FileExistsError:
+            n += 1
+
+WORK = (40000 if _slot() == 1 else 20000) if "GPUPERF_WORKER_FD" in os.environ else 80000
+""",
+    check="pass",
+)
+
+
+def test_an_open_verdict_of_the_fresh_pairs_measures_more_pairs(pytester: pytest.Pytester) -> None:
+    result, time_result = run_confirming(pytester, TWICE_IN_THE_SECOND_HEAD_WORKER, pairs=3)
+    assert result.ret == 0, result.stdout.str()
+    assert time_result["verdict"] == "unchanged"
+    assert "4 fresh process pairs" in time_result["evidence"]
+    assert "1 more after the first 3 left the verdict open" in time_result["evidence"]
+    assert sorted(p.name for p in pytester.path.glob("slot-*")) == ["slot-0", "slot-1", "slot-2", "slot-3"]
+
+
 # Four times the work everywhere, but the confirmation workers (time-only) crash when
 # they measure: the first pair's regression has to stand, saying why it is unconfirmed.
 CONFIRMATION_WORKERS_CRASH = SPIN_WITH_ENVIRONMENT.format(

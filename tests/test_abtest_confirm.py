@@ -1,4 +1,5 @@
-"""The confirmation's rules that need no worker processes: when the second wave is not worth measuring."""
+"""The confirmation's rules that need no worker processes: when a second wave is not worth measuring, and when
+an open verdict earns an extension wave."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import math
 
 import pytest
 
-from pytest_gpuperf.abtest.confirm import futile
+from pytest_gpuperf.abtest.confirm import extension_pairs, futile, undecided
 
 
 def test_a_first_wave_at_or_below_half_the_threshold_ends_the_confirmation() -> None:
@@ -30,3 +31,31 @@ def test_the_cut_scales_with_the_share_of_pairs_already_measured() -> None:
 def test_nothing_to_stop_when_no_pair_or_every_pair_is_measured(ratios: list[float], planned: int) -> None:
     assert not futile(ratios, 0.02, planned)
 
+
+# Six fresh pairs' ratios that the eleventh session's detection run saw on 3% slowdowns
+# and on unchanged code (docs/detection.md).
+OPEN_HIGH = [1.043, 1.063, 1.074, 1.012, 1.019, 0.990]  # +3.3%, interval touches 1
+OPEN_LOW = [1.021, 1.047, 1.002, 1.009, 1.030, 0.993]  # +1.7% [-0.4%, +3.8%]
+CONFIRMED = [1.024, 1.032, 1.048, 1.031, 1.047, 1.011]  # +3.2% [+1.7%, +4.7%]
+UNCHANGED = [1.05, 1.031, 1.021, 1.04, 0.892, 1.02]  # +0.8%, one pair far off
+
+
+def test_an_open_verdict_above_half_the_threshold_is_undecided() -> None:
+    assert undecided(OPEN_HIGH, 0.02, 0.95)
+    assert undecided(OPEN_LOW, 0.02, 0.95)
+
+
+def test_a_confirmed_regression_or_a_small_estimate_is_decided() -> None:
+    assert not undecided(CONFIRMED, 0.02, 0.95)  # a regression already: nothing to add
+    assert not undecided(UNCHANGED, 0.02, 0.95)  # below half the threshold
+    assert not undecided([1.0, 1.002, 0.998, 1.001, 0.999, 1.0], 0.02, 0.95)
+    # significant and above half the threshold, but the interval stays below 1 + threshold
+    assert not undecided([1.012, 1.013, 1.011, 1.012, 1.013, 1.012], 0.02, 0.95)
+
+
+def test_too_few_pairs_are_never_extended() -> None:
+    assert not undecided(OPEN_HIGH[:2], 0.02, 0.95)
+
+
+def test_the_extension_is_half_the_planned_pairs_at_least_one() -> None:
+    assert [extension_pairs(n) for n in (1, 3, 4, 6, 9)] == [1, 1, 2, 3, 4]

@@ -320,7 +320,9 @@ class CompareRefEngine:
         """The verdict of fresh process pairs on a regression that the first pair suspected."""
         assert self._confirmation is not None
         measure_settings = pair.settings or MeasureSettings()
-        confirmation = self._confirmation.confirm(m.test_id, m.key, measure_settings, settings.threshold)
+        confirmation = self._confirmation.confirm(
+            m.test_id, m.key, measure_settings, settings.threshold, settings.confidence
+        )
         first_ratio = 1.0 + (first.change or 0.0)
         if not confirmation.usable():
             problems = "; ".join(confirmation.problems) or "no pair measured"
@@ -332,6 +334,9 @@ class CompareRefEngine:
         if verdict is Verdict.IMPROVEMENT:  # the first pair said slower: no claim either way
             verdict = Verdict.UNCHANGED
         detail = describe(confirmation.ratios, first_ratio)
+        if confirmation.extended:
+            planned = len(confirmation.ratios) - confirmation.extended
+            detail += f"; {confirmation.extended} more after the first {planned} left the verdict open"
         if confirmation.problems:
             detail += f"; {len(confirmation.problems)} pair(s) could not measure: {confirmation.problems[0]}"
         note = "" if verdict is Verdict.REGRESSION else "the first pair's suspected regression was not confirmed"
