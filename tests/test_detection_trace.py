@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from benchmark_scripts import benchmark_script
 from test_report_helpers import make_session
 
 from pytest_gpuperf.model import Comparison, MeasurementResult, Verdict
@@ -20,15 +19,8 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "detection_trace.p
 
 @pytest.fixture(scope="module")
 def trace() -> Iterator[ModuleType]:
-    spec = importlib.util.spec_from_file_location("detection_trace", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["detection_trace"] = module  # dataclasses look their module up by name
-    try:
-        spec.loader.exec_module(module)
+    with benchmark_script("detection_trace") as module:
         yield module
-    finally:
-        del sys.modules["detection_trace"]
 
 
 def _quiet(result: MeasurementResult, note: str) -> MeasurementResult:

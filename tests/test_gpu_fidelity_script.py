@@ -2,30 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 import torch
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_fidelity.py"
+from benchmark_scripts import benchmark_script
 
 
 @pytest.fixture(scope="module")
 def fidelity() -> Iterator[ModuleType]:
-    spec = importlib.util.spec_from_file_location("gpu_fidelity", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_fidelity"] = module  # dataclasses look their module up by name
-    try:
-        spec.loader.exec_module(module)
+    with benchmark_script("gpu_fidelity") as module:
         yield module
-    finally:
-        del sys.modules["gpu_fidelity"]
 
 
 def test_rates_and_table(fidelity: ModuleType) -> None:
