@@ -51,7 +51,7 @@ _NOISY_WRITE_FACTOR = 1.5  # a baseline whose readings raise its threshold past 
 _NOISY_WRITE_READINGS = 5  # readings (processes) a noisy baseline is written from at most (odd)
 
 
-def chosen_of(readings: Sequence[Measurement], medians: Sequence[float]) -> Measurement:
+def _chosen_reading(readings: Sequence[Measurement], medians: Sequence[float]) -> Measurement:
     """The reading a baseline is written from: the first of two that agree, else the median one."""
     if len(readings) == 2:
         return readings[0]
@@ -185,20 +185,20 @@ class LocalEngine:
         # slowdowns it was set to catch (the detection benchmark's eighth and eleventh runs).
         # More readings, each in a new process, let the robust spread and the median ignore a
         # reading or two taken in a slow moment; what they cannot settle is said in the note.
-        while (
-            len(readings) < _NOISY_WRITE_READINGS
-            and _raised_threshold(chosen_of(readings, medians), medians, settings) > _NOISY_WRITE_FACTOR * threshold
+        noisy = _NOISY_WRITE_FACTOR * threshold
+        while len(readings) < _NOISY_WRITE_READINGS and (
+            _raised_threshold(_chosen_reading(readings, medians), medians, settings) > noisy
         ):
             for _ in range(2 if len(readings) % 2 else 1):  # an odd count, so the median is a reading
                 readings.append(self._measure_fresh(spec, config, reference, new_process=True))
                 medians.append(readings[-1].stats.median_ns)
-        chosen = chosen_of(readings, medians)
+        chosen = _chosen_reading(readings, medians)
         shown = ", ".join(format_value(x, "ns") for x in medians)
         count = {3: "three", 5: "five"}.get(len(readings), str(len(readings)))
         verdict = "they agree" if len(readings) == 2 else f"the median of the {count} is kept"
         note = f"baseline checked by {len(readings) - 1} independent measurement(s): medians {shown}; {verdict}"
         raised = _raised_threshold(chosen, medians, settings)
-        if raised > _NOISY_WRITE_FACTOR * threshold:
+        if raised > noisy:
             note += (
                 f"; their spread will raise this entry's threshold from {threshold:.1%} to at least {raised:.1%}"
                 " (the machine was noisy): write it again on a quieter machine"
