@@ -103,10 +103,10 @@ def _pct(value: float | None) -> str:
 
 
 def _probe(line: TestLine) -> str:
-    here = f"{line.probe_ns / 1000:.1f}" if line.probe_ns else "n/a"
+    here = f"{line.probe_ns / 1000:.1f} us" if line.probe_ns else "none"
     if not line.baseline_probe_ns:
-        return f"probe {here} us"
-    return f"probe {here} us, baseline {line.baseline_probe_ns / 1000:.1f} us"
+        return f"probe {here}"
+    return f"probe {here}, baseline {line.baseline_probe_ns / 1000:.1f} us"
 
 
 def describe(session: Sequence[TestLine]) -> list[str]:

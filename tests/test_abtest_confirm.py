@@ -33,11 +33,11 @@ def test_nothing_to_stop_when_no_pair_or_every_pair_is_measured(ratios: list[flo
 
 
 # Six fresh pairs' ratios that the eleventh session's detection run saw on 3% slowdowns
-# and on unchanged code (docs/detection.md).
+# (docs/detection.md).
 OPEN_HIGH = [1.043, 1.063, 1.074, 1.012, 1.019, 0.990]  # +3.3%, interval touches 1
 OPEN_LOW = [1.021, 1.047, 1.002, 1.009, 1.030, 0.993]  # +1.7% [-0.4%, +3.8%]
 CONFIRMED = [1.024, 1.032, 1.048, 1.031, 1.047, 1.011]  # +3.2% [+1.7%, +4.7%]
-UNCHANGED = [1.05, 1.031, 1.021, 1.04, 0.892, 1.02]  # +0.8%, one pair far off
+ONE_FAR_OFF = [1.05, 1.031, 1.021, 1.04, 0.892, 1.02]  # +0.8%: under half the threshold
 
 
 def test_an_open_verdict_above_half_the_threshold_is_undecided() -> None:
@@ -47,7 +47,7 @@ def test_an_open_verdict_above_half_the_threshold_is_undecided() -> None:
 
 def test_a_confirmed_regression_or_a_small_estimate_is_decided() -> None:
     assert not undecided(CONFIRMED, 0.02, 0.95)  # a regression already: nothing to add
-    assert not undecided(UNCHANGED, 0.02, 0.95)  # below half the threshold
+    assert not undecided(ONE_FAR_OFF, 0.02, 0.95)  # below half the threshold
     assert not undecided([1.0, 1.002, 0.998, 1.001, 0.999, 1.0], 0.02, 0.95)
     # significant and above half the threshold, but the interval stays below 1 + threshold
     assert not undecided([1.012, 1.013, 1.011, 1.012, 1.013, 1.012], 0.02, 0.95)
