@@ -19,7 +19,7 @@ from pytest_gpuperf.config import GpuperfConfig
 from pytest_gpuperf.engine import LocalEngine
 from pytest_gpuperf.model import Measurement
 from pytest_gpuperf.runner import MeasureSpec, Runner, RunnerOptions
-from tests.test_compare import ENV, measurement
+from tests.test_compare import ENV, measurement, rounds
 
 KEY = "t.py::test_a::default"
 CONFIG = GpuperfConfig(enabled=True, update_baseline=True)
@@ -149,3 +149,14 @@ def test_a_baseline_measurement_waits_for_a_machine_reading_slow(
     assert (first.speed_probe_ns, second.speed_probe_ns) == (35.0, 35.0)
     assert not any("waited" in n for n in first.notes)
     assert "waited 1s for the machine to recover (speed probe x1.03 then)" in second.notes
+
+
+def test_noisy_rounds_of_agreeing_readings_take_no_more_readings(tmp_path: Path) -> None:
+    # the two readings agree (+1%), but the session's reading spread 12% between its own rounds:
+    # the entry's threshold is raised by that, which more processes would not change
+    here = measurement(1000.0, round_medians_ns=rounds(1000.0, 0.12, 3))
+    engine, left = engine_with_fresh_readings(tmp_path, measurement(1010.0))
+    kept = engine._baseline_reading(here, CONFIG, GateSettings(threshold=0.10))
+    assert not left
+    assert "baseline checked by 1 independent measurement(s)" in kept.notes[-1]
+    assert "write it again on a quieter machine" in kept.notes[-1]  # the rounds' noise is still reported
