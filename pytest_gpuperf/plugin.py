@@ -493,10 +493,19 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 
 def _session_threshold(config: cfg.GpuperfConfig) -> float:
-    """The time threshold a reader of the summary table has in mind (markers may set others)."""
-    if config.threshold is not None:
-        return config.threshold
-    return cfg.DEFAULT_COMPARE_REF_THRESHOLD if config.compare_ref else cfg.DEFAULT_THRESHOLD
+    """The time threshold a reader of the summary table has in mind (markers may set others).
+
+    Taken from the gate's own settings, as the session's engine builds them, so that it
+    follows whatever decides the threshold there.
+    """
+    from pytest_gpuperf.engine import gate_settings
+
+    settings = gate_settings(config)
+    if config.compare_ref:
+        from pytest_gpuperf.abtest.engine import CompareRefEngine
+
+        settings = CompareRefEngine.settings_for(settings, config)
+    return settings.threshold
 
 
 def _write_notes(tw: Any, session: SessionResults, threshold: float) -> None:

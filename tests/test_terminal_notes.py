@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
+from pytest_gpuperf.config import GpuperfConfig
 from pytest_gpuperf.model import Comparison, MeasurementResult, Provenance, SessionResults, Verdict
-from pytest_gpuperf.plugin import _write_notes
+from pytest_gpuperf.plugin import _session_threshold, _write_notes
 from tests.test_compare import ENV, measurement
 
 
@@ -56,3 +59,13 @@ def test_nothing_to_say_writes_no_section() -> None:
     writer = Writer()
     _write_notes(writer, session(time_comparison(0, 0.03, Verdict.UNCHANGED, "")), threshold=0.02)
     assert writer.lines == []
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [({}, 0.10), ({"compare_ref": "main"}, 0.02), ({"compare_ref": "main", "threshold": 0.05}, 0.05),
+     ({"threshold": 0.2}, 0.2)],
+)  # fmt: skip
+def test_the_notes_threshold_is_the_gates_own(options: dict[str, object], expected: float) -> None:
+    config = GpuperfConfig(enabled=True, **options)  # type: ignore[arg-type]
+    assert _session_threshold(config) == pytest.approx(expected)
