@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from scipy.stats import norm
 
 _NAME = re.compile(r"^(?P<tool>.+)-t(?P<trial>\d+)-l(?P<level>\d+)\.json$")
 
@@ -125,10 +128,60 @@ def is_wrong(session: Sequence[TestLine]) -> bool:
     return alarm if session[0].level == 0 else not alarm
 
 
+def frozen_gate_spread_limit(slowdown: float, false_alarms: float, caught: float) -> float:
+    """The largest spread of unchanged code (SD of the log change) at which a fixed threshold can work.
+
+    A gate on a frozen number fails a test when its log change passes a threshold T.
+    If unchanged code's log change across sessions has spread ``s`` (roughly normal,
+    the tests of a session moving together, as a host's speed moves them), at most
+    ``false_alarms`` needs T >= z(1 - false_alarms) s, and catching a ``slowdown`` at
+    least ``caught`` of the time needs log(1 + slowdown) - T >= z(caught) s. Both
+    hold for some T only while s is at most this. More rounds or re-measures of the
+    same session do not lower s: it is the machine between sessions.
+    """
+    if not (0.0 < false_alarms < 1.0 and 0.0 < caught < 1.0 and slowdown > 0.0):
+        raise ValueError("frozen_gate_spread_limit: rates must be in (0, 1) and the slowdown positive")
+    return math.log1p(slowdown) / float(norm.ppf(1.0 - false_alarms) + norm.ppf(caught))
+
+
+def unchanged_spread(lines: Sequence[TestLine]) -> tuple[float, float, int] | None:
+    """(RMS, mean) of the log change of unchanged code's tests, and their count; None below two.
+
+    The RMS is taken around zero, not the mean: an offset between the session that
+    wrote a baseline and the one gating against it is error to a gate like any other.
+    """
+    logs = [math.log1p(t.change) for t in lines if t.level == 0 and t.change is not None and t.change > -1.0]
+    if len(logs) < 2:
+        return None
+    return math.sqrt(sum(x * x for x in logs) / len(logs)), sum(logs) / len(logs), len(logs)
+
+
+def print_spreads(shown: Sequence[Sequence[TestLine]], slowdown: float, false_alarms: float, caught: float) -> None:
+    by_tool: dict[str, list[TestLine]] = {}
+    for session in shown:
+        for line in session:
+            by_tool.setdefault(line.tool, []).append(line)
+    spreads = {tool: unchanged_spread(lines) for tool, lines in by_tool.items()}
+    known = {tool: spread for tool, spread in spreads.items() if spread is not None}
+    if not known:
+        return
+    print("\nSpread of unchanged code's log change across sessions (RMS around 0; sessions shown):")
+    for tool, (rms, mean, count) in known.items():
+        print(f"  {tool}: {rms:.1%} (mean {mean:+.1%}, {count} tests)")
+    limit = frozen_gate_spread_limit(slowdown, false_alarms, caught)
+    print(
+        f"  a gate on a frozen number can keep false alarms at most {false_alarms:.0%} and catch at least"
+        f" {caught:.0%} of {slowdown:.0%} slowdowns only while this is at most {limit:.1%}"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("directory", type=Path, help="the --results-dir of a detection.py run")
     parser.add_argument("--misses", action="store_true", help="only false alarms and missed slowdowns")
+    parser.add_argument("--slowdown", type=float, default=0.15, help="slowdown of the spread limit (default 0.15)")
+    parser.add_argument("--false-alarms", type=float, default=0.02, help="false-alarm rate of the limit (0.02)")
+    parser.add_argument("--caught", type=float, default=0.95, help="share caught of the limit (0.95)")
     args = parser.parse_args(argv)
     if not args.directory.is_dir():
         parser.error(f"{args.directory} is not a directory")
@@ -140,6 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\nWhy tests of slowed code were not failed (sessions shown):")
         for reason, count in reasons.most_common():
             print(f"  {reason}: {count}")
+    if not args.misses:  # misses alone would bias the spread
+        print_spreads(shown, args.slowdown, args.false_alarms, args.caught)
     print(f"\n{len(shown)} session(s) shown")
     return 0
 

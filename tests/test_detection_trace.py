@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -64,3 +65,32 @@ def test_a_misnamed_file_is_named(trace: ModuleType, tmp_path: Path) -> None:
     path = write_results(tmp_path / "results.json", make_session())
     with pytest.raises(ValueError, match=r"results\.json: not a detection results file"):
         trace.read_session(path)
+
+
+def test_the_spread_limit_of_a_frozen_gate(trace: ModuleType) -> None:
+    # log(1.15) / (z(0.98) + z(0.95)) = 0.1398 / (2.054 + 1.645)
+    assert trace.frozen_gate_spread_limit(0.15, 0.02, 0.95) == pytest.approx(0.03778, abs=1e-4)
+    # a larger slowdown or a looser target leaves room for more spread
+    assert trace.frozen_gate_spread_limit(0.30, 0.02, 0.95) > trace.frozen_gate_spread_limit(0.15, 0.02, 0.95)
+    assert trace.frozen_gate_spread_limit(0.15, 0.05, 0.80) > trace.frozen_gate_spread_limit(0.15, 0.02, 0.95)
+    with pytest.raises(ValueError, match="rates must be in"):
+        trace.frozen_gate_spread_limit(0.15, 0.0, 0.95)
+
+
+def test_unchanged_codes_spread_is_printed_next_to_the_limit(
+    trace: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = make_session()
+    write_results(tmp_path / "gpuperf-baseline-t1-l0.json", session)
+    write_results(tmp_path / "gpuperf-baseline-t2-l0.json", session)
+    write_results(tmp_path / "gpuperf-baseline-t1-l15.json", session)  # slowed code: not part of the spread
+    unchanged = [t for s in trace.sessions(tmp_path) for t in s if t.level == 0 and t.change is not None]
+    logs = [math.log1p(t.change) for t in unchanged]
+    rms = math.sqrt(sum(x * x for x in logs) / len(logs))
+
+    assert trace.main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"gpuperf-baseline: {rms:.1%} (mean {sum(logs) / len(logs):+.1%}, {len(logs)} tests)" in out
+    assert "catch at least 95% of 15% slowdowns only while this is at most 3.8%" in out
+    assert trace.main([str(tmp_path), "--misses"]) == 0  # misses alone would bias it: not printed
+    assert "Spread of unchanged code" not in capsys.readouterr().out
