@@ -17,6 +17,7 @@ tool: CI does not run it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import re
@@ -156,6 +157,21 @@ def unchanged_spread(lines: Sequence[TestLine]) -> tuple[float, float, int] | No
     return math.sqrt(sum(x * x for x in logs) / len(logs)), sum(logs) / len(logs), len(logs)
 
 
+def probe_normalized(lines: Sequence[TestLine]) -> list[TestLine]:
+    """``lines`` that have both speed probes, each change divided by the probes' ratio.
+
+    What normalizing by the session's speed probe would have read: if the probe
+    tracked what moves the tests between sessions, this spread would be smaller.
+    """
+    out = []
+    for t in lines:
+        if t.change is None or t.change <= -1.0 or not t.probe_ns or not t.baseline_probe_ns:
+            continue
+        change = (1.0 + t.change) * t.baseline_probe_ns / t.probe_ns - 1.0
+        out.append(dataclasses.replace(t, change=change))
+    return out
+
+
 def print_spreads(shown: Sequence[Sequence[TestLine]], slowdown: float, false_alarms: float, caught: float) -> None:
     by_tool: dict[str, list[TestLine]] = {}
     for session in shown:
@@ -167,7 +183,9 @@ def print_spreads(shown: Sequence[Sequence[TestLine]], slowdown: float, false_al
         return
     print("\nSpread of unchanged code's log change across sessions (RMS around 0; sessions shown):")
     for tool, (rms, mean, count) in known.items():
-        print(f"  {tool}: {rms:.1%} (mean {mean:+.1%}, {count} tests)")
+        normalized = unchanged_spread(probe_normalized(by_tool[tool]))
+        by_probe = "" if normalized is None else f"; divided by the speed probes' ratio: {normalized[0]:.1%}"
+        print(f"  {tool}: {rms:.1%} (mean {mean:+.1%}, {count} tests){by_probe}")
     limit = frozen_gate_spread_limit(slowdown, false_alarms, caught)
     print(
         f"  a gate on a frozen number can keep false alarms at most {false_alarms:.0%} and catch at least"

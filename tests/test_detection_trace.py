@@ -94,3 +94,18 @@ def test_unchanged_codes_spread_is_printed_next_to_the_limit(
     assert "catch at least 95% of 15% slowdowns only while this is at most 3.8%" in out
     assert trace.main([str(tmp_path), "--misses"]) == 0  # misses alone would bias it: not printed
     assert "Spread of unchanged code" not in capsys.readouterr().out
+
+
+def test_probe_normalized_changes_divide_by_the_probes_ratio(trace: ModuleType) -> None:
+    def line(change: float | None, probe: float | None, baseline_probe: float | None) -> object:
+        return trace.TestLine(
+            tool="gpuperf-baseline", trial=1, level=0, test="t", verdict="unchanged", change=change,
+            threshold=0.1, probe_ns=probe, baseline_probe_ns=baseline_probe, note="",
+        )  # fmt: skip
+
+    # +10% read while the probe ran 10% faster than when the baseline was written: +21% by the probe
+    (normalized,) = trace.probe_normalized([line(0.10, 100.0, 110.0), line(0.10, None, 110.0), line(None, 1.0, 1.0)])
+    assert normalized.change == pytest.approx(0.21)
+    assert trace.unchanged_spread([line(0.05, 1.0, 1.0), line(-0.05, 1.0, 1.0)])[0] == pytest.approx(
+        math.sqrt((math.log(1.05) ** 2 + math.log(0.95) ** 2) / 2)
+    )
