@@ -109,3 +109,14 @@ def test_probe_normalized_changes_divide_by_the_probes_ratio(trace: ModuleType) 
     assert trace.unchanged_spread([line(0.05, 1.0, 1.0), line(-0.05, 1.0, 1.0)])[0] == pytest.approx(
         math.sqrt((math.log(1.05) ** 2 + math.log(0.95) ** 2) / 2)
     )
+
+
+def test_compare_ref_gets_its_spread_but_not_the_frozen_gates_limit(
+    trace: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_results(tmp_path / "gpuperf-ref-t1-l0.json", make_session())
+    write_results(tmp_path / "gpuperf-ref-t2-l0.json", make_session())
+    assert trace.main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "  gpuperf-ref: " in out
+    assert "frozen number" not in out
