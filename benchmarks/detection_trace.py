@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scipy.stats import norm
+from pytest_gpuperf.stability import rms_log_change, spread_limit
 
 _NAME = re.compile(r"^(?P<tool>.+)-t(?P<trial>\d+)-l(?P<level>\d+)\.json$")
 
@@ -132,32 +132,16 @@ def is_wrong(session: Sequence[TestLine]) -> bool:
     return alarm if session[0].level == 0 else not alarm
 
 
-def frozen_gate_spread_limit(slowdown: float, false_alarms: float, caught: float) -> float:
-    """The largest spread of unchanged code (SD of the log change) at which a fixed threshold can work.
-
-    A gate on a frozen number fails a test when its log change passes a threshold T.
-    If unchanged code's log change across sessions has spread ``s`` (roughly normal,
-    the tests of a session moving together, as a host's speed moves them), at most
-    ``false_alarms`` needs T >= z(1 - false_alarms) s, and catching a ``slowdown`` at
-    least ``caught`` of the time needs log(1 + slowdown) - T >= z(caught) s. Both
-    hold for some T only while s is at most this. More rounds or re-measures of the
-    same session do not lower s: it is the machine between sessions.
-    """
-    if not (0.0 < false_alarms < 1.0 and 0.0 < caught < 1.0 and slowdown > 0.0):
-        raise ValueError("frozen_gate_spread_limit: rates must be in (0, 1) and the slowdown positive")
-    return math.log1p(slowdown) / float(norm.ppf(1.0 - false_alarms) + norm.ppf(caught))
-
-
 def unchanged_spread(lines: Sequence[TestLine]) -> tuple[float, float, int] | None:
     """(RMS, mean) of the log change of unchanged code's tests, and their count; None below two.
 
     The RMS is taken around zero, not the mean: an offset between the session that
     wrote a baseline and the one gating against it is error to a gate like any other.
     """
-    logs = [math.log1p(t.change) for t in lines if t.level == 0 and t.change is not None and t.change > -1.0]
-    if len(logs) < 2:
+    changes = [t.change for t in lines if t.level == 0 and t.change is not None and t.change > -1.0]
+    if len(changes) < 2:
         return None
-    return math.sqrt(sum(x * x for x in logs) / len(logs)), sum(logs) / len(logs), len(logs)
+    return rms_log_change(changes), sum(map(math.log1p, changes)) / len(changes), len(changes)
 
 
 def probe_normalized(lines: Sequence[TestLine]) -> list[TestLine]:
@@ -191,7 +175,7 @@ def print_spreads(shown: Sequence[Sequence[TestLine]], slowdown: float, false_al
         print(f"  {tool}: {rms:.1%} (mean {mean:+.1%}, {count} tests){by_probe}")
     if not any(tool in _FROZEN_GATES for tool in known):
         return  # compare-ref measures its base in the same session: the limit is not about it
-    limit = frozen_gate_spread_limit(slowdown, false_alarms, caught)
+    limit = spread_limit(slowdown, false_alarms, caught)
     print(
         f"  a gate on a frozen number can keep false alarms at most {false_alarms:.0%} and catch at least"
         f" {caught:.0%} of {slowdown:.0%} slowdowns only while this is at most {limit:.1%}"

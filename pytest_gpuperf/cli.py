@@ -1,4 +1,4 @@
-"""``gpuperf``: compare results files, render reports, show baseline history, validate baselines.
+"""``gpuperf``: compare results files, render reports, show baseline history, a runner's stability, validate baselines.
 
 Exit codes (docs/cli.md): 0 ok; 1 ``compare`` found a regression; 2 usage
 error (bad arguments or option values); 3 invalid input (a results or baseline
@@ -104,6 +104,22 @@ def build_parser() -> argparse.ArgumentParser:
                          help="versions a change must last to count as a step (default 1)")  # fmt: skip
     history.add_argument("--rev", default="HEAD", help="history up to this revision (default HEAD)")
     history.add_argument("--plot", type=Path, default=None, metavar="PATH", help="also write a PNG plot")
+
+    stability = commands.add_parser(
+        "stability",
+        help="is this runner steady enough for baseline mode? the spread of unchanged code between sessions",
+        description="Read the results files of several baseline-mode gating sessions of the same, unchanged "
+        "code (pytest --gpuperf --gpuperf-json=run-N.json, ideally hours apart on the runner in question) and "
+        "print the spread of each measurement's time change against its baseline, with the smallest slowdown "
+        "a gate on a baseline can catch on that runner (docs/cli.md).",
+    )
+    stability.add_argument("results", type=Path, nargs="+", metavar="RESULTS.json")
+    stability.add_argument("--slowdown", type=_fraction, default=0.15, metavar="FRACTION",
+                           help="the slowdown the gate must catch (default 0.15)")  # fmt: skip
+    stability.add_argument("--false-alarms", type=_fraction, default=0.02, metavar="FRACTION",
+                           help="the false-alarm rate allowed on unchanged code (default 0.02)")  # fmt: skip
+    stability.add_argument("--caught", type=_fraction, default=0.95, metavar="FRACTION",
+                           help="the share of such slowdowns to catch (default 0.95)")  # fmt: skip
 
     validate = commands.add_parser(
         "validate",
@@ -212,6 +228,31 @@ def _cmd_history(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     return EXIT_OK
 
 
+def _cmd_stability(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from pytest_gpuperf.report.results_json import load_results
+    from pytest_gpuperf.stability import NoChanges, assess, render
+
+    sessions = []
+    for path in args.results:
+        session = load_results(path)
+        if session.mode != "baseline":  # compare-ref measures its base in the same session
+            stderr.write(f"gpuperf stability: skipped {path}: a {session.mode} session, not a baseline-mode one\n")
+            continue
+        sessions.append(session)
+    try:
+        stability = assess(sessions)
+        text = render(stability, args.slowdown, args.false_alarms, args.caught)
+    except NoChanges:
+        stderr.write("gpuperf stability: no time change against a baseline in the files given: they must come from"
+                     " pytest --gpuperf --gpuperf-json=FILE runs against baselines\n")  # fmt: skip
+        return EXIT_INVALID_INPUT
+    except ValueError as exc:  # rates outside (0, 1), a slowdown of 0
+        stderr.write(f"gpuperf stability: error: {exc}\n")
+        return EXIT_USAGE
+    stdout.write(text)
+    return EXIT_OK
+
+
 def _cmd_validate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from pytest_gpuperf.baseline import BaselineStore
 
@@ -235,6 +276,7 @@ _COMMANDS = {
     "compare": _cmd_compare,
     "report": _cmd_report,
     "history": _cmd_history,
+    "stability": _cmd_stability,
     "validate": _cmd_validate,
 }
 

@@ -27,7 +27,7 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
     return write_results(tmp_path / "base.json", BASE_SESSION), write_results(tmp_path / "head.json", HEAD_SESSION)
 
 
-@pytest.mark.parametrize("command", [[], ["compare"], ["report"], ["history"], ["validate"]])
+@pytest.mark.parametrize("command", [[], ["compare"], ["report"], ["history"], ["stability"], ["validate"]])
 def test_help_for_every_command(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*command, "--help"]) == EXIT_OK
     out = capsys.readouterr().out

@@ -67,16 +67,6 @@ def test_a_misnamed_file_is_named(trace: ModuleType, tmp_path: Path) -> None:
         trace.read_session(path)
 
 
-def test_the_spread_limit_of_a_frozen_gate(trace: ModuleType) -> None:
-    # log(1.15) / (z(0.98) + z(0.95)) = 0.1398 / (2.054 + 1.645)
-    assert trace.frozen_gate_spread_limit(0.15, 0.02, 0.95) == pytest.approx(0.03778, abs=1e-4)
-    # a larger slowdown or a looser target leaves room for more spread
-    assert trace.frozen_gate_spread_limit(0.30, 0.02, 0.95) > trace.frozen_gate_spread_limit(0.15, 0.02, 0.95)
-    assert trace.frozen_gate_spread_limit(0.15, 0.05, 0.80) > trace.frozen_gate_spread_limit(0.15, 0.02, 0.95)
-    with pytest.raises(ValueError, match="rates must be in"):
-        trace.frozen_gate_spread_limit(0.15, 0.0, 0.95)
-
-
 def test_unchanged_codes_spread_is_printed_next_to_the_limit(
     trace: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
