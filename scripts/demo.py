@@ -1,7 +1,8 @@
 """The main job: the whole pytest-gpuperf loop, end to end, on this machine.
 
 1. A new user's project (scripts/demo_project) in a temporary git repository:
-   smoke run, baseline written, unchanged rerun passes, 50% more work is caught.
+   smoke run, baseline written, two unchanged reruns pass, 50% more work is caught,
+   and ``gpuperf stability`` reads the unchanged reruns' spread.
 2. The examples suite (AMP, torch.compile, DDP, kernels, ...) gated against the
    project's committed baselines/, writing JSON, Markdown, pytest-benchmark and
    HTML reports to .gpuperf-out/.
@@ -40,7 +41,7 @@ def run(args: list[str], cwd: Path, expect: int, env: dict[str, str] | None = No
 
 
 def new_user_loop() -> bool:
-    banner("1. A new user's project: smoke -> baseline -> unchanged -> injected slowdown")
+    banner("1. A new user's project: smoke -> baseline -> unchanged x2 -> injected slowdown -> stability")
     with tempfile.TemporaryDirectory(prefix="gpuperf-demo-") as tmp:
         project = Path(tmp)
         for name in ("test_quickstart.py", "conftest.py"):
@@ -54,8 +55,12 @@ def new_user_loop() -> bool:
         steps = [
             run(pytest, project, 0),
             run([*pytest, "--gpuperf", "--gpuperf-update-baseline"], project, 0),
-            run([*pytest, "--gpuperf"], project, 0),
+            run([*pytest, "--gpuperf", "--gpuperf-json=unchanged-1.json"], project, 0),
+            run([*pytest, "--gpuperf", "--gpuperf-json=unchanged-2.json"], project, 0),
             run([*pytest, "--gpuperf"], project, 1, env={"DEMO_EXTRA_WORK": "0.5"}),
+            # how steady is this machine for baseline mode? (a real check wants more runs, hours apart)
+            run([sys.executable, "-m", "pytest_gpuperf", "stability", "unchanged-1.json", "unchanged-2.json"],
+                project, 0),
         ]
         baseline = next((project / "baselines").rglob("*.json"))
         print(f"\nbaseline file written: {baseline.relative_to(project)} ({baseline.stat().st_size} bytes)")
