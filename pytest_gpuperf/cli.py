@@ -236,7 +236,7 @@ def _cmd_stability(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     for path in args.results:
         session = load_results(path)
         if session.mode != "baseline":  # compare-ref measures its base in the same session
-            stderr.write(f"gpuperf stability: skipped {path}: a {session.mode} session, not a baseline-mode one\n")
+            stderr.write(f"gpuperf stability: skipped {path}: a session in {session.mode} mode, not baseline mode\n")
             continue
         sessions.append(session)
     try:

@@ -99,7 +99,7 @@ def test_cli_skips_compare_ref_sessions_and_names_bad_files(tmp_path: Path) -> N
     ref = write_results(tmp_path / "ref.json", _session({"test_a": 0.30}, mode="compare-ref"))
     code, out, err = run("stability", *map(str, baseline_mode), str(ref))
     assert code == EXIT_OK
-    assert f"skipped {ref}: a compare-ref session" in err
+    assert f"skipped {ref}: a session in compare-ref mode, not baseline mode" in err
     assert "in 3 session(s)" in out and "tests/t.py::test_a::default" in out
 
     code, _, err = run("stability", str(ref))
