@@ -27,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_gpuperf.cli import stability_targets
 from pytest_gpuperf.stability import rms_log_change, spread_limit
 
 _NAME = re.compile(r"^(?P<tool>.+)-t(?P<trial>\d+)-l(?P<level>\d+)\.json$")
@@ -186,9 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("directory", type=Path, help="the --results-dir of a detection.py run")
     parser.add_argument("--misses", action="store_true", help="only false alarms and missed slowdowns")
-    parser.add_argument("--slowdown", type=float, default=0.15, help="slowdown of the spread limit (default 0.15)")
-    parser.add_argument("--false-alarms", type=float, default=0.02, help="false-alarm rate of the limit (0.02)")
-    parser.add_argument("--caught", type=float, default=0.95, help="share caught of the limit (0.95)")
+    stability_targets(parser)  # the targets of the spread limit
     args = parser.parse_args(argv)
     if not args.directory.is_dir():
         parser.error(f"{args.directory} is not a directory")

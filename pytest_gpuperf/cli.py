@@ -50,6 +50,19 @@ def _gate_options(parser: argparse.ArgumentParser) -> None:
                       help="do not normalize times by the calibration workload")  # fmt: skip
 
 
+def stability_targets(parser: argparse.ArgumentParser) -> None:
+    """``--slowdown``, ``--false-alarms``, ``--caught``: the targets (gpuperf stability, detection_trace.py)."""
+    from pytest_gpuperf import stability
+
+    parser.add_argument("--slowdown", type=_fraction, default=stability.DEFAULT_SLOWDOWN, metavar="FRACTION",
+                        help=f"the slowdown the gate must catch (default {stability.DEFAULT_SLOWDOWN})")  # fmt: skip
+    parser.add_argument("--false-alarms", type=_fraction, default=stability.DEFAULT_FALSE_ALARMS, metavar="FRACTION",
+                        help="the false-alarm rate allowed on unchanged code"
+                             f" (default {stability.DEFAULT_FALSE_ALARMS})")  # fmt: skip
+    parser.add_argument("--caught", type=_fraction, default=stability.DEFAULT_CAUGHT, metavar="FRACTION",
+                        help=f"the share of such slowdowns to catch (default {stability.DEFAULT_CAUGHT})")  # fmt: skip
+
+
 def _output_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", type=Path, default=None, metavar="PATH",
                         help="write to PATH instead of standard output")  # fmt: skip
@@ -114,12 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
         "a gate on a baseline can catch on that runner (docs/cli.md).",
     )
     stability.add_argument("results", type=Path, nargs="+", metavar="RESULTS.json")
-    stability.add_argument("--slowdown", type=_fraction, default=0.15, metavar="FRACTION",
-                           help="the slowdown the gate must catch (default 0.15)")  # fmt: skip
-    stability.add_argument("--false-alarms", type=_fraction, default=0.02, metavar="FRACTION",
-                           help="the false-alarm rate allowed on unchanged code (default 0.02)")  # fmt: skip
-    stability.add_argument("--caught", type=_fraction, default=0.95, metavar="FRACTION",
-                           help="the share of such slowdowns to catch (default 0.95)")  # fmt: skip
+    stability_targets(stability)
 
     validate = commands.add_parser(
         "validate",

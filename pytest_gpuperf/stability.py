@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from pytest_gpuperf.model import SessionResults, Verdict
 
+DEFAULT_SLOWDOWN = 0.15  # issue 3's target for baseline mode
 DEFAULT_FALSE_ALARMS = 0.02
 DEFAULT_CAUGHT = 0.95
 UPPER_BOUND_CONFIDENCE = 0.90  # of the spread's upper bound
@@ -159,7 +160,7 @@ def _reach(spread: float, upper: float, limit: float) -> str:
 
 def render(
     stability: Stability,
-    slowdown: float = 0.15,
+    slowdown: float = DEFAULT_SLOWDOWN,
     false_alarms: float = DEFAULT_FALSE_ALARMS,
     caught: float = DEFAULT_CAUGHT,
 ) -> str:
