@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import sys
@@ -8,18 +7,13 @@ from pathlib import Path
 
 import git
 import pytest
+from cli_helpers import run
 from test_report_helpers import BASE_SESSION, ENV, HEAD_SESSION, make_session, timed
 
 from pytest_gpuperf import __version__
 from pytest_gpuperf.baseline import BaselineStore, entry_from_measurement
 from pytest_gpuperf.cli import EXIT_INVALID_INPUT, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, main
 from pytest_gpuperf.report.results_json import load_results, write_results
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import io
 import math
 from pathlib import Path
 
 import pytest
+from cli_helpers import run
 from test_report_helpers import ENV, HEAD, measurement
 
-from pytest_gpuperf.cli import EXIT_INVALID_INPUT, EXIT_OK, EXIT_USAGE, main
+from pytest_gpuperf.cli import EXIT_INVALID_INPUT, EXIT_OK, EXIT_USAGE
 from pytest_gpuperf.model import Comparison, MeasurementResult, SessionResults, Verdict
 from pytest_gpuperf.report.results_json import load_results, write_results
 from pytest_gpuperf.stability import (
@@ -86,12 +86,6 @@ def test_assess_pools_the_time_changes_of_each_measurement() -> None:
 def test_what_the_spread_means_for_a_15_percent_slowdown(change: float, expected: str) -> None:
     sessions = [_session({"test_a": change if i % 2 else -change}) for i in range(20)]
     assert expected in render(assess(sessions))
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_cli_skips_compare_ref_sessions_and_names_bad_files(tmp_path: Path) -> None:
