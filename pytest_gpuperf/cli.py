@@ -16,7 +16,7 @@ from typing import TextIO
 
 from pytest_gpuperf import __version__
 from pytest_gpuperf.errors import GpuperfError
-from pytest_gpuperf.model import SampleStats, SessionResults, Verdict
+from pytest_gpuperf.model import SessionResults, Statistic, Verdict
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1
@@ -42,12 +42,10 @@ def _gate_options(parser: argparse.ArgumentParser) -> None:
                       help="smallest relative time change that counts (default 0.10)")  # fmt: skip
     gate.add_argument("--memory-threshold", type=_fraction, default=None, metavar="FRACTION",
                       help="smallest relative peak-memory change that counts (default 0.05)")  # fmt: skip
-    gate.add_argument("--metric", default=None, metavar="STAT",
-                      help="time statistic compared: p50 (default), mean, min, p90, p99")  # fmt: skip
+    gate.add_argument("--metric", default=None, metavar="STAT", choices=[s.value for s in Statistic],
+                      help="time statistic compared (default p50)")  # fmt: skip
     gate.add_argument("--noise-multiplier", type=float, default=None, metavar="K",
                       help="standard deviations of run-to-run noise a change must exceed (default 3)")  # fmt: skip
-    gate.add_argument("--no-calibration", action="store_true",
-                      help="do not normalize times by the calibration workload")  # fmt: skip
 
 
 def stability_targets(parser: argparse.ArgumentParser) -> None:
@@ -110,7 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help=f"baselines folder inside a git work tree (default {DEFAULT_BASELINES})")  # fmt: skip
     history.add_argument("-k", "--match", default=None, metavar="TEXT",
                          help="only measurements whose key contains TEXT")  # fmt: skip
-    history.add_argument("--metric", default="p50", metavar="STAT", help="statistic to follow (default p50)")
+    history.add_argument("--metric", default="p50", metavar="STAT", choices=[s.value for s in Statistic],
+                         help="statistic to follow (default p50)")  # fmt: skip
     history.add_argument("--threshold", type=_fraction, default=0.10, metavar="FRACTION",
                          help="smallest relative change that is a step (default 0.10)")  # fmt: skip
     history.add_argument("--persist", type=int, default=1, metavar="N",
@@ -159,7 +158,7 @@ def _table(session: SessionResults, width: int | None = None) -> str:
 
 
 def _cmd_compare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from pytest_gpuperf.compare import GateSettings
+    from pytest_gpuperf.config import GateSettings
     from pytest_gpuperf.report.compare_results import compare_files
     from pytest_gpuperf.report.markdown import render_comment
     from pytest_gpuperf.report.results_json import dumps_results
@@ -167,15 +166,11 @@ def _cmd_compare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     overrides = {
         "threshold": args.threshold,
         "memory_threshold": args.memory_threshold,
-        "metric": args.metric,
+        "statistic": Statistic(args.metric) if args.metric is not None else None,
         "noise_multiplier": args.noise_multiplier,
     }
     try:
-        settings = GateSettings(
-            **{k: v for k, v in overrides.items() if v is not None}, use_calibration=not args.no_calibration
-        )
-        if args.metric is not None:
-            SampleStats.from_samples([1.0]).get(args.metric)  # KeyError naming the known statistics
+        settings = GateSettings(**{k: v for k, v in overrides.items() if v is not None})
     except (ValueError, KeyError) as exc:
         stderr.write(f"gpuperf compare: error: {exc.args[0]}\n")
         return EXIT_USAGE

@@ -1,36 +1,46 @@
-"""Plugin configuration as plain frozen objects; the core never sees ``pytest.Config``.
+"""Settings as plain frozen objects, resolved once; the core never sees ``pytest.Config``.
 
 ``GpuperfConfig`` is built once per session from options and ini values;
 ``MarkerOptions`` from a test's ``@pytest.mark.gpuperf(...)``, validated
 against its own fields so an unknown keyword is named in the error.
+``resolve`` merges the two, with the mode's defaults, into the one
+``Settings`` object a measurement is taken and judged with: nothing below
+this module picks a default of its own.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from pytest_gpuperf.cpu_pinning import validate_pin_setting
 from pytest_gpuperf.errors import ConfigError
+from pytest_gpuperf.model import Statistic
 
-# Documented defaults (README "Configuration reference").
+# Documented defaults (docs/configuration.md).
 DEFAULT_THRESHOLD = 0.10  # relative time change that counts as a regression (baseline mode)
 DEFAULT_COMPARE_REF_THRESHOLD = 0.02  # the same with --gpuperf-compare-ref (interleaved, same machine)
 DEFAULT_MEMORY_THRESHOLD = 0.05  # relative growth of peak memory that counts as a regression
-DEFAULT_METRIC = "p50"
+DEFAULT_MEMORY_MIN_INCREASE = 1 << 20  # bytes; a smaller peak change is allocator granularity, not a change
+DEFAULT_METRIC = Statistic.P50
 DEFAULT_WARMUP_TIME_S = 0.1
 DEFAULT_MIN_TIME_S = 0.2
 DEFAULT_MAX_TIME_S = 2.0
 DEFAULT_TARGET_PRECISION = 0.01  # stop once the 95% CI of the median is within +-1%
+DEFAULT_MIN_SAMPLES = 6  # the fewest samples for which the distribution-free 95% CI of the median exists
+DEFAULT_TIME_LIMIT_S = 120.0  # one measurement, warm-up included: a longer one is stopped
 DEFAULT_REMEASURES = 1
 DEFAULT_CONFIRM_PAIRS = 6  # fresh process pairs that re-measure a suspected compare-ref regression
+DEFAULT_NOISE_MULTIPLIER = 3.0  # standard deviations of between-run noise a change must exceed
+DEFAULT_FAST_END_QUANTILE = 0.10  # baseline mode on a CPU: a change must show in the fastest 10% of calls
+DEFAULT_CONFIDENCE = 0.95
 DEFAULT_BASELINE_DIR = "baselines"
 
-TIME_METRICS = ("p50", "median", "mean", "p90", "p99", "min")
 CALIBRATE_CHOICES = ("on", "off")
+MODES = ("smoke", "baseline", "compare-ref", "update")
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,8 @@ class MeasureSettings:
     min_time_s: float = DEFAULT_MIN_TIME_S
     max_time_s: float = DEFAULT_MAX_TIME_S
     target_precision: float = DEFAULT_TARGET_PRECISION
+    min_samples: int = DEFAULT_MIN_SAMPLES
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S
     l2_flush: bool = False
     cuda_graph: bool = False
 
@@ -53,11 +65,67 @@ class MeasureSettings:
             raise ConfigError(f"min time {self.min_time_s}s exceeds max time {self.max_time_s}s")
         if not 0 < self.target_precision < 1:
             raise ConfigError(f"target precision must be in (0, 1), got {self.target_precision}")
+        if self.min_samples < 1:
+            raise ConfigError(f"min samples must be at least 1, got {self.min_samples}")
+        if not self.time_limit_s > 0:
+            raise ConfigError(f"--gpuperf-time-limit must be positive, got {self.time_limit_s}")
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """How strict the verdict is, for one measurement; built by ``resolve`` only.
+
+    threshold: smallest relative time change (fraction) that may fail, for this mode.
+    memory_threshold / memory_min_increase_bytes: a peak-memory regression needs both.
+    statistic: the time statistic compared; the evidence is always about medians.
+    noise_multiplier: standard deviations of recorded between-run noise a change must exceed.
+    strict: not comparable, unstable and not gated fail the test too.
+    calibrate: judge by a calibration workload measured between rounds (CPU host guard).
+    fast_end_quantile: a time verdict must also move this low quantile (CPU host guard; None: off).
+    remeasures / confirm_pairs: the readings that confirm a suspected regression (readings.py).
+    min_samples: the fewest samples a side needs for a time verdict.
+    """
+
+    threshold: float = DEFAULT_THRESHOLD
+    memory_threshold: float = DEFAULT_MEMORY_THRESHOLD
+    statistic: Statistic = DEFAULT_METRIC
+    noise_multiplier: float = DEFAULT_NOISE_MULTIPLIER
+    strict: bool = False
+    calibrate: bool = False
+    confidence: float = DEFAULT_CONFIDENCE
+    memory_min_increase_bytes: int = DEFAULT_MEMORY_MIN_INCREASE
+    fast_end_quantile: float | None = DEFAULT_FAST_END_QUANTILE
+    remeasures: int = DEFAULT_REMEASURES
+    confirm_pairs: int = DEFAULT_CONFIRM_PAIRS
+    min_samples: int = DEFAULT_MIN_SAMPLES
+
+    def __post_init__(self) -> None:
+        for name in ("threshold", "memory_threshold", "noise_multiplier"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise ConfigError(f"GateSettings.{name} must be a finite number >= 0, got {value!r}")
+        if self.fast_end_quantile is not None and not 0 < self.fast_end_quantile < 0.5:
+            raise ConfigError(f"GateSettings.fast_end_quantile must be in (0, 0.5), got {self.fast_end_quantile}")
+        if not 0.5 <= self.confidence < 1.0:
+            raise ConfigError(f"GateSettings.confidence must be in [0.5, 1), got {self.confidence!r}")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything one measurement is taken and judged with: the product of ``resolve``."""
+
+    mode: str
+    measure: MeasureSettings = field(default_factory=MeasureSettings)
+    gate: GateSettings = field(default_factory=GateSettings)
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode != "smoke"
 
 
 @dataclass(frozen=True)
 class GpuperfConfig:
-    """Everything a session needs, converted once from pytest's config."""
+    """The session's choices, converted once from pytest's options and ini values."""
 
     enabled: bool = False
     update_baseline: bool = False
@@ -66,9 +134,10 @@ class GpuperfConfig:
     device: str = "auto"
     threshold: float | None = None  # None: the mode's default (10% baseline, 2% compare-ref)
     memory_threshold: float = DEFAULT_MEMORY_THRESHOLD
-    metric: str = DEFAULT_METRIC
+    metric: Statistic = DEFAULT_METRIC
     strict: bool = False
-    calibrate: str = "off"  # on CPUs too: docs/statistics.md, "Calibration"
+    explain: bool = False  # print every measurement's rules (--gpuperf-explain)
+    calibrate: str = "off"  # docs/statistics.md, "Calibration"
     remeasures: int = DEFAULT_REMEASURES
     confirm_pairs: int = DEFAULT_CONFIRM_PAIRS
     measure: MeasureSettings = field(default_factory=MeasureSettings)
@@ -80,20 +149,21 @@ class GpuperfConfig:
     profile_dir: Path | None = None
     nsight: bool = False
     nvtx: bool = True
-    worker_address: str | None = None  # set in the base-ref worker process only
     plugin_args: tuple[str, ...] = ()  # the session's -p choices, repeated in worker processes
-    pin_cpu: str = "auto"  # "auto", "off" or a CPU number (cpu_pinning.py)
+    pin_cpu: str = "auto"  # "auto", "off" or a CPU number (host/cpu/pinning.py)
 
     def __post_init__(self) -> None:
-        if self.metric not in TIME_METRICS:
-            raise ConfigError(f"--gpuperf-metric must be one of {', '.join(TIME_METRICS)}, got {self.metric!r}")
+        try:
+            object.__setattr__(self, "metric", Statistic.parse(self.metric))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         if self.calibrate not in CALIBRATE_CHOICES:
             raise ConfigError(f"--gpuperf-calibrate must be one of {CALIBRATE_CHOICES}, got {self.calibrate!r}")
         for name in ("threshold", "memory_threshold"):
             value = getattr(self, name)
             if value is not None and not 0 <= value < 10:
                 raise ConfigError(f"--gpuperf-{name.replace('_', '-')} must be a fraction like 0.1, got {value}")
-        validate_pin_setting(self.pin_cpu)
+        parse_pin_cpu(self.pin_cpu)
         if self.remeasures < 0:
             raise ConfigError(f"--gpuperf-remeasure must be >= 0, got {self.remeasures}")
         if self.confirm_pairs < 0 or self.confirm_pairs in (1, 2):
@@ -115,6 +185,19 @@ class GpuperfConfig:
         return "baseline"
 
 
+def parse_pin_cpu(value: str) -> int | str | None:
+    """``auto``, ``off`` (None) or a core number; ConfigError naming the option otherwise."""
+    if value in ("auto", "off"):
+        return None if value == "off" else "auto"
+    try:
+        core = int(value)
+    except ValueError:
+        core = -1
+    if core < 0:
+        raise ConfigError(f"--gpuperf-pin-cpu must be auto, off or a CPU number, got {value!r}")
+    return core
+
+
 @dataclass(frozen=True)
 class MarkerOptions:
     """Per-test overrides from ``@pytest.mark.gpuperf(...)``; ``None`` means "session default"."""
@@ -126,13 +209,17 @@ class MarkerOptions:
     min_time: float | None = None
     max_time: float | None = None
     target_precision: float | None = None
+    time_limit: float | None = None
     l2_flush: bool | None = None
     cuda_graph: bool | None = None
     calibrate: bool | None = None
-    remeasures: int | None = None
+    remeasure: int | None = None
 
     @classmethod
     def from_kwargs(cls, kwargs: Mapping[str, Any], *, test_id: str) -> MarkerOptions:
+        kwargs = dict(kwargs)
+        if "remeasures" in kwargs:  # the spelling before the keyword took the option's name
+            kwargs.setdefault("remeasure", kwargs.pop("remeasures"))
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(kwargs) - known)
         if unknown:
@@ -141,44 +228,76 @@ class MarkerOptions:
                 f"known: {', '.join(sorted(known))}",
                 test_id=test_id,
             )
-        numeric = ("threshold", "memory_threshold", "warmup_time", "min_time", "max_time", "target_precision")
+        numeric = ("threshold", "memory_threshold", "warmup_time", "min_time", "max_time", "target_precision",
+                   "time_limit")  # fmt: skip
         for name in numeric:
             value = kwargs.get(name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
                 raise ConfigError(f"@pytest.mark.gpuperf({name}=...) must be a number, got {value!r}", test_id=test_id)
         metric = kwargs.get("metric")
-        if metric is not None and metric not in TIME_METRICS:
-            raise ConfigError(
-                f"@pytest.mark.gpuperf(metric=...) must be one of {', '.join(TIME_METRICS)}, got {metric!r}",
-                test_id=test_id,
-            )
-        return cls(**dict(kwargs))
+        if metric is not None:
+            try:
+                Statistic.parse(metric, what="@pytest.mark.gpuperf(metric=...)")
+            except ValueError as exc:
+                raise ConfigError(str(exc), test_id=test_id) from None
+        return cls(**kwargs)
 
-    def apply(self, config: GpuperfConfig, *, test_id: str) -> GpuperfConfig:
-        """The session config with this test's overrides applied."""
-        m = config.measure
-        try:
-            measure = MeasureSettings(
-                warmup_time_s=_pick(self.warmup_time, m.warmup_time_s),
-                min_time_s=_pick(self.min_time, m.min_time_s),
-                max_time_s=_pick(self.max_time, max(m.max_time_s, self.min_time or 0.0)),
-                target_precision=_pick(self.target_precision, m.target_precision),
-                l2_flush=_pick(self.l2_flush, m.l2_flush),
-                cuda_graph=_pick(self.cuda_graph, m.cuda_graph),
-            )
-            calibrate = config.calibrate if self.calibrate is None else ("on" if self.calibrate else "off")
-            return dataclasses.replace(
-                config,
-                threshold=_pick(self.threshold, config.threshold),
-                memory_threshold=_pick(self.memory_threshold, config.memory_threshold),
-                metric=_pick(self.metric, config.metric),
-                calibrate=calibrate,
-                remeasures=_pick(self.remeasures, config.remeasures),
-                measure=measure,
-            )
-        except ConfigError as exc:
-            raise ConfigError(f"@pytest.mark.gpuperf: {exc}", test_id=test_id) from None
+
+def resolve(config: GpuperfConfig, marker: MarkerOptions | None = None, *, test_id: str = "") -> Settings:
+    """The one place where session options, ini values, marker keywords and the mode's defaults meet.
+
+    Compare-ref measures head and base interleaved on one machine, so it has a
+    smaller default threshold and no use for the guards against a frozen
+    number (noise floor of the recorded noise, calibration, the fast end).
+    """
+    m = marker or MarkerOptions()
+    mode = config.mode
+    compare_ref = mode == "compare-ref"
+    base = config.measure
+    try:
+        measure = MeasureSettings(
+            warmup_time_s=_pick(m.warmup_time, base.warmup_time_s),
+            min_time_s=_pick(m.min_time, base.min_time_s),
+            max_time_s=_pick(m.max_time, max(base.max_time_s, m.min_time or 0.0)),
+            target_precision=_pick(m.target_precision, base.target_precision),
+            min_samples=base.min_samples,
+            time_limit_s=_pick(m.time_limit, base.time_limit_s),
+            l2_flush=_pick(m.l2_flush, base.l2_flush),
+            cuda_graph=_pick(m.cuda_graph, base.cuda_graph),
+        )
+        threshold = _pick(m.threshold, config.threshold)
+        if threshold is None:
+            threshold = DEFAULT_COMPARE_REF_THRESHOLD if compare_ref else DEFAULT_THRESHOLD
+        calibrate = config.calibrate == "on" if m.calibrate is None else bool(m.calibrate)
+        gate = GateSettings(
+            threshold=threshold,
+            memory_threshold=_pick(m.memory_threshold, config.memory_threshold),
+            statistic=Statistic.parse(_pick(m.metric, config.metric)),
+            strict=config.strict,
+            calibrate=calibrate and not compare_ref,
+            fast_end_quantile=None if compare_ref else DEFAULT_FAST_END_QUANTILE,
+            remeasures=0 if mode == "update" else _pick(m.remeasure, config.remeasures),
+            confirm_pairs=config.confirm_pairs,
+            min_samples=measure.min_samples,
+        )
+    except ConfigError as exc:
+        if marker is None:
+            raise
+        raise ConfigError(f"@pytest.mark.gpuperf: {exc}", test_id=test_id) from None
+    return Settings(mode=mode, measure=measure, gate=gate)
 
 
 def _pick(override: Any, default: Any) -> Any:
     return default if override is None else override
+
+
+def with_call_options(settings: Settings, *, l2_flush: bool | None, cuda_graph: bool | None) -> Settings:
+    """``settings`` with a single ``gpu_bench.measure(...)`` call's own switches applied."""
+    if l2_flush is None and cuda_graph is None:
+        return settings
+    measure = dataclasses.replace(
+        settings.measure,
+        l2_flush=settings.measure.l2_flush if l2_flush is None else l2_flush,
+        cuda_graph=settings.measure.cuda_graph if cuda_graph is None else cuda_graph,
+    )
+    return dataclasses.replace(settings, measure=measure)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
-from pytest_gpuperf.config import GpuperfConfig
+from pytest_gpuperf.config import Settings, with_call_options
 from pytest_gpuperf.errors import ConfigError, GpuperfError
 from pytest_gpuperf.model import DEFAULT_MEASUREMENT, Direction, Measurement, Metric, Throughput
 from pytest_gpuperf.runner import MeasureSpec
@@ -31,13 +31,13 @@ class GpuBench:
     def __init__(
         self,
         test_id: str,
-        config: GpuperfConfig,
+        settings: Settings,
         engine: Engine,
         device: torch.device,
         guard: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
     ) -> None:
         self.test_id = test_id
-        self.config = config
+        self.settings = settings  # resolved once for this test (config.resolve)
         self._engine = engine
         self._device = device
         self._guard = guard  # serializes measurements across xdist workers sharing a device
@@ -47,11 +47,11 @@ class GpuBench:
     @property
     def enabled(self) -> bool:
         """True under ``--gpuperf`` (a real measurement), False in smoke mode."""
-        return self.config.enabled
+        return self.settings.enabled
 
     @property
     def smoke(self) -> bool:
-        return not self.config.enabled
+        return not self.settings.enabled
 
     @property
     def device(self) -> torch.device:
@@ -83,10 +83,11 @@ class GpuBench:
         """
         __tracebackhide__ = True
         try:
-            spec = self._spec(fn, args, kwargs, name, Throughput(items=items, flops=flops, bytes=bytes),
-                              l2_flush=l2_flush, cuda_graph=cuda_graph)
+            spec = self._spec(fn, args, kwargs, name, Throughput(items=items, flops=flops, bytes=bytes))
+            settings = with_call_options(self.settings, l2_flush=l2_flush, cuda_graph=cuda_graph)
+            spec = dataclasses.replace(spec, settings=settings.measure)
             with self._guard():
-                measurement = self._engine.measure(spec, self.config)
+                measurement = self._engine.measure(spec, settings)
         except GpuperfError as exc:
             # Our own errors already say what is wrong and where; the plugin's stack adds nothing.
             pytest.fail(str(exc), pytrace=False)
@@ -103,19 +104,9 @@ class GpuBench:
         kwargs: Mapping[str, Any] | None,
         name: str | None,
         throughput: Throughput,
-        *,
-        l2_flush: bool | None,
-        cuda_graph: bool | None,
     ) -> MeasureSpec:
         if not callable(fn):
             raise ConfigError(f"gpu_bench needs a callable, got {type(fn).__name__}", test_id=self.test_id)
-        settings = self.config.measure
-        if l2_flush is not None or cuda_graph is not None:
-            settings = dataclasses.replace(
-                settings,
-                l2_flush=settings.l2_flush if l2_flush is None else l2_flush,
-                cuda_graph=settings.cuda_graph if cuda_graph is None else cuda_graph,
-            )
         return MeasureSpec(
             fn=fn,
             args=tuple(args),
@@ -123,7 +114,7 @@ class GpuBench:
             test_id=self.test_id,
             name=self._new_name(name),
             throughput=throughput,
-            settings=settings,
+            settings=self.settings.measure,
         )
 
     def metric(
@@ -178,14 +169,13 @@ class GpuBench:
         except GpuperfError as exc:
             pytest.fail(str(exc), pytrace=False)
         own = dataclasses.replace(measurement, test_id=self.test_id)
-        remember = getattr(self._engine, "remember", None)  # engines that re-measure locally
-        if remeasure is not None and remember is not None:
+        if remeasure is not None:
             test_id = self.test_id
 
             def again() -> Measurement:  # runs inside the gate, already under the device guard
                 return dataclasses.replace(remeasure(), test_id=test_id)
 
-            remember(own.key, again)
+            self._engine.remember(own.key, again)
         self._store(own)
         return own
 

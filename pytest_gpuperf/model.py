@@ -9,6 +9,7 @@ sample is the mean over a block of calls), memory is bytes.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -29,6 +30,7 @@ class Verdict(str, enum.Enum):
     NEW = "new"
     NOT_COMPARABLE = "not comparable"
     UNSTABLE = "unstable"
+    NOT_GATED = "not gated"  # too few samples for any verdict (a call slower than the time limit allows)
 
     @property
     def fails(self) -> bool:
@@ -40,10 +42,39 @@ VERDICT_ORDER = (
     Verdict.REGRESSION,
     Verdict.NOT_COMPARABLE,
     Verdict.UNSTABLE,
+    Verdict.NOT_GATED,
     Verdict.IMPROVEMENT,
     Verdict.NEW,
     Verdict.UNCHANGED,
 )
+
+
+class Kind(str, enum.Enum):
+    """What a comparison compares; rules and reports branch on this, never on a metric's name."""
+
+    TIME = "time"
+    MEMORY = "memory"
+    METRIC = "metric"
+
+
+class Statistic(str, enum.Enum):
+    """The time statistics a gate can compare (``--gpuperf-metric``); one list for config, CLI and model."""
+
+    P50 = "p50"
+    MEDIAN = "median"
+    MEAN = "mean"
+    P90 = "p90"
+    P99 = "p99"
+    MIN = "min"
+
+    @classmethod
+    def parse(cls, value: str | Statistic, *, what: str = "--gpuperf-metric") -> Statistic:
+        """``value`` as a Statistic; ValueError naming ``what`` and the choices otherwise."""
+        try:
+            return cls(value)
+        except ValueError:
+            choices = ", ".join(s.value for s in cls)
+            raise ValueError(f"{what} must be one of {choices}, got {value!r}") from None
 
 
 def measurement_key(test_id: str, name: str) -> str:
@@ -120,21 +151,17 @@ class SampleStats:
             stdev_ns=statistics.stdev(ordered) if len(ordered) > 1 else 0.0,
         )
 
-    def get(self, metric: str) -> float:
-        """Look a statistic up by its short name (``p50``, ``mean``, ``min`` ...)."""
-        names = {
-            "p50": self.median_ns,
-            "median": self.median_ns,
-            "mean": self.mean_ns,
-            "p90": self.p90_ns,
-            "p99": self.p99_ns,
-            "min": self.min_ns,
-            "max": self.max_ns,
-        }
-        try:
-            return names[metric]
-        except KeyError:
-            raise KeyError(f"unknown time statistic {metric!r}; use one of {sorted(names)}") from None
+    def get(self, statistic: Statistic | str) -> float:
+        """Look a statistic up (``Statistic.P50``, or its short name ``"p50"``)."""
+        stat = Statistic.parse(statistic, what="time statistic")
+        return {
+            Statistic.P50: self.median_ns,
+            Statistic.MEDIAN: self.median_ns,
+            Statistic.MEAN: self.mean_ns,
+            Statistic.P90: self.p90_ns,
+            Statistic.P99: self.p99_ns,
+            Statistic.MIN: self.min_ns,
+        }[stat]
 
 
 @dataclass(frozen=True)
@@ -220,8 +247,9 @@ class Measurement:
     def key(self) -> str:
         return measurement_key(self.test_id, self.name)
 
-    @property
+    @functools.cached_property
     def stats(self) -> SampleStats:
+        """Computed once per object (samples never change: the dataclass is frozen)."""
         return SampleStats.from_samples(self.samples_ns)
 
     @property
@@ -256,11 +284,20 @@ class BaselineEntry:
 
 
 @dataclass(frozen=True)
+class RuleNote:
+    """What one rule of the verdict pipeline said about a comparison, and the verdict after it."""
+
+    rule: str  # the rule's name: "noise-floor", "significance", "fast-end" ...
+    verdict: Verdict
+    note: str
+
+
+@dataclass(frozen=True)
 class Comparison:
-    """The gate's finding for one metric of one measurement."""
+    """The gate's finding for one metric of one measurement, with the rules that reached it."""
 
     key: str
-    metric: str  # "time.p50", "memory.peak_allocated", "metric.speedup" ...
+    metric: str  # a display name: "time.p50", "memory.peak_allocated", "metric.speedup" ...
     verdict: Verdict
     current: float
     baseline: float | None = None
@@ -273,6 +310,8 @@ class Comparison:
     evidence: str = ""
     baseline_commit: str | None = None
     note: str = ""
+    kind: Kind = Kind.TIME
+    explanation: tuple[RuleNote, ...] = ()  # every rule that acted, in order (verdict/pipeline.py)
 
     def __post_init__(self) -> None:
         # An unbounded CI (one sample on a side) or an infinite change (a zero baseline) is

@@ -19,7 +19,16 @@ import pytest
 from pytest_gpuperf import config as cfg
 from pytest_gpuperf.errors import ConfigError, GpuperfError
 from pytest_gpuperf.fixture import GpuBench
-from pytest_gpuperf.model import Comparison, Environment, MeasurementResult, Provenance, SessionResults, Verdict
+from pytest_gpuperf.model import (
+    Comparison,
+    Environment,
+    Kind,
+    MeasurementResult,
+    Provenance,
+    SessionResults,
+    Statistic,
+    Verdict,
+)
 from pytest_gpuperf.parallel import WorkerInfo, measurement_lock, needs_lock, pinned_device
 
 if TYPE_CHECKING:
@@ -28,6 +37,7 @@ if TYPE_CHECKING:
     from pytest_gpuperf.abtest.prestart import EarlyBase
     from pytest_gpuperf.baseline.store import BaselineStore, EntryChange
     from pytest_gpuperf.engine import Engine
+    from pytest_gpuperf.verdict.rulesets import RuleSet
 
 MARKER = "gpuperf"
 
@@ -58,13 +68,15 @@ class SessionState:
             return self.engine
         import torch
 
+        from pytest_gpuperf.abtest.fresh import FreshProcessRemeasure
         from pytest_gpuperf.baseline.provenance import git_provenance
         from pytest_gpuperf.baseline.store import BaselineStore
-        from pytest_gpuperf.cpu_pinning import resolve_pin_cpu
         from pytest_gpuperf.engine import LocalEngine
         from pytest_gpuperf.env import probe_environment
         from pytest_gpuperf.gpu.device import resolve_device
+        from pytest_gpuperf.host import guard_for
         from pytest_gpuperf.runner import Runner, RunnerOptions
+        from pytest_gpuperf.verdict.rulesets import rules_for
 
         c = self.config
         cuda_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -74,23 +86,29 @@ class SessionState:
         self.environment = probe_environment(self.device)
         self.provenance = git_provenance(c.rootdir)
         self.store = BaselineStore(c.baseline_dir)
-        pin_cpu = resolve_pin_cpu(c.pin_cpu, mode=c.mode, device_type=self.device.type)
-        runner = Runner(
-            RunnerOptions(
-                device=self.device, nvtx=c.nvtx, nsight=c.nsight, profile_dir=c.profile_dir, pin_cpu=pin_cpu
-            )
-        )
+        guard = guard_for(self.device, mode=c.mode, pin_cpu=c.pin_cpu)
+        runner = Runner(RunnerOptions(device=self.device, guard=guard, nvtx=c.nvtx, nsight=c.nsight,
+                                      profile_dir=c.profile_dir))  # fmt: skip
+
+        def rules(mode: str) -> RuleSet:
+            return rules_for(mode, guard.rules(mode))
+
         if c.compare_ref:
             from pytest_gpuperf.abtest.engine import CompareRefEngine
 
-            self.engine = CompareRefEngine.for_session(c, runner, self.environment, early=self.early_base)
+            self.engine = CompareRefEngine.for_session(c, runner, self.environment, rules, early=self.early_base)
         else:
-            self.engine = LocalEngine(runner, self.store, self.environment)
+            device = str(self.device)
+
+            def fresh() -> FreshProcessRemeasure:
+                return FreshProcessRemeasure(c.rootdir, device, guard.pin_cpu, c.plugin_args, settle=guard.settle)
+
+            self.engine = LocalEngine(runner, self.store, self.environment, guard, rules, fresh)
         return self.engine
 
     def session_results(self) -> SessionResults:
         assert self.environment is not None
-        base_commit = getattr(self.engine, "base_commit", None)
+        base_commit = self.engine.base_commit if self.engine is not None else None
         base = Provenance(commit=base_commit, branch=self.config.compare_ref) if self.config.compare_ref else None
         return SessionResults(
             results=tuple(self.results),
@@ -131,7 +149,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         ini="gpuperf_memory_threshold", ini_type="string",
         help=f"relative peak-memory growth that fails (default: {cfg.DEFAULT_MEMORY_THRESHOLD})")
     add("--gpuperf-metric", metavar="STAT", default=None, ini="gpuperf_metric", ini_type="string",
-        help=f"time statistic to gate: {', '.join(cfg.TIME_METRICS)} (default: {cfg.DEFAULT_METRIC})")
+        help=f"time statistic to gate: {', '.join(s.value for s in Statistic)} (default: {cfg.DEFAULT_METRIC.value})")
     add("--gpuperf-warmup-time", metavar="SECONDS", type=float, default=None, ini="gpuperf_warmup_time",
         ini_type="string", help=f"warm-up budget per measurement (default: {cfg.DEFAULT_WARMUP_TIME_S})")
     add("--gpuperf-min-time", metavar="SECONDS", type=float, default=None, ini="gpuperf_min_time",
@@ -152,8 +170,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         f"and let their spread decide; 0 = off (default: {cfg.DEFAULT_CONFIRM_PAIRS})")
     add("--gpuperf-pin-cpu", metavar="CPU", default=None, ini="gpuperf_pin_cpu", ini_type="string",
         help="measure on one CPU core: auto (compare-ref on the CPU: both sides on the last core), off, or N")
+    add("--gpuperf-time-limit", metavar="SECONDS", type=float, default=None, ini="gpuperf_time_limit",
+        ini_type="string", help="most time one measurement may take, warm-up included; a slow call's budget grows "
+        f"up to it to reach enough samples, and a call past it is stopped (default: {cfg.DEFAULT_TIME_LIMIT_S:g})")
     add("--gpuperf-strict", action="store_true", default=False,
-        help="fail measurements whose baseline is not comparable (other device class)")
+        help="fail measurements that are not comparable (other device class), unstable or not gated")
+    add("--gpuperf-explain", action="store_true", default=False,
+        help="print the rules behind every measurement's verdict, not only the failing ones'")
     add("--gpuperf-l2-flush", action="store_true", default=False,
         help="flush the GPU L2 cache before each timed call (cold-cache timing)")
     add("--gpuperf-cuda-graph", action="store_true", default=False,
@@ -199,6 +222,7 @@ def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
         max_time_s=_value(config, "gpuperf_max_time", "gpuperf_max_time", cfg.DEFAULT_MAX_TIME_S, float),
         target_precision=_value(config, "gpuperf_target_precision", "gpuperf_target_precision",
                                 cfg.DEFAULT_TARGET_PRECISION, float),
+        time_limit_s=_value(config, "gpuperf_time_limit", "gpuperf_time_limit", cfg.DEFAULT_TIME_LIMIT_S, float),
         l2_flush=opt("gpuperf_l2_flush"),
         cuda_graph=opt("gpuperf_cuda_graph"),
     )
@@ -214,6 +238,7 @@ def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
                                 cfg.DEFAULT_MEMORY_THRESHOLD, float),
         metric=_value(config, "gpuperf_metric", "gpuperf_metric", cfg.DEFAULT_METRIC),
         strict=bool(opt("gpuperf_strict")),
+        explain=bool(opt("gpuperf_explain")),
         calibrate=_value(config, "gpuperf_calibrate", "gpuperf_calibrate", "off"),
         pin_cpu=str(_value(config, "gpuperf_pin_cpu", "gpuperf_pin_cpu", "auto")),
         remeasures=_value(config, "gpuperf_remeasure", "gpuperf_remeasure", cfg.DEFAULT_REMEASURES, int),
@@ -273,7 +298,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         f"{MARKER}(threshold=None, memory_threshold=None, metric=None, warmup_time=None, min_time=None, "
-        "max_time=None, target_precision=None, l2_flush=None, cuda_graph=None, calibrate=None, remeasures=None): "
+        "max_time=None, target_precision=None, time_limit=None, l2_flush=None, cuda_graph=None, calibrate=None, "
+        "remeasure=None): "
         "per-test options for gpu_bench measurements (pytest-gpuperf)",
     )
     try:
@@ -291,9 +317,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is not None and state.engine is not None:
-        close = getattr(state.engine, "close", None)
-        if close is not None:
-            close()
+        state.engine.close()
     if STATE_KEY in config.stash:
         del config.stash[STATE_KEY]
 
@@ -321,21 +345,18 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if not perf_items:
         return
     try:
-        engine = state.ensure_started()
-        start = getattr(engine, "start", None)
-        if start is not None:
-            start([i.nodeid for i in perf_items])
+        state.ensure_started().start([i.nodeid for i in perf_items])
     except GpuperfError as exc:
         raise pytest.UsageError(str(exc)) from None
 
 
-def _test_config(item: pytest.Item, session_config: cfg.GpuperfConfig) -> cfg.GpuperfConfig:
+def _test_settings(item: pytest.Item, session_config: cfg.GpuperfConfig) -> cfg.Settings:
+    """The test's Settings: session options, ini values and its markers, resolved once (config.resolve)."""
     merged: dict[str, Any] = {}
     for mark in reversed(list(item.iter_markers(MARKER))):  # closest marker wins
         merged.update(mark.kwargs)
-    if not merged:
-        return session_config
-    return cfg.MarkerOptions.from_kwargs(merged, test_id=item.nodeid).apply(session_config, test_id=item.nodeid)
+    marker = cfg.MarkerOptions.from_kwargs(merged, test_id=item.nodeid) if merged else None
+    return cfg.resolve(session_config, marker, test_id=item.nodeid)
 
 
 @pytest.fixture
@@ -345,11 +366,11 @@ def gpu_bench(request: pytest.FixtureRequest) -> GpuBench:
     item = request.node
     try:
         engine = state.ensure_started()
-        test_config = _test_config(item, state.config)
+        settings = _test_settings(item, state.config)
     except GpuperfError as exc:
         pytest.fail(str(exc), pytrace=False)
     assert state.device is not None
-    bench = GpuBench(item.nodeid, test_config, engine, state.device, guard=state.guard)
+    bench = GpuBench(item.nodeid, settings, engine, state.device, guard=state.guard)
     item.stash[BENCH_KEY] = bench
     return bench
 
@@ -368,21 +389,20 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 
 def _judge(state: SessionState, bench: GpuBench) -> None:
     __tracebackhide__ = True
-    from pytest_gpuperf.engine import gate_settings
-    from pytest_gpuperf.gate import fails, failure_message
+    from pytest_gpuperf.report.failure import failure_message
+    from pytest_gpuperf.verdict import fails
 
     assert state.engine is not None and state.environment is not None
     try:
         with state.guard():  # a re-measure is a measurement too
-            results = state.engine.evaluate(bench.measurements, bench.config)
+            results = state.engine.evaluate(bench.measurements, bench.settings)
     except GpuperfError as exc:
         pytest.fail(str(exc), pytrace=False)
     state.results.extend(results)
-    if bench.config.update_baseline:
+    if bench.settings.mode == "update":
         _update_baselines(state, results)
         return
-    settings = gate_settings(bench.config)
-    failures = [failure_message(r, str(state.device)) for r in results if fails(r, settings)]
+    failures = [failure_message(r, str(state.device)) for r in results if fails(r, bench.settings.gate)]
     if failures:
         pytest.fail("\n\n".join(failures), pytrace=False)
 
@@ -467,7 +487,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     session = state.session_results()
     tw = terminalreporter
     render_summary(session, config.get_terminal_writer())
-    _write_notes(tw, session, _session_threshold(state.config))
+    _write_notes(tw, session, cfg.resolve(state.config).gate.threshold)
+    if state.config.explain:
+        _write_explanations(tw, session)
     _write_top_ops(tw, session)
     for change in state.changes:
         if change.kind != "unchanged":
@@ -490,22 +512,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for path in written:
         tw.write_line(f"gpuperf: wrote {path}")
 
-
-
-def _session_threshold(config: cfg.GpuperfConfig) -> float:
-    """The time threshold a reader of the summary table has in mind (markers may set others).
-
-    Taken from the gate's own settings, as the session's engine builds them, so that it
-    follows whatever decides the threshold there.
-    """
-    from pytest_gpuperf.engine import gate_settings
-
-    settings = gate_settings(config)
-    if config.compare_ref:
-        from pytest_gpuperf.abtest.engine import CompareRefEngine
-
-        settings = CompareRefEngine.settings_for(settings, config)
-    return settings.threshold
 
 
 def _write_notes(tw: Any, session: SessionResults, threshold: float) -> None:
@@ -541,9 +547,21 @@ def _write_notes(tw: Any, session: SessionResults, threshold: float) -> None:
 def _quiet_past(c: Comparison, threshold: float) -> bool:
     """An unchanged time whose change is past the threshold (a guard of the gate decided)."""
     return (
-        c.verdict is Verdict.UNCHANGED and c.metric.startswith("time.")
+        c.verdict is Verdict.UNCHANGED and c.kind is Kind.TIME
         and c.change is not None and abs(c.change) > threshold
     )  # fmt: skip
+
+
+def _write_explanations(tw: Any, session: SessionResults) -> None:
+    """Under --gpuperf-explain: every comparison's verdict and the rules that reached it."""
+    from pytest_gpuperf.report.failure import explain_lines
+
+    tw.write_sep("-", "gpuperf explain")
+    for r in session.results:
+        for c in r.comparisons:
+            tw.write_line(f"{r.measurement.key} {c.metric}: {c.verdict.value}")
+            for line in explain_lines(c):
+                tw.write_line(line)
 
 
 def _write_top_ops(tw: Any, session: SessionResults) -> None:

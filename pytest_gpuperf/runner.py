@@ -16,10 +16,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pytest_gpuperf.config import MeasureSettings
-from pytest_gpuperf.cpu_pinning import pinned
 from pytest_gpuperf.errors import MeasurementError
 from pytest_gpuperf.model import Measurement, Metric, ProfileSummary, Throughput
 from pytest_gpuperf.stats import relative_precision
@@ -28,20 +27,14 @@ from pytest_gpuperf.timers import Timer, timer_for
 if TYPE_CHECKING:
     import torch
 
+    from pytest_gpuperf.host import HostGuard, Interleaved
+
 MIN_SAMPLES = 10  # below this the CI of the median is not worth computing
 MIN_ROUNDS = 3  # the noise estimate needs a few round medians
 ROUND_FRACTION = 0.1  # a round is this share of max_time (clamped below)
 MAX_ROUND_S = 0.25
 MAX_SAMPLES = 20_000  # a cap on memory for very fast functions
 WARMUP_SETTLE = 0.05  # warm-up ends once consecutive block times agree within 5%
-
-
-class Interleaved(Protocol):
-    """Work measured between rounds in the same process (the calibration workload)."""
-
-    def step(self) -> None: ...
-
-    def result_ns(self) -> float | None: ...
 
 
 @dataclass
@@ -55,7 +48,7 @@ class MeasureSpec:
     name: str = "default"
     throughput: Throughput = field(default_factory=Throughput)
     settings: MeasureSettings = field(default_factory=MeasureSettings)
-    calibration: Interleaved | None = None
+    calibration: Interleaved | None = None  # the host guard's calibration workload, when on
     metrics: tuple[Metric, ...] = ()
 
 
@@ -64,15 +57,12 @@ class RunnerOptions:
     """Session-wide measurement switches."""
 
     device: torch.device
+    guard: HostGuard | None = None  # pinning, health, CPU peak memory (pytest_gpuperf.host); None: the device's
     nvtx: bool = True
     nsight: bool = False
     profile_dir: Path | None = None
     # Queue each CUDA block behind a short GPU sleep (timers.py); off only to study its effect.
     head_start: bool = True
-    pin_cpu: int | None = None  # warm up and measure on this CPU core alone (cpu_pinning.py)
-    # Peak tensor memory on a CPU costs one call under the profiler, about 2 s the first
-    # time in a process; off in compare-ref confirmation workers, which only time.
-    cpu_peak_memory: bool = True
 
 
 def round_seconds(settings: MeasureSettings) -> float:
@@ -96,7 +86,6 @@ class PreparedMeasurement:
     def __init__(self, runner: Runner, spec: MeasureSpec) -> None:
         from pytest_gpuperf.gpu.l2 import L2Flusher
         from pytest_gpuperf.gpu.memory import MemoryTracker
-        from pytest_gpuperf.gpu.nvml import HealthMonitor
 
         self.runner = runner
         self.spec = spec
@@ -116,10 +105,11 @@ class PreparedMeasurement:
         if self._flusher is not None and self._flusher.active:
             # the flush buffer is the harness's memory, not the measured function's
             self.memory.exclude(self._flusher.nbytes, self._flusher.reserved_bytes)
-        self.health = HealthMonitor(self.device.index or 0) if self.device.type == "cuda" else None
-        if runner.options.pin_cpu is not None:
-            self.notes.append(f"rounds pinned to CPU {runner.options.pin_cpu}")
-        with pinned(runner.options.pin_cpu):
+        self.guard = runner.guard
+        self.health = self.guard.health_monitor()
+        if self.guard.pin_cpu is not None:
+            self.notes.append(f"rounds pinned to CPU {self.guard.pin_cpu}")
+        with self.guard.pinned():
             self.warmup_calls, self.per_call_ns = self._warm_up()
         self.calls_per_sample = self._calls_per_sample()
         self.memory.reset()
@@ -178,7 +168,7 @@ class PreparedMeasurement:
         between = self._flusher.flush if self._flusher is not None and self._flusher.active else None
         label = f"{self.spec.test_id}::{self.spec.name}"
         t0 = time.perf_counter()
-        with pinned(self.runner.options.pin_cpu), nvtx_range(label, enabled=self.runner.options.nvtx), capture_range(
+        with self.guard.pinned(), nvtx_range(label, enabled=self.runner.options.nvtx), capture_range(
             self.runner.options.nsight, self.device
         ) as capture:
             totals = self.timer.time_blocks(
@@ -196,7 +186,7 @@ class PreparedMeasurement:
         # Track drift: the next round's size follows what the function costs now.
         self.per_call_ns = self.round_medians[-1]
         if self.spec.calibration is not None:
-            with pinned(self.runner.options.pin_cpu):  # the reference workload on the same core
+            with self.guard.pinned():  # the reference workload on the same core
                 self.spec.calibration.step()
         return per_call
 
@@ -258,14 +248,9 @@ class PreparedMeasurement:
         )
 
     def _peak_allocated(self) -> int | None:
-        """The allocator's peak on CUDA; on a CPU one extra call under the memory profiler."""
-        if self.device.type == "cuda":
-            return self.memory.peak_allocated()
-        if self.device.type == "cpu" and self.runner.options.cpu_peak_memory:
-            from pytest_gpuperf.cpu_memory import peak_tensor_bytes
-
-            return peak_tensor_bytes(self._call)
-        return None
+        """The allocator's peak where it keeps one (CUDA), else what the host guard measures (a CPU's profiler)."""
+        peak = self.memory.peak_allocated()
+        return peak if peak is not None else self.guard.peak_memory(self._call)
 
     def _profile(self) -> ProfileSummary | None:
         """A short torch.profiler capture after the timed samples, never during them."""
@@ -288,7 +273,10 @@ class Runner:
     """Turns MeasureSpecs into Measurements on one device."""
 
     def __init__(self, options: RunnerOptions) -> None:
+        from pytest_gpuperf.host import guard_for
+
         self.options = options
+        self.guard: HostGuard = options.guard or guard_for(options.device, mode="baseline", pin_cpu="off")
 
     def prepare(self, spec: MeasureSpec) -> PreparedMeasurement:
         return PreparedMeasurement(self, spec)

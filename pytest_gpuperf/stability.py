@@ -23,7 +23,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from pytest_gpuperf.model import SessionResults, Verdict
+from pytest_gpuperf.model import Kind, SessionResults, Verdict
 
 DEFAULT_SLOWDOWN = 0.15  # issue 3's target for baseline mode
 DEFAULT_FALSE_ALARMS = 0.02
@@ -125,8 +125,8 @@ def time_changes(session: SessionResults) -> dict[str, tuple[str, float]]:
     out = {}
     for result in session.results:
         for c in result.comparisons:
-            judged = c.verdict not in (Verdict.NEW, Verdict.NOT_COMPARABLE)
-            if c.metric.startswith("time.") and judged and c.change is not None and c.change > -1.0:
+            judged = c.verdict not in (Verdict.NEW, Verdict.NOT_COMPARABLE, Verdict.NOT_GATED)
+            if c.kind is Kind.TIME and judged and c.change is not None and c.change > -1.0:
                 out[c.key] = (c.metric, c.change)
                 break
     return out

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from pytest_gpuperf.abtest.confirm import extension_pairs, futile, undecided
+from pytest_gpuperf.readings import futile, pair_waves, undecided
 
 
 def test_a_first_wave_at_or_below_half_the_threshold_ends_the_confirmation() -> None:
@@ -57,5 +57,5 @@ def test_too_few_pairs_are_never_extended() -> None:
     assert not undecided(OPEN_HIGH[:2], 0.02, 0.95)
 
 
-def test_the_extension_is_half_the_planned_pairs_at_least_one() -> None:
-    assert [extension_pairs(n) for n in (1, 3, 4, 6, 9)] == [1, 1, 2, 3, 4]
+def test_the_waves_are_a_first_three_the_planned_pairs_and_half_as_many_again() -> None:
+    assert [pair_waves(n) for n in (3, 4, 6, 9)] == [(3, 4), (3, 4, 6), (3, 6, 9), (3, 9, 13)]

@@ -51,11 +51,10 @@ def test_a_baseline_mode_comparison_does_not_import_scipy() -> None:
     # compares against a baseline, the common case of every gating session, pays no scipy
     code = (
         "import sys\n"
-        "from pytest_gpuperf.compare import GateSettings, compare_to_baseline\n"
         "from pytest_gpuperf import stats\n"
-        "from tests.test_compare import ENV, entry, measurement\n"
+        "from tests.verdict_helpers import compare, entry, measurement\n"
         "import pytest_gpuperf.runner\n"
-        "comparisons = compare_to_baseline(measurement(1300.0), entry(1000.0), ENV, GateSettings())\n"
+        "comparisons = compare(measurement(1300.0), entry(1000.0))\n"
         "assert any(c.verdict.value == 'regression' for c in comparisons), comparisons\n"
         "assert stats.relative_precision(list(range(1, 500))) < 1\n"
         "assert stats.paired_median_ratio([1.0 + i / 100 for i in range(20)], [1.0] * 20)[3] < 1e-3\n"

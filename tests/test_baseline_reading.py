@@ -14,46 +14,65 @@ import torch
 
 from pytest_gpuperf import stats
 from pytest_gpuperf.baseline.store import BaselineStore
-from pytest_gpuperf.compare import GateSettings
-from pytest_gpuperf.config import GpuperfConfig
+from pytest_gpuperf.config import GateSettings, GpuperfConfig, MeasureSettings, resolve
 from pytest_gpuperf.engine import LocalEngine
+from pytest_gpuperf.host.cpu import CpuHostGuard
+from pytest_gpuperf.host.cpu.speed_probe import SessionSpeedProbe
 from pytest_gpuperf.model import Measurement
 from pytest_gpuperf.runner import MeasureSpec, Runner, RunnerOptions
-from tests.test_compare import ENV, measurement, rounds
+from pytest_gpuperf.verdict.rulesets import rules_for
+from tests.verdict_helpers import ENV, measurement, rounds
 
 KEY = "t.py::test_a::default"
 CONFIG = GpuperfConfig(enabled=True, update_baseline=True)
+SETTINGS = resolve(CONFIG)
+
+
+class ScriptedReadings:
+    """Stands in for the fresh worker process (tests/test_fresh_remeasure.py runs the real one)."""
+
+    def __init__(self, given: list[Measurement], reference: float | None) -> None:
+        self.given = given
+        self.reference = reference
+        self.taken = 0
+
+    def measure(
+        self, test_id: str, key: str, settings: MeasureSettings, reference_probe_ns: float | None = None, *,
+        new_process: bool = False,
+    ) -> Measurement:  # fmt: skip
+        # each fresh reading waits for the machine to read as fast as it did for the session's reading
+        assert key == KEY and reference_probe_ns == self.reference
+        assert new_process == (self.taken >= 1)  # readings after the second do not share its process
+        self.taken += 1
+        return self.given.pop(0)
+
+    def close(self) -> None:
+        pass
+
+
+def cpu_engine(tmp_path: Path, fresh: ScriptedReadings | None = None) -> LocalEngine:
+    guard = CpuHostGuard(torch.device("cpu"), mode="update", pin_cpu="off")
+    runner = Runner(RunnerOptions(device=torch.device("cpu"), guard=guard))
+    return LocalEngine(runner, BaselineStore(tmp_path), ENV, guard, lambda mode: rules_for(mode, guard.rules(mode)),
+                       (lambda: fresh) if fresh is not None else None)  # fmt: skip
 
 
 def engine_with_fresh_readings(
     tmp_path: Path, *fresh: Measurement, session_probe_ns: float = 33_000.0
 ) -> tuple[LocalEngine, list[Measurement]]:
-    engine = LocalEngine(Runner(RunnerOptions(device=torch.device("cpu"))), BaselineStore(tmp_path), ENV)
-    engine._session_probes()._keep(session_probe_ns)  # the fastest probe the writing session has seen
-    reference = session_probe_ns
-    engine._specs[KEY] = MeasureSpec(fn=lambda: None, test_id="t.py::test_a")
     given = list(fresh)
-    taken = 0
-
-    def measure_fresh(
-        spec: MeasureSpec, config: GpuperfConfig, reference_probe_ns: float | None, *, new_process: bool = False
-    ) -> Measurement:
-        nonlocal taken
-        # each fresh reading waits for the machine to read as fast as it did for the session's reading
-        assert spec is engine._specs[KEY] and reference_probe_ns == reference
-        assert reference is not None
-        assert new_process == (taken >= 1)  # readings after the second do not share its process
-        taken += 1
-        return given.pop(0)
-
-    engine._measure_fresh = measure_fresh  # type: ignore[method-assign]
+    engine = cpu_engine(tmp_path, ScriptedReadings(given, session_probe_ns))
+    session = SessionSpeedProbe(lambda: session_probe_ns)
+    session.fastest_so_far()  # the fastest probe the writing session has seen
+    engine.guard._session = session  # type: ignore[attr-defined]
+    engine._specs[KEY] = (MeasureSpec(fn=lambda: None, test_id="t.py::test_a"), SETTINGS)
     return engine, given
 
 
 def test_a_reading_its_check_agrees_with_is_kept(tmp_path: Path) -> None:
     here = measurement(1000.0, speed_probe_ns=50_000.0)
     engine, left = engine_with_fresh_readings(tmp_path, measurement(1040.0, speed_probe_ns=34_000.0))
-    kept = engine._baseline_reading(here, CONFIG, GateSettings(threshold=0.10))
+    kept = engine._baseline_reading(here, GateSettings(threshold=0.10))
     assert not left  # one check: +4% is within half the threshold
     assert kept.samples_ns == here.samples_ns
     assert kept.speed_probe_ns == 34_000.0  # the fastest probe of the readings' processes
@@ -68,7 +87,7 @@ def test_a_reading_its_check_disagrees_with_is_decided_by_a_third(tmp_path: Path
         tmp_path, measurement(1000.0, speed_probe_ns=35_000.0), measurement(1020.0, speed_probe_ns=36_000.0)
     )
     slow_moment = dataclasses.replace(slow_moment, calibration_ns=9_000.0)
-    kept = engine._baseline_reading(slow_moment, CONFIG, GateSettings(threshold=0.10))
+    kept = engine._baseline_reading(slow_moment, GateSettings(threshold=0.10))
     assert not left
     assert kept.stats.median_ns == pytest.approx(1020.0, rel=0.02)  # the median of 1000, 1020 and 1600
     assert kept.speed_probe_ns == 35_000.0
@@ -81,7 +100,7 @@ def test_a_reading_its_check_disagrees_with_is_decided_by_a_third(tmp_path: Path
 def test_a_measurement_recorded_by_hand_is_written_as_it_is(tmp_path: Path) -> None:
     engine, _ = engine_with_fresh_readings(tmp_path)
     recorded = measurement(1000.0, test_id="t.py::test_ddp")
-    assert engine._baseline_reading(recorded, CONFIG, GateSettings(threshold=0.10)) is recorded
+    assert engine._baseline_reading(recorded, GateSettings(threshold=0.10)) is recorded
 
 
 @pytest.mark.parametrize(("update", "recorded"), [(True, [40.0, 35.0, 35.0]), (False, [40.0, 40.0, 40.0])])
@@ -91,12 +110,13 @@ def test_each_measurement_records_the_sessions_probe(
     # gating probes once; writing baselines probes before every measurement and keeps the fastest
     # (x1.2 slower than it, the third reading is not slow enough to wait for the machine)
     probes = iter([40.0, 35.0, 42.0])
-    monkeypatch.setattr("pytest_gpuperf.speed_probe.measure_speed_probe", lambda device, pin=None: next(probes))
-    engine = LocalEngine(Runner(RunnerOptions(device=torch.device("cpu"))), BaselineStore(tmp_path), ENV)
-    config = GpuperfConfig(enabled=True, update_baseline=update)
+    monkeypatch.setattr("pytest_gpuperf.host.cpu.speed_probe.measure_speed_probe",
+                        lambda device, pin=None: next(probes))  # fmt: skip
+    engine = cpu_engine(tmp_path)
+    settings = resolve(GpuperfConfig(enabled=True, update_baseline=update))
     spec = MeasureSpec(fn=lambda: sum(range(50)), test_id="t.py::test_a")
     monkeypatch.setattr(engine.runner, "measure", lambda spec: measurement(1000.0))
-    assert [engine.measure(spec, config).speed_probe_ns for _ in range(3)] == recorded
+    assert [engine.measure(spec, settings).speed_probe_ns for _ in range(3)] == recorded
 
 
 def test_readings_that_disagree_widely_ask_for_the_entry_to_be_written_again(tmp_path: Path) -> None:
@@ -105,7 +125,7 @@ def test_readings_that_disagree_widely_ask_for_the_entry_to_be_written_again(tmp
     engine, left = engine_with_fresh_readings(
         tmp_path, measurement(1300.0), measurement(1600.0), measurement(1150.0), measurement(1450.0)
     )
-    kept = engine._baseline_reading(measurement(1000.0), CONFIG, GateSettings(threshold=0.10))
+    kept = engine._baseline_reading(measurement(1000.0), GateSettings(threshold=0.10))
     assert not left  # three readings were too noisy: two more were taken, and no more than that
     note = kept.notes[-1]
     assert "baseline checked by 4 independent measurement(s)" in note and "the median of the five is kept" in note
@@ -123,7 +143,7 @@ def test_more_readings_settle_a_spread_that_three_could_not(tmp_path: Path) -> N
     engine, left = engine_with_fresh_readings(
         tmp_path, measurement(1100.0), measurement(1200.0), measurement(1090.0), measurement(1110.0)
     )
-    kept = engine._baseline_reading(measurement(1000.0), CONFIG, GateSettings(threshold=0.10))
+    kept = engine._baseline_reading(measurement(1000.0), GateSettings(threshold=0.10))
     assert not left
     assert kept.stats.median_ns == pytest.approx(1100.0, rel=0.02)
     assert "the median of the five is kept" in kept.notes[-1]
@@ -139,12 +159,13 @@ def test_a_baseline_measurement_waits_for_a_machine_reading_slow(
     # probes again (x1.03) before measuring, and the measurement says so; gating never waits
     probes = iter([35.0, 50.0, 36.0])
     waits: list[float] = []
-    monkeypatch.setattr("pytest_gpuperf.speed_probe.measure_speed_probe", lambda device, pin=None: next(probes))
-    monkeypatch.setattr("pytest_gpuperf.speed_probe.time.sleep", waits.append)
-    engine = LocalEngine(Runner(RunnerOptions(device=torch.device("cpu"))), BaselineStore(tmp_path), ENV)
+    monkeypatch.setattr("pytest_gpuperf.host.cpu.speed_probe.measure_speed_probe",
+                        lambda device, pin=None: next(probes))  # fmt: skip
+    monkeypatch.setattr("pytest_gpuperf.host.cpu.speed_probe.time.sleep", waits.append)
+    engine = cpu_engine(tmp_path)
     spec = MeasureSpec(fn=lambda: None, test_id="t.py::test_a")
     monkeypatch.setattr(engine.runner, "measure", lambda spec: measurement(1000.0))
-    first, second = (engine.measure(spec, CONFIG) for _ in range(2))
+    first, second = (engine.measure(spec, SETTINGS) for _ in range(2))
     assert waits == [1.0]
     assert (first.speed_probe_ns, second.speed_probe_ns) == (35.0, 35.0)
     assert not any("waited" in n for n in first.notes)
@@ -156,7 +177,7 @@ def test_noisy_rounds_of_agreeing_readings_take_no_more_readings(tmp_path: Path)
     # the entry's threshold is raised by that, which more processes would not change
     here = measurement(1000.0, round_medians_ns=rounds(1000.0, 0.12, 3))
     engine, left = engine_with_fresh_readings(tmp_path, measurement(1010.0))
-    kept = engine._baseline_reading(here, CONFIG, GateSettings(threshold=0.10))
+    kept = engine._baseline_reading(here, GateSettings(threshold=0.10))
     assert not left
     assert "baseline checked by 1 independent measurement(s)" in kept.notes[-1]
     assert "write it again on a quieter machine" in kept.notes[-1]  # the rounds' noise is still reported

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import torch
 
-from pytest_gpuperf.calibration import CalibrationWorkload, calibration_for
+from pytest_gpuperf.host.cpu.calibration import CalibrationWorkload, calibration_for
 
 
 def test_calibration_steps_accumulate_a_median() -> None:

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gpuperf.config import GpuperfConfig, MarkerOptions, MeasureSettings
+from pytest_gpuperf.config import GpuperfConfig, MarkerOptions, MeasureSettings, resolve
 from pytest_gpuperf.errors import ConfigError
+from pytest_gpuperf.model import Statistic
 
 
 def test_marker_unknown_keyword_names_test_and_keyword() -> None:
@@ -20,20 +21,36 @@ def test_marker_rejects_non_numbers_and_bad_metric() -> None:
 
 def test_marker_overrides_apply_on_top_of_session() -> None:
     session = GpuperfConfig(enabled=True, threshold=0.1, calibrate="on")
-    opts = MarkerOptions.from_kwargs({"threshold": 0.3, "max_time": 5.0, "calibrate": False}, test_id="t")
-    merged = opts.apply(session, test_id="t")
-    assert merged.threshold == 0.3
-    assert merged.measure.max_time_s == 5.0
-    assert merged.calibrate == "off"
-    assert merged.memory_threshold == session.memory_threshold
-    calibrated = MarkerOptions.from_kwargs({"calibrate": True}, test_id="t").apply(GpuperfConfig(), test_id="t")
-    assert GpuperfConfig().calibrate == "off" and calibrated.calibrate == "on"
+    opts = MarkerOptions.from_kwargs({"threshold": 0.3, "max_time": 5.0, "calibrate": False, "time_limit": 9},
+                                     test_id="t")  # fmt: skip
+    merged = resolve(session, opts, test_id="t")
+    assert merged.gate.threshold == 0.3
+    assert merged.measure.max_time_s == 5.0 and merged.measure.time_limit_s == 9
+    assert merged.gate.calibrate is False
+    assert merged.gate.memory_threshold == session.memory_threshold
+    calibrated = resolve(GpuperfConfig(enabled=True), MarkerOptions.from_kwargs({"calibrate": True}, test_id="t"))
+    assert resolve(GpuperfConfig(enabled=True)).gate.calibrate is False and calibrated.gate.calibrate is True
+
+
+def test_the_mode_decides_the_defaults_in_one_place() -> None:
+    baseline = resolve(GpuperfConfig(enabled=True))
+    assert baseline.gate.threshold == 0.10 and baseline.gate.fast_end_quantile == 0.10
+    ref = resolve(GpuperfConfig(enabled=True, compare_ref="main", calibrate="on"))
+    assert ref.gate.threshold == 0.02 and ref.gate.fast_end_quantile is None and ref.gate.calibrate is False
+    update = resolve(GpuperfConfig(enabled=True, update_baseline=True))
+    assert update.mode == "update" and update.gate.remeasures == 0
+    assert resolve(GpuperfConfig(enabled=True, metric="mean")).gate.statistic is Statistic.MEAN
+
+
+def test_the_old_marker_spelling_of_remeasure_is_accepted() -> None:
+    opts = MarkerOptions.from_kwargs({"remeasures": 2}, test_id="t")
+    assert resolve(GpuperfConfig(enabled=True), opts).gate.remeasures == 2
 
 
 def test_marker_bad_time_budget_is_named() -> None:
     opts = MarkerOptions.from_kwargs({"min_time": 3.0, "max_time": 1.0}, test_id="tests/t.py::t")
     with pytest.raises(ConfigError, match=r"tests/t.py::t: .*min time"):
-        opts.apply(GpuperfConfig(), test_id="tests/t.py::t")
+        resolve(GpuperfConfig(enabled=True), opts, test_id="tests/t.py::t")
 
 
 @pytest.mark.parametrize(

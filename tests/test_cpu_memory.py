@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import torch
 
-from pytest_gpuperf.cpu_memory import peak_tensor_bytes
+from pytest_gpuperf.host.cpu.memory import peak_tensor_bytes
 
 
 def test_peak_counts_live_tensors_at_the_worst_moment() -> None:

@@ -7,8 +7,8 @@ import os
 import pytest
 
 from pytest_gpuperf.config import GpuperfConfig
-from pytest_gpuperf.cpu_pinning import available_cpus, pinned, resolve_pin_cpu
 from pytest_gpuperf.errors import ConfigError
+from pytest_gpuperf.host.cpu.pinning import available_cpus, pinned, resolve_pin_cpu
 
 needs_affinity = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this OS")
 

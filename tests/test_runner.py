@@ -103,6 +103,9 @@ def test_cpu_peak_memory_probe_can_be_switched_off_for_time_only_workers() -> No
     spec = MeasureSpec(fn=_allocates, settings=FAST)
     probed = _runner().measure(spec)
     assert probed.peak_allocated_bytes is not None and probed.peak_allocated_bytes >= 64 * 1024 * 4
-    time_only = Runner(RunnerOptions(device=torch.device("cpu"), cpu_peak_memory=False)).measure(spec)
+    from pytest_gpuperf.host import guard_for
+
+    quiet = guard_for(torch.device("cpu"), mode="baseline", pin_cpu="off", peak_memory=False)
+    time_only = Runner(RunnerOptions(device=torch.device("cpu"), guard=quiet)).measure(spec)
     assert time_only.peak_allocated_bytes is None
     assert time_only.samples_ns

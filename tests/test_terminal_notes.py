@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gpuperf.config import GpuperfConfig
+from pytest_gpuperf.config import GpuperfConfig, resolve
 from pytest_gpuperf.model import Comparison, MeasurementResult, Provenance, SessionResults, Verdict
-from pytest_gpuperf.plugin import _session_threshold, _write_notes
-from tests.test_compare import ENV, measurement
+from pytest_gpuperf.plugin import _write_notes
+from tests.verdict_helpers import ENV, measurement
 
 
 class Writer:
@@ -68,4 +68,4 @@ def test_nothing_to_say_writes_no_section() -> None:
 )  # fmt: skip
 def test_the_notes_threshold_is_the_gates_own(options: dict[str, object], expected: float) -> None:
     config = GpuperfConfig(enabled=True, **options)  # type: ignore[arg-type]
-    assert _session_threshold(config) == pytest.approx(expected)
+    assert resolve(config).gate.threshold == pytest.approx(expected)

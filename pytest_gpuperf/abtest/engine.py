@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_gpuperf import stats
 from pytest_gpuperf.abtest import protocol
 from pytest_gpuperf.abtest.alternate import alternate
 from pytest_gpuperf.abtest.confirm import ConfirmationPool, describe
@@ -44,13 +43,8 @@ from pytest_gpuperf.abtest.remote import (
     worker_argv,
 )
 from pytest_gpuperf.abtest.worktree import RefWorktree
-from pytest_gpuperf.compare import (
-    GateSettings,
-    compare_to_baseline,
-    evidence_string,
-    time_verdict,
-)
-from pytest_gpuperf.config import MeasureSettings
+from pytest_gpuperf.config import GateSettings, MeasureSettings, Settings
+from pytest_gpuperf.engine import time_of, with_confirmation
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import (
     BaselineEntry,
@@ -63,8 +57,14 @@ from pytest_gpuperf.model import (
     Verdict,
     measurement_key,
 )
+from pytest_gpuperf.verdict import Reference, judge
+from pytest_gpuperf.verdict import evidence as ev
+from pytest_gpuperf.verdict.judge import time_comparison
+from pytest_gpuperf.verdict.rulesets import RuleSet
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pytest_gpuperf.config import GpuperfConfig
     from pytest_gpuperf.runner import MeasureSpec, PreparedMeasurement, Runner
 
@@ -96,6 +96,7 @@ class CompareRefEngine:
         rootdir: Path,
         runner: Runner,
         environment: Environment,
+        rules: Callable[[str], RuleSet],
         *,
         node_ids: Sequence[str] = (),
         recv_timeout_s: float = RECV_TIMEOUT_S,
@@ -107,6 +108,7 @@ class CompareRefEngine:
         self.rootdir = Path(rootdir)
         self.runner = runner
         self.environment = environment
+        self._rules = rules
         self.node_ids = tuple(node_ids)
         self.plugin_args = tuple(plugin_args)
         self.recv_timeout_s = recv_timeout_s
@@ -125,6 +127,7 @@ class CompareRefEngine:
         config: GpuperfConfig,
         runner: Runner,
         environment: Environment,
+        rules: Callable[[str], RuleSet],
         node_ids: Sequence[str] = (),
         early: EarlyBase | None = None,
     ) -> CompareRefEngine:
@@ -134,11 +137,14 @@ class CompareRefEngine:
         """
         assert config.compare_ref, "for_session needs config.compare_ref"
         return cls(
-            config.compare_ref, config.rootdir, runner, environment,
+            config.compare_ref, config.rootdir, runner, environment, rules,
             node_ids=node_ids, confirm_pairs=config.confirm_pairs, plugin_args=config.plugin_args, early=early,
         )  # fmt: skip
 
     # -- life cycle -------------------------------------------------------------------------
+
+    def remember(self, key: str, remeasure: Callable[[], Measurement]) -> None:
+        """Recorded measurements (DDP ranks) are confirmed by their base side's rounds, not taken again here."""
 
     def start(self, node_ids: Sequence[str] | None = None) -> None:
         """Create the worktree of REF and start the worker there (once); does not wait for it.
@@ -202,7 +208,7 @@ class CompareRefEngine:
             import_roots=(checkout, checkout / "src"),
             files=self._files(),
             device=str(self.runner.options.device),
-            pin_cpu=self.runner.options.pin_cpu,
+            pin_cpu=self.runner.guard.pin_cpu,
             basetemp=scratch / f"{name}-basetemp",
             log_path=scratch / f"{name}.log",
             plugin_args=self.plugin_args,
@@ -240,8 +246,8 @@ class CompareRefEngine:
 
     # -- measuring --------------------------------------------------------------------------
 
-    def measure(self, spec: MeasureSpec, config: GpuperfConfig) -> Measurement:
-        if not config.enabled:
+    def measure(self, spec: MeasureSpec, settings: Settings) -> Measurement:
+        if not settings.enabled:
             return self.runner.smoke(spec)
         remote = self._ensure_ready()
         key = measurement_key(spec.test_id, spec.name)
@@ -288,67 +294,67 @@ class CompareRefEngine:
 
     # -- judging ----------------------------------------------------------------------------
 
-    def evaluate(self, measurements: Sequence[Measurement], config: GpuperfConfig) -> list[MeasurementResult]:
-        from pytest_gpuperf.engine import gate_settings
-
+    def evaluate(self, measurements: Sequence[Measurement], settings: Settings) -> list[MeasurementResult]:
         base = self._base
         if base is not None and measurements and base.test == measurements[0].test_id:
             base.drain()
-        settings = self.settings_for(gate_settings(config), config)
-        return [self._result(m, self._pairs.pop(m.key, None), settings) for m in measurements]
+        rules = self._rules(settings.mode)
+        return [self._result(m, self._pairs.pop(m.key, None), settings.gate, rules) for m in measurements]
 
-    @staticmethod
-    def settings_for(settings: GateSettings, config: GpuperfConfig) -> GateSettings:
-        """No calibration or floor check (interleaving does their job); the compare-ref threshold unless one was set."""
-        threshold = settings.compare_ref_threshold if config.threshold is None else settings.threshold
-        return dataclasses.replace(settings, use_calibration=False, threshold=threshold, floor_quantile=None)
-
-    def _result(self, m: Measurement, pair: _Pair | None, settings: GateSettings) -> MeasurementResult:
+    def _result(self, m: Measurement, pair: _Pair | None, gate: GateSettings, rules: RuleSet) -> MeasurementResult:
         base = pair.base if pair is not None else None
         if base is None or not base.samples or base.error:
             why = (pair.note if pair is not None else "") or f"not measured against {self.ref}"
-            comparisons = compare_to_baseline(m, None, self.environment, settings)
-            return MeasurementResult(m, tuple(_with_note(c, why) for c in comparisons))
+            result = judge(m, Reference(label=self.ref), gate, rules, self.environment)
+            return dataclasses.replace(result, comparisons=tuple(_with_note(c, why) for c in result.comparisons))
         entry = self._base_entry(m, base)
-        others = compare_to_baseline(m, entry, self.environment, settings)[1:]  # memory, metrics
-        time_comparison = self._time_comparison(m, base, settings)
-        if time_comparison.verdict is Verdict.REGRESSION and self._confirmation is not None and pair is not None:
-            time_comparison = self._confirmed(m, time_comparison, pair, settings)
-        return MeasurementResult(m, (time_comparison, *others), entry)
+        head_rounds = m.round_medians_ns[-len(base.round_medians) :]
+        evidence = ev.paired_rounds(head_rounds, base.round_medians, gate, self.ref)
+        reference = Reference(entry=entry, time_evidence=evidence, label=self.ref)
+        result = judge(m, reference, gate, rules, self.environment)
+        if time_of(result).verdict is Verdict.REGRESSION and self._confirmation is not None and pair is not None:
+            result = self._confirmed(result, reference, pair, gate, rules)
+        return result
 
-    def _confirmed(self, m: Measurement, first: Comparison, pair: _Pair, settings: GateSettings) -> Comparison:
+    def _confirmed(
+        self, result: MeasurementResult, reference: Reference, pair: _Pair, gate: GateSettings, rules: RuleSet
+    ) -> MeasurementResult:
         """The verdict of fresh process pairs on a regression that the first pair suspected."""
         assert self._confirmation is not None
-        measure_settings = pair.settings or MeasureSettings()
+        m = result.measurement
+        first = time_of(result)
         confirmation = self._confirmation.confirm(
-            m.test_id, m.key, measure_settings, settings.threshold, settings.confidence
+            m.test_id, m.key, pair.settings or MeasureSettings(), gate.threshold, gate.confidence
         )
         first_ratio = 1.0 + (first.change or 0.0)
         if not confirmation.usable():
             problems = "; ".join(confirmation.problems) or "no pair measured"
-            why = f"not confirmed in fresh process pairs ({len(confirmation.ratios)} measured: {problems})"
-            return dataclasses.replace(first, note=f"{first.note}; {why}" if first.note else why)
-        ratio, low, high, p = confirmation.interval(settings.confidence)
-        change = ratio - 1.0
-        verdict = time_verdict(change, low, high, settings.threshold)
-        if verdict is Verdict.IMPROVEMENT:  # the first pair said slower: no claim either way
-            verdict = Verdict.UNCHANGED
+            note = f"not confirmed in fresh process pairs ({len(confirmation.ratios)} measured: {problems})"
+            return with_confirmation(result, note)
         detail = describe(confirmation.ratios, first_ratio)
         if confirmation.extended:
-            planned = len(confirmation.ratios) - confirmation.extended
-            detail += f"; {confirmation.extended} more after the first {planned} left the verdict open"
+            detail += f"; {confirmation.extended} more after the first {confirmation.planned} left the verdict open"
         if confirmation.problems:
             detail += f"; {len(confirmation.problems)} pair(s) could not measure: {confirmation.problems[0]}"
-        note = "" if verdict is Verdict.REGRESSION else "the first pair's suspected regression was not confirmed"
-        if confirmation.stopped_early:  # futile() implies a change below the threshold: unchanged
+        evidence = ev.replicates(confirmation.ratios, gate, detail)
+        judged = time_comparison(m, reference, gate, rules, self.environment, confirmation=evidence)
+        verdict = judged.verdict
+        if verdict is Verdict.REGRESSION:
+            note = f"confirmed by {len(confirmation.ratios)} fresh process pairs"
+        elif confirmation.stopped_early:
             note = (
                 f"the first pair's suspected regression was not confirmed: {len(confirmation.ratios)} fresh pairs "
-                f"left no room for a change above {settings.threshold:.1%}, the other pairs were not measured"
+                f"left no room for a change above {gate.threshold:.1%}, the other pairs were not measured"
             )
-        return dataclasses.replace(
-            first, verdict=verdict, change=change, ci_low=low, ci_high=high, p_value=p,
-            evidence=evidence_string(ratio, low, high, settings.confidence, p, detail), note=note,
+        else:
+            note = "the first pair's suspected regression was not confirmed"
+        # the confirmation's evidence replaces the first pair's: it is what decided
+        replaced = dataclasses.replace(
+            first, change=judged.change, ci_low=judged.ci_low, ci_high=judged.ci_high, p_value=judged.p_value,
+            evidence=judged.evidence, explanation=(*first.explanation, *judged.explanation),
         )  # fmt: skip
+        comparisons = tuple(replaced if c is first else c for c in result.comparisons)
+        return with_confirmation(dataclasses.replace(result, comparisons=comparisons), note, verdict)
 
     def _base_entry(self, m: Measurement, base: _BaseSide) -> BaselineEntry:
         final = (self._base.final.get(m.key) if self._base is not None else None) or base.measurement
@@ -367,28 +373,9 @@ class CompareRefEngine:
             provenance=Provenance(commit=self.base_commit, branch=self.ref),
         )
 
-    def _time_comparison(self, m: Measurement, base: _BaseSide, settings: GateSettings) -> Comparison:
-        metric = f"time.{settings.metric}"
-        current = m.stats.get(settings.metric)
-        base_value = SampleStats.from_samples(base.samples).get(settings.metric)
-        head_rounds = m.round_medians_ns[-len(base.round_medians) :]
-        ratio, low, high, p = stats.paired_median_ratio(head_rounds, base.round_medians, settings.confidence)
-        # The change is the paired estimate, not current/base_value: the pooled medians
-        # shift with the share of each side's rounds that met a slow moment of the machine.
-        change = ratio - 1.0
-        threshold = settings.threshold
-        rounds = f"median of {len(base.round_medians)} round-pair ratios vs {self.ref}"
-        verdict = time_verdict(change, low, high, threshold)
-        note = ""
-        if m.unstable_reason:
-            verdict, note = Verdict.UNSTABLE, f"unstable: {m.unstable_reason}"
-        return Comparison(
-            m.key, metric, verdict, current,
-            baseline=base_value, change=change, ci_low=low, ci_high=high, p_value=p,
-            threshold=threshold, evidence=evidence_string(ratio, low, high, settings.confidence, p, rounds),
-            baseline_commit=self.base_commit, note=note,
-        )  # fmt: skip
 
-
-def _with_note(c: Comparison, note: str) -> Comparison:
-    return dataclasses.replace(c, note=f"{c.note}; {note}" if c.note and c.note != "no baseline" else note)
+def _with_note(c: Comparison, why: str) -> Comparison:
+    """A comparison with no base side, saying why the base did not measure it."""
+    if c.verdict is Verdict.NEW:
+        return dataclasses.replace(c, note=why)
+    return dataclasses.replace(c, note=f"{c.note}; {why}" if c.note else why)

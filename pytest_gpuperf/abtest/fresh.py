@@ -20,10 +20,11 @@ it runs the test, so the gate can tell a slow machine from slow code.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch, spawn_worker
@@ -31,14 +32,18 @@ from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import Measurement
 from pytest_gpuperf.runner import measured_enough, round_seconds
-from pytest_gpuperf.speed_probe import settled_probe, with_probe
+
+Settle = Callable[[Callable[[], "float | None"], "float | None"], "tuple[float | None, str | None]"]
 
 
 class FreshProcessRemeasure:
     """One worker process at the head's checkout that measures a test again on request."""
 
-    def __init__(self, rootdir: Path, device: str, pin_cpu: int | None, plugin_args: Sequence[str] = ()) -> None:
+    def __init__(
+        self, rootdir: Path, device: str, pin_cpu: int | None, plugin_args: Sequence[str] = (), *, settle: Settle
+    ) -> None:
         self.rootdir = Path(rootdir)
+        self.settle = settle  # the host guard's: probe in the worker, waiting while the machine reads slow
         self.device = device
         self.pin_cpu = pin_cpu
         self.plugin_args = tuple(plugin_args)
@@ -70,12 +75,13 @@ class FreshProcessRemeasure:
         side = self._worker_for(test_id.split("::", 1)[0])
         try:
             side.wait_ready()
-            probe, waited = settled_probe(side.probe, reference_probe_ns)
+            probe, waited = self.settle(side.probe, reference_probe_ns)
             measured = self._measure(side, test_id, key, settings)
         except WorkerError:
             self._stop_worker()  # a later suspicion gets a new process, not a half-finished test
             raise
-        return with_probe(measured, probe, waited)
+        notes = measured.notes if waited is None else (*measured.notes, waited)
+        return dataclasses.replace(measured, speed_probe_ns=probe, notes=notes)
 
     @staticmethod
     def _measure(side: RemoteSide, test_id: str, key: str, settings: MeasureSettings) -> Measurement:

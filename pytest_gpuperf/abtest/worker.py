@@ -10,22 +10,33 @@ is judged here; the finished measurements go back to the head.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pytest_gpuperf.abtest import protocol
 from pytest_gpuperf.abtest.protocol import WorkerChannel, handover_pause_s
-from pytest_gpuperf.config import GpuperfConfig
+from pytest_gpuperf.config import Settings
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import Measurement, MeasurementResult, measurement_key
 from pytest_gpuperf.runner import MeasureSpec, PreparedMeasurement, Runner
 
 
 class WorkerEngine:
+    base_commit = None
+
     def __init__(self, runner: Runner, channel: WorkerChannel) -> None:
         self.runner = runner
         self.channel = channel
 
-    def measure(self, spec: MeasureSpec, config: GpuperfConfig) -> Measurement:
+    def start(self, node_ids: Sequence[str]) -> None:
+        """The head starts this process; nothing to start here."""
+
+    def remember(self, key: str, remeasure: Callable[[], Measurement]) -> None:
+        """The head confirms, not the worker: nothing to remember."""
+
+    def close(self) -> None:
+        """The head ends this process (QUIT)."""
+
+    def measure(self, spec: MeasureSpec, settings: Settings) -> Measurement:
         key = measurement_key(spec.test_id, spec.name)
         try:
             prepared = self.runner.prepare(spec)
@@ -58,7 +69,7 @@ class WorkerEngine:
         time.sleep(handover_pause_s())  # let this process's OpenMP threads stop spinning (protocol.py)
         return samples
 
-    def evaluate(self, measurements: Sequence[Measurement], config: GpuperfConfig) -> list[MeasurementResult]:
+    def evaluate(self, measurements: Sequence[Measurement], settings: Settings) -> list[MeasurementResult]:
         """Send the base's final measurements (with their metrics) to the head; judge nothing."""
         self.channel.send(protocol.MEASUREMENTS, list(measurements))
         return []

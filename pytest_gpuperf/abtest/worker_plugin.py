@@ -44,8 +44,13 @@ def pytest_configure(config: pytest.Config) -> None:
     if not isinstance(engine, LocalEngine):
         raise pytest.UsageError(f"compare-ref worker: unexpected engine {type(engine).__name__}")
     runner = engine.runner
-    if os.environ.get(protocol.ENV_TIME_ONLY) == "1":
-        runner = Runner(dataclasses.replace(runner.options, cpu_peak_memory=False))
+    if os.environ.get(protocol.ENV_TIME_ONLY) == "1":  # a confirmation worker only times: no peak-memory pass
+        from pytest_gpuperf.host import guard_for
+
+        pin = runner.guard.pin_cpu
+        guard = guard_for(runner.options.device, mode="baseline", pin_cpu="off" if pin is None else str(pin),
+                          peak_memory=False)  # fmt: skip
+        runner = Runner(dataclasses.replace(runner.options, guard=guard))
     state.engine = WorkerEngine(runner, channel)
     config.stash[CHANNEL_KEY] = channel
 
@@ -115,12 +120,10 @@ def _speed_probe(config: pytest.Config) -> float | None:
     """The machine's speed before this process runs the next test (speed_probe.py)."""
     from pytest_gpuperf.abtest.worker import WorkerEngine
     from pytest_gpuperf.plugin import STATE_KEY
-    from pytest_gpuperf.speed_probe import measure_speed_probe
 
     engine = config.stash[STATE_KEY].engine
     assert isinstance(engine, WorkerEngine)  # pytest_configure put it there
-    options = engine.runner.options
-    return measure_speed_probe(options.device, options.pin_cpu)
+    return engine.runner.guard.speed_probe()
 
 
 def _release_cuda_cache() -> None:

@@ -1,21 +1,24 @@
 """Two results files, base and head, compared as the gate would (``gpuperf compare``).
 
 Each base measurement becomes the baseline entry it would have been stored as
-(``baseline.record.entry_from_measurement``), and ``compare.compare_to_baseline``
-decides head against it, so a comparison of two CI artifacts reaches the same
-verdicts as a run against a recorded baseline.
+(``baseline.record.entry_from_measurement``), and the baseline mode's verdict
+pipeline (``verdict/``) decides head against it, so a comparison of two CI
+artifacts reaches the same verdicts as a run against a recorded baseline.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_gpuperf import stats
 from pytest_gpuperf.baseline.record import entry_from_measurement
-from pytest_gpuperf.compare import GateSettings, compare_to_baseline
-from pytest_gpuperf.model import BaselineEntry, MeasurementResult, SessionResults
+from pytest_gpuperf.config import GateSettings
+from pytest_gpuperf.model import BaselineEntry, SessionResults
 from pytest_gpuperf.report.results_json import load_results
+from pytest_gpuperf.verdict import Reference, judge
+from pytest_gpuperf.verdict.rulesets import baseline_rules
 
 MODE = "compare-files"
 
@@ -52,11 +55,12 @@ def compare_sessions(
     """Judge every measurement of ``head`` against the same key in ``base``."""
     gate = settings or GateSettings()
     entries = base_entries(base)
+    rules = baseline_rules()  # two files carry no host to guard: the shared rules alone
     results = []
     for r in head.results:
         entry = entries.get(r.measurement.key)
-        comparisons = compare_to_baseline(r.measurement, entry, head.environment, gate)
-        results.append(MeasurementResult(r.measurement, comparisons, entry, r.outcome))
+        judged = judge(r.measurement, Reference(entry=entry), gate, rules, head.environment)
+        results.append(dataclasses.replace(judged, outcome=r.outcome))
     head_keys = {r.measurement.key for r in head.results}
     session = SessionResults(
         results=tuple(results),

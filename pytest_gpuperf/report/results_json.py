@@ -26,8 +26,10 @@ from pytest_gpuperf.model import SessionResults
 from pytest_gpuperf.report import codec
 
 FORMAT = "pytest-gpuperf-results"
-# Version history: 1 (0.1.0) the first format.
-SCHEMA_VERSION = 1
+# Version history: 1 (0.1.0) the first format; 2 each comparison has a kind and its explanation
+# (the rules that reached its verdict), and the verdict "not gated". Files of version 1 are read
+# by adding both (``_upgrade``).
+SCHEMA_VERSION = 2
 
 
 class ResultsError(GpuperfError):
@@ -122,8 +124,25 @@ def loads_results(text: str, path: Path | str = "<results>") -> SessionResults:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResultsError(path, f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
-    validate_document(document, path)
+    validate_document(_upgrade(document), path)
     return session_from_json(document)
+
+
+_KINDS = {"time": "time", "memory": "memory", "metric": "metric"}
+
+
+def _upgrade(document: object) -> object:
+    """A version 1 document as version 2: each comparison's kind from its name, no explanation recorded."""
+    if not isinstance(document, dict) or document.get("schema_version") != 1:
+        return document
+    for result in document.get("results", ()):
+        for comparison in result.get("comparisons", ()) if isinstance(result, dict) else ():
+            if isinstance(comparison, dict):
+                prefix = str(comparison.get("metric", "")).split(".", 1)[0]
+                comparison.setdefault("kind", _KINDS.get(prefix, "metric"))
+                comparison.setdefault("explanation", [])
+    document["schema_version"] = SCHEMA_VERSION
+    return document
 
 
 def load_results(path: Path | str) -> SessionResults:

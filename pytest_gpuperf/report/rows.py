@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pytest_gpuperf.model import VERDICT_ORDER, Comparison, MeasurementResult, SessionResults, Verdict
+from pytest_gpuperf.model import VERDICT_ORDER, Comparison, Kind, MeasurementResult, SessionResults, Verdict
 
 _RANK = {v: i for i, v in enumerate(VERDICT_ORDER)}
 
@@ -27,7 +27,7 @@ def split_key(test_id: str) -> tuple[str, str]:
 
 def time_comparison(result: MeasurementResult) -> Comparison | None:
     """The comparison on time (``time.p50`` or whichever statistic the gate used)."""
-    return next((c for c in result.comparisons if c.metric.startswith("time.")), None)
+    return next((c for c in result.comparisons if c.kind is Kind.TIME), None)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from); and in the fresh re-measure process before it runs the suspected test.
 A suspected regression whose re-measure process finds the machine at least
 ``SLOW_MACHINE_RATIO`` slower than when the baseline was written, even after
 waiting a few seconds for it to recover, is reported as unstable rather than
-failed (gate.py).
+failed (host/cpu/rules.py).
 
 CPU only: on a GPU, kernel times do not follow host load, and the clocks are
 watched by the NVML health monitor instead (gpu/nvml.py).
@@ -31,8 +31,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pytest_gpuperf.calibration import CalibrationWorkload
-from pytest_gpuperf.cpu_pinning import pinned
+from pytest_gpuperf.host.cpu.calibration import CalibrationWorkload
+from pytest_gpuperf.host.cpu.pinning import pinned
 
 if TYPE_CHECKING:
     import torch

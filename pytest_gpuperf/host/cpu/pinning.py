@@ -1,6 +1,6 @@
 """Pinning the measuring thread to one CPU core, so two processes compare on the same core.
 
-On the project's 2-core VM the same single-threaded torch workload, measured in fresh
+On a shared 2-vCPU runner the same single-threaded torch workload, measured in fresh
 processes, had medians from 1184 to 1466 us unpinned, 1196 to 1506 us pinned to CPU 0
 (which takes the interrupts and housekeeping), and 1133 to 1176 us pinned to CPU 1. Under
 ``--gpuperf-compare-ref`` the head and the base worker are two processes; when they land
@@ -21,15 +21,8 @@ import contextlib
 import os
 from collections.abc import Iterator
 
+from pytest_gpuperf.config import parse_pin_cpu
 from pytest_gpuperf.errors import ConfigError
-
-PIN_CHOICES = ("auto", "off")
-
-
-def validate_pin_setting(setting: str) -> None:
-    if setting in PIN_CHOICES or (setting.isdigit() and int(setting) >= 0):
-        return
-    raise ConfigError(f"--gpuperf-pin-cpu must be auto, off or a CPU number, got {setting!r}")
 
 
 def available_cpus() -> set[int]:
@@ -40,15 +33,15 @@ def available_cpus() -> set[int]:
 
 def resolve_pin_cpu(setting: str, *, mode: str, device_type: str) -> int | None:
     """The CPU to measure on, or None for no pinning."""
-    validate_pin_setting(setting)
-    if setting == "off" or not hasattr(os, "sched_setaffinity"):
+    choice = parse_pin_cpu(setting)
+    if choice is None or not hasattr(os, "sched_setaffinity"):
         return None
     cpus = available_cpus()
-    if setting == "auto":
+    if choice == "auto":
         if mode != "compare-ref" or device_type != "cpu" or len(cpus) < 2:
             return None
         return max(cpus)
-    cpu = int(setting)
+    cpu = int(choice)
     if cpus and cpu not in cpus:
         raise ConfigError(f"--gpuperf-pin-cpu={cpu}: this process may only run on CPUs {sorted(cpus)}")
     return cpu

@@ -1,0 +1,101 @@
+"""Host guards: what a measurement needs from the machine it runs on, behind one interface.
+
+A shared CPU runner needs guards a GPU does not: a speed probe with a settle
+wait, core pinning, a calibration workload, the fast-end rule and a profiler
+pass for peak tensor memory (``host.cpu``). On CUDA the guard is NVML health:
+throttling and clocks (``host.cuda``). ``guard_for`` picks one by the device;
+the core calls only this interface, and the CUDA path imports none of the CPU
+guard's modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import torch
+
+    from pytest_gpuperf.verdict.rulesets import GuardRules
+
+
+class Interleaved(Protocol):
+    """Work measured between a test's rounds in the same process (the calibration workload)."""
+
+    def step(self) -> None: ...
+
+    def result_ns(self) -> float | None: ...
+
+
+class HealthMonitor(Protocol):
+    """Watches the device while a measurement runs (NVML on CUDA)."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> Any:  # gpu/nvml.py's HealthReport: unstable_reason, notes, data
+        ...
+
+
+class HostGuard(Protocol):
+    """The host-specific part of measuring and judging."""
+
+    name: str
+
+    def rules(self, mode: str) -> GuardRules:
+        """The verdict rules this host adds for ``mode`` (baseline, compare-ref, update)."""
+        ...
+
+    def pinned(self) -> AbstractContextManager[object]:
+        """Around warm-up and every round: where the measuring thread runs."""
+        ...
+
+    def peak_memory(self, call: Callable[[], object]) -> int | None:
+        """Peak memory of one more call where the device keeps no allocator statistics (None: not needed)."""
+        ...
+
+    def health_monitor(self) -> HealthMonitor | None:
+        """A monitor of the device during a measurement (None where there is nothing to watch)."""
+        ...
+
+    def calibration(self) -> Interleaved | None:
+        """The calibration workload for one measurement, when calibration is on for this host."""
+        ...
+
+    def speed_probe(self) -> float | None:
+        """The host's speed now, in ns of a fixed workload (None where it means nothing)."""
+        ...
+
+    def session_probe(self, *, writing: bool) -> tuple[float | None, str | None]:
+        """The probe a measurement of this session records, and what waiting for it was (None: no wait).
+
+        Gating probes once per session; writing baselines probes before every
+        measurement, waits while the host reads slow, and keeps the fastest.
+        """
+        ...
+
+    @property
+    def fastest_probe_ns(self) -> float | None:
+        """The fastest probe this session has seen (None before any, or where probes mean nothing)."""
+        ...
+
+    def settle(self, take: Callable[[], float | None], reference_ns: float | None) -> tuple[float | None, str | None]:
+        """``take`` a probe (in another process, say), again while it reads slow against ``reference_ns``."""
+        ...
+
+    @property
+    def pin_cpu(self) -> int | None:
+        """The core measurements run on (for worker processes to use the same), or None."""
+        ...
+
+
+def guard_for(device: torch.device, *, mode: str, pin_cpu: str = "auto",
+              peak_memory: bool = True) -> HostGuard:  # fmt: skip
+    """The guard of ``device``'s host: CUDA's NVML health, or the shared CPU's guards."""
+    if device.type == "cuda":
+        from pytest_gpuperf.host.cuda import CudaHostGuard
+
+        return CudaHostGuard(device)
+    from pytest_gpuperf.host.cpu import CpuHostGuard
+
+    return CpuHostGuard(device, mode=mode, pin_cpu=pin_cpu, peak_memory=peak_memory)

@@ -1,0 +1,77 @@
+"""The shared-CPU host guard: speed probe and settle wait, core pinning, calibration, the fast end, peak memory.
+
+On a CPU runner the measured code shares the machine with other processes, which
+decide much of its timing. Everything that exists for that reason lives in this
+package and reaches the core only through ``CpuHostGuard`` (the ``HostGuard``
+interface of ``pytest_gpuperf.host``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+from pytest_gpuperf.host.cpu import speed_probe as probes
+from pytest_gpuperf.host.cpu.pinning import pinned, resolve_pin_cpu
+from pytest_gpuperf.host.cpu.rules import Calibration, FastEnd, SlowDurations, SlowMachine
+from pytest_gpuperf.verdict.rulesets import GuardRules
+
+if TYPE_CHECKING:
+    import torch
+
+    from pytest_gpuperf.host import HealthMonitor, Interleaved
+
+
+class CpuHostGuard:
+    name = "cpu"
+
+    def __init__(self, device: torch.device, *, mode: str, pin_cpu: str = "auto", peak_memory: bool = True) -> None:
+        self.device = device
+        self._pin = resolve_pin_cpu(pin_cpu, mode=mode, device_type=device.type)
+        self._peak_memory = peak_memory
+        self._session: probes.SessionSpeedProbe | None = None
+
+    @property
+    def pin_cpu(self) -> int | None:
+        return self._pin
+
+    def rules(self, mode: str) -> GuardRules:
+        if mode == "compare-ref":  # interleaved rounds on one core already cancel the host's drift
+            return GuardRules()
+        return GuardRules(time=(Calibration(), FastEnd(), SlowMachine()), metric=(SlowDurations(),))
+
+    def pinned(self) -> AbstractContextManager[object]:
+        return pinned(self._pin)
+
+    def peak_memory(self, call: Callable[[], object]) -> int | None:
+        if not self._peak_memory:
+            return None
+        from pytest_gpuperf.host.cpu.memory import peak_tensor_bytes
+
+        return peak_tensor_bytes(call)
+
+    def health_monitor(self) -> HealthMonitor | None:
+        return None
+
+    def calibration(self) -> Interleaved | None:
+        from pytest_gpuperf.host.cpu.calibration import CalibrationWorkload
+
+        return CalibrationWorkload(self.device)
+
+    def speed_probe(self) -> float | None:
+        return probes.measure_speed_probe(self.device, self._pin)
+
+    def session_probe(self, *, writing: bool) -> tuple[float | None, str | None]:
+        if self._session is None:
+            self._session = probes.SessionSpeedProbe(self.speed_probe)
+        if writing:  # a baseline is not measured in a slow moment it could wait out
+            return self._session.settled_fastest()
+        return self._session.once(), None
+
+    @property
+    def fastest_probe_ns(self) -> float | None:
+        return self._session.fastest_ns if self._session is not None else None
+
+    def settle(self, take: Callable[[], float | None], reference_ns: float | None) -> tuple[float | None, str | None]:
+        return probes.settled_probe(take, reference_ns)

@@ -1,0 +1,138 @@
+"""Verdict rules that exist because a shared CPU runs the measured code.
+
+Other processes on the host decide much of a CPU timing: they slow the median
+and the tail while the fastest calls keep their speed, they slow the whole
+machine for seconds at a time, and they change its speed between sessions.
+These rules tell such moves from a change in the code; the GPU path never
+loads them (a kernel's time does not follow host load).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pytest_gpuperf.host.cpu.speed_probe import is_slow, slowdown
+from pytest_gpuperf.model import Comparison, Kind, Verdict
+from pytest_gpuperf.verdict.case import Case
+from pytest_gpuperf.verdict.pipeline import Step
+
+# the calibration ratio outside this range means the machines differ, not the load
+_CALIBRATION_SANE = (0.25, 4.0)
+_FAST_END_MIN_SAMPLES = 10
+_DURATION_UNITS = frozenset({"s", "ms", "us", "ns"})
+
+
+@dataclass(frozen=True)
+class FastEnd:
+    """A time verdict stands only if the fastest calls moved too (by half the threshold).
+
+    More work makes every call slower, the fastest ones included; contention
+    inflates the median and the tail while the fastest calls keep their speed.
+    """
+
+    name: str = "fast-end"
+
+    def apply(self, case: Case, draft: Comparison) -> Step | None:
+        quantile = case.settings.fast_end_quantile
+        entry = case.entry
+        if quantile is None or entry is None or draft.verdict not in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
+            return None
+        current, base = case.measurement.samples_ns, entry.samples_ns
+        if len(current) < _FAST_END_MIN_SAMPLES or len(base) < _FAST_END_MIN_SAMPLES:
+            return None
+        q = 100 * quantile
+        moved = float(np.percentile(current, q) / np.percentile(base, q)) - 1.0
+        threshold = draft.threshold or case.settings.threshold
+        needed = threshold / 2
+        agrees = moved > needed if draft.verdict is Verdict.REGRESSION else moved < -needed
+        if agrees:
+            return Step(f"the fastest {quantile:.0%} of calls moved too ({moved:+.1%})", quiet=True)
+        return Step(
+            f"the fastest {quantile:.0%} of calls moved only {moved:+.1%} (needs {needed:.1%}): "
+            "contention on the machine, not a change in work",
+            Verdict.UNCHANGED,
+        )
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """With ``--gpuperf-calibrate=on``: a change the calibration workload's own change explains is cleared.
+
+    Calibration may explain a change away, never make one: the workload carries
+    its own per-process offset, so a verdict is only ever cleared by it.
+    """
+
+    name: str = "calibration"
+
+    def apply(self, case: Case, draft: Comparison) -> Step | None:
+        entry = case.entry
+        cur = case.measurement.calibration_ns
+        base = entry.calibration_ns if entry is not None else None
+        if not case.settings.calibrate or not cur or not base or draft.change is None:
+            return None
+        if draft.verdict not in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
+            return None
+        scale = base / cur
+        if not _CALIBRATION_SANE[0] <= scale <= _CALIBRATION_SANE[1]:
+            return Step(f"calibration ratio {scale:.2f} out of range, not used", quiet=True)
+        normalized = (1.0 + draft.change) * scale - 1.0
+        threshold = draft.threshold or case.settings.threshold
+        if abs(normalized) > threshold and (normalized > 0) == (draft.change > 0):
+            return Step(f"calibration-normalized change {normalized:+.1%} agrees", quiet=True)
+        return Step(
+            f"{normalized:+.1%} after calibration (calibration time x{1 / scale:.3f} vs baseline): "
+            "the machine's own change explains it",
+            Verdict.UNCHANGED,
+        )
+
+
+@dataclass(frozen=True)
+class SlowMachine:
+    """The speed probe: a regression while the machine reads x1.25 slower than at the baseline is unstable;
+    so is a pass against a baseline written while it read that much slower (it hides regressions)."""
+
+    name: str = "slow-machine"
+
+    def apply(self, case: Case, draft: Comparison) -> Step | None:
+        entry = case.entry
+        ratio = slowdown(case.measurement.speed_probe_ns, entry.speed_probe_ns if entry is not None else None)
+        if ratio is None:
+            return None
+        if draft.verdict is Verdict.REGRESSION and is_slow(ratio):
+            return Step(
+                f"not judged: the machine ran x{ratio:.2f} slower than when the baseline was written "
+                "(speed probe), which alone explains a regression of this kind",
+                Verdict.UNSTABLE,
+            )
+        if draft.verdict in (Verdict.UNCHANGED, Verdict.IMPROVEMENT) and is_slow(1.0 / ratio):
+            return Step(
+                f"not judged: the baseline was written while the machine ran x{1.0 / ratio:.2f} slower than now "
+                "(speed probes), so a regression could hide behind it; write it again",
+                Verdict.UNSTABLE,
+            )
+        return None
+
+
+@dataclass(frozen=True)
+class SlowDurations:
+    """A metric that is a duration (a compile's first call, in s/ms/us/ns) follows the machine's speed too."""
+
+    name: str = "slow-machine"
+
+    def apply(self, case: Case, draft: Comparison) -> Step | None:
+        metric, entry = case.metric, case.entry
+        if case.kind is not Kind.METRIC or metric is None or metric.unit not in _DURATION_UNITS:
+            return None
+        if draft.verdict is not Verdict.REGRESSION or entry is None:
+            return None
+        ratio = slowdown(case.measurement.speed_probe_ns, entry.speed_probe_ns)
+        if not is_slow(ratio):
+            return None
+        assert ratio is not None
+        return Step(
+            f"not judged: the machine ran x{ratio:.2f} slower than when the baseline was written (speed probe), "
+            "which alone explains a longer duration",
+            Verdict.UNSTABLE,
+        )

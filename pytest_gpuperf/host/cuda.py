@@ -1,0 +1,53 @@
+"""The CUDA host guard: NVML health (throttling, clocks); kernel times do not follow host load."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+from pytest_gpuperf.verdict.rulesets import GuardRules
+
+if TYPE_CHECKING:
+    import torch
+
+    from pytest_gpuperf.host import HealthMonitor, Interleaved
+
+
+class CudaHostGuard:
+    name = "cuda"
+    pin_cpu = None
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+
+    def rules(self, mode: str) -> GuardRules:
+        return GuardRules()  # throttling reaches the verdict as the measurement's unstable_reason (rule "health")
+
+    def pinned(self) -> AbstractContextManager[object]:
+        return contextlib.nullcontext()
+
+    def peak_memory(self, call: Callable[[], object]) -> int | None:
+        return None  # the CUDA caching allocator keeps its own peak (gpu/memory.py)
+
+    def health_monitor(self) -> HealthMonitor | None:
+        from pytest_gpuperf.gpu.nvml import HealthMonitor
+
+        return HealthMonitor(self.device.index or 0)
+
+    def calibration(self) -> Interleaved | None:
+        return None
+
+    def speed_probe(self) -> float | None:
+        return None
+
+    def session_probe(self, *, writing: bool) -> tuple[float | None, str | None]:
+        return None, None
+
+    @property
+    def fastest_probe_ns(self) -> float | None:
+        return None
+
+    def settle(self, take: Callable[[], float | None], reference_ns: float | None) -> tuple[float | None, str | None]:
+        return None, None

@@ -1,0 +1,42 @@
+"""The failure message of a measurement: what failed, the evidence, and the rules that decided."""
+
+from __future__ import annotations
+
+from pytest_gpuperf.model import Comparison, MeasurementResult
+from pytest_gpuperf.report.units import format_value
+from pytest_gpuperf.verdict.judge import STRICT_VERDICTS
+
+
+def explain_lines(c: Comparison, indent: str = "    ") -> list[str]:
+    """One line per rule that acted: ``[noise-floor] threshold raised ...  -> unchanged``."""
+    return [f"{indent}[{step.rule}] {step.note} -> {step.verdict.value}" for step in c.explanation if step.note]
+
+
+def failure_message(result: MeasurementResult, device: str) -> str:
+    """One clear message for the failing comparisons of one measurement, with the rules that decided."""
+    key = result.measurement.key
+    lines = [f"performance regression in {key}"]
+    failing = [c for c in result.comparisons if c.verdict.fails]
+    if not failing:
+        failing = [c for c in result.comparisons if c.verdict in STRICT_VERDICTS]
+        lines[0] = f"{key}: {', '.join(sorted({c.verdict.value for c in failing}))} (--gpuperf-strict)"
+    for c in failing:
+        change = f" ({c.change:+.1%})" if c.change is not None else ""
+        lines.append(f"  {c.metric}: {format_value(c.baseline, c.unit)} -> {format_value(c.current, c.unit)}{change}")
+        if c.evidence:
+            lines.append(f"    evidence: {c.evidence}")
+        if c.threshold is not None:
+            lines.append(f"    threshold: {c.threshold:.1%}")
+        if c.explanation:
+            lines.append("    rules:")
+            lines.extend(explain_lines(c, "      "))
+    base = result.baseline
+    commit = next((c.baseline_commit for c in failing if c.baseline_commit), None)
+    if commit is None and base is not None:
+        commit = base.provenance.commit
+    where = f"  device: {device}"
+    if base is not None and base.environment is not None:
+        where += f" (baseline device: {base.environment.device_name})"
+    lines.append(where)
+    lines.append(f"  baseline commit: {commit[:12] if commit else 'unknown'}")
+    return "\n".join(lines)

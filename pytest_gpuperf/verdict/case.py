@@ -1,0 +1,66 @@
+"""What a rule reads: the case being judged and the evidence for a time change."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pytest_gpuperf.config import GateSettings
+from pytest_gpuperf.model import BaselineEntry, Environment, Kind, Measurement, Metric
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The ratio current / reference with its confidence interval, and how it was obtained.
+
+    ``change`` is what the verdict reads (relative, +0.12 = 12% more); it is the
+    gated statistic's change in baseline mode and the paired estimate in compare-ref.
+    ``readings`` counts the independent readings behind the smaller side
+    (samples, round pairs or process pairs), for the minimum-samples rule.
+    """
+
+    change: float
+    ratio: float
+    low: float
+    high: float
+    p_value: float | None
+    method: str
+    readings: int
+    reference_readings: int
+
+    def describe(self, confidence: float) -> str:
+        """``ratio 1.520 [1.470, 1.580] 95% CI, p=1e-12, bootstrap of medians``."""
+        from pytest_gpuperf.stats import format_p
+
+        parts = [f"ratio {self.ratio:.3f} [{self.low:.3f}, {self.high:.3f}] {confidence:.0%} CI"]
+        if self.p_value is not None:
+            parts.append(format_p(self.p_value))
+        parts.append(self.method)
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One comparison to judge: what is compared, against what, under which settings."""
+
+    kind: Kind
+    name: str  # the comparison's display name: "time.p50", "memory.peak_allocated", "metric.speedup"
+    current: float
+    unit: str
+    measurement: Measurement
+    entry: BaselineEntry | None  # the reference: a stored baseline, or the base ref's side
+    settings: GateSettings
+    environment: Environment
+    evidence: Evidence | None = None  # time only
+    metric: Metric | None = None  # metric only
+    other_classes: tuple[str, ...] = ()  # device classes that have a baseline when this one has none
+    reference_label: str = "baseline"  # "baseline", or "main" (compare-ref's base)
+
+    @property
+    def key(self) -> str:
+        return self.measurement.key
+
+    @property
+    def reference_metric(self) -> Metric | None:
+        if self.entry is None or self.metric is None:
+            return None
+        return next((m for m in self.entry.metrics if m.name == self.metric.name), None)

@@ -1,0 +1,101 @@
+"""A measurement against its reference: one case per comparison, each through its mode's rule list."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pytest_gpuperf.config import GateSettings
+from pytest_gpuperf.model import (
+    BaselineEntry,
+    Comparison,
+    Environment,
+    Kind,
+    Measurement,
+    MeasurementResult,
+    Metric,
+    Verdict,
+)
+from pytest_gpuperf.verdict import evidence as ev
+from pytest_gpuperf.verdict.case import Case, Evidence
+from pytest_gpuperf.verdict.pipeline import run_pipeline
+from pytest_gpuperf.verdict.rulesets import RuleSet
+
+# What fails a test under --gpuperf-strict besides a regression.
+STRICT_VERDICTS = frozenset({Verdict.NOT_COMPARABLE, Verdict.UNSTABLE, Verdict.NOT_GATED})
+
+
+def fails(result: MeasurementResult, settings: GateSettings) -> bool:
+    """Any regression fails; with ``strict`` also not comparable, unstable and not gated."""
+    failing = {Verdict.REGRESSION} | (STRICT_VERDICTS if settings.strict else frozenset())
+    return any(c.verdict in failing for c in result.comparisons)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What a measurement is judged against.
+
+    ``entry``: the stored baseline, or the base ref's side as an entry (compare-ref).
+    ``time_evidence``: the mode's time evidence when it is not the baseline bootstrap
+    (compare-ref's paired rounds); None derives it from ``entry``.
+    ``other_classes``: device classes that have a baseline for this key when this one has none.
+    """
+
+    entry: BaselineEntry | None = None
+    time_evidence: Evidence | None = None
+    other_classes: tuple[str, ...] = ()
+    label: str = "baseline"
+
+
+def judge(
+    measurement: Measurement,
+    reference: Reference,
+    settings: GateSettings,
+    rules: RuleSet,
+    environment: Environment,
+) -> MeasurementResult:
+    """Time, peak memory and every metric of ``measurement``, each through its rule list."""
+    comparisons = [time_comparison(measurement, reference, settings, rules, environment)]
+    if measurement.peak_allocated_bytes is not None:
+        case = _case(Kind.MEMORY, "memory.peak_allocated", float(measurement.peak_allocated_bytes), "B",
+                     measurement, reference, settings, environment)  # fmt: skip
+        comparisons.append(run_pipeline(case, rules.memory))
+    for metric in measurement.metrics:
+        case = _case(Kind.METRIC, f"metric.{metric.name}", metric.value, metric.unit, measurement, reference,
+                     settings, environment, metric=metric)  # fmt: skip
+        comparisons.append(run_pipeline(case, rules.metric))
+    return MeasurementResult(measurement, tuple(comparisons), reference.entry)
+
+
+def time_comparison(
+    measurement: Measurement,
+    reference: Reference,
+    settings: GateSettings,
+    rules: RuleSet,
+    environment: Environment,
+    *,
+    confirmation: Evidence | None = None,
+) -> Comparison:
+    """The time comparison alone; with ``confirmation``, judged on that evidence by the confirmation rules."""
+    evidence = confirmation or reference.time_evidence
+    entry = reference.entry
+    comparable = entry is not None and (
+        entry.environment is None or entry.environment.device_class == environment.device_class
+    )
+    if evidence is None and comparable and entry is not None:
+        evidence = ev.against_baseline(measurement, entry, settings)
+    current = measurement.stats.get(settings.statistic)
+    case = _case(Kind.TIME, f"time.{settings.statistic.value}", current, "ns", measurement, reference, settings,
+                 environment, evidence=evidence)  # fmt: skip
+    return run_pipeline(case, rules.confirmation if confirmation is not None else rules.time)
+
+
+def _case(
+    kind: Kind, name: str, current: float, unit: str, measurement: Measurement, reference: Reference,
+    settings: GateSettings, environment: Environment, *, evidence: Evidence | None = None,
+    metric: Metric | None = None,
+) -> Case:  # fmt: skip
+    return Case(
+        kind=kind, name=name, current=current, unit=unit, measurement=measurement, entry=reference.entry,
+        settings=settings, environment=environment, evidence=evidence, metric=metric,
+        other_classes=reference.other_classes, reference_label=reference.label,
+    )  # fmt: skip

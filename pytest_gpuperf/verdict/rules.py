@@ -1,0 +1,228 @@
+"""The rules every host shares. Each is a small object with a name, a note and its own test.
+
+Host-specific rules (the CPU's fast end, calibration and speed probe; NVML health
+on CUDA) live with their host guard in ``pytest_gpuperf.host`` and implement the
+same ``Rule`` protocol.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from pytest_gpuperf import stats
+from pytest_gpuperf.model import Comparison, Kind, Verdict
+from pytest_gpuperf.verdict.case import Case
+from pytest_gpuperf.verdict.pipeline import Step
+
+UPDATE_HINT = "--gpuperf-update-baseline"
+
+
+@dataclass(frozen=True)
+class Reference:
+    """No reference: NEW. A reference of another device class: NOT_COMPARABLE. Both end the pipeline."""
+
+    name: str = "reference"
+
+    def apply(self, case: Case, draft: Comparison) -> Step | None:
+        here = case.environment.device_class
+        entry = case.entry
+        there = entry.environment.device_class if entry is not None and entry.environment else None
+        if entry is not None and there not in (None, here):
+            return Step(_other_class(there or "", here), Verdict.NOT_COMPARABLE, final=True)
+        if entry is None and case.other_classes:
+            return Step(_other_class(", ".join(case.other_classes), here), Verdict.NOT_COMPARABLE, final=True)
+        missing = entry is None
+        if case.kind is Kind.MEMORY and entry is not None and entry.peak_allocated_bytes is None:
+            missing = True
+        if case.kind is Kind.METRIC and case.reference_metric is None:
+            missing = True
+        if missing:
+            what = "no baseline" if case.reference_label == "baseline" else f"not measured at {case.reference_label}"
+            return Step(what, Verdict.NEW, final=True)
+        return None
+
+
+def _other_class(there: str, here: str) -> str:
+    return (
+        f"baseline recorded on device class {there}, this run is {here}: not comparable "
+        f"(record one here with {UPDATE_HINT}; --gpuperf-strict makes this fail)"
+    )
+
+
+@dataclass(frozen=True)
+class MinimumSamples:
+    """A time verdict needs ``settings.min_samples`` independent readings on each side."""
+
+    name: str = "minimum-samples"
+
+    def apply(self, case: Case, draft: Comparison) -> Step | None:
+        ev = case.evidence
+        if ev is None:
+            return None
+        needed = case.settings.min_samples
+        have = min(ev.readings, ev.reference_readings)
+        if have >= needed:
+            return None
+        side = "this run" if ev.readings <= ev.reference_readings else f"the {case.reference_label}"
+        return Step(
+            f"not gated: {side} has {have} sample(s), fewer than the {needed} a verdict needs "
+            "(each call is slow: raise --gpuperf-time-limit, or measure a smaller step)",
+            Verdict.NOT_GATED,
+            final=True,
+        )
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    """The threshold is never below what the recorded between-run noise allows (stats.noise_floor)."""
+
+    name: str = "noise-floor"
+
+    def apply(self, case: Case, draft: Comparison) -> Step | None:
+        if case.entry is None:
+            return None
+        base_noise = case.entry.noise
+        if base_noise is None:
+            base_noise = stats.between_run_noise(case.entry.round_medians_ns)
+        current_noise = stats.between_run_noise(case.measurement.round_medians_ns)
+        floor = stats.noise_floor(base_noise, current_noise, case.settings.noise_multiplier)
+        configured = case.settings.threshold
+        if floor <= configured:
+            return Step(f"threshold {configured:.1%}", threshold=configured, quiet=True)
+        return Step(f"threshold raised from {configured:.1%} to {floor:.1%} by run-to-run noise", threshold=floor)
+
+
+@dataclass(frozen=True)
+class Significance:
+    """Large enough (|change| above the threshold) and significant (the CI of the ratio excludes 1)."""
+
+    name: str = "significance"
+
+    def apply(self, case: Case, draft: Comparison) -> Step | None:
+        ev = case.evidence
+        if ev is None:
+            return None
+        threshold = draft.threshold if draft.threshold is not None else case.settings.threshold
+        verdict = time_verdict(ev.change, ev.low, ev.high, threshold)
+        side = "excludes 1" if ev.low > 1.0 or ev.high < 1.0 else "includes 1"
+        size = "above" if abs(ev.change) > threshold else "within"
+        note = f"{ev.change:+.1%} is {size} the threshold {threshold:.1%}; the CI [{ev.low:.3f}, {ev.high:.3f}] {side}"
+        return Step(note, verdict, threshold=threshold, quiet=True)
+
+
+def time_verdict(change: float, ci_low: float, ci_high: float, threshold: float) -> Verdict:
+    if change > threshold and ci_low > 1.0:
+        return Verdict.REGRESSION
+    if change < -threshold and ci_high < 1.0:
+        return Verdict.IMPROVEMENT
+    return Verdict.UNCHANGED
+
+
+@dataclass(frozen=True)
+class ConfirmOnly:
+    """A confirmation may confirm or clear a suspected regression, never turn it into an improvement."""
+
+    name: str = "confirm-only"
+
+    def apply(self, case: Case, draft: Comparison) -> Step | None:
+        if draft.verdict is not Verdict.IMPROVEMENT:
+            return None
+        return Step("the first reading suspected a slowdown: a faster confirmation only clears it", Verdict.UNCHANGED)
+
+
+@dataclass(frozen=True)
+class Health:
+    """A measurement the runner marked unstable (throttled, say) is never a regression or an improvement."""
+
+    name: str = "health"
+
+    def apply(self, case: Case, draft: Comparison) -> Step | None:
+        reason = case.measurement.unstable_reason
+        if not reason or draft.verdict in (Verdict.NEW, Verdict.NOT_COMPARABLE, Verdict.NOT_GATED):
+            return None
+        return Step(f"unstable: {reason}", Verdict.UNSTABLE)
+
+
+@dataclass(frozen=True)
+class MemoryGrowth:
+    """Peak memory: a change must pass both the relative threshold and an absolute floor (allocator granularity)."""
+
+    name: str = "memory-growth"
+
+    def apply(self, case: Case, draft: Comparison) -> Step | None:
+        entry = case.entry
+        if entry is None or entry.peak_allocated_bytes is None:
+            return None
+        base = entry.peak_allocated_bytes
+        current = int(case.current)
+        diff = current - base
+        change = diff / base if base > 0 else (math.inf if diff > 0 else 0.0)
+        limit = case.settings.memory_threshold
+        floor = case.settings.memory_min_increase_bytes
+        past_threshold = abs(change) > limit
+        if past_threshold and abs(diff) < floor:
+            return Step(
+                f"{change:+.1%} is past the memory threshold {limit:.1%}, but {diff:+d} bytes is below the "
+                f"{floor} byte floor under which peak memory moves with the allocator's granularity",
+                Verdict.UNCHANGED, threshold=limit,
+            )  # fmt: skip
+        verdict = Verdict.UNCHANGED
+        if past_threshold:
+            verdict = Verdict.REGRESSION if diff > 0 else Verdict.IMPROVEMENT
+        return Step(f"peak allocated {base} -> {current} bytes ({diff:+d}), threshold {limit:.1%}", verdict,
+                    threshold=limit, quiet=verdict is Verdict.UNCHANGED)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class MetricBounds:
+    """A metric's hard ``minimum``/``maximum``: a regression with or without a baseline, and final."""
+
+    name: str = "metric-bounds"
+
+    def apply(self, case: Case, draft: Comparison) -> Step | None:
+        violation = bound_violation(case)
+        if violation is None:
+            return None
+        note = violation if not case.metric or not case.metric.description else (
+            f"{violation} ({case.metric.description})")  # fmt: skip
+        return Step(note, Verdict.REGRESSION, final=True)
+
+
+def bound_violation(case: Case) -> str | None:
+    metric = case.metric
+    if metric is None:
+        return None
+    if metric.minimum is not None and metric.value < metric.minimum:
+        return f"{metric.name} = {metric.value:g}{metric.unit} is below its minimum {metric.minimum:g}"
+    if metric.maximum is not None and metric.value > metric.maximum:
+        return f"{metric.name} = {metric.value:g}{metric.unit} is above its maximum {metric.maximum:g}"
+    return None
+
+
+@dataclass(frozen=True)
+class MetricTolerance:
+    """A metric against its reference value: absolute tolerance (counts) first, else relative tolerance."""
+
+    name: str = "metric-tolerance"
+
+    def apply(self, case: Case, draft: Comparison) -> Step | None:
+        metric, ref = case.metric, case.reference_metric
+        if metric is None or ref is None:
+            return None
+        base = ref.value
+        worse = (base - metric.value) if metric.better == "higher" else (metric.value - base)
+        direction = f"{metric.better} is better"
+        if metric.absolute_tolerance is not None:
+            tol = metric.absolute_tolerance
+            verdict = Verdict.REGRESSION if worse > tol else (Verdict.IMPROVEMENT if worse < 0 else Verdict.UNCHANGED)
+            return Step(f"{base:g} -> {metric.value:g} (allowed worsening {tol:g}, {direction})", verdict)
+        if metric.tolerance is None:
+            return Step(f"{base:g} -> {metric.value:g} (bounds only)", Verdict.UNCHANGED, quiet=True)
+        tol = metric.tolerance
+        rel = (1.0 if worse > 0 else -1.0 if worse < 0 else 0.0) if base == 0 else worse / abs(base)
+        verdict = Verdict.REGRESSION if rel > tol else Verdict.IMPROVEMENT if rel < -tol else Verdict.UNCHANGED
+        note = f"{base:g} -> {metric.value:g} (tolerance {tol:.1%}, {direction})"
+        if verdict is Verdict.REGRESSION and metric.description:
+            note += f": {metric.description}"
+        return Step(note, verdict, threshold=tol, quiet=verdict is Verdict.UNCHANGED)

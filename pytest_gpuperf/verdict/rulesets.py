@@ -1,0 +1,71 @@
+"""Each mode's ordered rule lists: the only place where the modes' verdicts differ, besides their evidence."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pytest_gpuperf.verdict.pipeline import Rule
+from pytest_gpuperf.verdict.rules import (
+    ConfirmOnly,
+    Health,
+    MemoryGrowth,
+    MetricBounds,
+    MetricTolerance,
+    MinimumSamples,
+    NoiseFloor,
+    Reference,
+    Significance,
+)
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """The rules for each kind of comparison, and for judging a confirmation's readings."""
+
+    time: tuple[Rule, ...]
+    memory: tuple[Rule, ...]
+    metric: tuple[Rule, ...]
+    confirmation: tuple[Rule, ...]
+
+    def names(self) -> dict[str, tuple[str, ...]]:
+        """Rule names per list, for ``--gpuperf-explain`` and the docs."""
+        kinds = ("time", "memory", "metric", "confirmation")
+        return {kind: tuple(r.name for r in getattr(self, kind)) for kind in kinds}
+
+
+@dataclass(frozen=True)
+class GuardRules:
+    """What a host guard adds: rules after significance (time) and after the tolerance (metrics)."""
+
+    time: tuple[Rule, ...] = ()
+    metric: tuple[Rule, ...] = ()
+
+
+def baseline_rules(guard: GuardRules = GuardRules()) -> RuleSet:
+    """Against a stored baseline: its recorded noise raises the threshold; the host guard judges the host."""
+    return RuleSet(
+        time=(Reference(), MinimumSamples(), NoiseFloor(), Significance(), *guard.time, Health()),
+        memory=(Reference(), MemoryGrowth()),
+        metric=(MetricBounds(), Reference(), MetricTolerance(), *guard.metric),
+        confirmation=(Reference(), MinimumSamples(), NoiseFloor(), Significance(), *guard.time, Health()),
+    )
+
+
+def compare_ref_rules(guard: GuardRules = GuardRules()) -> RuleSet:
+    """Head and base interleaved in one run: no recorded noise, no frozen number to distrust."""
+    return RuleSet(
+        time=(Reference(), MinimumSamples(), Significance(), Health()),
+        memory=(Reference(), MemoryGrowth()),
+        metric=(MetricBounds(), Reference(), MetricTolerance()),
+        confirmation=(Significance(), ConfirmOnly(), Health()),
+    )
+
+
+def rule_names(rules: Sequence[Rule]) -> tuple[str, ...]:
+    return tuple(r.name for r in rules)
+
+
+def rules_for(mode: str, guard: GuardRules = GuardRules()) -> RuleSet:
+    """The rule lists of ``mode`` with the host guard's rules in place."""
+    return compare_ref_rules(guard) if mode == "compare-ref" else baseline_rules(guard)

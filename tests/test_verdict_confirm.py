@@ -1,0 +1,106 @@
+"""Confirming a suspected regression with more readings, and the failure message that explains the verdict.
+
+The engine takes the readings through its real confirmation path: a recorded
+measurement's ``remeasure`` (what the DDP helper hands the fixture) is taken
+again, judged on its own against the real baseline store, and the readings plan
+(readings.py) decides when to stop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import torch
+
+from pytest_gpuperf.baseline.store import BaselineStore
+from pytest_gpuperf.config import GateSettings, GpuperfConfig, resolve
+from pytest_gpuperf.engine import LocalEngine
+from pytest_gpuperf.host.cpu import CpuHostGuard
+from pytest_gpuperf.model import Measurement, MeasurementResult, Verdict
+from pytest_gpuperf.report.failure import failure_message
+from pytest_gpuperf.runner import Runner, RunnerOptions
+from pytest_gpuperf.verdict import fails
+from pytest_gpuperf.verdict.rulesets import rules_for
+from tests.verdict_helpers import ENV, OTHER, S, entry, judged, measurement, time_of
+
+KEY = "t.py::test_a::default"
+
+
+class Remeasurer:
+    def __init__(self, *medians: float) -> None:
+        self.medians = list(medians)
+        self.calls = 0
+
+    def __call__(self) -> Measurement:
+        self.calls += 1
+        return measurement(self.medians.pop(0))
+
+
+class QuietGuard(CpuHostGuard):
+    """The CPU guard without its speed probe: these tests are about readings, not the host's speed."""
+
+    def speed_probe(self) -> float | None:
+        return None
+
+
+def evaluate(first: Measurement, again: Remeasurer, *, remeasures: int = 1, tmp_path: Path) -> MeasurementResult:
+    guard = QuietGuard(torch.device("cpu"), mode="baseline", pin_cpu="off")
+    store = BaselineStore(tmp_path)
+    store.update(ENV.device_class, [entry(1000.0)])
+    engine = LocalEngine(Runner(RunnerOptions(device=torch.device("cpu"), guard=guard)), store, ENV, guard,
+                         lambda mode: rules_for(mode, guard.rules(mode)))  # fmt: skip
+    engine.remember(KEY, again)
+    settings = resolve(GpuperfConfig(enabled=True, remeasures=remeasures))
+    (result,) = engine.evaluate([dataclasses.replace(first, speed_probe_ns=None)], settings)
+    return result
+
+
+def test_confirmed_regression_stays_a_regression(tmp_path: Path) -> None:
+    again = Remeasurer(1480.0)
+    result = evaluate(measurement(1500.0), again, tmp_path=tmp_path)
+    assert again.calls == 1
+    assert result.verdict is Verdict.REGRESSION and fails(result, S)
+    time = time_of(result.comparisons)
+    assert "confirmed by 1 re-measure" in time.note
+    assert time.explanation[-1].rule == "confirmation"
+    assert result.measurement.stats.median_ns < 1490  # the fresh measurement is reported
+
+
+def test_unconfirmed_regression_is_dropped(tmp_path: Path) -> None:
+    result = evaluate(measurement(1500.0), Remeasurer(1005.0), tmp_path=tmp_path)
+    time = time_of(result.comparisons)
+    assert result.verdict is Verdict.UNCHANGED and not fails(result, S)
+    assert "not confirmed" in time.note and "+50.0%" in time.note
+
+
+def test_every_remeasure_must_confirm(tmp_path: Path) -> None:
+    again = Remeasurer(1500.0, 1000.0, 1500.0)
+    result = evaluate(measurement(1500.0), again, remeasures=3, tmp_path=tmp_path)
+    assert again.calls == 2 and result.verdict is Verdict.UNCHANGED
+
+
+def test_no_remeasure_without_suspicion_or_when_disabled(tmp_path: Path) -> None:
+    again = Remeasurer(1500.0)
+    assert evaluate(measurement(1000.0), again, tmp_path=tmp_path).verdict is Verdict.UNCHANGED
+    off = evaluate(measurement(1500.0), again, remeasures=0, tmp_path=tmp_path / "off")
+    assert off.verdict is Verdict.REGRESSION and again.calls == 0
+
+
+def test_strict_fails_not_comparable_unstable_and_not_gated() -> None:
+    result = judged(measurement(), entry(env=OTHER))
+    assert result.verdict is Verdict.NOT_COMPARABLE
+    assert not fails(result, S) and fails(result, GateSettings(strict=True))
+    assert "not comparable" in failure_message(result, "cpu")
+    one = judged(measurement(samples_ns=(1.0,)), entry())
+    assert one.verdict is Verdict.NOT_GATED and fails(one, GateSettings(strict=True)) and not fails(one, S)
+
+
+def test_failure_message_names_everything_and_the_rules() -> None:
+    result = judged(measurement(1500.0), entry(1000.0))
+    text = failure_message(result, "cpu")
+    assert "t.py::test_a::default" in text
+    assert "time.p50: 999.2 ns -> 1.499 us (+50.0%)" in text
+    assert "evidence: ratio 1.5" in text and "threshold: 10.0%" in text
+    assert "[significance] +50.0% is above the threshold 10.0%" in text and "-> regression" in text
+    assert "device: cpu" in text and "baseline commit: abc123" in text

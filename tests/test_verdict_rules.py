@@ -1,0 +1,241 @@
+"""The verdict pipeline's rules, each on its own case, judged through the real pipeline (verdict/)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from pytest_gpuperf.config import GateSettings
+from pytest_gpuperf.errors import ConfigError
+from pytest_gpuperf.model import Kind, Metric, SampleStats, Statistic, Verdict
+from tests.verdict_helpers import OTHER, compare, entry, measurement, rounds, rules_that_acted, samples, time_of
+
+
+def test_no_baseline_is_new() -> None:
+    (c,) = compare(measurement(), None)
+    assert c.verdict is Verdict.NEW and c.metric == "time.p50"
+
+
+def test_unchanged_within_threshold() -> None:
+    c = time_of(compare(measurement(1020.0), entry(1000.0)))
+    assert c.verdict is Verdict.UNCHANGED
+    assert c.change == pytest.approx(0.02, abs=0.005)
+    assert c.threshold == pytest.approx(0.10)
+    assert c.baseline_commit == "abc123"
+
+
+def test_large_significant_slowdown_is_a_regression_with_evidence() -> None:
+    c = time_of(compare(measurement(1500.0), entry(1000.0)))
+    assert c.verdict is Verdict.REGRESSION
+    assert c.ci_low is not None and c.ci_low > 1.0
+    assert c.evidence.startswith("ratio 1.5") and "95% CI" in c.evidence and "p=" in c.evidence
+
+
+def test_large_speedup_is_an_improvement() -> None:
+    c = time_of(compare(measurement(700.0), entry(1000.0)))
+    assert c.verdict is Verdict.IMPROVEMENT
+
+
+def test_change_above_threshold_without_significance_is_not_a_regression() -> None:
+    noisy = tuple(np.random.default_rng(3).lognormal(np.log(1000), 0.6, 8))
+    m = measurement(samples_ns=tuple(s * 1.2 for s in noisy))
+    base = entry(samples_ns=noisy, stats=SampleStats.from_samples(noisy))
+    c = time_of(compare(m, base))
+    assert c.change == pytest.approx(0.2, abs=0.01)
+    assert c.ci_low is not None and c.ci_low <= 1.0
+    assert c.verdict is Verdict.UNCHANGED
+
+
+def test_noise_floor_raises_the_threshold() -> None:
+    m = measurement(1150.0, round_medians_ns=rounds(1150.0, 0.05, 1))
+    base = entry(1000.0, noise=0.05)
+    c = time_of(compare(m, base))
+    # 3 sigma of sqrt(2) * ~5% run-to-run noise is above the 10% threshold
+    assert c.threshold is not None and c.threshold > 0.15
+    assert c.verdict is Verdict.UNCHANGED
+    assert "raised" in c.note
+    quiet = time_of(compare(measurement(1150.0), entry(1000.0, noise=0.001)))
+    assert quiet.verdict is Verdict.REGRESSION and quiet.threshold == pytest.approx(0.10)
+
+
+def test_contention_that_leaves_the_fastest_calls_alone_is_not_a_regression() -> None:
+    base = samples(1000.0, seed=2)
+    rng = np.random.default_rng(5)
+    # a loaded machine: 60% of the samples were preempted and took 2-4x as long
+    loaded = tuple(s * (rng.uniform(2, 4) if rng.random() < 0.6 else 1.0) for s in samples(1000.0, seed=1))
+    c = time_of(compare(measurement(samples_ns=loaded), entry(samples_ns=base)))
+    assert c.change is not None and c.change > 0.5
+    assert c.verdict is Verdict.UNCHANGED and "contention" in c.note
+    off = time_of(compare(measurement(samples_ns=loaded), entry(samples_ns=base),
+                      GateSettings(fast_end_quantile=None)))  # fmt: skip
+    assert off.verdict is Verdict.REGRESSION
+
+
+CALIBRATED = GateSettings(calibrate=True)
+
+
+def test_calibration_clears_a_change_a_uniformly_slower_machine_explains() -> None:
+    m = measurement(1200.0, calibration_ns=600.0)  # everything 20% slower today
+    base = entry(1000.0, calibration_ns=500.0)
+    c = time_of(compare(m, base, CALIBRATED))
+    assert c.verdict is Verdict.UNCHANGED and "after calibration" in c.note
+    assert "calibration" in rules_that_acted(c)
+    off = time_of(compare(m, base))  # calibration is off unless asked for
+    assert off.verdict is Verdict.REGRESSION and "calibration" not in rules_that_acted(off)
+
+
+def test_calibration_never_makes_a_regression_the_raw_times_do_not_show() -> None:
+    # raw +2.6%; the calibration workload ran 7.5% faster than at the baseline: normalized +11%
+    base = entry(1000.0, calibration_ns=500.0)
+    c = time_of(compare(measurement(1026.0, calibration_ns=462.5), base, CALIBRATED))
+    assert c.change == pytest.approx(0.026, abs=0.005)
+    assert c.verdict is Verdict.UNCHANGED and "calibration" not in rules_that_acted(c)
+    # the same normalization on a raw change past the threshold keeps the regression
+    worse = time_of(compare(measurement(1150.0, calibration_ns=462.5), base, CALIBRATED))
+    assert worse.verdict is Verdict.REGRESSION
+
+
+def test_calibration_never_makes_an_improvement_the_raw_times_do_not_show() -> None:
+    base = entry(1000.0, calibration_ns=500.0)
+    c = time_of(compare(measurement(974.0, calibration_ns=550.0), base, CALIBRATED))
+    assert c.verdict is Verdict.UNCHANGED
+    better = time_of(compare(measurement(850.0, calibration_ns=550.0), base, CALIBRATED))
+    assert better.verdict is Verdict.IMPROVEMENT
+
+
+def test_a_calibration_ratio_out_of_range_is_not_used() -> None:
+    base = entry(1000.0, calibration_ns=500.0)
+    c = time_of(compare(measurement(1500.0, calibration_ns=5000.0), base, CALIBRATED))
+    assert c.verdict is Verdict.REGRESSION and any("out of range" in s.note for s in c.explanation)
+
+
+def test_too_few_samples_are_not_gated_and_say_so() -> None:
+    # a call slower than the time budget allows a verdict on: never silently "unchanged"
+    one = measurement(2000.0, samples_ns=(2000.0,), round_medians_ns=(2000.0,))
+    c = time_of(compare(one, entry(1000.0)))
+    assert c.ci_low is None and c.ci_high is None
+    assert c.verdict is Verdict.NOT_GATED and "fewer than the 6" in c.note and "--gpuperf-time-limit" in c.note
+    json.dumps(dataclasses.asdict(c), allow_nan=False)
+    six = measurement(2000.0, samples_ns=(2000.0, 2010.0, 1990.0, 2005.0, 1995.0, 2002.0))
+    assert time_of(compare(six, entry(1000.0))).verdict is Verdict.REGRESSION
+    few_base = entry(1000.0, samples_ns=(1000.0, 1001.0, 999.0))
+    assert time_of(compare(measurement(2000.0), few_base)).verdict is Verdict.NOT_GATED
+
+
+def test_other_device_class_is_not_comparable() -> None:
+    c = time_of(compare(measurement(5000.0), entry(1000.0, env=OTHER)))
+    assert c.verdict is Verdict.NOT_COMPARABLE
+    assert "cuda-h100" in c.note and "cpu-test" in c.note and "--gpuperf-strict" in c.note
+    only_other = time_of(compare(measurement(), None, others=["cuda-h100"]))
+    assert only_other.verdict is Verdict.NOT_COMPARABLE
+
+
+def test_unstable_measurement_is_never_a_regression() -> None:
+    c = time_of(compare(measurement(3000.0, unstable_reason="thermal throttling"), entry()))
+    assert c.verdict is Verdict.UNSTABLE and "thermal" in c.note
+
+
+def test_other_time_metric() -> None:
+    c = time_of(compare(measurement(1500.0), entry(), GateSettings(statistic=Statistic.MEAN)))
+    assert c.metric == "time.mean" and c.verdict is Verdict.REGRESSION
+
+
+def test_memory_threshold_and_absolute_floor() -> None:
+    mib = 1 << 20
+    comps = compare(measurement(peak_allocated_bytes=120 * mib), entry(peak_allocated_bytes=100 * mib),
+                       )  # fmt: skip
+    mem = next(c for c in comps if c.metric == "memory.peak_allocated")
+    assert mem.verdict is Verdict.REGRESSION and mem.change == pytest.approx(0.2)
+    tiny = compare(measurement(peak_allocated_bytes=2000), entry(peak_allocated_bytes=1000))
+    small = next(c for c in tiny if c.kind is Kind.MEMORY)
+    assert small.verdict is Verdict.UNCHANGED and "byte floor" in small.note  # the floor says when it decides
+    none = compare(measurement(peak_allocated_bytes=None), entry(peak_allocated_bytes=10))
+    assert not [c for c in none if c.kind is Kind.MEMORY]
+
+
+def _metric_verdict(current: Metric, base: Metric | None) -> Verdict:
+    comps = compare(measurement(metrics=(current,)), entry(metrics=(base,) if base else ()))
+    return next(c for c in comps if c.metric == f"metric.{current.name}").verdict
+
+
+def test_metrics_relative_absolute_bounds_and_direction() -> None:
+    assert _metric_verdict(Metric("speedup", 1.5), Metric("speedup", 2.0)) is Verdict.REGRESSION
+    assert _metric_verdict(Metric("speedup", 1.95), Metric("speedup", 2.0)) is Verdict.UNCHANGED
+    assert _metric_verdict(Metric("speedup", 2.5), Metric("speedup", 2.0)) is Verdict.IMPROVEMENT
+    assert _metric_verdict(Metric("lat", 1.5, better="lower"), Metric("lat", 1.0, better="lower")) is Verdict.REGRESSION
+    breaks = Metric("graph_breaks", 1, better="lower", absolute_tolerance=0)
+    assert _metric_verdict(breaks, Metric("graph_breaks", 0)) is Verdict.REGRESSION
+    assert _metric_verdict(Metric("graph_breaks", 0, better="lower", absolute_tolerance=0),
+                           Metric("graph_breaks", 0)) is Verdict.UNCHANGED  # fmt: skip
+    assert _metric_verdict(Metric("speedup", 3.0), None) is Verdict.NEW
+    assert _metric_verdict(Metric("speedup", 0.5, minimum=1.0), None) is Verdict.REGRESSION
+    assert _metric_verdict(Metric("frac", 1.2, maximum=1.0), Metric("frac", 1.2)) is Verdict.REGRESSION
+
+
+def test_settings_are_validated() -> None:
+    with pytest.raises(ConfigError, match="threshold"):
+        GateSettings(threshold=-0.1)
+    with pytest.raises(ConfigError, match="fast_end_quantile"):
+        GateSettings(fast_end_quantile=0.7)
+    with pytest.raises(ConfigError, match="confidence"):
+        GateSettings(confidence=1.0)
+
+
+def test_every_verdict_carries_the_rules_that_reached_it() -> None:
+    c = time_of(compare(measurement(1500.0), entry(1000.0)))
+    assert rules_that_acted(c) == ["noise-floor", "significance", "fast-end"]
+    assert c.explanation[-1].verdict is Verdict.REGRESSION
+    assert "+50.0% is above the threshold 10.0%" in c.explanation[1].note
+    new = time_of(compare(measurement(), None))
+    assert rules_that_acted(new) == ["reference"] and new.explanation[0].note == "no baseline"
+
+
+def test_comparisons_have_a_kind() -> None:
+    mib = 1 << 20
+    comps = compare(measurement(peak_allocated_bytes=mib, metrics=(Metric("speedup", 2.0),)), entry())
+    assert [c.kind for c in comps] == [Kind.TIME, Kind.MEMORY, Kind.METRIC]
+
+
+def test_a_regression_the_machine_explains_is_unstable() -> None:
+    base = entry(1000.0, speed_probe_ns=30_000.0)
+    c = time_of(compare(measurement(1500.0, speed_probe_ns=48_000.0), base))  # x1.60 slower machine
+    assert c.verdict is Verdict.UNSTABLE and "x1.60 slower" in c.note
+    steady = time_of(compare(measurement(1500.0, speed_probe_ns=36_000.0), base))  # x1.20: in range
+    assert steady.verdict is Verdict.REGRESSION
+
+
+def test_a_baseline_written_on_a_slower_machine_is_not_trusted() -> None:
+    base = entry(1000.0, speed_probe_ns=45_000.0)
+    c = time_of(compare(measurement(1000.0, speed_probe_ns=30_000.0), base))
+    assert c.verdict is Verdict.UNSTABLE and "write it again" in c.note
+    assert time_of(compare(measurement(1000.0, speed_probe_ns=40_000.0), base)).verdict is Verdict.UNCHANGED
+
+
+def test_duration_metrics_on_a_slow_machine_are_not_judged_but_bounds_and_counts_are() -> None:
+    compile_s = Metric("first_call", 3.0, unit="s", better="lower", tolerance=0.2)
+    base = entry(metrics=(Metric("first_call", 2.0, unit="s", better="lower"),), speed_probe_ns=30_000.0)
+    slow = measurement(metrics=(compile_s,), speed_probe_ns=48_000.0)
+    metric = next(c for c in compare(slow, base) if c.kind is Kind.METRIC)
+    assert metric.verdict is Verdict.UNSTABLE and "longer duration" in metric.note
+    at_speed = measurement(metrics=(compile_s,), speed_probe_ns=31_000.0)
+    assert next(c for c in compare(at_speed, base) if c.kind is Kind.METRIC).verdict is Verdict.REGRESSION
+    bounded = dataclasses.replace(compile_s, maximum=2.5)
+    broken = next(c for c in compare(measurement(metrics=(bounded,), speed_probe_ns=48_000.0), base)
+                  if c.kind is Kind.METRIC)  # fmt: skip
+    assert broken.verdict is Verdict.REGRESSION  # a bound is the user's absolute contract
+    count = Metric("graph_breaks", 1, better="lower", absolute_tolerance=0)
+    base_count = entry(metrics=(Metric("graph_breaks", 0),), speed_probe_ns=30_000.0)
+    judged_count = next(c for c in compare(measurement(metrics=(count,), speed_probe_ns=48_000.0), base_count)
+                        if c.kind is Kind.METRIC)  # fmt: skip
+    assert judged_count.verdict is Verdict.REGRESSION
+
+
+def test_the_gpu_path_runs_none_of_the_cpu_guards_rules() -> None:
+    from pytest_gpuperf.verdict.rulesets import baseline_rules
+
+    loaded = tuple(s * 3 for s in samples(1000.0, seed=1))
+    c = time_of(compare(measurement(samples_ns=loaded), entry(), rules=baseline_rules()))
+    assert "fast-end" not in rules_that_acted(c) and c.verdict is Verdict.REGRESSION
