@@ -21,6 +21,7 @@ from pytest_gpuperf.errors import ConfigError, GpuperfError
 from pytest_gpuperf.fixture import GpuBench
 from pytest_gpuperf.model import Comparison, Environment, MeasurementResult, Provenance, SessionResults, Verdict
 from pytest_gpuperf.parallel import WorkerInfo, measurement_lock, needs_lock, pinned_device
+from pytest_gpuperf.state_key import STATE_KEY
 
 if TYPE_CHECKING:
     import torch
@@ -103,7 +104,6 @@ class SessionState:
         )
 
 
-STATE_KEY = pytest.StashKey[SessionState]()
 BENCH_KEY = pytest.StashKey[GpuBench]()
 
 

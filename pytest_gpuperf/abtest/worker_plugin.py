@@ -22,6 +22,7 @@ import pytest
 from pytest_gpuperf.abtest import protocol
 from pytest_gpuperf.abtest.protocol import WorkerChannel
 from pytest_gpuperf.errors import GpuperfError
+from pytest_gpuperf.state_key import STATE_KEY
 
 CHANNEL_KEY = pytest.StashKey[WorkerChannel]()
 
@@ -30,7 +31,6 @@ CHANNEL_KEY = pytest.StashKey[WorkerChannel]()
 def pytest_configure(config: pytest.Config) -> None:
     from pytest_gpuperf.abtest.worker import WorkerEngine
     from pytest_gpuperf.engine import LocalEngine
-    from pytest_gpuperf.plugin import STATE_KEY
     from pytest_gpuperf.runner import Runner
 
     state = config.stash[STATE_KEY]
@@ -114,7 +114,6 @@ def _exit_now() -> NoReturn:
 def _speed_probe(config: pytest.Config) -> float | None:
     """The machine's speed before this process runs the next test (speed_probe.py)."""
     from pytest_gpuperf.abtest.worker import WorkerEngine
-    from pytest_gpuperf.plugin import STATE_KEY
     from pytest_gpuperf.speed_probe import measure_speed_probe
 
     engine = config.stash[STATE_KEY].engine
