@@ -70,7 +70,8 @@ def pytest_runtestloop(session: pytest.Session) -> bool:
     global _CURRENT
     channel = session.config.stash[CHANNEL_KEY]
     items = {item.nodeid: item for item in session.items}
-    channel.send(protocol.HELLO, {"items": len(items)})
+    _keep_harness_first()
+    channel.send(protocol.HELLO, {"items": len(items), **protocol.harness()})
     while True:
         try:
             message = channel.recv()
@@ -97,6 +98,17 @@ def pytest_runtestloop(session: pytest.Session) -> bool:
         _release_cuda_cache()
         channel.send(protocol.DONE, nodeid, done)
     return True
+
+
+def _keep_harness_first() -> None:
+    """Put the head's harness back in front of what collection put on sys.path (``pythonpath`` ini, rootdirs).
+
+    This process imported pytest_gpuperf before that; the spawn children its tests
+    start (DDP ranks) import it anew with a copy of this sys.path.
+    """
+    harness = os.environ.get(protocol.ENV_HARNESS)
+    if harness and sys.path[:1] != [harness]:
+        sys.path[:] = [harness, *(p for p in sys.path if p != harness)]
 
 
 def _exit_now() -> NoReturn:
