@@ -30,6 +30,7 @@ from pytest_gpuperf.model import (
     Verdict,
 )
 from pytest_gpuperf.parallel import WorkerInfo, measurement_lock, needs_lock, pinned_device
+from pytest_gpuperf.state_key import STATE_KEY
 
 if TYPE_CHECKING:
     import torch
@@ -121,7 +122,6 @@ class SessionState:
         )
 
 
-STATE_KEY = pytest.StashKey[SessionState]()
 BENCH_KEY = pytest.StashKey[GpuBench]()
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,17 +57,41 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
-def make_repo(pytester: pytest.Pytester, head_work: int, extra: str = "") -> Path:
+def make_repo(
+    pytester: pytest.Pytester,
+    head_work: int,
+    extra: str = "",
+    *,
+    base_files: Mapping[str, str] | None = None,
+    head_files: Mapping[str, str | None] | None = None,
+) -> Path:
+    """A base commit and a head commit; ``*_files`` are written after test_perf.py, or removed at head (None)."""
     root = pytester.path
     git(root, "init", "-q")
     git(root, "config", "user.email", "t@example.com")
     git(root, "config", "user.name", "t")
     pytester.makepyfile(test_perf=BASE.format(work=20000))
+    write_files(root, base_files or {})
     git(root, "add", "-A")
     git(root, "commit", "-qm", "base")
     pytester.makepyfile(test_perf=BASE.format(work=head_work) + extra)
-    git(root, "commit", "-qam", "head")
+    write_files(root, head_files or {})
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "head")
     return root
+
+
+def write_files(root: Path, files: Mapping[str, str | None]) -> None:
+    for name, text in files.items():
+        path = root / name
+        if text is None:
+            path.unlink()
+            if path.parent != root:
+                with contextlib.suppress(OSError):  # an empty folder would still be a namespace package
+                    path.parent.rmdir()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
 
 
 def worktrees(root: Path) -> int:

@@ -4,7 +4,11 @@
 AF_UNIX socket pair on POSIX); the worker's end is inherited by the child
 process (``pass_fds``) and found through ``GPUPERF_WORKER_FD``. No port is
 opened and nothing else can connect. Messages are tuples ``(kind, *payload)``
-pickled by ``Connection``; both ends run the same installed pytest-gpuperf.
+pickled by ``Connection``.
+
+Both ends run the head's pytest-gpuperf, whatever the worker's checkout holds
+(remote.py's ``launch_worker``): a commit that changes the protocol or the
+timing code is otherwise measured by two harnesses.
 
 Head -> worker:  START argv (first, once) | RUN nodeid | ROUND budget_s | FINISH | SKIP |
                  PROBE | QUIT
@@ -14,8 +18,11 @@ Worker -> head:  HELLO info | MISSING nodeid | READY key | SAMPLES [ns...] |
 
 START carries the worker's pytest command line; the process waits for it after
 importing torch, so it can be started before the head knows its tests
-(remote.py's launcher). PROBE is only sent between tests: the worker measures the machine's speed
-(speed_probe.py) and answers PROBED.
+(remote.py's launcher). HELLO's info is a dict: ``items`` (how many tests it
+collected), ``version`` and ``location`` (``harness()``: the pytest-gpuperf it
+runs, and its package's folder); the head refuses a worker whose harness is not
+its own. PROBE is only sent between tests: the worker measures the machine's
+speed (speed_probe.py) and answers PROBED.
 
 Every receive on the head has a timeout and watches the worker process, so a
 crashed or hung worker becomes a WorkerError naming the last lines of its log.
@@ -34,6 +41,7 @@ from pytest_gpuperf.errors import WorkerError
 
 ENV_FD = "GPUPERF_WORKER_FD"
 ENV_TIME_ONLY = "GPUPERF_WORKER_TIME_ONLY"  # "1": a confirmation worker, it only times
+ENV_HARNESS = "GPUPERF_WORKER_HARNESS"  # a folder holding only a link to the head's pytest_gpuperf
 
 START = "start"
 RUN = "run"
@@ -70,6 +78,13 @@ def handover_pause_s() -> float:
     import torch
 
     return HANDOVER_S if torch.get_num_threads() > 1 else 0.0
+
+
+def harness() -> dict[str, str]:
+    """The pytest-gpuperf this process runs: its version and its package's folder (links resolved)."""
+    import pytest_gpuperf
+
+    return {"version": pytest_gpuperf.__version__, "location": str(Path(pytest_gpuperf.__file__).resolve().parent)}
 
 
 def log_tail(path: Path | None, lines: int = _LOG_TAIL_LINES) -> str:

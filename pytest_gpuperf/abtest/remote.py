@@ -6,6 +6,9 @@ line (START) and runs pytest with ``pytest_gpuperf.abtest.worker_plugin``
 inside each test it warms up a measurement, says READY and measures one round
 per ROUND command. The base worker runs in the worktree of REF; the
 confirmation workers (confirm.py) run at REF and at the head's own checkout.
+Every worker runs the head's pytest-gpuperf and takes only the user's code
+from its checkout (``launch_worker``); its HELLO names its harness, and the
+head refuses one that is not its own (``check_harness``).
 ``RemoteSide`` keeps what the head knows about one such process: the test it
 runs now, whether that test is done, and the measurements it sent back.
 """
@@ -20,6 +23,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pytest_gpuperf.abtest import protocol
 from pytest_gpuperf.abtest.protocol import HeadChannel
@@ -35,7 +39,7 @@ class WorkerLaunch:
     """Where and how to start one worker process."""
 
     cwd: Path  # the folder the head's rootdir corresponds to, in this checkout
-    import_roots: tuple[Path, ...]  # put first on PYTHONPATH: this checkout's code, not an installed copy
+    import_roots: tuple[Path, ...]  # first on PYTHONPATH after the head's harness: this checkout's code
     files: tuple[str, ...]  # test files to collect, relative to cwd
     device: str
     pin_cpu: int | None
@@ -49,9 +53,15 @@ class WorkerLaunch:
 # (about 2 s of CPU on the 2-core runner), then wait for its pytest command line (START) and
 # run it in this process. A worker started before the head has collected its tests
 # (prestart.py) thus imports torch while the head does the same. Written out here rather
-# than imported from this package: it runs with the checkout's folders first on sys.path.
+# than imported from this package: nothing may be imported before its first line has put
+# the head's harness first on sys.path, ahead of the cwd that ``python -c`` puts there (a
+# checkout holding a pytest_gpuperf folder would otherwise supply the plugin). The plugin is
+# imported next, before pytest puts folders of the checkout in front (the ``pythonpath`` ini).
 _LAUNCHER = f"""
 import os, sys
+harness = os.environ[{protocol.ENV_HARNESS!r}]
+sys.path[:] = [harness, *(os.getcwd() if p == "" else p for p in sys.path if p != harness)]
+import pytest_gpuperf.abtest.worker_plugin
 from multiprocessing.connection import Connection
 import torch
 conn = Connection(os.dup(int(os.environ[{protocol.ENV_FD!r}])))  # a copy: the worker plugin opens the original
@@ -83,15 +93,39 @@ def worker_argv(launch: WorkerLaunch) -> list[str]:
     ]  # fmt: skip
 
 
+def head_harness_dir(scratch: Path) -> Path:
+    """A folder in ``scratch`` holding only a link to this process's pytest_gpuperf package.
+
+    First on a worker's import path, it makes ``import pytest_gpuperf`` find the
+    head's package while every other name still resolves in the worker's checkout
+    first. It reaches the processes the worker's tests start too: new interpreters
+    through PYTHONPATH, multiprocessing's spawn children (DDP ranks) through the
+    copy of sys.path they get (the worker plugin keeps it first there).
+    """
+    folder = scratch / "harness"
+    folder.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):  # the session's other workers made it
+        (folder / "pytest_gpuperf").symlink_to(protocol.harness()["location"], target_is_directory=True)
+    return folder
+
+
 def launch_worker(cwd: Path, import_roots: Sequence[Path], log_path: Path, *, time_only: bool = False) -> HeadChannel:
-    """Start a worker process that imports torch and waits for START (see ``_LAUNCHER``)."""
+    """Start a worker process that imports torch and waits for START (see ``_LAUNCHER``).
+
+    Its import path: the head's harness (``head_harness_dir``), then ``cwd`` (where
+    ``python -c`` put it) and ``import_roots``, then the head's own PYTHONPATH.
+    PYTHONPATH carries the harness and the roots, in that order, to the processes
+    its tests start.
+    """
     parent, child = multiprocessing.Pipe(duplex=True)
     env = dict(os.environ)
     # the head's PYTEST_ADDOPTS carries --gpuperf-compare-ref: the worker must not recurse
     env.pop("PYTEST_ADDOPTS", None)
     env[protocol.ENV_FD] = str(child.fileno())
     env[protocol.ENV_TIME_ONLY] = "1" if time_only else "0"
-    paths = [str(p) for p in import_roots]
+    harness = head_harness_dir(log_path.parent)
+    env[protocol.ENV_HARNESS] = str(harness)
+    paths = [str(harness), *(str(p) for p in import_roots)]
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)
@@ -112,6 +146,19 @@ def spawn_worker(launch: WorkerLaunch) -> HeadChannel:
     return channel
 
 
+def check_harness(hello: Any, where: str) -> None:
+    """WorkerError unless the worker's HELLO names the pytest-gpuperf this process runs."""
+    mine = protocol.harness()
+    info = hello if isinstance(hello, dict) else {}
+    theirs = {name: str(info.get(name, "(unknown)")) for name in mine}
+    if theirs != mine:
+        raise WorkerError(
+            f"--gpuperf-compare-ref worker: the worker {where} runs pytest-gpuperf {theirs['version']} "
+            f"from {theirs['location']}, the head {mine['version']} from {mine['location']}: "
+            "both sides must be measured by one harness"
+        )
+
+
 class RemoteSide:
     """The head's handle on one worker: run a test there up to a measurement, then drive its rounds."""
 
@@ -127,9 +174,14 @@ class RemoteSide:
         self.final: dict[str, Measurement] = {}  # finished measurements, with their metrics
 
     def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> None:
-        if not self.ready:
-            self.channel.recv(timeout_s, f"the worker to collect the tests {self.where}")
-            self.ready = True
+        """Wait for the worker's HELLO; WorkerError unless it runs the head's harness."""
+        if self.ready:
+            return
+        message = self.channel.recv(timeout_s, f"the worker to collect the tests {self.where}")
+        if message[0] != protocol.HELLO:
+            raise WorkerError(f"--gpuperf-compare-ref worker {self.where}: expected hello first, got {message[0]!r}")
+        check_harness(message[1], self.where)
+        self.ready = True
 
     def open(self, test_id: str, key: str, *, again: bool = False) -> str | None:
         """Run ``test_id`` up to measurement ``key`` (READY); None then, else why it never got there.

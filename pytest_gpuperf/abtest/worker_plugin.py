@@ -22,6 +22,7 @@ import pytest
 from pytest_gpuperf.abtest import protocol
 from pytest_gpuperf.abtest.protocol import WorkerChannel
 from pytest_gpuperf.errors import GpuperfError
+from pytest_gpuperf.state_key import STATE_KEY
 
 CHANNEL_KEY = pytest.StashKey[WorkerChannel]()
 
@@ -30,7 +31,6 @@ CHANNEL_KEY = pytest.StashKey[WorkerChannel]()
 def pytest_configure(config: pytest.Config) -> None:
     from pytest_gpuperf.abtest.worker import WorkerEngine
     from pytest_gpuperf.engine import LocalEngine
-    from pytest_gpuperf.plugin import STATE_KEY
     from pytest_gpuperf.runner import Runner
 
     state = config.stash[STATE_KEY]
@@ -75,7 +75,8 @@ def pytest_runtestloop(session: pytest.Session) -> bool:
     global _CURRENT
     channel = session.config.stash[CHANNEL_KEY]
     items = {item.nodeid: item for item in session.items}
-    channel.send(protocol.HELLO, {"items": len(items)})
+    _keep_harness_first()
+    channel.send(protocol.HELLO, {"items": len(items), **protocol.harness()})
     while True:
         try:
             message = channel.recv()
@@ -104,6 +105,17 @@ def pytest_runtestloop(session: pytest.Session) -> bool:
     return True
 
 
+def _keep_harness_first() -> None:
+    """Put the head's harness back in front of what collection put on sys.path (``pythonpath`` ini, rootdirs).
+
+    This process imported pytest_gpuperf before that; the spawn children its tests
+    start (DDP ranks) import it anew with a copy of this sys.path.
+    """
+    harness = os.environ.get(protocol.ENV_HARNESS)
+    if harness and sys.path[:1] != [harness]:
+        sys.path[:] = [harness, *(p for p in sys.path if p != harness)]
+
+
 def _exit_now() -> NoReturn:
     """End the worker at once: every test it ran is torn down and its results are with the head.
 
@@ -117,9 +129,8 @@ def _exit_now() -> NoReturn:
 
 
 def _speed_probe(config: pytest.Config) -> float | None:
-    """The machine's speed before this process runs the next test (speed_probe.py)."""
+    """The host's speed before this process runs the next test (its host guard's probe)."""
     from pytest_gpuperf.abtest.worker import WorkerEngine
-    from pytest_gpuperf.plugin import STATE_KEY
 
     engine = config.stash[STATE_KEY].engine
     assert isinstance(engine, WorkerEngine)  # pytest_configure put it there

@@ -1,0 +1,77 @@
+"""The one mechanism that decides how many independent readings a verdict needs (readings.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_gpuperf import readings
+
+
+def take_from(values: list[float | None]):  # type: ignore[no-untyped-def]
+    taken: list[int] = []
+
+    def take(i: int) -> float | None:
+        taken.append(i)
+        return values[i]
+
+    return take, taken
+
+
+def test_readings_are_taken_wave_by_wave_until_decided() -> None:
+    take, taken = take_from([1.0, 2.0, 3.0, 4.0, 5.0])
+    got = readings.take_readings(take, (2, 3, 5), lambda rs, planned: planned == 3)
+    assert got == [1.0, 2.0, 3.0] and taken == [0, 1, 2]
+
+
+def test_readings_that_could_not_be_taken_count_as_taken_and_the_last_wave_is_the_budget() -> None:
+    take, taken = take_from([1.0, None, 3.0, 4.0, None])
+    got = readings.take_readings(take, (2, 3, 5), lambda rs, planned: False)
+    assert got == [1.0, 3.0, 4.0] and taken == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize(
+    ("medians", "done"),
+    [
+        ([1000.0, 1040.0], True),  # two that agree within half the 10% threshold
+        ([1000.0, 1100.0], False),  # they do not: a third decides
+        ([1600.0, 1000.0, 1020.0], True),  # one slow reading of three does not set the noise
+        ([1000.0, 1100.0, 1200.0], False),  # a spread that would raise the threshold past 1.5x: two more
+        ([1000.0], True),  # no fresh reading could be taken
+    ],
+)
+def test_a_baseline_write_stops_once_its_readings_settle_the_entry(medians: list[float], done: bool) -> None:
+    assert readings.baseline_write_done(0.10, 3.0)(medians, len(medians)) is done
+
+
+def test_the_written_reading_is_the_first_of_two_or_the_median_one() -> None:
+    assert readings.chosen_reading([1000.0, 1040.0]) == 0
+    assert readings.chosen_reading([1600.0, 1000.0, 1020.0]) == 2
+    assert readings.chosen_reading([1000.0, 1300.0, 1600.0, 1150.0, 1450.0]) == 1
+
+
+def test_a_baseline_confirmation_stops_at_the_first_reading_that_is_not_a_regression() -> None:
+    done = readings.remeasure_done(lambda r: r > 1.1)
+    take, taken = take_from([1.5, 1.0, 1.5])
+    assert readings.take_readings(take, readings.remeasure_waves(3), done) == [1.5, 1.0] and taken == [0, 1]
+
+
+def test_confirmation_pairs_stop_early_when_they_clear_or_clearly_confirm() -> None:
+    def done(ratios: list[float], planned: int) -> bool:
+        return readings.pairs_done(ratios, planned, pairs=6, threshold=0.02, confidence=0.95)
+
+    assert done([1.0, 1.002, 0.998], 3)  # futile: the other three could not make +2%
+    assert done([1.30, 1.31, 1.29], 3)  # confirmed at the interim 99% level already
+    assert not done([1.03, 1.045, 1.02], 3)  # possible but not yet clear: the planned six
+    assert done([1.03, 1.045, 1.02, 1.04, 1.035, 1.03], 6)  # decided at the planned count
+    open_verdict = [1.043, 1.063, 1.074, 1.012, 1.019, 0.990]  # +3.3%, its interval touches 1
+    assert not done(open_verdict, 6)  # open: one extension wave
+    assert done([*open_verdict, 1.03, 1.031, 1.04], 9)  # the extension is the last wave
+    assert done([1.2], 3)  # too few pairs could measure
+
+
+def test_an_interim_look_is_stricter_than_the_final_one() -> None:
+    # three pairs whose 95% interval excludes 1 but whose 99% interval does not: keep measuring
+    ratios = [1.05, 1.03, 1.07]
+    assert readings.confirmed(ratios, 0.02, 0.95)
+    assert not readings.confirmed(ratios, 0.02, readings.INTERIM_CONFIDENCE)
+    assert not readings.pairs_done(ratios, 3, pairs=6, threshold=0.02, confidence=0.95)
