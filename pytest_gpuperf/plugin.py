@@ -584,3 +584,23 @@ def _relative(path: Path, config: pytest.Config) -> str:
         return str(Path(path).relative_to(config.rootpath))
     except ValueError:
         return str(path)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """gpuperf's line in the session header: mode, device, baselines or ref (report/header.py).
+
+    Printed before any test runs, so the device is named as requested unless it is
+    already probed: the header must not start torch for a session without perf tests.
+    """
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or state.worker is not None:
+        return None  # an xdist worker's header is shown to no one
+    from pytest_gpuperf.report.header import session_header
+
+    early = state.early_base
+    return session_header(
+        state.config,
+        environment=state.environment,
+        device=str(state.device) if state.device is not None else None,
+        ref_commit=early.worktree.commit if early is not None else None,
+    )

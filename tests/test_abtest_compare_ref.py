@@ -115,7 +115,7 @@ def test_compare_ref_fails_a_regression_passes_unchanged_and_marks_new(pytester:
         "*evidence: ratio *95% CI*3 fresh process pairs (ratios *); first pair *",
         "*baseline commit:*",
     ])  # fmt: skip
-    result.stdout.fnmatch_lines(["*only_in_head*new*"])
+    result.stdout.fnmatch_lines(["test_perf.py::test_only_in_head", "  default * new"], consecutive=True)
     result.stdout.fnmatch_lines(["*FAILED test_perf.py::test_spin *"])
     assert "FAILED test_perf.py::test_steady" not in result.stdout.str()
     assert worktrees(root) == 1

@@ -145,7 +145,8 @@ def test_function_error_fails_test_with_original_error_and_writes_nothing(pytest
 def test_summary_table_lists_measurements(project: pytest.Pytester) -> None:
     result = project.runpytest_subprocess("--gpuperf", *GATE)
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*gpuperf*", "*test_matmul*new*"])
+    # 80 columns (a log, not a terminal): the test id has a line of its own, its measurements under it
+    result.stdout.fnmatch_lines(["test_perf.py::test_matmul", "  default * new"], consecutive=True)
 
 
 def test_device_option_rejects_cuda_without_gpu(project: pytest.Pytester) -> None:

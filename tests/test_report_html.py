@@ -2,17 +2,31 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
+import git
 import numpy as np
 import pytest
 from matplotlib import image as mpl_image
-from test_report_helpers import make_session
+from test_report_helpers import ENV, make_session
 
-from pytest_gpuperf.report.html import render_html, write_html
+from pytest_gpuperf.baseline import BaselineStore, entry_from_measurement
+from pytest_gpuperf.compare import GateSettings, compare_to_baseline
+from pytest_gpuperf.model import Measurement, MeasurementResult, Provenance, SessionResults, Verdict
+from pytest_gpuperf.report.history import collect_history
+from pytest_gpuperf.report.html import (
+    central_range,
+    distribution_figure,
+    render_html,
+    trend_figure,
+    write_html,
+    zoom_limits,
+)
+from pytest_gpuperf.report.results_json import load_results, write_results
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -87,3 +101,114 @@ def test_chromium_renders_table_and_figures(tmp_path: Path) -> None:
     blue = np.all(np.abs(pixels - np.array([0x1F, 0x77, 0xB4]) / 255) < 0.08, axis=-1)
     assert pink.sum() > 500
     assert blue.sum() > 100
+
+
+TEST_ID = "tests/perf/test_attention.py::test_sdpa[bf16-seqlen8192]"
+ACTOR = git.Actor("gpuperf tests", "tests@example.invalid")
+
+
+def _measured(center: float, n: int, seed: int, extra: tuple[float, ...] = ()) -> Measurement:
+    spread = np.random.default_rng(seed).normal(0.0, 0.015, n)
+    values = tuple(float(center * (1 + e)) for e in spread) + extra
+    rounds = tuple(float(np.median(values[i : i + 10])) for i in range(0, n, 10))
+    return Measurement(
+        test_id=TEST_ID, name="default", samples_ns=values, calls_per_sample=8, device="cuda:0", timer="cuda_event",
+        round_medians_ns=rounds, precision=0.006,
+    )  # fmt: skip
+
+
+def shifted_session(tmp_path: Path) -> tuple[SessionResults, Path]:
+    """Baselines of ~207 us in git (three versions), a run of ~331 us with one 12 ms sample.
+
+    Judged by the real gate and read back from a real results file, as the plugin writes it.
+    """
+    repo = git.Repo.init(tmp_path / "project")
+    root = tmp_path / "project" / "baselines"
+    store = BaselineStore(root)
+    base = None
+    for n, center in enumerate((205_000.0, 209_500.0, 207_000.0), start=1):
+        base = entry_from_measurement(
+            _measured(center, 60, seed=n), ENV, Provenance(), noise=0.01, recorded_at=f"2026-01-0{n}T00:00:00+00:00"
+        )
+        store.update(ENV.device_class, [base])
+        repo.git.add(A=True)
+        date = f"{1_767_268_800 + n * 86_400} +0000"
+        repo.index.commit(f"baselines {n}", author=ACTOR, committer=ACTOR, author_date=date, commit_date=date)
+    assert base is not None
+    now = _measured(331_000.0, 59, seed=9, extra=(12_000_000.0,))
+    comparisons = compare_to_baseline(now, base, ENV, GateSettings())
+    assert comparisons[0].verdict is Verdict.REGRESSION
+    session = SessionResults((MeasurementResult(now, comparisons, base),), ENV, Provenance(), "baseline", "2026-01-05")
+    return load_results(write_results(tmp_path / "results.json", session)), root
+
+
+def test_a_lone_outlier_cannot_hide_the_shift(tmp_path: Path) -> None:
+    session, _ = shifted_session(tmp_path)
+    (result,) = session.results
+    timing = result.comparisons[0]
+    assert timing.baseline is not None and timing.threshold is not None
+    fig = distribution_figure(result)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    lo, hi = ax.get_xlim()  # microseconds
+    # the axis holds both modes and the threshold band, not the 12 ms sample
+    assert lo < timing.baseline * (1 - timing.threshold) / 1e3 and timing.current / 1e3 < hi < 1_000
+    # the two statistics stand far apart on screen: over a third of the plot's width
+    y = 1.5
+    x_base = ax.transData.transform((timing.baseline / 1e3, y))[0]
+    x_now = ax.transData.transform((timing.current / 1e3, y))[0]
+    assert x_now - x_base > ax.bbox.width / 3
+    # the outlier is not hidden: a triangle on the edge and its value
+    assert [t.get_text() for t in ax.texts] == ["1 sample\nup to 12.00 ms"]
+    assert ax.get_xlabel() == "time per call (us), zoomed to the bulk of the samples"
+    # the threshold band is drawn around the baseline's statistic
+    (band,) = [p for p in ax.patches if str(p.get_label()).startswith("threshold")]
+    left, right = band.get_bbox().x0, band.get_bbox().x1
+    assert (left, right) == pytest.approx(
+        (timing.baseline * (1 - timing.threshold) / 1e3, timing.baseline * (1 + timing.threshold) / 1e3)
+    )
+    assert left < timing.baseline / 1e3 < right < timing.current / 1e3
+
+
+def test_central_range_ignores_a_lone_outlier_at_any_count() -> None:
+    for n in (5, 12, 60, 1000):
+        values = [100.0 + i % 7 for i in range(n)] + [10_000.0]
+        lo, hi = central_range(values)
+        assert lo >= 100.0 and hi < 130.0, n  # the fences lie near the bulk, far from 10000
+    assert central_range([5.0, 5.0, 5.0]) == (5.0, 5.0)  # no spread: the limits come from the marks and padding
+    assert zoom_limits([[5.0, 5.0]], [5.0]) == pytest.approx((4.95, 5.05))
+
+
+def test_trend_chart_per_measurement_from_the_baselines_history(tmp_path: Path) -> None:
+    session, root = shifted_session(tmp_path)
+    history = collect_history(root)
+    page = render_html(session, history)
+    assert page.count('<figure class="trend">') == 1
+    assert "3 baseline versions, 0 lasting steps" in page
+    fig = trend_figure(history.series[0], session.results[0].measurement.stats.median_ns, "p50")
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert len(labels) == 4 and labels[-1] == "now"
+    (now,) = [line for line in ax.lines if line.get_label() == "now"]
+    assert now.get_ydata()[0] == pytest.approx(session.results[0].measurement.stats.median_ns / 1e3)
+    # without a history, or for another device class, no trend
+    assert '<figure class="trend">' not in render_html(session)
+    other = dataclasses.replace(session, environment=dataclasses.replace(ENV, device_class="cpu-other"))
+    assert '<figure class="trend">' not in render_html(other, history)
+
+
+def test_chromium_renders_the_shift_and_the_trend(tmp_path: Path) -> None:
+    session, root = shifted_session(tmp_path)
+    page = write_html(tmp_path / "report.html", session, collect_history(root))
+    dom = _run_chromium(tmp_path, "--dump-dom", page.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert dom.stdout.count('<figure class="distribution">') == 1 and dom.stdout.count('<figure class="trend">') == 1
+    shot = tmp_path / "shot.png"
+    done = _run_chromium(tmp_path, f"--screenshot={shot}", "--window-size=1100,1400", page.as_uri())
+    assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
+    pixels = mpl_image.imread(shot)[..., :3]
+    blue = np.all(np.abs(pixels - np.array([0x1F, 0x77, 0xB4]) / 255) < 0.08, axis=-1)
+    assert blue.sum() > 100
+    keep = os.environ.get("GPUPERF_KEEP_SCREENSHOT")
+    if keep:  # for a person to look at
+        shutil.copyfile(shot, keep)

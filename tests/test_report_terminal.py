@@ -1,12 +1,18 @@
 from __future__ import annotations
 
+import dataclasses
 import io
+from pathlib import Path
 
 import pytest
-from test_report_helpers import make_session
+from test_compare import ENV as COMPARE_ENV
+from test_compare import entry as compare_entry
+from test_compare import measurement as compare_measurement
+from test_report_helpers import baseline, make_session, measurement, time_cmp
 
-from pytest_gpuperf.model import SessionResults
-from pytest_gpuperf.report.terminal import PlainWriter, render_summary
+from pytest_gpuperf.compare import GateSettings, compare_to_baseline
+from pytest_gpuperf.model import Comparison, MeasurementResult, SessionResults, Verdict
+from pytest_gpuperf.report.terminal import PlainWriter, render_summary, shorten_test_id
 
 
 class RecordingWriter:
@@ -58,28 +64,123 @@ def test_regressions_come_first_and_counts_close_the_table() -> None:
     assert markup == {"bold": True, "red": True}
 
 
+MATMUL = "tests/perf/test_matmul.py::test_matmul[fp16-4096]"
+
+
 def _table(width: int) -> list[str]:
     tw = RecordingWriter(fullwidth=width)
     render_summary(make_session(), tw)
-    return [text for text, _ in tw.lines[1:] if not text.startswith((" ", "gpuperf:"))]
+    return [text for text, _ in tw.lines[1:] if not text.startswith(("    ", "gpuperf:"))]
 
 
-@pytest.mark.parametrize("width", [90, 120, 200])
-def test_columns_fit_the_terminal(width: int) -> None:
+@pytest.mark.parametrize(
+    ("width", "first_id"),
+    [(200, MATMUL), (120, MATMUL), (115, "tests/…/test_matmul.py::test_matmul[fp16-4096]")],  # a folder gives way
+)  # fmt: skip
+def test_rows_fit_the_terminal_on_one_line_each_when_the_ids_fit(width: int, first_id: str) -> None:
     table = _table(width)
     assert max(len(line) for line in table) <= width
-    longest_id = "tests/perf/test_matmul.py::test_matmul[fp16-4096]"
-    # Ids are shortened from the left (keeping the test name) only when they must be.
-    assert any(longest_id in line for line in table) == (width >= 120)
-    assert any("…" in line for line in table) == (width < 120)
+    assert table[1].startswith(f"{first_id}  default")
+    assert "tests/perf/test_attn.py::test_sdpa  " in table[2]  # a short id is left whole
     # Numbers stay right-aligned under their header.
     end_of_change = table[0].index("change") + len("change")
     assert {line[end_of_change - 1] for line in table[1:]} <= {"%", "-"}
 
 
-def test_test_column_never_shrinks_below_a_readable_minimum() -> None:
-    table = _table(40)
-    assert table[1].startswith("…tmul[fp16-4096]  default")
+@pytest.mark.parametrize(
+    ("width", "first_id"),
+    [(100, MATMUL), (80, MATMUL), (40, "…/test_matmul.py::test_matmul[fp16-4096]")],  # only folders give way
+)  # fmt: skip
+def test_narrow_tables_give_each_test_id_a_line_of_its_own(width: int, first_id: str) -> None:
+    table = _table(width)
+    assert table[0].split()[:3] == ["test", "/", "measurement"]
+    assert table[1] == first_id
+    assert table[2].split()[0] == "default"
+    # a test's measurements stay together under its id, although their verdicts sort apart
+    conv = table.index("tests/perf/test_conv.py::test_conv")
+    assert [line.split()[0] for line in table[conv + 1 : conv + 3]] == ["forward", "backward"]
+    assert sum("test_conv" in line for line in table) == 1
+
+
+@pytest.mark.parametrize(
+    ("test_id", "width", "expected"),
+    [
+        ("tests/alpha/beta/test_x.py::test_a[p]", 37, "tests/alpha/beta/test_x.py::test_a[p]"),
+        ("tests/alpha/beta/test_x.py::test_a[p]", 36, "tests/alpha/…/test_x.py::test_a[p]"),
+        ("tests/alpha/beta/test_x.py::test_a[p]", 33, "tests/…/test_x.py::test_a[p]"),
+        ("tests/alpha/beta/test_x.py::test_a[p]", 27, "…/test_x.py::test_a[p]"),
+        ("tests/alpha/beta/test_x.py::test_a[p]", 21, None),  # the parameters are never cut
+        ("test_x.py::test_a[p]", 10, None),
+        ("tests/test_x.py", 14, "…/test_x.py"),  # a module-level id
+    ],
+)
+def test_shortening_drops_folders_only(test_id: str, width: int, expected: str | None) -> None:
+    assert shorten_test_id(test_id, width) == expected
+
+
+LONG_FILE = "tests/perf/attention/test_flash_attention.py"
+LONG_NAME = "test_flash_attention_forward"
+
+
+def _long_ids_session() -> SessionResults:
+    """Parametrized ids longer than an 80-column log, and an unchanged memory change past its threshold."""
+    slow = measurement(f"{LONG_FILE}::{LONG_NAME}[bfloat16-batch8-heads32-seqlen8192-causal]", "default", 331_000.0)
+    slow_base = baseline(slow, 207_000.0)
+    same = measurement(f"{LONG_FILE}::{LONG_NAME}[float16-batch8-heads32-seqlen8192-causal]", "default", 208_000.0)
+    same_base = baseline(same, 207_000.0)
+    grown = Comparison(
+        same.key, "memory.peak_allocated", Verdict.UNCHANGED, 1_536 * 1024, baseline=984 * 1024, unit="B",
+        change=1536 / 984 - 1, threshold=0.05, note="a rise of 552.0 KiB is below the 1.0 MiB floor",
+    )  # fmt: skip
+    fresh = measurement("tests/test_mm.py::test_mm", "default", 5_000.0)
+    results = (
+        MeasurementResult(slow, (time_cmp(slow, slow_base, Verdict.REGRESSION, threshold=0.1),), slow_base),
+        MeasurementResult(same, (time_cmp(same, same_base, Verdict.UNCHANGED, threshold=0.1), grown), same_base),
+        MeasurementResult(fresh),
+    )
+    return dataclasses.replace(make_session(), results=results, compare_ref=None, mode="baseline")
+
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_long_parametrized_ids_golden(width: int) -> None:
+    """At 80 columns (CI logs) each id gets a line of its own, whole; at 200 rows fit on one line."""
+    out = io.StringIO()
+    render_summary(_long_ids_session(), PlainWriter(out, color=False, width=width))
+    assert out.getvalue() == (DATA / f"summary_long_ids_{width}.txt").read_text(encoding="utf-8")
+
+
+def test_an_unchanged_memory_change_past_its_threshold_gets_a_line_from_the_real_gate() -> None:
+    """+56% peak memory that the gate calls unchanged (under its byte floor) is shown, not hidden."""
+    m = compare_measurement(peak_allocated_bytes=936_000)
+    base = compare_entry(peak_allocated_bytes=600_000)
+    comparisons = compare_to_baseline(m, base, COMPARE_ENV, GateSettings(memory_threshold=0.05))
+    memory = next(c for c in comparisons if c.metric == "memory.peak_allocated")
+    assert memory.verdict is Verdict.UNCHANGED and memory.change == pytest.approx(0.56)
+    session = dataclasses.replace(make_session(), results=(MeasurementResult(m, comparisons, base),))
+    tw = RecordingWriter(fullwidth=120)
+    render_summary(session, tw)
+    line, markup = tw.find("memory.peak_allocated")
+    assert line == "    memory.peak_allocated: 914.1 KiB vs 585.9 KiB (+56.0%) unchanged"
+    assert markup == {}
+    # the note the gate gives, whatever its metric, is shown with it
+    noted = dataclasses.replace(memory, note="below the 1.0 MiB floor")
+    session = dataclasses.replace(session, results=(MeasurementResult(m, (comparisons[0], noted), base),))
+    tw = RecordingWriter(fullwidth=120)
+    render_summary(session, tw)
+    assert tw.find("memory.peak_allocated")[0].endswith("(+56.0%) unchanged: below the 1.0 MiB floor")
+
+
+def test_an_unchanged_comparison_within_its_threshold_stays_quiet() -> None:
+    m = compare_measurement(peak_allocated_bytes=610_000)
+    base = compare_entry(peak_allocated_bytes=600_000)
+    comparisons = compare_to_baseline(m, base, COMPARE_ENV, GateSettings(memory_threshold=0.05))
+    session = dataclasses.replace(make_session(), results=(MeasurementResult(m, comparisons, base),))
+    tw = RecordingWriter(fullwidth=120)
+    render_summary(session, tw)
+    assert not any("memory" in text for text, _ in tw.lines)
 
 
 def test_green_counts_without_regressions_and_empty_session() -> None:

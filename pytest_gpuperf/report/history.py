@@ -183,6 +183,14 @@ def collect_history(
     return History(tuple(result), len(commits), tuple(skipped))
 
 
+def history_or_none(baselines: Path | str, *, metric: str = "p50") -> History | None:
+    """The history a report can show next to this run, or None where there is none (no git, no commit)."""
+    try:
+        return collect_history(baselines, metric=metric)
+    except HistoryError:
+        return None
+
+
 def render_history(history: History, *, metric: str = "p50") -> str:
     """A table per measurement: commit, date, value, change against the previous version, steps."""
     lines = [f"{plural(len(history.series), 'measurement')} over {plural(history.commits, 'commit')} ({metric})"]
@@ -208,6 +216,35 @@ def render_history(history: History, *, metric: str = "p50") -> str:
     return "\n".join(lines) + "\n"
 
 
+def time_scale(values: Sequence[float]) -> tuple[float, str]:
+    """The factor and unit that put the largest of ``values`` in [1, 1000)."""
+    top = max(values, default=0.0)
+    return next(((f, u) for u, f in (("s", 1e9), ("ms", 1e6), ("us", 1e3)) if top >= f), (1.0, "ns"))
+
+
+STEP_UP, STEP_DOWN = "#d62728", "#2ca02c"
+
+
+def draw_series(ax: Any, series: Series, *, metric: str, factor: float, unit: str, colour: str = "#1f77b4") -> None:
+    """One measurement's versions on ``ax``, oldest left, a dashed line where each step began."""
+    values = [p.value_ns / factor for p in series.points]
+    ax.plot(range(len(values)), values, marker="o", color=colour, label="baseline versions")
+    for step in series.steps:
+        colour = STEP_UP if step.change > 0 else STEP_DOWN
+        ax.axvline(step.index - 0.5, color=colour, linestyle="--" if step.confirmed else ":")
+        ax.annotate(
+            f"{format_change(step.change)} @ {step.commit[:8]}",
+            (step.index - 0.5, 1.0),
+            xycoords=("data", "axes fraction"),
+            va="top",
+            fontsize=8,
+            color=colour,
+        )
+    ax.set_xticks(range(len(values)), [p.commit[:7] for p in series.points], fontsize=7)
+    ax.set_ylabel(f"{metric} ({unit})")
+    ax.grid(alpha=0.3)
+
+
 def plot_history(history: History, path: Path | str, *, metric: str = "p50") -> Path:
     """One panel per measurement, value per version, a dashed line where each step began."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -218,26 +255,9 @@ def plot_history(history: History, path: Path | str, *, metric: str = "p50") -> 
     FigureCanvasAgg(fig)
     axes = fig.subplots(count, 1, squeeze=False)[:, 0]
     for ax, series in zip(axes, history.series, strict=False):
-        values = [p.value_ns for p in series.points]
-        factor, unit = next(
-            ((f, u) for u, f in (("s", 1e9), ("ms", 1e6), ("us", 1e3)) if max(values) >= f), (1.0, "ns")
-        )
-        ax.plot(range(len(values)), [v / factor for v in values], marker="o", color="#1f77b4")
-        for step in series.steps:
-            colour = "#d62728" if step.change > 0 else "#2ca02c"
-            ax.axvline(step.index - 0.5, color=colour, linestyle="--" if step.confirmed else ":")
-            ax.annotate(
-                f"{format_change(step.change)} @ {step.commit[:8]}",
-                (step.index - 0.5, 1.0),
-                xycoords=("data", "axes fraction"),
-                va="top",
-                fontsize=8,
-                color=colour,
-            )
-        ax.set_xticks(range(len(values)), [p.commit[:7] for p in series.points], fontsize=7)
+        factor, unit = time_scale([p.value_ns for p in series.points])
+        draw_series(ax, series, metric=metric, factor=factor, unit=unit)
         ax.set_title(f"{series.key} [{series.device_class}]", fontsize=9, loc="left")
-        ax.set_ylabel(f"{metric} ({unit})")
-        ax.grid(alpha=0.3)
     if not history.series:
         axes[0].text(0.5, 0.5, "no baselines", ha="center", va="center")
     target = Path(path)

@@ -1,4 +1,10 @@
-"""One self-contained HTML page: the summary table and, per measurement, its distribution.
+"""One self-contained HTML page: the summary table and, per measurement, its distribution and trend.
+
+The distribution plot puts the baseline's samples and this run's on one time
+axis, zoomed to their bulk so that a lone outlier cannot flatten a shift, with
+the gate's threshold band drawn around the baseline's statistic. Given the
+baselines' git history (history.collect_history), a trend chart follows: the
+baseline's value at each commit that changed it, and this run's value after them.
 
 The figures are PNGs embedded as base64 ``data:`` URIs and the style sheet is
 inline, so the file can be uploaded as a CI artifact and opened anywhere, with
@@ -13,13 +19,15 @@ import base64
 import inspect
 import io
 from collections.abc import Sequence
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from pytest_gpuperf.model import MeasurementResult, SessionResults, Verdict
+from pytest_gpuperf.model import Comparison, MeasurementResult, SessionResults, Verdict
+from pytest_gpuperf.report.history import History, Series, draw_series, time_scale
 from pytest_gpuperf.report.markdown import TOP_OPS
-from pytest_gpuperf.report.rows import counts_line, headline, ordered
+from pytest_gpuperf.report.rows import counts_line, headline, ordered, time_comparison
 from pytest_gpuperf.report.units import (
     format_change,
     format_precision,
@@ -27,18 +35,23 @@ from pytest_gpuperf.report.units import (
     format_value,
 )
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 _UNITS = (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0))
-_BASE_COLOUR, _NOW_COLOUR = "#7f7f7f", "#1f77b4"
+_BASE_COLOUR, _NOW_COLOUR, _BAND_COLOUR = "#7f7f7f", "#1f77b4", "#f2b134"
+_FENCE_IQR = 3.0  # Tukey's "far out": past this many IQRs beyond a quartile a sample is an outlier
 _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em; color: #1b1b1b; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; } h3 { font-size: 1em; font-family: monospace; }
 table { border-collapse: collapse; margin: 0.5em 0; }
 th, td { border: 1px solid #d0d0d0; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.regression td { background: #fde2e1; } tr.improvement td { background: #e2f5e3; }
 tr.not-comparable td, tr.unstable td { background: #fff4d6; }
 .summary { font-size: 1.1em; font-weight: bold; }
 figure { margin: 0.5em 0; } img { max-width: 100%; height: auto; }
+figcaption { font-size: 0.85em; color: #555; }
 section.measurement { border-top: 1px solid #e0e0e0; padding-top: 0.5em; }
 .note { color: #6b4e00; }
 """
@@ -53,41 +66,160 @@ def _time_unit(values: Sequence[float]) -> tuple[str, float]:
     return next(((name, f) for name, f in _UNITS if typical >= f), ("ns", 1.0))
 
 
-def distribution_png(result: MeasurementResult, base_label: str = "baseline") -> bytes:
-    """Baseline samples against this run's: violins where there is a spread, every sample as a dot."""
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    pos = (len(ordered) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def central_range(values: Sequence[float]) -> tuple[float, float]:
+    """Where the bulk of ``values`` lies: the central 98%, narrowed to Tukey's far-out fences.
+
+    With a few dozen samples the 1st and 99th percentiles still reach a lone
+    outlier (one 12 ms sample among 207 us ones), and a linear axis stretched to
+    it squeezes a 207 -> 331 us shift into a few pixels; the fences (3 IQR past
+    the quartiles) leave such a sample out whatever the count.
+    """
+    ordered = sorted(values)
+    q1, q3 = _quantile(ordered, 0.25), _quantile(ordered, 0.75)
+    fence = _FENCE_IQR * (q3 - q1)
+    return max(_quantile(ordered, 0.01), q1 - fence), min(_quantile(ordered, 0.99), q3 + fence)
+
+
+def zoom_limits(sides: Sequence[Sequence[float]], marks: Sequence[float]) -> tuple[float, float]:
+    """Axis limits holding every side's central range and every mark (statistics, threshold band)."""
+    lows, highs = zip(*(central_range(values) for values in sides if values), strict=True)
+    lo, hi = min(*lows, *marks), max(*highs, *marks)
+    pad = (hi - lo) * 0.06 or abs(hi) * 0.01 or 1.0
+    return lo - pad, hi + pad
+
+
+@dataclass(frozen=True)
+class _Side:
+    label: str
+    colour: str
+    samples: Sequence[float]  # ns
+    statistic: float | None  # ns: the comparison's value for this side
+
+
+def _sides(result: MeasurementResult, base_label: str) -> tuple[list[_Side], Comparison | None]:
+    timing = time_comparison(result)
+    m = result.measurement
+    sides = []
+    if result.baseline is not None and result.baseline.samples_ns:
+        base_stat = timing.baseline if timing is not None else result.baseline.stats.median_ns
+        sides.append(_Side(base_label, _BASE_COLOUR, result.baseline.samples_ns, base_stat))
+    now_stat = timing.current if timing is not None else m.stats.median_ns
+    sides.append(_Side("now", _NOW_COLOUR, m.samples_ns, now_stat))
+    return sides, timing
+
+
+def _band(timing: Comparison | None) -> tuple[float, float] | None:
+    """The threshold band around the baseline's statistic: outside it a change is large enough."""
+    if timing is None or timing.baseline is None or timing.threshold is None:
+        return None
+    return timing.baseline * (1 - timing.threshold), timing.baseline * (1 + timing.threshold)
+
+
+def distribution_figure(result: MeasurementResult, base_label: str = "baseline") -> Figure:
+    """Baseline and now on one time axis zoomed to their bulk, the threshold band drawn around the baseline.
+
+    Violins where there is a spread, every sample as a dot, each side's statistic
+    as a bar. Samples beyond the zoom sit at the axis edge as triangles, with
+    their count and extreme written beside them: nothing is hidden, and a lone
+    outlier cannot stretch the axis until the shift disappears.
+    """
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    groups: list[tuple[str, str, Sequence[float]]] = []
-    if result.baseline is not None and result.baseline.samples_ns:
-        groups.append((base_label, _BASE_COLOUR, result.baseline.samples_ns))
-    groups.append(("now", _NOW_COLOUR, result.measurement.samples_ns))
-    unit, factor = _time_unit([v for _, _, values in groups for v in values])
-    fig = Figure(figsize=(7.0, 0.9 + 0.8 * len(groups)), dpi=100, layout="constrained")
+    sides, timing = _sides(result, base_label)
+    band = _band(timing)
+    statistic = timing.metric.split(".", 1)[1] if timing is not None else "p50"
+    unit, factor = _time_unit([v for side in sides for v in side.samples])
+    marks = [side.statistic for side in sides if side.statistic is not None] + list(band or ())
+    lo, hi = (v / factor for v in zoom_limits([side.samples for side in sides], marks))
+    fig = Figure(figsize=(7.5, 1.3 + 0.75 * len(sides)), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    # matplotlib 3.10 replaced ``vert=False`` by ``orientation=`` (and deprecated the former)
+    if band is not None and timing is not None and timing.baseline is not None:
+        ax.axvspan(band[0] / factor, band[1] / factor, color=_BAND_COLOUR, alpha=0.25, lw=0,
+                   label=f"threshold ±{timing.threshold:.1%}")  # fmt: skip
+        ax.axvline(timing.baseline / factor, color=_BASE_COLOUR, linestyle="--", linewidth=1)
     horizontal: dict[str, Any] = (
-        {"orientation": "horizontal"}
+        {"orientation": "horizontal"}  # matplotlib 3.10 replaced ``vert=False`` (and deprecated it)
         if "orientation" in inspect.signature(ax.violinplot).parameters
         else {"vert": False}
     )
     rng = np.random.default_rng(0)  # fixed jitter: the same results draw the same picture
-    for pos, (_, colour, values) in enumerate(groups, start=1):
-        scaled = np.asarray(values, dtype=float) / factor
-        if len(scaled) > 1 and np.ptp(scaled) > 0:
-            parts = ax.violinplot(scaled, positions=[pos], showextrema=False, widths=0.8, **horizontal)
-            # a list of PolyCollections at run time; the stubs call it a Collection
-            for body in cast("Sequence[Any]", parts["bodies"]):
-                body.set_facecolor(colour)
+    clipped = 0
+    for pos, side in enumerate(sides, start=1):
+        scaled = np.asarray(side.samples, dtype=float) / factor
+        inside = scaled[(scaled >= lo) & (scaled <= hi)]
+        if len(inside) > 1 and np.ptp(inside) > 0:  # the density of what is drawn, not of the outliers
+            parts = ax.violinplot(inside, positions=[pos], showextrema=False, widths=0.8, **horizontal)
+            for body in cast("Sequence[Any]", parts["bodies"]):  # PolyCollections; the stubs say Collection
+                body.set_facecolor(side.colour)
                 body.set_alpha(0.3)
-        ax.scatter(scaled, pos + rng.uniform(-0.15, 0.15, len(scaled)), s=9, color=colour, alpha=0.8)
-        ax.plot([np.median(scaled)] * 2, [pos - 0.35, pos + 0.35], color=colour, linewidth=2)
-    ax.set_yticks(range(1, len(groups) + 1), [label for label, _, _ in groups])
-    ax.set_ylim(0.4, len(groups) + 0.6)
-    ax.set_xlabel(f"time per call ({unit})")
+        ax.scatter(inside, pos + rng.uniform(-0.15, 0.15, len(inside)), s=9, color=side.colour, alpha=0.8)
+        clipped += _beyond(ax, scaled[scaled > hi], pos, hi, side.colour, factor, right=True)
+        clipped += _beyond(ax, scaled[scaled < lo], pos, lo, side.colour, factor, right=False)
+        if side.statistic is not None:
+            ax.plot([side.statistic / factor] * 2, [pos - 0.38, pos + 0.38], color=side.colour, linewidth=2.5,
+                    label=f"{side.label} {statistic}")  # fmt: skip
+    ax.set_xlim(lo, hi)
+    ax.set_yticks(range(1, len(sides) + 1), [side.label for side in sides])
+    ax.set_ylim(0.4, len(sides) + 0.6)
+    ax.set_xlabel(f"time per call ({unit})" + (", zoomed to the bulk of the samples" if clipped else ""))
     ax.grid(axis="x", alpha=0.3)
+    fig.legend(loc="outside upper center", ncols=3, fontsize=8, frameon=False)
+    return fig
+
+
+def _beyond(ax: Any, values: Any, pos: int, edge: float, colour: str, factor: float, *, right: bool) -> int:
+    """Samples past the zoom: triangles on the edge pointing out, and how many and how far; returns the count."""
+    if not len(values):
+        return 0
+    ax.scatter([edge] * len(values), [pos] * len(values), marker=">" if right else "<", s=40, color=colour,
+               clip_on=False, zorder=3)  # fmt: skip
+    extreme = (max(values) if right else min(values)) * factor
+    count = f"{len(values)} sample{'s' if len(values) > 1 else ''}"
+    text = f"{count}\n{'up to' if right else 'down to'} {format_time(extreme)}"
+    # outside the axes, beside the triangle: inside, the text would cover samples
+    ax.annotate(text, (edge, pos), ha="left" if right else "right", va="center", fontsize=8, color=colour,
+                xytext=(10 if right else -10, 0), textcoords="offset points", annotation_clip=False)  # fmt: skip
+    return len(values)
+
+
+def distribution_png(result: MeasurementResult, base_label: str = "baseline") -> bytes:
+    return _png(distribution_figure(result, base_label))
+
+
+def trend_figure(series: Series, now_ns: float | None, metric: str) -> Figure:
+    """The baseline's versions over the commits that changed it, and this run's value after them."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    values = [p.value_ns for p in series.points]
+    factor, unit = time_scale([*values, *([now_ns] if now_ns is not None else [])])
+    fig = Figure(figsize=(7.5, 2.4), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    draw_series(ax, series, metric=metric, factor=factor, unit=unit, colour=_BASE_COLOUR)
+    if now_ns is not None:
+        ticks = [p.commit[:7] for p in series.points]
+        ax.plot([len(values) - 1, len(values)], [values[-1] / factor, now_ns / factor], color=_NOW_COLOUR,
+                linestyle=":")  # fmt: skip
+        ax.plot([len(values)], [now_ns / factor], marker="*", markersize=12, color=_NOW_COLOUR, linestyle="",
+                label="now")  # fmt: skip
+        ax.set_xticks(range(len(values) + 1), [*ticks, "now"], fontsize=7)
+    ax.set_xlabel(f"commits that changed the baseline ({series.device_class}), oldest first")
+    ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def _png(fig: Figure) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
     return buffer.getvalue()
@@ -156,7 +288,17 @@ def _profile(result: MeasurementResult) -> str:
     )
 
 
-def _measurement_section(result: MeasurementResult, base_label: str) -> str:
+def _trend(result: MeasurementResult, series: Series | None, metric: str) -> str:
+    if series is None or not series.points:
+        return ""
+    m = result.measurement
+    figure = _img(_png(trend_figure(series, m.stats.get(metric), metric)), f"baseline trend of {m.key}")
+    steps = len(series.steps)
+    caption = f"{len(series.points)} baseline versions, {steps} lasting step{'' if steps == 1 else 's'}"
+    return f'<figure class="trend">{figure}<figcaption>{caption}</figcaption></figure>'
+
+
+def _measurement_section(result: MeasurementResult, base_label: str, series: Series | None, metric: str) -> str:
     m = result.measurement
     stats = m.stats
     facts = (
@@ -169,7 +311,8 @@ def _measurement_section(result: MeasurementResult, base_label: str) -> str:
     return (
         f'<section class="measurement {_css_class(result.verdict)}">'
         f"<h3>{escape(m.key)}</h3><p>{facts}</p>{unstable}"
-        f"<figure>{figure}</figure>{_comparisons(result)}{_profile(result)}</section>"
+        f'<figure class="distribution">{figure}</figure>{_trend(result, series, metric)}'
+        f"{_comparisons(result)}{_profile(result)}</section>"
     )
 
 
@@ -190,10 +333,24 @@ def _context(session: SessionResults) -> str:
     return "<ul>" + "".join(f"<li><b>{escape(k)}</b>: {escape(str(v))}</li>" for k, v in items if v) + "</ul>"
 
 
-def render_html(session: SessionResults) -> str:
-    """The complete page as text."""
+def _series_for(history: History | None, device_class: str) -> dict[str, Series]:
+    if history is None:
+        return {}
+    return {series.key: series for series in history.series if series.device_class == device_class}
+
+
+def render_html(session: SessionResults, history: History | None = None) -> str:
+    """The complete page as text; with ``history`` (history.collect_history) a trend chart per measurement.
+
+    The history's metric should be the statistic the gate used (``p50`` unless
+    --gpuperf-metric said otherwise); this run's value is drawn after it in that statistic.
+    """
     base_label = f"base ({session.compare_ref})" if session.compare_ref else "baseline"
-    sections = "".join(_measurement_section(r, base_label) for r in ordered(session.results))
+    trends = _series_for(history, session.environment.device_class)
+    sections = "".join(
+        _measurement_section(r, base_label, trends.get(r.measurement.key), headline(r).statistic)
+        for r in ordered(session.results)
+    )
     body = _summary_table(session) if session.results else "<p>No measurements were taken.</p>"
     return (
         "<!DOCTYPE html>\n"
@@ -202,12 +359,12 @@ def render_html(session: SessionResults) -> str:
         f"<title>pytest-gpuperf report</title><style>{_STYLE}</style></head><body>"
         f'<h1>pytest-gpuperf</h1><p class="summary">{escape(counts_line(session))}</p>'
         f"{_context(session)}<h2>Summary</h2>{body}"
-        f"<h2>Distributions</h2>{sections}</body></html>\n"
+        f"<h2>Measurements</h2>{sections}</body></html>\n"
     )
 
 
-def write_html(path: Path | str, session: SessionResults) -> Path:
+def write_html(path: Path | str, session: SessionResults, history: History | None = None) -> Path:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_html(session), encoding="utf-8")
+    target.write_text(render_html(session, history), encoding="utf-8")
     return target

@@ -11,10 +11,11 @@ from __future__ import annotations
 import shutil
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import ClassVar, Protocol, TextIO
 
-from pytest_gpuperf.model import SessionResults, Verdict
-from pytest_gpuperf.report.rows import counts_line, headline, ordered
+from pytest_gpuperf.model import Comparison, SessionResults, Verdict
+from pytest_gpuperf.report.rows import Headline, counts_line, headline, ordered, time_comparison
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 
 HEADERS = ("test", "measurement", "now", "baseline", "change", "precision", "verdict")
@@ -24,8 +25,11 @@ _MARKUP = {
     Verdict.NOT_COMPARABLE: "yellow",
     Verdict.UNSTABLE: "yellow",
 }
-_MIN_TEST_WIDTH = 16
 _GAP = "  "
+_ROW_COLUMNS = HEADERS[1:]  # a row's cells, after its test id
+_NUMBERS = {1, 2, 3, 4}  # of those, the ones that line up on the right
+_INDENT = "  "  # a measurement under its test id, when ids get lines of their own
+_DETAIL = "    "  # a line about one row: another metric, an unstable reason
 
 
 class Writer(Protocol):
@@ -34,27 +38,119 @@ class Writer(Protocol):
     def line(self, s: str = ..., **markup: bool) -> None: ...
 
 
-def _ellipsize_left(text: str, width: int) -> str:
-    """Keep the end of a node id (the test name is what tells rows apart)."""
-    if len(text) <= width:
-        return text
-    return "…" + text[len(text) - width + 1 :]
+def shorten_test_id(test_id: str, width: int) -> str | None:
+    """``test_id`` in ``width`` characters, or None: only folders give way, from the middle.
+
+    The file name, the test name and its parameters are what tell rows apart
+    (``tests/…/test_mm.py::test_mm[fp16-4096]``); cutting any of them could make
+    two rows read the same, so an id that cannot fit whole gets a line of its own.
+    """
+    if len(test_id) <= width:
+        return test_id
+    path, sep, name = test_id.partition("::")
+    *folders, file = path.split("/")
+    if not folders:
+        return None
+    tail = f"{file}{sep}{name}"
+    for keep in range(len(folders) - 1, -1, -1):  # as many leading folders as fit
+        short = "/".join([*folders[:keep], "…", tail])
+        if len(short) <= width:
+            return short
+    return None
 
 
-def _format_rows(cells: Sequence[Sequence[str]], width: int) -> list[str]:
-    widths = [max(len(row[i]) for row in cells) for i in range(len(HEADERS))]
-    overflow = sum(widths) + len(_GAP) * (len(widths) - 1) - width
-    if overflow > 0:
-        widths[0] = max(_MIN_TEST_WIDTH, widths[0] - overflow)
-    right = {2, 3, 4, 5}  # numbers line up on the right
+def quietly_past(c: Comparison) -> bool:
+    """An unchanged comparison whose change exceeds its own threshold: a guard of the gate decided."""
+    return (
+        c.verdict is Verdict.UNCHANGED and c.change is not None and c.threshold is not None
+        and abs(c.change) > c.threshold
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Row:
+    test_id: str
+    cells: tuple[str, ...]  # _ROW_COLUMNS
+    markup: dict[str, bool]
+    details: tuple[tuple[str, dict[str, bool]], ...]
+
+
+def _markup(verdict: Verdict) -> dict[str, bool]:
+    colour = _MARKUP.get(verdict)
+    return {colour: True} if colour else {}
+
+
+def _details(h: Headline) -> tuple[tuple[str, dict[str, bool]], ...]:
+    """Lines under a row for its other comparisons: those that decided, and those past their threshold.
+
+    An unchanged comparison past its threshold carries the note saying why it is
+    unchanged (a floor, a guard); without it "+56% unchanged" reads as the gate
+    ignoring its own threshold. The notes of deciding comparisons are the plugin's.
+    """
+    timing = time_comparison(h.result)
     lines = []
-    for row in cells:
-        parts = []
-        for i, cell in enumerate(row):
-            text = _ellipsize_left(cell, widths[i]) if i == 0 else cell
-            parts.append(text.rjust(widths[i]) if i in right else text.ljust(widths[i]))
-        lines.append(_GAP.join(parts).rstrip())
-    return lines
+    for c in h.result.comparisons:
+        quiet = c is not timing and quietly_past(c)
+        if not quiet and not any(c is other for other in h.others):
+            continue
+        text = (
+            f"{_DETAIL}{c.metric}: {format_value(c.current, c.unit)} vs "
+            f"{format_value(c.baseline, c.unit)} ({format_change(c.change)}) {c.verdict.value}"
+        )
+        lines.append((f"{text}: {c.note}" if quiet and c.note else text, _markup(c.verdict)))
+    reason = h.result.measurement.unstable_reason
+    if reason:
+        lines.append((f"{_DETAIL}unstable: {reason}", {"yellow": True}))
+    return tuple(lines)
+
+
+def _row(h: Headline) -> _Row:
+    m = h.result.measurement
+    cells = (
+        m.name,
+        format_time(h.now_ns),
+        format_time(h.baseline_ns) if h.baseline_ns is not None else "-",
+        format_change(h.change),
+        format_precision(m.precision),
+        h.verdict.value,
+    )
+    return _Row(m.test_id, cells, _markup(h.verdict), _details(h))
+
+
+def _join(cells: Sequence[str], widths: Sequence[int]) -> str:
+    """The row's cells after its first, which is the test id or the measurement name."""
+    offset = len(cells) - len(_ROW_COLUMNS)
+    parts = [
+        c.rjust(w) if i - offset in _NUMBERS else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+    ]
+    return _GAP.join(parts).rstrip()
+
+
+def _layout(headers: Sequence[str], rows: Sequence[_Row], width: int) -> list[tuple[str, dict[str, bool]]]:
+    """Each row on one line when every test id fits its column (folders shortened), else ids on lines of their own."""
+    widths = [max(len(head), *(len(r.cells[i]) for r in rows)) for i, head in enumerate(headers[1:])]
+    rest = sum(widths) + len(_GAP) * len(widths)
+    ids = [shorten_test_id(r.test_id, width - rest) for r in rows]
+    out: list[tuple[str, dict[str, bool]]] = []
+    if all(ids):
+        first = max(len(headers[0]), *(len(i or "") for i in ids))
+        out.append((_join([headers[0].ljust(first), *headers[1:]], [first, *widths]), {"bold": True}))
+        for row, short in zip(rows, ids, strict=True):
+            out.append((_join([str(short).ljust(first), *row.cells], [first, *widths]), row.markup))
+            out.extend(row.details)
+        return out
+    both = f"{headers[0]} / {headers[1]}"
+    indented = [max(len(both), widths[0] + len(_INDENT)), *widths[1:]]
+    out.append((_join([both, *headers[2:]], indented), {"bold": True}))
+    first_seen = {test_id: i for i, test_id in reversed(list(enumerate(r.test_id for r in rows)))}
+    previous = None
+    for row in sorted(rows, key=lambda r: first_seen[r.test_id]):  # a test's rows together, worst test first
+        if row.test_id != previous:
+            out.append((shorten_test_id(row.test_id, width) or row.test_id, row.markup))
+            previous = row.test_id
+        out.append((_join([_INDENT + row.cells[0], *row.cells[1:]], indented), row.markup))
+        out.extend(row.details)
+    return out
 
 
 def _title(session: SessionResults) -> str:
@@ -73,35 +169,9 @@ def render_summary(session: SessionResults, tw: Writer) -> None:
     stat = {h.statistic for h in heads}
     headers = list(HEADERS)
     headers[2] = f"{stat.pop()} now" if len(stat) == 1 else "now"
-    cells = [headers]
-    for h in heads:
-        m = h.result.measurement
-        cells.append(
-            [
-                m.test_id,
-                m.name,
-                format_time(h.now_ns),
-                format_time(h.baseline_ns) if h.baseline_ns is not None else "-",
-                format_change(h.change),
-                format_precision(m.precision),
-                h.verdict.value,
-            ]
-        )
     width = int(getattr(tw, "fullwidth", 0) or shutil.get_terminal_size((100, 24)).columns)
-    lines = _format_rows(cells, width)
-    tw.line(lines[0], bold=True)
-    for h, text in zip(heads, lines[1:], strict=True):
-        markup = _MARKUP.get(h.verdict)
-        tw.line(text, **({markup: True} if markup else {}))
-        for c in h.others:
-            detail = (
-                f"    {c.metric}: {format_value(c.current, c.unit)} vs "
-                f"{format_value(c.baseline, c.unit)} ({format_change(c.change)}) {c.verdict.value}"
-            )
-            other = _MARKUP.get(c.verdict)
-            tw.line(detail, **({other: True} if other else {}))
-        if h.result.measurement.unstable_reason:
-            tw.line(f"    unstable: {h.result.measurement.unstable_reason}", yellow=True)
+    for text, markup in _layout(headers, [_row(h) for h in heads], width):
+        tw.line(text, **markup)
     counts = counts_line(session)
     has_regression = any(h.verdict is Verdict.REGRESSION for h in heads)
     tw.line(f"gpuperf: {counts}", bold=True, **({"red": True} if has_regression else {"green": True}))

@@ -1,0 +1,130 @@
+"""The line that opens a measuring session: its mode, its device, and what it compares with.
+
+``render_header`` is pure (plain values in, one line out); ``session_header``
+gathers those values from the session's configuration without importing torch,
+so a session whose perf tests never start the device still says what it would
+compare with. A device known only once measuring starts is named as requested.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from pathlib import Path
+
+from pytest_gpuperf.config import GpuperfConfig
+from pytest_gpuperf.model import Environment
+
+UNKNOWN_CLASS = "<device class>"  # the baselines' sub-folder, named once the device is probed
+COMMIT_DIGITS = 12
+
+
+def render_header(
+    mode: str,
+    *,
+    device: str,
+    device_name: str | None = None,
+    sm_clock_mhz: int | None = None,
+    clocks_locked: bool = False,
+    baseline_folder: str | None = None,
+    ref: str | None = None,
+    ref_commit: str | None = None,
+) -> str | None:
+    """``gpuperf: baseline mode on cuda:0 (NVIDIA H100 80GB HBM3, sm clocks 1980 MHz) against baselines/...``.
+
+    ``device`` is the resolved device (``cuda:0``) or, before it is known, the
+    requested one (``auto``); ``device_name`` is None until the device is probed.
+    A smoke session (one call per perf test, nothing compared) has no header: None.
+    """
+    if mode == "smoke":
+        return None
+    where = f"{mode} mode on {_device(device, device_name, sm_clock_mhz, clocks_locked)}"
+    if mode == "compare-ref":
+        if not ref:
+            raise ValueError("a compare-ref header needs the ref")
+        commit = f" ({ref_commit[:COMMIT_DIGITS]})" if ref_commit else ""
+        return f"gpuperf: {where} against {ref}{commit}"
+    if baseline_folder is None:
+        raise ValueError(f"a {mode} mode header needs the baseline folder")
+    verb = "writing" if mode == "update" else "against"
+    return f"gpuperf: {where} {verb} {baseline_folder}"
+
+
+def _device(device: str, name: str | None, sm_clock_mhz: int | None, locked: bool) -> str:
+    if name is None:
+        return f"device {device} (probed at the first measurement)"
+    facts = [name]
+    if sm_clock_mhz is not None:
+        facts.append(f"sm clocks {sm_clock_mhz} MHz{' locked' if locked else ''}")
+    return f"{device} ({', '.join(facts)})"
+
+
+def sm_clock(extra: Mapping[str, str]) -> tuple[int | None, bool]:
+    """The SM clock the GPU runs kernels at, from NVML's probe, and whether it is locked.
+
+    The applications clock, not the current one: an idle GPU reads its lowest
+    clock, which says nothing about the clock it measures at.
+    """
+    raw = extra.get("sm_app_clock_mhz")
+    try:
+        mhz = int(raw) if raw is not None else None
+    except ValueError:
+        mhz = None
+    return mhz, extra.get("clocks_locked") == "yes"
+
+
+def session_header(
+    config: GpuperfConfig,
+    *,
+    environment: Environment | None = None,
+    device: str | None = None,
+    ref_commit: str | None = None,
+) -> str | None:
+    """The header for a session from what is known now; nothing here starts torch.
+
+    ``environment`` and ``device`` once the device was probed; before that a
+    ``cpu`` request is named from /proc/cpuinfo (what the probe reads too), any
+    other request as given. ``ref_commit`` when the compare-ref worktree knows it;
+    otherwise the ref is looked up in git, best effort.
+    """
+    if config.mode == "smoke":
+        return None
+    name, device_class = None, None
+    if environment is not None:
+        name, device_class = environment.device_name, environment.device_class
+    elif config.device == "cpu":
+        from pytest_gpuperf.env import cpu_model, device_class_for
+
+        name = cpu_model()
+        device_class = device_class_for("cpu", name)
+    mhz, locked = sm_clock(environment.extra) if environment is not None else (None, False)
+    folder = _relative(config.baseline_dir, config.rootdir) / (device_class or UNKNOWN_CLASS)
+    commit = ref_commit
+    if config.compare_ref and commit is None:
+        commit = _resolve(config.rootdir, config.compare_ref)
+    return render_header(
+        config.mode,
+        device=device or config.device,
+        device_name=name,
+        sm_clock_mhz=mhz,
+        clocks_locked=locked,
+        baseline_folder=folder.as_posix(),
+        ref=config.compare_ref,
+        ref_commit=commit,
+    )
+
+
+def _relative(path: Path, root: Path) -> Path:
+    try:
+        return path.relative_to(root)
+    except ValueError:
+        return path
+
+
+def _resolve(rootdir: Path, ref: str) -> str | None:
+    """The commit ``ref`` names, or None: the compare-ref engine reports a bad ref itself."""
+    import git
+
+    with contextlib.suppress(Exception), git.Repo(rootdir, search_parent_directories=True) as repo:
+        return str(repo.git.rev_parse("--verify", "--end-of-options", f"{ref}^{{commit}}"))
+    return None
