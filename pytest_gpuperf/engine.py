@@ -28,6 +28,7 @@ from pytest_gpuperf.model import (
     Verdict,
     measurement_key,
 )
+from pytest_gpuperf.report.progress import Progress
 from pytest_gpuperf.report.units import format_time
 from pytest_gpuperf.runner import MeasureSpec, Runner
 from pytest_gpuperf.verdict import Reference, judge
@@ -113,6 +114,7 @@ class LocalEngine:
         guard: HostGuard,
         rules: Callable[[str], RuleSet],
         fresh: Callable[[], FreshReader] | None = None,
+        progress: Progress | None = None,
     ) -> None:
         self.runner = runner
         self.store = store
@@ -120,6 +122,7 @@ class LocalEngine:
         self.guard = guard
         self._rules = rules
         self._make_fresh = fresh
+        self.progress = progress or Progress()
         self._fresh: FreshReader | None = None
         self._specs: dict[str, tuple[MeasureSpec, Settings]] = {}
         self._recorded: dict[str, Callable[[], Measurement]] = {}
@@ -173,6 +176,7 @@ class LocalEngine:
             return result
 
         def take(i: int) -> MeasurementResult:
+            self.progress.remeasuring(result.measurement.key, i + 1, settings.gate.remeasures)
             return judge(again(), reference, settings.gate, rules, self.environment)
 
         def still_regressed(r: MeasurementResult) -> bool:

@@ -30,6 +30,7 @@ from pytest_gpuperf.model import (
     Verdict,
 )
 from pytest_gpuperf.parallel import WorkerInfo, measurement_lock, needs_lock, pinned_device
+from pytest_gpuperf.report.progress import Progress
 from pytest_gpuperf.state_key import STATE_KEY
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ class SessionState:
     results: list[MeasurementResult] = field(default_factory=list)
     changes: list[EntryChange] = field(default_factory=list)
     early_base: EarlyBase | None = None  # compare-ref's base worker, started before collection
+    progress: Progress = field(default_factory=Progress)  # lines while a suspicion is confirmed
     worker: WorkerInfo | None = None
     lock: Any = None  # a FileLock when xdist workers share the device
 
@@ -97,14 +99,15 @@ class SessionState:
         if c.compare_ref:
             from pytest_gpuperf.abtest.engine import CompareRefEngine
 
-            self.engine = CompareRefEngine.for_session(c, runner, self.environment, rules, early=self.early_base)
+            self.engine = CompareRefEngine.for_session(c, runner, self.environment, rules, early=self.early_base,
+                                                       progress=self.progress)  # fmt: skip
         else:
             device = str(self.device)
 
             def fresh() -> FreshProcessRemeasure:
                 return FreshProcessRemeasure(c.rootdir, device, guard.pin_cpu, c.plugin_args, settle=guard.settle)
 
-            self.engine = LocalEngine(runner, self.store, self.environment, guard, rules, fresh)
+            self.engine = LocalEngine(runner, self.store, self.environment, guard, rules, fresh, self.progress)
         return self.engine
 
     def session_results(self) -> SessionResults:
@@ -309,7 +312,8 @@ def pytest_configure(config: pytest.Config) -> None:
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
     worker = WorkerInfo.from_workerinput(getattr(config, "workerinput", None))
     early = config.stash.get(EARLY_BASE_KEY, None)
-    config.stash[STATE_KEY] = SessionState(config=gp, started_at=now, worker=worker, early_base=early)
+    config.stash[STATE_KEY] = SessionState(config=gp, started_at=now, worker=worker, early_base=early,
+                                           progress=Progress.for_config(config))  # fmt: skip
     if worker is None and config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistController(config.stash[STATE_KEY]), "gpuperf-xdist-controller")
 

@@ -6,6 +6,8 @@ that the fixture covers what those tests rely on, so a change to it is noticed.
 
 from __future__ import annotations
 
+import dataclasses
+
 from pytest_gpuperf.model import (
     BaselineEntry,
     Comparison,
@@ -92,7 +94,7 @@ def time_cmp(m: Measurement, base: BaselineEntry | None, verdict: Verdict, **ext
 
 
 def make_session() -> SessionResults:
-    """Six measurements, one per verdict, with memory, metrics and a profile."""
+    """Seven measurements, one per verdict, with memory, metrics and a profile."""
     reg = measurement(
         "tests/perf/test_matmul.py::test_matmul[fp16-4096]",
         "default",
@@ -195,8 +197,19 @@ def make_session() -> SessionResults:
         baseline=shaky_base,
         comparisons=(time_cmp(shaky, shaky_base, Verdict.UNSTABLE, evidence="precision 20% > 5%"),),
     )
+    slow = measurement("tests/perf/test_train.py::test_step", "train_step", 2_200_000_000.0)
+    slow = dataclasses.replace(slow, samples_ns=slow.samples_ns[:3], round_medians_ns=slow.samples_ns[:3])
+    slow_base = baseline(slow, 2_150_000_000.0)
+    slow_result = MeasurementResult(
+        measurement=slow,
+        baseline=slow_base,
+        comparisons=(
+            time_cmp(slow, slow_base, Verdict.NOT_GATED,
+                     note="not gated: this run has 3 sample(s), fewer than the 6 a verdict needs"),
+        ),
+    )
     return SessionResults(
-        results=(new_result, same_result, imp_result, reg_result, other_result, shaky_result),
+        results=(new_result, same_result, imp_result, reg_result, other_result, shaky_result, slow_result),
         environment=ENV,
         provenance=HEAD,
         mode="compare-ref",

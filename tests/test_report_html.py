@@ -15,7 +15,6 @@ from matplotlib import image as mpl_image
 from test_report_helpers import ENV, make_session
 
 from pytest_gpuperf.baseline import BaselineStore, entry_from_measurement
-from pytest_gpuperf.compare import GateSettings, compare_to_baseline
 from pytest_gpuperf.model import Measurement, MeasurementResult, Provenance, SessionResults, Verdict
 from pytest_gpuperf.report.history import collect_history
 from pytest_gpuperf.report.html import (
@@ -27,6 +26,7 @@ from pytest_gpuperf.report.html import (
     zoom_limits,
 )
 from pytest_gpuperf.report.results_json import load_results, write_results
+from tests.verdict_helpers import compare
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -136,7 +136,7 @@ def shifted_session(tmp_path: Path) -> tuple[SessionResults, Path]:
         repo.index.commit(f"baselines {n}", author=ACTOR, committer=ACTOR, author_date=date, commit_date=date)
     assert base is not None
     now = _measured(331_000.0, 59, seed=9, extra=(12_000_000.0,))
-    comparisons = compare_to_baseline(now, base, ENV, GateSettings())
+    comparisons = compare(now, base)
     assert comparisons[0].verdict is Verdict.REGRESSION
     session = SessionResults((MeasurementResult(now, comparisons, base),), ENV, Provenance(), "baseline", "2026-01-05")
     return load_results(write_results(tmp_path / "results.json", session)), root

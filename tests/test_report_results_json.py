@@ -34,6 +34,7 @@ def test_document_holds_statistics_samples_verdicts_and_context(tmp_path: Path) 
         "improvement": 1,
         "new": 1,
         "not comparable": 1,
+        "not gated": 1,
         "regression": 1,
         "unchanged": 1,
         "unstable": 1,
@@ -134,3 +135,18 @@ def test_write_reports_writes_each_requested_file(tmp_path: Path) -> None:
     assert json.loads(paths[2].read_text())["benchmarks"]
     assert "<table" in paths[3].read_text()
     assert write_reports(session) == []
+
+
+def test_a_version_1_file_is_read_with_kinds_from_the_comparison_names(tmp_path: Path) -> None:
+    doc = json.loads(write_results(tmp_path / "r.json", make_session()).read_text())
+    doc["schema_version"] = 1
+    for result in doc["results"]:
+        for c in result["comparisons"]:
+            del c["kind"], c["explanation"]
+        result["comparisons"] = [c for c in result["comparisons"] if c["verdict"] != "not gated"]
+    doc["results"] = [r for r in doc["results"] if r["verdict"] != "not gated"]
+    old = tmp_path / "v1.json"
+    old.write_text(json.dumps(doc))
+    loaded = load_results(old)
+    kinds = {c.metric.split(".")[0]: c.kind.value for r in loaded.results for c in r.comparisons}
+    assert kinds == {"time": "time", "memory": "memory", "metric": "metric"}

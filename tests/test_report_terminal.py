@@ -5,14 +5,14 @@ import io
 from pathlib import Path
 
 import pytest
-from test_compare import ENV as COMPARE_ENV
-from test_compare import entry as compare_entry
-from test_compare import measurement as compare_measurement
 from test_report_helpers import baseline, make_session, measurement, time_cmp
 
-from pytest_gpuperf.compare import GateSettings, compare_to_baseline
+from pytest_gpuperf.config import GateSettings
 from pytest_gpuperf.model import Comparison, MeasurementResult, SessionResults, Verdict
 from pytest_gpuperf.report.terminal import PlainWriter, render_summary, shorten_test_id
+from tests.verdict_helpers import compare
+from tests.verdict_helpers import entry as compare_entry
+from tests.verdict_helpers import measurement as compare_measurement
 
 
 class RecordingWriter:
@@ -60,7 +60,9 @@ def test_regressions_come_first_and_counts_close_the_table() -> None:
     render_summary(make_session(), tw)
     assert "regression" in tw.lines[2][0]
     last, markup = tw.lines[-1]
-    assert last == "gpuperf: 1 regression, 1 improvement, 1 unchanged, 1 new, 1 not comparable, 1 unstable"
+    assert last == (
+        "gpuperf: 1 regression, 1 improvement, 1 unchanged, 1 new, 1 not comparable, 1 unstable, 1 not gated"
+    )
     assert markup == {"bold": True, "red": True}
 
 
@@ -156,14 +158,18 @@ def test_an_unchanged_memory_change_past_its_threshold_gets_a_line_from_the_real
     """+56% peak memory that the gate calls unchanged (under its byte floor) is shown, not hidden."""
     m = compare_measurement(peak_allocated_bytes=936_000)
     base = compare_entry(peak_allocated_bytes=600_000)
-    comparisons = compare_to_baseline(m, base, COMPARE_ENV, GateSettings(memory_threshold=0.05))
+    comparisons = compare(m, base, GateSettings(memory_threshold=0.05))
     memory = next(c for c in comparisons if c.metric == "memory.peak_allocated")
     assert memory.verdict is Verdict.UNCHANGED and memory.change == pytest.approx(0.56)
     session = dataclasses.replace(make_session(), results=(MeasurementResult(m, comparisons, base),))
     tw = RecordingWriter(fullwidth=120)
     render_summary(session, tw)
     line, markup = tw.find("memory.peak_allocated")
-    assert line == "    memory.peak_allocated: 914.1 KiB vs 585.9 KiB (+56.0%) unchanged"
+    assert line == (
+        "    memory.peak_allocated: 914.1 KiB vs 585.9 KiB (+56.0%) unchanged: +56.0% is past the memory threshold "
+        "5.0%, but +336000 bytes is below the 1048576 byte floor under which peak memory moves with the "
+        "allocator's granularity"
+    )  # the memory-growth rule says why it decided
     assert markup == {}
     # the note the gate gives, whatever its metric, is shown with it
     noted = dataclasses.replace(memory, note="below the 1.0 MiB floor")
@@ -176,7 +182,7 @@ def test_an_unchanged_memory_change_past_its_threshold_gets_a_line_from_the_real
 def test_an_unchanged_comparison_within_its_threshold_stays_quiet() -> None:
     m = compare_measurement(peak_allocated_bytes=610_000)
     base = compare_entry(peak_allocated_bytes=600_000)
-    comparisons = compare_to_baseline(m, base, COMPARE_ENV, GateSettings(memory_threshold=0.05))
+    comparisons = compare(m, base, GateSettings(memory_threshold=0.05))
     session = dataclasses.replace(make_session(), results=(MeasurementResult(m, comparisons, base),))
     tw = RecordingWriter(fullwidth=120)
     render_summary(session, tw)

@@ -30,6 +30,7 @@ from pytest_gpuperf.abtest.alternate import alternate
 from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch, spawn_worker
 from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
+from pytest_gpuperf.report.progress import Progress
 
 
 @dataclass
@@ -68,8 +69,10 @@ class ConfirmationPool:
         head_launch: Callable[[int], WorkerLaunch],
         base_launch: Callable[[int], WorkerLaunch],
         ref: str,
+        progress: Progress | None = None,
     ) -> None:
         self.pairs = pairs
+        self.progress = progress or Progress()
         self._head_launch = head_launch
         self._base_launch = base_launch
         self.ref = ref
@@ -110,6 +113,7 @@ class ConfirmationPool:
 
         def take(j: int) -> float | None:
             result.attempted = j + 1
+            self.progress.confirming(key, j + 1, next(w for w in waves if w > j))
             try:  # a wave's workers all start at once, so their start-ups overlap
                 sides = self._start(next(w for w in waves if w > j))
             except WorkerError as exc:

@@ -57,6 +57,7 @@ from pytest_gpuperf.model import (
     Verdict,
     measurement_key,
 )
+from pytest_gpuperf.report.progress import Progress
 from pytest_gpuperf.verdict import Reference, judge
 from pytest_gpuperf.verdict import evidence as ev
 from pytest_gpuperf.verdict.judge import time_comparison
@@ -103,6 +104,7 @@ class CompareRefEngine:
         confirm_pairs: int = 0,
         plugin_args: Sequence[str] = (),
         early: EarlyBase | None = None,
+        progress: Progress | None = None,
     ) -> None:
         self.ref = ref
         self.rootdir = Path(rootdir)
@@ -120,6 +122,7 @@ class CompareRefEngine:
         self._pairs: dict[str, _Pair] = {}
         self._confirmation: ConfirmationPool | None = None
         self._early = early  # a worktree and base process started before collection (prestart.py)
+        self.progress = progress or Progress()
 
     @classmethod
     def for_session(
@@ -130,6 +133,7 @@ class CompareRefEngine:
         rules: Callable[[str], RuleSet],
         node_ids: Sequence[str] = (),
         early: EarlyBase | None = None,
+        progress: Progress | None = None,
     ) -> CompareRefEngine:
         """The engine for a session; the worktree and worker start on the first real measurement.
 
@@ -139,6 +143,7 @@ class CompareRefEngine:
         return cls(
             config.compare_ref, config.rootdir, runner, environment, rules,
             node_ids=node_ids, confirm_pairs=config.confirm_pairs, plugin_args=config.plugin_args, early=early,
+            progress=progress,
         )  # fmt: skip
 
     # -- life cycle -------------------------------------------------------------------------
@@ -185,6 +190,7 @@ class CompareRefEngine:
                 lambda j: dataclasses.replace(self._launch_at_head(f"confirm-head-{j + 1}"), time_only=True),
                 lambda j: dataclasses.replace(self._launch_at_ref(f"confirm-base-{j + 1}"), time_only=True),
                 self.ref,
+                self.progress,
             )
 
     def _files(self) -> tuple[str, ...]:

@@ -28,6 +28,7 @@ _ICON = {
     Verdict.NEW: "🆕",
     Verdict.NOT_COMPARABLE: "🟡",
     Verdict.UNSTABLE: "🟠",
+    Verdict.NOT_GATED: "⚫",
 }
 
 

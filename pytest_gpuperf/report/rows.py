@@ -75,7 +75,7 @@ def plural(n: int, word: str) -> str:
 
 
 def counts_line(session: SessionResults) -> str:
-    """``1 regression, 2 improvements, 5 unchanged, 1 new, 0 not comparable`` (+ unstable if any)."""
+    """``1 regression, 2 improvements, 5 unchanged, 1 new, 0 not comparable`` (+ unstable, not gated if any)."""
     counts = verdict_counts(session)
     parts = [
         plural(counts[Verdict.REGRESSION], "regression"),
@@ -86,4 +86,6 @@ def counts_line(session: SessionResults) -> str:
     ]
     if counts[Verdict.UNSTABLE]:
         parts.append(plural(counts[Verdict.UNSTABLE], "unstable"))
+    if counts[Verdict.NOT_GATED]:
+        parts.append(plural(counts[Verdict.NOT_GATED], "not gated"))
     return ", ".join(parts)

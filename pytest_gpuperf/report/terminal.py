@@ -24,6 +24,7 @@ _MARKUP = {
     Verdict.IMPROVEMENT: "green",
     Verdict.NOT_COMPARABLE: "yellow",
     Verdict.UNSTABLE: "yellow",
+    Verdict.NOT_GATED: "yellow",
 }
 _GAP = "  "
 _ROW_COLUMNS = HEADERS[1:]  # a row's cells, after its test id
