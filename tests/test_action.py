@@ -26,7 +26,7 @@ from pytest_gpuperf.report.markdown import MARKER, render_comment
 ROOT = Path(__file__).resolve().parents[1]
 ACTION = ROOT / "action"
 DATA = Path(__file__).parent / "data" / "action"
-sys.path.insert(0, str(ACTION))
+sys.path.append(str(ACTION))  # the scripts import each other as top-level modules, as they run
 
 import body  # noqa: E402
 import comment  # noqa: E402
