@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import os
+import warnings
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_gpuperf import config as cfg
-from pytest_gpuperf.errors import ConfigError, GpuperfError
+from pytest_gpuperf.errors import ConfigError, GpuperfError, GpuperfWarning
 from pytest_gpuperf.fixture import GpuBench
 from pytest_gpuperf.model import Comparison, Environment, MeasurementResult, Provenance, SessionResults, Verdict
 from pytest_gpuperf.parallel import WorkerInfo, measurement_lock, needs_lock, pinned_device
@@ -476,19 +477,20 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if kept:
         tw.write_line(f"gpuperf: {kept} baseline entr{'y' if kept == 1 else 'ies'} unchanged (kept as is)")
     c = state.config
-    try:
-        written = write_reports(
-            session,
-            json_path=c.json_path,
-            markdown_path=c.markdown_path,
-            benchmark_json_path=c.benchmark_json_path,
-            html_path=c.html_path,
-        )
-    except GpuperfError as exc:
-        tw.write_line(f"gpuperf: could not write reports: {exc}", red=True)
-        return
-    for path in written:
+    reports = write_reports(
+        session,
+        json_path=c.json_path,
+        markdown_path=c.markdown_path,
+        benchmark_json_path=c.benchmark_json_path,
+        html_path=c.html_path,
+    )
+    for path in reports.written:
         tw.write_line(f"gpuperf: wrote {path}")
+    for failure in reports.failed:  # a warning: the exit code stays the tests'
+        message = f"gpuperf: could not write {failure.path}: {failure.reason}"
+        tw.write_line(message, yellow=True)
+        with contextlib.suppress(GpuperfWarning):  # raised under -W error; the line above said it
+            warnings.warn(GpuperfWarning(message), stacklevel=1)
 
 
 

@@ -121,16 +121,19 @@ def test_write_reports_writes_each_requested_file(tmp_path: Path) -> None:
     from pytest_gpuperf.report import write_reports
 
     session = make_session()
-    paths = write_reports(
+    reports = write_reports(
         session,
         json_path=tmp_path / "r" / "results.json",
         markdown_path=tmp_path / "r" / "comment.md",
         benchmark_json_path=tmp_path / "r" / "bench.json",
         html_path=tmp_path / "r" / "report.html",
     )
+    paths = reports.written
+    assert reports.failed == []
     assert [p.name for p in paths] == ["results.json", "comment.md", "bench.json", "report.html"]
     assert load_results(paths[0]) == session
     assert paths[1].read_text().startswith("<!-- pytest-gpuperf-comment -->")
     assert json.loads(paths[2].read_text())["benchmarks"]
     assert "<table" in paths[3].read_text()
-    assert write_reports(session) == []
+    nothing = write_reports(session)
+    assert (nothing.written, nothing.failed) == ([], [])

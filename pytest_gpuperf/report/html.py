@@ -17,6 +17,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, cast
 
+from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import MeasurementResult, SessionResults, Verdict
 from pytest_gpuperf.report.markdown import TOP_OPS
 from pytest_gpuperf.report.rows import counts_line, headline, ordered
@@ -207,7 +208,4 @@ def render_html(session: SessionResults) -> str:
 
 
 def write_html(path: Path | str, session: SessionResults) -> Path:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_html(session), encoding="utf-8")
-    return target
+    return write_atomic(path, render_html(session))
