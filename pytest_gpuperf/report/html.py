@@ -13,7 +13,6 @@ import base64
 import inspect
 import io
 from collections.abc import Sequence
-from html import escape
 from pathlib import Path
 from typing import Any, cast
 
@@ -21,6 +20,9 @@ from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import MeasurementResult, SessionResults, Verdict
 from pytest_gpuperf.report.markdown import TOP_OPS
 from pytest_gpuperf.report.rows import counts_line, headline, ordered
+
+# html.escape after stripping control characters: every string of the page goes through it
+from pytest_gpuperf.report.text import html_text as escape
 from pytest_gpuperf.report.units import (
     format_change,
     format_precision,

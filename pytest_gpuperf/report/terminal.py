@@ -3,7 +3,8 @@
 ``render_summary`` takes anything shaped like pytest's ``TerminalWriter``
 (``sep``, ``line`` with ``red``/``green``/``yellow``/``bold`` markup and
 optionally ``fullwidth``), so the plugin passes ``terminalreporter._tw`` and
-the CLI passes a :class:`PlainWriter`.
+the CLI passes a :class:`PlainWriter`. Every string from the tests is written
+through ``text.plain``: no escape sequence of theirs reaches the terminal.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import ClassVar, Protocol, TextIO
 
 from pytest_gpuperf.model import SessionResults, Verdict
 from pytest_gpuperf.report.rows import counts_line, headline, ordered
+from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 
 HEADERS = ("test", "measurement", "now", "baseline", "change", "precision", "verdict")
@@ -59,7 +61,7 @@ def _format_rows(cells: Sequence[Sequence[str]], width: int) -> list[str]:
 
 def _title(session: SessionResults) -> str:
     if session.compare_ref:
-        return f"gpuperf: compared with {session.compare_ref}"
+        return f"gpuperf: compared with {plain(session.compare_ref)}"
     return f"gpuperf ({session.mode})"
 
 
@@ -78,8 +80,8 @@ def render_summary(session: SessionResults, tw: Writer) -> None:
         m = h.result.measurement
         cells.append(
             [
-                m.test_id,
-                m.name,
+                plain(m.test_id),
+                plain(m.name),
                 format_time(h.now_ns),
                 format_time(h.baseline_ns) if h.baseline_ns is not None else "-",
                 format_change(h.change),
@@ -94,14 +96,14 @@ def render_summary(session: SessionResults, tw: Writer) -> None:
         markup = _MARKUP.get(h.verdict)
         tw.line(text, **({markup: True} if markup else {}))
         for c in h.others:
-            detail = (
+            detail = plain(
                 f"    {c.metric}: {format_value(c.current, c.unit)} vs "
                 f"{format_value(c.baseline, c.unit)} ({format_change(c.change)}) {c.verdict.value}"
             )
             other = _MARKUP.get(c.verdict)
             tw.line(detail, **({other: True} if other else {}))
         if h.result.measurement.unstable_reason:
-            tw.line(f"    unstable: {h.result.measurement.unstable_reason}", yellow=True)
+            tw.line(f"    unstable: {plain(h.result.measurement.unstable_reason)}", yellow=True)
     counts = counts_line(session)
     has_regression = any(h.verdict is Verdict.REGRESSION for h in heads)
     tw.line(f"gpuperf: {counts}", bold=True, **({"red": True} if has_regression else {"green": True}))
