@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import torch
 
     from pytest_gpuperf.abtest.prestart import EarlyBase
+    from pytest_gpuperf.abtest.worktree import BaseRef
     from pytest_gpuperf.baseline.store import BaselineStore, EntryChange
     from pytest_gpuperf.engine import Engine
 
@@ -47,6 +48,7 @@ class SessionState:
     results: list[MeasurementResult] = field(default_factory=list)
     changes: list[EntryChange] = field(default_factory=list)
     early_base: EarlyBase | None = None  # compare-ref's base worker, started before collection
+    base_ref: BaseRef | None = None  # compare-ref's revision, resolved to a commit before collection
     worker: WorkerInfo | None = None
     lock: Any = None  # a FileLock when xdist workers share the device
 
@@ -84,7 +86,9 @@ class SessionState:
         if c.compare_ref:
             from pytest_gpuperf.abtest.engine import CompareRefEngine
 
-            self.engine = CompareRefEngine.for_session(c, runner, self.environment, early=self.early_base)
+            self.engine = CompareRefEngine.for_session(
+                c, runner, self.environment, early=self.early_base, resolved=self.base_ref
+            )
         else:
             self.engine = LocalEngine(runner, self.store, self.environment)
         return self.engine
@@ -246,11 +250,13 @@ def _plugin_args(config: pytest.Config) -> tuple[str, ...]:
 
 
 EARLY_BASE_KEY = pytest.StashKey["EarlyBase"]()
+BASE_REF_KEY = pytest.StashKey["BaseRef"]()
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
-    """In compare-ref mode, start the base worker now, before conftests and test modules import torch.
+    """In compare-ref mode, resolve the ref (a usage error if git cannot) and start the base worker
+    now, before conftests and test modules import torch.
 
     Its start-up (mostly importing torch) then overlaps the head's instead of
     following the head's collection (abtest/prestart.py). Best effort: the engine
@@ -258,13 +264,19 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     """
     ns = early_config.known_args_namespace
     ref = getattr(ns, "gpuperf_compare_ref", None)
-    if not ref or getattr(ns, "help", False) or getattr(ns, "version", False):
+    if ref is None or getattr(ns, "help", False) or getattr(ns, "version", False):
         return
+    from pytest_gpuperf.abtest.worktree import resolve_ref
+
+    try:  # once, here: every later use of the ref means this commit
+        base = early_config.stash[BASE_REF_KEY] = resolve_ref(Path(early_config.rootpath), ref)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
     if getattr(ns, "numprocesses", None) or os.environ.get("PYTEST_XDIST_WORKER"):
         return  # under xdist the workers measure, each with its own engine
     from pytest_gpuperf.abtest.prestart import start_early
 
-    early = start_early(Path(early_config.rootpath), ref)
+    early = start_early(Path(early_config.rootpath), base)
     if early is not None:
         early_config.stash[EARLY_BASE_KEY] = early
         early_config.add_cleanup(early.close)  # a no-op once the engine has taken it over
@@ -284,7 +296,10 @@ def pytest_configure(config: pytest.Config) -> None:
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
     worker = WorkerInfo.from_workerinput(getattr(config, "workerinput", None))
     early = config.stash.get(EARLY_BASE_KEY, None)
-    config.stash[STATE_KEY] = SessionState(config=gp, started_at=now, worker=worker, early_base=early)
+    base_ref = config.stash.get(BASE_REF_KEY, None)
+    config.stash[STATE_KEY] = SessionState(
+        config=gp, started_at=now, worker=worker, early_base=early, base_ref=base_ref
+    )
     if worker is None and config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistController(config.stash[STATE_KEY]), "gpuperf-xdist-controller")
 
