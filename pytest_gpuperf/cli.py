@@ -16,6 +16,7 @@ from typing import TextIO
 
 from pytest_gpuperf import __version__
 from pytest_gpuperf.errors import GpuperfError
+from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import SessionResults, Statistic, Verdict
 
 EXIT_OK = 0
@@ -143,8 +144,7 @@ def _emit(text: str, output: Path | None, stdout: TextIO) -> None:
     if output is None:
         stdout.write(text)
         return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text, encoding="utf-8")
+    write_atomic(output, text)
 
 
 def _table(session: SessionResults, width: int | None = None) -> str:

@@ -9,6 +9,10 @@ class GpuperfError(Exception):
     """Base class of every error pytest-gpuperf raises on purpose."""
 
 
+class GpuperfWarning(UserWarning):
+    """Something the user should see that does not change the run's outcome (a report not written)."""
+
+
 class ConfigError(GpuperfError):
     """A bad option, ini value or marker keyword."""
 
@@ -29,6 +33,15 @@ class BaselineError(GpuperfError):
         self.json_path = json_path
         where = f" at {json_path}" if json_path else ""
         super().__init__(f"baseline file {self.path}{where}: {message}")
+
+
+class WriteError(GpuperfError):
+    """A file (report, trace, baseline) that could not be written; ``reason`` says why."""
+
+    def __init__(self, path: Path | str, reason: str) -> None:
+        self.path = Path(path)
+        self.reason = reason
+        super().__init__(f"cannot write {self.path}: {reason}")
 
 
 class MeasurementError(GpuperfError):

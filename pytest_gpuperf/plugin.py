@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import os
+import warnings
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_gpuperf import config as cfg
-from pytest_gpuperf.errors import ConfigError, GpuperfError
+from pytest_gpuperf.errors import ConfigError, GpuperfError, GpuperfWarning
 from pytest_gpuperf.fixture import GpuBench
 from pytest_gpuperf.model import (
     Comparison,
@@ -31,12 +32,14 @@ from pytest_gpuperf.model import (
 )
 from pytest_gpuperf.parallel import WorkerInfo, measurement_lock, needs_lock, pinned_device
 from pytest_gpuperf.report.progress import Progress
+from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.state_key import STATE_KEY
 
 if TYPE_CHECKING:
     import torch
 
     from pytest_gpuperf.abtest.prestart import EarlyBase
+    from pytest_gpuperf.abtest.worktree import BaseRef
     from pytest_gpuperf.baseline.store import BaselineStore, EntryChange
     from pytest_gpuperf.engine import Engine
     from pytest_gpuperf.verdict.rulesets import RuleSet
@@ -59,6 +62,7 @@ class SessionState:
     changes: list[EntryChange] = field(default_factory=list)
     early_base: EarlyBase | None = None  # compare-ref's base worker, started before collection
     progress: Progress = field(default_factory=Progress)  # lines while a suspicion is confirmed
+    base_ref: BaseRef | None = None  # compare-ref's revision, resolved to a commit before collection
     worker: WorkerInfo | None = None
     lock: Any = None  # a FileLock when xdist workers share the device
 
@@ -99,8 +103,10 @@ class SessionState:
         if c.compare_ref:
             from pytest_gpuperf.abtest.engine import CompareRefEngine
 
-            self.engine = CompareRefEngine.for_session(c, runner, self.environment, rules, early=self.early_base,
-                                                       progress=self.progress)  # fmt: skip
+            self.engine = CompareRefEngine.for_session(
+                c, runner, self.environment, rules, early=self.early_base, resolved=self.base_ref,
+                progress=self.progress,
+            )
         else:
             device = str(self.device)
 
@@ -273,11 +279,13 @@ def _plugin_args(config: pytest.Config) -> tuple[str, ...]:
 
 
 EARLY_BASE_KEY = pytest.StashKey["EarlyBase"]()
+BASE_REF_KEY = pytest.StashKey["BaseRef"]()
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
-    """In compare-ref mode, start the base worker now, before conftests and test modules import torch.
+    """In compare-ref mode, resolve the ref (a usage error if git cannot) and start the base worker
+    now, before conftests and test modules import torch.
 
     Its start-up (mostly importing torch) then overlaps the head's instead of
     following the head's collection (abtest/prestart.py). Best effort: the engine
@@ -285,13 +293,19 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     """
     ns = early_config.known_args_namespace
     ref = getattr(ns, "gpuperf_compare_ref", None)
-    if not ref or getattr(ns, "help", False) or getattr(ns, "version", False):
+    if ref is None or getattr(ns, "help", False) or getattr(ns, "version", False):
         return
+    from pytest_gpuperf.abtest.worktree import resolve_ref
+
+    try:  # once, here: every later use of the ref means this commit
+        base = early_config.stash[BASE_REF_KEY] = resolve_ref(Path(early_config.rootpath), ref)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
     if getattr(ns, "numprocesses", None) or os.environ.get("PYTEST_XDIST_WORKER"):
         return  # under xdist the workers measure, each with its own engine
     from pytest_gpuperf.abtest.prestart import start_early
 
-    early = start_early(Path(early_config.rootpath), ref)
+    early = start_early(Path(early_config.rootpath), base)
     if early is not None:
         early_config.stash[EARLY_BASE_KEY] = early
         early_config.add_cleanup(early.close)  # a no-op once the engine has taken it over
@@ -312,8 +326,11 @@ def pytest_configure(config: pytest.Config) -> None:
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
     worker = WorkerInfo.from_workerinput(getattr(config, "workerinput", None))
     early = config.stash.get(EARLY_BASE_KEY, None)
-    config.stash[STATE_KEY] = SessionState(config=gp, started_at=now, worker=worker, early_base=early,
-                                           progress=Progress.for_config(config))  # fmt: skip
+    base_ref = config.stash.get(BASE_REF_KEY, None)
+    config.stash[STATE_KEY] = SessionState(
+        config=gp, started_at=now, worker=worker, early_base=early, base_ref=base_ref,
+        progress=Progress.for_config(config),
+    )
     if worker is None and config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistController(config.stash[STATE_KEY]), "gpuperf-xdist-controller")
 
@@ -502,19 +519,21 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if kept:
         tw.write_line(f"gpuperf: {kept} baseline entr{'y' if kept == 1 else 'ies'} unchanged (kept as is)")
     c = state.config
-    try:
-        written = write_reports(
-            session,
-            json_path=c.json_path,
-            markdown_path=c.markdown_path,
-            benchmark_json_path=c.benchmark_json_path,
-            html_path=c.html_path,
-        )
-    except GpuperfError as exc:
-        tw.write_line(f"gpuperf: could not write reports: {exc}", red=True)
-        return
-    for path in written:
+    history = None
+    if c.html_path is not None and c.mode != "compare-ref":
+        from pytest_gpuperf.report.history import history_or_none
+
+        history = history_or_none(c.baseline_dir, metric=c.metric.value)
+    targets = {"json": c.json_path, "markdown": c.markdown_path, "benchmark-json": c.benchmark_json_path,
+               "html": c.html_path}  # fmt: skip
+    reports = write_reports(session, targets, history=history)
+    for path in reports.written:
         tw.write_line(f"gpuperf: wrote {path}")
+    for failure in reports.failed:  # a warning: the exit code stays the tests'
+        message = f"gpuperf: could not write {failure.path}: {failure.reason}"
+        tw.write_line(message, yellow=True)
+        with contextlib.suppress(GpuperfWarning):  # raised under -W error; the line above said it
+            warnings.warn(GpuperfWarning(message), stacklevel=1)
 
 
 
@@ -545,7 +564,7 @@ def _write_notes(tw: Any, session: SessionResults, threshold: float) -> None:
     if lines:
         tw.write_sep("-", "gpuperf notes")
         for line in lines:
-            tw.write_line(line)
+            tw.write_line(plain(line))
 
 
 def _quiet_past(c: Comparison, threshold: float) -> bool:
@@ -563,9 +582,9 @@ def _write_explanations(tw: Any, session: SessionResults) -> None:
     tw.write_sep("-", "gpuperf explain")
     for r in session.results:
         for c in r.comparisons:
-            tw.write_line(f"{r.measurement.key} {c.metric}: {c.verdict.value}")
+            tw.write_line(plain(f"{r.measurement.key} {c.metric}: {c.verdict.value}"))
             for line in explain_lines(c):
-                tw.write_line(line)
+                tw.write_line(plain(line))
 
 
 def _write_top_ops(tw: Any, session: SessionResults) -> None:
@@ -578,9 +597,9 @@ def _write_top_ops(tw: Any, session: SessionResults) -> None:
     tw.write_sep("-", "gpuperf profile: top operators")
     for m in profiled:
         assert m.profile is not None
-        tw.write_line(f"{m.key}  (trace: {m.profile.trace_path})")
+        tw.write_line(plain(f"{m.key}  (trace: {m.profile.trace_path})"))
         for line in format_top_ops(m.profile, n=8):
-            tw.write_line(f"  {line}")
+            tw.write_line(plain(f"  {line}"))
 
 
 def _relative(path: Path, config: pytest.Config) -> str:

@@ -136,7 +136,7 @@ def shifted_session(tmp_path: Path) -> tuple[SessionResults, Path]:
         repo.index.commit(f"baselines {n}", author=ACTOR, committer=ACTOR, author_date=date, commit_date=date)
     assert base is not None
     now = _measured(331_000.0, 59, seed=9, extra=(12_000_000.0,))
-    comparisons = compare(now, base)
+    comparisons = compare(now, base, env=ENV)
     assert comparisons[0].verdict is Verdict.REGRESSION
     session = SessionResults((MeasurementResult(now, comparisons, base),), ENV, Provenance(), "baseline", "2026-01-05")
     return load_results(write_results(tmp_path / "results.json", session)), root

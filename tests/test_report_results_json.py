@@ -122,19 +122,24 @@ def test_write_reports_writes_each_requested_file(tmp_path: Path) -> None:
     from pytest_gpuperf.report import write_reports
 
     session = make_session()
-    paths = write_reports(
+    reports = write_reports(
         session,
-        json_path=tmp_path / "r" / "results.json",
-        markdown_path=tmp_path / "r" / "comment.md",
-        benchmark_json_path=tmp_path / "r" / "bench.json",
-        html_path=tmp_path / "r" / "report.html",
+        {
+            "json": tmp_path / "r" / "results.json",
+            "markdown": tmp_path / "r" / "comment.md",
+            "benchmark-json": tmp_path / "r" / "bench.json",
+            "html": tmp_path / "r" / "report.html",
+        },
     )
+    paths = reports.written
+    assert reports.failed == []
     assert [p.name for p in paths] == ["results.json", "comment.md", "bench.json", "report.html"]
     assert load_results(paths[0]) == session
     assert paths[1].read_text().startswith("<!-- pytest-gpuperf-comment -->")
     assert json.loads(paths[2].read_text())["benchmarks"]
     assert "<table" in paths[3].read_text()
-    assert write_reports(session) == []
+    nothing = write_reports(session, {})
+    assert (nothing.written, nothing.failed) == ([], [])
 
 
 def test_a_version_1_file_is_read_with_kinds_from_the_comparison_names(tmp_path: Path) -> None:

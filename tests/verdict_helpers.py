@@ -69,10 +69,10 @@ def entry(median: float = 1000.0, env: Environment = ENV, **kw: object) -> Basel
 
 def judged(
     m: Measurement, baseline: BaselineEntry | None, settings: GateSettings = S, *,
-    others: Sequence[str] = (), rules: RuleSet | None = None,
+    others: Sequence[str] = (), rules: RuleSet | None = None, env: Environment = ENV,
 ) -> MeasurementResult:  # fmt: skip
     reference = Reference(entry=baseline, other_classes=tuple(others))
-    return judge(m, reference, settings, rules or cpu_rules(), ENV)
+    return judge(m, reference, settings, rules or cpu_rules(), env)
 
 
 def compare(

@@ -42,7 +42,7 @@ from pytest_gpuperf.abtest.remote import (
     spawn_worker,
     worker_argv,
 )
-from pytest_gpuperf.abtest.worktree import RefWorktree
+from pytest_gpuperf.abtest.worktree import BaseRef, RefWorktree
 from pytest_gpuperf.config import GateSettings, MeasureSettings, Settings
 from pytest_gpuperf.engine import time_of, with_confirmation
 from pytest_gpuperf.errors import WorkerError
@@ -105,8 +105,10 @@ class CompareRefEngine:
         plugin_args: Sequence[str] = (),
         early: EarlyBase | None = None,
         progress: Progress | None = None,
+        resolved: BaseRef | None = None,
     ) -> None:
         self.ref = ref
+        self._resolved = resolved  # the ref's commit, resolved at the session's start
         self.rootdir = Path(rootdir)
         self.runner = runner
         self.environment = environment
@@ -134,6 +136,7 @@ class CompareRefEngine:
         node_ids: Sequence[str] = (),
         early: EarlyBase | None = None,
         progress: Progress | None = None,
+        resolved: BaseRef | None = None,
     ) -> CompareRefEngine:
         """The engine for a session; the worktree and worker start on the first real measurement.
 
@@ -144,6 +147,7 @@ class CompareRefEngine:
             config.compare_ref, config.rootdir, runner, environment, rules,
             node_ids=node_ids, confirm_pairs=config.confirm_pairs, plugin_args=config.plugin_args, early=early,
             progress=progress,
+            resolved=resolved,
         )  # fmt: skip
 
     # -- life cycle -------------------------------------------------------------------------
@@ -176,7 +180,7 @@ class CompareRefEngine:
                 # the process has imported torch meanwhile; now it learns which files to collect
                 channel.send(protocol.START, worker_argv(self._launch_at_ref(BASE_WORKER)))
             else:
-                self._worktree = RefWorktree(self.rootdir, self.ref).create()
+                self._worktree = RefWorktree(self.rootdir, self._resolved or self.ref).create()
                 launch = self._launch_at_ref(BASE_WORKER)
                 self._base = RemoteSide(spawn_worker(launch), f"at {self.ref}", self.recv_timeout_s)
         except BaseException:

@@ -22,11 +22,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from pytest_gpuperf.abtest.leftovers import REMEASURE_PREFIX, make_scratch, remove_abandoned
 from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch, spawn_worker
 from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
@@ -113,7 +113,8 @@ class FreshProcessRemeasure:
         self._stop_worker()
         self._files = tuple(sorted({*self._files, file}))
         if self._scratch is None:
-            self._scratch = Path(tempfile.mkdtemp(prefix="gpuperf-remeasure-"))
+            remove_abandoned()  # scratch folders of runs killed before they could remove them
+            self._scratch = make_scratch(REMEASURE_PREFIX)
         self._started += 1
         name = f"remeasure-{self._started}"
         launch = WorkerLaunch(

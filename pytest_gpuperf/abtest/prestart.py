@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pytest_gpuperf.abtest.protocol import HeadChannel
 from pytest_gpuperf.abtest.remote import RemoteSide, launch_worker
-from pytest_gpuperf.abtest.worktree import RefWorktree
+from pytest_gpuperf.abtest.worktree import BaseRef, RefWorktree
 
 BASE_WORKER = "worker"  # its name: the log file and basetemp next to the worktree
 
@@ -61,7 +61,7 @@ class EarlyBase:
             self.worktree.close()
 
 
-def start_early(rootdir: Path, ref: str) -> EarlyBase | None:
+def start_early(rootdir: Path, ref: str | BaseRef) -> EarlyBase | None:
     """Create the worktree of ``ref`` and start the base worker's process there; None if that failed."""
     worktree = RefWorktree(rootdir, ref)
     try:
@@ -74,4 +74,4 @@ def start_early(rootdir: Path, ref: str) -> EarlyBase | None:
     except Exception:  # best effort (module doc): the engine's own start reports what is wrong
         worktree.close()
         return None
-    return EarlyBase(ref, rootdir, worktree, channel)
+    return EarlyBase(worktree.ref, rootdir, worktree, channel)

@@ -1,9 +1,14 @@
-"""A temporary, detached git worktree of a ref, removed on every way out.
+"""The base revision of ``--gpuperf-compare-ref`` and a temporary, detached git worktree of it.
 
-``git worktree add --detach`` (through GitPython) into a fresh temporary
-directory; removal runs from ``close()``, from ``atexit`` as a fallback, and
-on SIGTERM (turned into KeyboardInterrupt so ``finally`` blocks and pytest's
-unconfigure run). KeyboardInterrupt already unwinds through pytest's
+:func:`resolve_ref` turns the option's value into a commit once, at the start of
+the session, with git's own rules (``git rev-parse --verify --end-of-options
+REF^{commit}``: a branch, a tag, a full or short sha, ``HEAD~2``, ``@{-1}``,
+``origin/main``); anything else is a usage error naming it. The worktree is
+``git worktree add --detach`` of that commit into a fresh scratch folder that
+records its owner (leftovers.py), so that a run killed outright leaves nothing the
+next run does not remove. Removal runs from ``close()``, from ``atexit`` as a
+fallback, and on SIGTERM (turned into KeyboardInterrupt so ``finally`` blocks and
+pytest's unconfigure run). KeyboardInterrupt already unwinds through pytest's
 unconfigure, where the engine closes the worktree. ``git worktree prune``
 afterwards drops the bookkeeping of any worktree whose folder is gone.
 """
@@ -14,21 +19,60 @@ import atexit
 import contextlib
 import shutil
 import signal
-import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from pytest_gpuperf.abtest.leftovers import REF_PREFIX, WORKTREE_NAME, make_scratch, remove_abandoned
 from pytest_gpuperf.errors import ConfigError, WorkerError
+
+OPTION = "--gpuperf-compare-ref"
+
+
+@dataclass(frozen=True)
+class BaseRef:
+    """The compare-ref revision, resolved: as the user wrote it, its commit, and the repository's root."""
+
+    ref: str
+    commit: str
+    repo_root: Path
+
+
+def resolve_ref(repo_dir: Path | str, ref: str) -> BaseRef:
+    """Resolve ``ref`` in the repository holding ``repo_dir`` as git does; ConfigError naming it if it cannot."""
+    import git
+
+    if not ref.strip():
+        raise ConfigError(f"{OPTION} needs a git revision (a branch, tag or commit, HEAD~1, origin/main), got ''")
+    try:
+        repo = git.Repo(repo_dir, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise ConfigError(f"{OPTION}={ref}: {repo_dir} is not inside a git repository") from None
+    with repo:  # closes GitPython's persistent git processes
+        assert repo.working_tree_dir is not None
+        root = Path(repo.working_tree_dir)
+        try:
+            # git itself, not GitPython's rev_parse, which lacks @{-1}, @{upstream} and more
+            commit = repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}").strip()
+        except git.GitCommandError:
+            raise ConfigError(
+                f"{OPTION}={ref}: no such commit, branch or tag in {root} (fetch it first, e.g. git fetch origin {ref})"
+            ) from None
+    return BaseRef(ref, commit, root)
 
 
 class RefWorktree:
-    """``with RefWorktree(repo_dir, ref) as wt: wt.path ...``; or ``create()`` / ``close()``."""
+    """``with RefWorktree(repo_dir, ref) as wt: wt.path ...``; or ``create()`` / ``close()``.
 
-    def __init__(self, repo_dir: Path | str, ref: str) -> None:
+    ``ref`` is a :class:`BaseRef` resolved earlier, or a revision resolved by ``create()``.
+    """
+
+    def __init__(self, repo_dir: Path | str, ref: str | BaseRef) -> None:
         self.repo_dir = Path(repo_dir)
-        self.ref = ref
+        self.base = ref if isinstance(ref, BaseRef) else None
+        self.ref = ref.ref if isinstance(ref, BaseRef) else ref
         self.path: Path | None = None
         self.commit: str | None = None
         self.repo_root: Path | None = None
@@ -39,32 +83,15 @@ class RefWorktree:
     def create(self) -> RefWorktree:
         import git
 
-        try:
-            repo = git.Repo(self.repo_dir, search_parent_directories=True)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise ConfigError(
-                f"--gpuperf-compare-ref={self.ref}: {self.repo_dir} is not inside a git repository"
-            ) from None
-        with repo:  # closes GitPython's persistent git processes
-            return self._create(repo)
-
-    def _create(self, repo: Any) -> RefWorktree:
-        import git
-
-        try:
-            self.commit = repo.commit(self.ref).hexsha
-        except (git.BadName, ValueError, git.GitCommandError):
-            raise ConfigError(
-                f"--gpuperf-compare-ref={self.ref}: no such commit, branch or tag in {repo.working_tree_dir} "
-                f"(fetch it first, e.g. git fetch origin {self.ref})"
-            ) from None
-        assert repo.working_tree_dir is not None
-        self.repo_root = Path(repo.working_tree_dir)
-        self._tmp = Path(tempfile.mkdtemp(prefix="gpuperf-ref-"))
-        self.path = self._tmp / "worktree"
+        base = self.base or resolve_ref(self.repo_dir, self.ref)
+        self.commit, self.repo_root = base.commit, base.repo_root
+        remove_abandoned(repo=base.repo_root)  # worktrees of runs killed before they could remove them
+        self._tmp = make_scratch(REF_PREFIX, repo=base.repo_root)
+        self.path = self._tmp / WORKTREE_NAME
         self._install_cleanup()
         try:
-            repo.git.worktree("add", "--detach", str(self.path), self.commit)
+            with git.Repo(base.repo_root) as repo:
+                repo.git.worktree("add", "--detach", str(self.path), self.commit)
         except git.GitCommandError as exc:
             self.close()
             raise WorkerError(f"could not create a worktree of {self.ref}: {exc.stderr.strip()}") from None

@@ -44,6 +44,7 @@ from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, r
 
 from pytest_gpuperf import stats
 from pytest_gpuperf.errors import GpuperfError
+from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import Measurement
 from pytest_gpuperf.paths import Bench
 from pytest_gpuperf.paths._torch import synchronize
@@ -183,8 +184,8 @@ def _note_error(error_dir: str, exc: BaseException) -> None:
     text = str(exc).strip()
     line = f"{time.time_ns()} {rank} {type(exc).__name__}: {text.splitlines()[0] if text else ''}"
     # On another node the launcher's folder does not exist: the launcher's own view remains.
-    with contextlib.suppress(OSError):
-        Path(error_dir, f"rank{rank}.txt").write_text(line, encoding="utf-8")
+    with contextlib.suppress(GpuperfError):
+        write_atomic(Path(error_dir, f"rank{rank}.txt"), line)
 
 
 def _run_rank(spec: _RankSpec, local_rank: int, device: torch.device) -> list[RankTimes] | None:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_gpuperf.files import export_atomic
 from pytest_gpuperf.gpu.device import cuda_synchronize
 from pytest_gpuperf.model import ProfileSummary
 
@@ -67,9 +68,7 @@ def profile_calls(
                 fn(*args, **call_kwargs)
         cuda_synchronize(device)
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    trace = out_dir / f"{safe_label(label)}.json"
-    prof.export_chrome_trace(str(trace))
+    trace = export_atomic(out_dir / f"{safe_label(label)}.json", prof.export_chrome_trace)
     names = ("cpu", "cuda") if on_cuda else ("cpu",)
     return ProfileSummary(
         trace_path=str(trace),

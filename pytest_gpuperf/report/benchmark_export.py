@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import DEFAULT_MEASUREMENT, MeasurementResult, SessionResults
 from pytest_gpuperf.report.rows import split_key
 
@@ -162,7 +163,4 @@ def benchmark_document(session: SessionResults) -> dict[str, Any]:
 
 def write_benchmark_json(path: Path | str, session: SessionResults) -> Path:
     """Write ``session`` as a pytest-benchmark JSON file (indent 4, as it writes its own)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(benchmark_document(session), indent=4, allow_nan=False) + "\n", encoding="utf-8")
-    return target
+    return write_atomic(path, json.dumps(benchmark_document(session), indent=4, allow_nan=False) + "\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pytest_gpuperf.model import Comparison, MeasurementResult
+from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.report.units import format_value
 from pytest_gpuperf.verdict.judge import STRICT_VERDICTS
 
@@ -39,4 +40,4 @@ def failure_message(result: MeasurementResult, device: str) -> str:
         where += f" (baseline device: {base.environment.device_name})"
     lines.append(where)
     lines.append(f"  baseline commit: {commit[:12] if commit else 'unknown'}")
-    return "\n".join(lines)
+    return plain("\n".join(lines))

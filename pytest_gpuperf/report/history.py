@@ -19,6 +19,7 @@ from typing import Any
 
 from pytest_gpuperf.baseline.codec import load_document
 from pytest_gpuperf.errors import BaselineError, GpuperfError
+from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import BaselineEntry
 from pytest_gpuperf.report.rows import plural
 from pytest_gpuperf.report.units import format_change, format_time
@@ -260,7 +261,4 @@ def plot_history(history: History, path: Path | str, *, metric: str = "p50") -> 
         ax.set_title(f"{series.key} [{series.device_class}]", fontsize=9, loc="left")
     if not history.series:
         axes[0].text(0.5, 0.5, "no baselines", ha="center", va="center")
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(target, format="png")
-    return target
+    return write_atomic(path, lambda f: fig.savefig(f, format="png"))

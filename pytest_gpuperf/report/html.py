@@ -20,14 +20,17 @@ import inspect
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import Comparison, MeasurementResult, SessionResults, Verdict
 from pytest_gpuperf.report.history import History, Series, draw_series, time_scale
 from pytest_gpuperf.report.markdown import TOP_OPS
 from pytest_gpuperf.report.rows import counts_line, headline, ordered, time_comparison
+
+# html.escape after stripping control characters: every string of the page goes through it
+from pytest_gpuperf.report.text import html_text as escape
 from pytest_gpuperf.report.units import (
     format_change,
     format_precision,
@@ -364,7 +367,4 @@ def render_html(session: SessionResults, history: History | None = None) -> str:
 
 
 def write_html(path: Path | str, session: SessionResults, history: History | None = None) -> Path:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_html(session, history), encoding="utf-8")
-    return target
+    return write_atomic(path, render_html(session, history))

@@ -1,7 +1,9 @@
 """The pull-request comment: a summary line, a table, details, and a hidden marker.
 
 The marker lets a workflow find its own earlier comment and edit it instead of
-adding a new one per push (see ``.github/workflows/gpuperf.yml``).
+adding a new one per push (see ``.github/workflows/gpuperf.yml``). A bot posts
+it, so every string from the tests or the pull request goes through
+``report.text`` first: identifiers as code spans, the rest as escaped prose.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pytest_gpuperf.model import (
     Verdict,
 )
 from pytest_gpuperf.report.rows import counts_line, ordered, plural, split_key, verdict_counts
+from pytest_gpuperf.report.text import md_code, md_text
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 
 MARKER = "<!-- pytest-gpuperf-comment -->"
@@ -32,19 +35,15 @@ _ICON = {
 }
 
 
-def _cell(text: str) -> str:
-    """Table-safe text: pipes escaped, newlines flattened."""
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip() or " "
-
-
-def _code(text: str) -> str:
-    return f"`{text}`" if "`" not in text else text
+def _cell(markdown: str) -> str:
+    """A table cell of Markdown made by ``md_text``/``md_code``: GFM splits cells at every unescaped pipe."""
+    return markdown.replace("|", "\\|").replace("\n", " ").strip() or " "
 
 
 def _test(test_id: str) -> str:
     """``tests/perf/test_mm.py::test_x`` -> ```test_mm.py::test_x``` (the folder adds little)."""
     path, name = split_key(test_id)
-    return _code(f"{path.rsplit('/', 1)[-1]}::{name}" if path else name)
+    return md_code(f"{path.rsplit('/', 1)[-1]}::{name}" if path else name)
 
 
 def _verdict(v: Verdict) -> str:
@@ -52,7 +51,7 @@ def _verdict(v: Verdict) -> str:
 
 
 def _short(commit: str | None) -> str:
-    return commit[:12] if commit else "-"
+    return md_code(commit[:12]) if commit else "-"
 
 
 def _rows(result: MeasurementResult) -> Iterable[list[str]]:
@@ -61,7 +60,7 @@ def _rows(result: MeasurementResult) -> Iterable[list[str]]:
         # A measurement the gate had nothing to compare with: still show its time.
         yield [
             _test(m.test_id),
-            m.name,
+            md_text(m.name),
             "time.p50",
             "-",
             format_time(m.stats.median_ns),
@@ -73,12 +72,12 @@ def _rows(result: MeasurementResult) -> Iterable[list[str]]:
     for c in result.comparisons:
         yield [
             _test(m.test_id),
-            m.name,
-            c.metric,
-            format_value(c.baseline, c.unit),
-            format_value(c.current, c.unit),
+            md_text(m.name),
+            md_text(c.metric),
+            md_text(format_value(c.baseline, c.unit)),
+            md_text(format_value(c.current, c.unit)),
             format_change(c.change),
-            c.evidence,
+            md_text(c.evidence),
             _verdict(c.verdict),
         ]
 
@@ -93,24 +92,24 @@ def _table(session: SessionResults) -> list[str]:
 
 
 def _environment(env: Environment) -> list[str]:
+    device = f"{md_text(env.device_name)} ({md_text(env.device_type)}, class {md_code(env.device_class)})"
     items = [
-        ("device", f"{env.device_name} ({env.device_type}, class `{env.device_class}`)"),
         ("CPU", env.cpu_model),
         ("Python", env.python),
         ("torch", env.torch),
         ("CUDA", env.cuda),
         ("driver", env.driver),
         ("platform", env.platform),
+        *sorted(env.extra.items()),
     ]
-    items += sorted(env.extra.items())
-    return [f"- **{name}**: {_cell(value)}" for name, value in items if value]
+    return [f"- **device**: {device}", *(f"- **{md_text(name)}**: {md_text(value)}" for name, value in items if value)]
 
 
 def _provenance(label: str, prov: Provenance | None) -> str | None:
     if prov is None or not prov.commit:
         return None
-    extra = [p for p in (prov.branch, prov.commit_date, "dirty" if prov.dirty else None) if p]
-    return f"- **{label}**: `{_short(prov.commit)}`" + (f" ({', '.join(extra)})" if extra else "")
+    extra = [md_text(p) for p in (prov.branch, prov.commit_date, "dirty" if prov.dirty else None) if p]
+    return f"- **{label}**: {_short(prov.commit)}" + (f" ({', '.join(extra)})" if extra else "")
 
 
 def _commits(session: SessionResults) -> list[str]:
@@ -118,13 +117,14 @@ def _commits(session: SessionResults) -> list[str]:
         line
         for line in (
             _provenance("head", session.provenance),
-            _provenance(f"base ({session.compare_ref})" if session.compare_ref else "base", session.base_provenance),
+            _provenance(f"base ({md_text(session.compare_ref)})" if session.compare_ref else "base",
+                        session.base_provenance),
         )
         if line
     ]
     baseline_commits = sorted({c.baseline_commit for r in session.results for c in r.comparisons if c.baseline_commit})
     if baseline_commits:
-        lines.append("- **baselines recorded at**: " + ", ".join(f"`{_short(c)}`" for c in baseline_commits))
+        lines.append("- **baselines recorded at**: " + ", ".join(_short(c) for c in baseline_commits))
     return lines or ["- no git information"]
 
 
@@ -139,12 +139,12 @@ def _noise(session: SessionResults) -> list[str]:
         notes = "; ".join([*([m.unstable_reason] if m.unstable_reason else []), *m.notes])
         cells = [
             _test(m.test_id),
-            m.name,
+            md_text(m.name),
             f"{m.stats.count} x {m.calls_per_sample}",
             format_precision(m.precision),
             format_precision(noise).lstrip("±"),
-            m.timer,
-            notes,
+            md_text(m.timer),
+            md_text(notes),
         ]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return lines
@@ -158,10 +158,10 @@ def _profiles(session: SessionResults) -> list[str]:
             continue
         if lines:
             lines.append("")
-        lines += [f"**{_cell(r.measurement.key)}** (`{_cell(profile.trace_path)}`)", ""]
+        lines += [f"**{md_code(r.measurement.key)}** ({md_code(profile.trace_path)})", ""]
         lines += ["| operator | time | share |", "|---|---:|---:|"]
         for name, ns, share in profile.top_ops[:TOP_OPS]:
-            lines.append(f"| {_cell(_code(name))} | {format_time(ns)} | {share * 100:.1f}% |")
+            lines.append(f"| {_cell(md_code(name))} | {format_time(ns)} | {share * 100:.1f}% |")
     return lines
 
 
@@ -177,13 +177,13 @@ def render_comment(session: SessionResults) -> str:
     """The Markdown PR comment for ``session`` (ends with a newline)."""
     counts = verdict_counts(session)
     icon = "🔴" if counts[Verdict.REGRESSION] else "🟢"
-    against = f" against `{session.compare_ref}`" if session.compare_ref else ""
+    against = f" against {md_code(session.compare_ref)}" if session.compare_ref else ""
     lines = [
         MARKER,
         "## pytest-gpuperf",
         "",
         f"{icon} **{counts_line(session)}**{against} "
-        f"({plural(len(session.results), 'measurement')} on {_cell(session.environment.device_name)})",
+        f"({plural(len(session.results), 'measurement')} on {md_text(session.environment.device_name)})",
         "",
     ]
     if session.results:
@@ -192,7 +192,7 @@ def render_comment(session: SessionResults) -> str:
         lines.append("No measurements were taken.")
     noted = _comparisons_with_notes(session)
     if noted:
-        lines += ["", *[f"- `{_cell(c.key)}` {c.metric}: {_cell(c.note)}" for c in noted]]
+        lines += ["", *[f"- {md_code(c.key)} {md_text(c.metric)}: {md_text(c.note)}" for c in noted]]
     lines.append("")
     lines += _details("Environment", _environment(session.environment))
     lines += _details("Commits", _commits(session))

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections import Counter
 from collections.abc import Mapping
 from functools import cache
@@ -22,6 +20,7 @@ import jsonschema
 import jsonschema.exceptions
 
 from pytest_gpuperf.errors import GpuperfError
+from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import SessionResults
 from pytest_gpuperf.report import codec
 
@@ -103,19 +102,9 @@ def dumps_results(session: SessionResults, path: Path | str = "<results>") -> st
 
 
 def write_results(path: Path | str, session: SessionResults) -> Path:
-    """Validate and write ``session`` to ``path`` atomically; returns the path."""
+    """Validate and write ``session`` to ``path`` atomically (files.py); returns the path."""
     target = Path(path)
-    text = dumps_results(session, target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    return write_atomic(target, dumps_results(session, target))
 
 
 def loads_results(text: str, path: Path | str = "<results>") -> SessionResults:

@@ -3,7 +3,8 @@
 ``render_summary`` takes anything shaped like pytest's ``TerminalWriter``
 (``sep``, ``line`` with ``red``/``green``/``yellow``/``bold`` markup and
 optionally ``fullwidth``), so the plugin passes ``terminalreporter._tw`` and
-the CLI passes a :class:`PlainWriter`.
+the CLI passes a :class:`PlainWriter`. Every string from the tests is written
+through ``text.plain``: no escape sequence of theirs reaches the terminal.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import ClassVar, Protocol, TextIO
 
 from pytest_gpuperf.model import Comparison, SessionResults, Verdict
 from pytest_gpuperf.report.rows import Headline, counts_line, headline, ordered, time_comparison
+from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 
 HEADERS = ("test", "measurement", "now", "baseline", "change", "precision", "verdict")
@@ -98,24 +100,24 @@ def _details(h: Headline) -> tuple[tuple[str, dict[str, bool]], ...]:
             f"{_DETAIL}{c.metric}: {format_value(c.current, c.unit)} vs "
             f"{format_value(c.baseline, c.unit)} ({format_change(c.change)}) {c.verdict.value}"
         )
-        lines.append((f"{text}: {c.note}" if quiet and c.note else text, _markup(c.verdict)))
+        lines.append((plain(f"{text}: {c.note}" if quiet and c.note else text), _markup(c.verdict)))
     reason = h.result.measurement.unstable_reason
     if reason:
-        lines.append((f"{_DETAIL}unstable: {reason}", {"yellow": True}))
+        lines.append((f"{_DETAIL}unstable: {plain(reason)}", {"yellow": True}))
     return tuple(lines)
 
 
 def _row(h: Headline) -> _Row:
     m = h.result.measurement
     cells = (
-        m.name,
+        plain(m.name),
         format_time(h.now_ns),
         format_time(h.baseline_ns) if h.baseline_ns is not None else "-",
         format_change(h.change),
         format_precision(m.precision),
         h.verdict.value,
     )
-    return _Row(m.test_id, cells, _markup(h.verdict), _details(h))
+    return _Row(plain(m.test_id), cells, _markup(h.verdict), _details(h))
 
 
 def _join(cells: Sequence[str], widths: Sequence[int]) -> str:
@@ -156,7 +158,7 @@ def _layout(headers: Sequence[str], rows: Sequence[_Row], width: int) -> list[tu
 
 def _title(session: SessionResults) -> str:
     if session.compare_ref:
-        return f"gpuperf: compared with {session.compare_ref}"
+        return f"gpuperf: compared with {plain(session.compare_ref)}"
     return f"gpuperf ({session.mode})"
 
 

@@ -1,0 +1,86 @@
+"""User-controlled strings made inert for each report.
+
+Test ids, measurement and metric names, units, notes, operator names and git
+branch and ref names come from the tests' code or from a pull request's author.
+They reach a terminal (the summary), a PR comment posted by a bot (Markdown) and
+an HTML page, and none of them may act there: no colours, cursor moves or line
+rewrites in a terminal; no @mentions, issue references, links, images, HTML or
+code spans broken open in the comment; no markup in the page.
+
+- :func:`plain`: ANSI escape sequences and C0/C1 control characters removed
+  (a tab becomes a space; a newline too unless kept). The base of the others.
+- :func:`md_code`: a Markdown code span that holds any text; nothing inside a
+  code span is a mention, link or tag, and its fence is longer than any run of
+  backticks inside, so none can close it.
+- :func:`md_text`: Markdown prose shown as written: the punctuation of emphasis,
+  code, links, images, tags and entities backslash-escaped, bare URLs kept from
+  becoming links, and a zero-width joiner after ``@`` and after a ``#`` before a
+  digit, which GitHub's mention and issue-reference filters (they run on the
+  rendered text, after escapes are gone) do not match.
+- :func:`html_text`: ``plain`` then HTML-escaped (quotes too, for attributes).
+
+A Markdown table cell needs its ``|`` escaped as well (``markdown._cell``).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+__all__ = ["html_text", "md_code", "md_text", "plain"]
+
+ZWJ = "\u200d"
+
+# CSI (ESC [ or the 8-bit 0x9b, parameters, a final byte), OSC (ESC ] or 0x9d, up to BEL or
+# ST), then ESC, intermediate bytes and one final byte (ESC c, ESC 7, ESC ( B, ...); what
+# remains of a broken one is a lone control character.
+_ESCAPES = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]"
+)
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# The punctuation that makes markup mid-line: emphasis, code, links, images, tags, entities.
+# A string never starts a line of the comment, so list and heading markers need nothing.
+# An underscore inside a word (peak_allocated) is never emphasis in GFM and stays as it is.
+_MD_PUNCTUATION = re.compile(r"([\\`*\[\]<>!~&]|(?<![^\W_])_|_(?![^\W_]))")
+# GFM's bare-URL autolinks: "https:" and "www." stop being ones with an escape in them.
+_AUTOLINK = re.compile(r"(?i)\b(https?|ftp|mailto|xmpp):|\b(www)\.")
+_MENTION = re.compile(r"@")
+_ISSUE_REF = re.compile(r"#(?=\d)")
+_BACKTICKS = re.compile(r"`+")
+
+
+def plain(text: str, *, keep_newlines: bool = False) -> str:
+    """``text`` without escape sequences or control characters; tabs (and newlines) as spaces."""
+    text = _ESCAPES.sub("", text)
+    text = text.replace("\t", " ").replace("\r\n", "\n")
+    if not keep_newlines:
+        text = text.replace("\n", " ")
+    return _CONTROLS.sub("", text)
+
+
+def md_text(text: str) -> str:
+    """``text`` as literal Markdown prose on one line (see the module's doc)."""
+    escaped = _MD_PUNCTUATION.sub(r"\\\1", plain(text))
+    escaped = _AUTOLINK.sub(lambda m: f"{m[1]}\\:" if m[1] else f"{m[2]}\\.", escaped)
+    return _ISSUE_REF.sub("#" + ZWJ, _MENTION.sub("@" + ZWJ, escaped))
+
+
+def md_code(text: str) -> str:
+    """``text`` as a Markdown code span on one line, whatever backticks it holds."""
+    content = plain(text)
+    if not content:
+        return ""
+    longest = max((len(run) for run in _BACKTICKS.findall(content)), default=0)
+    fence = "`" * (longest + 1)
+    # A space on each side lets the content start or end with a backtick; CommonMark
+    # strips exactly one from each side again (and only when both are there).
+    if content.startswith("`") or content.endswith("`") or (content.startswith(" ") and content.endswith(" ")):
+        content = f" {content} "
+    return f"{fence}{content}{fence}"
+
+
+def html_text(text: str, *, keep_newlines: bool = True) -> str:
+    """``text`` for HTML element content or an attribute value."""
+    return html.escape(plain(text, keep_newlines=keep_newlines), quote=True)

@@ -1,0 +1,39 @@
+"""The package builds without a warning from its build backend."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_the_wheel_builds_without_warnings_and_declares_its_license(tmp_path: Path) -> None:
+    source = tmp_path / "source"  # a copy: the build's own folders stay out of the checkout
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "pytest_gpuperf", source / "pytest_gpuperf", ignore=shutil.ignore_patterns("__pycache__"))
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"), "."],
+        cwd=source,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PIP_CONFIG_FILE": os.devnull, "PYTHONWARNINGS": "default"},
+        timeout=300,
+        check=False,
+    )
+    output = built.stdout + built.stderr
+    assert built.returncode == 0, output
+    assert "warning" not in output.lower() and "deprecat" not in output.lower(), output
+    (wheel,) = (tmp_path / "dist").glob("pytest_gpuperf-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        assert "License-Expression: MIT" in archive.read(metadata).decode().splitlines()
