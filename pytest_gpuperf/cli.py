@@ -158,8 +158,8 @@ def _table(session: SessionResults, width: int | None = None) -> str:
 
 
 def _cmd_compare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from pytest_gpuperf.compare import compare_files
     from pytest_gpuperf.config import GateSettings
-    from pytest_gpuperf.report.compare_results import compare_files
     from pytest_gpuperf.report.markdown import render_comment
     from pytest_gpuperf.report.results_json import dumps_results
 

@@ -3,7 +3,7 @@
 ``terminal`` (the pytest summary), ``results_json`` (the machine-readable file
 every other report can be made from), ``markdown`` (the PR comment), ``html``
 (a self-contained page with distribution plots), ``benchmark_export``
-(pytest-benchmark's JSON), ``compare_results`` and ``history`` (the CLI's).
+(pytest-benchmark's JSON) and ``history`` (the CLI's).
 ``text`` makes user-controlled strings inert for each of them. Every file is
 written whole through ``pytest_gpuperf.files``. matplotlib is imported only
 when an HTML report or a history plot is made.

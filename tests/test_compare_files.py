@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from test_report_helpers import BASE, BASE_SESSION, ENV, HEAD, HEAD_SESSION
 
+from pytest_gpuperf.compare import MODE, compare_files, compare_sessions
 from pytest_gpuperf.config import GateSettings
 from pytest_gpuperf.model import Verdict
-from pytest_gpuperf.report.compare_results import MODE, compare_files, compare_sessions
 from pytest_gpuperf.report.results_json import ResultsError, write_results
 
 
