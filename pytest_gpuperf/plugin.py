@@ -21,9 +21,7 @@ from pytest_gpuperf import config as cfg
 from pytest_gpuperf.errors import ConfigError, GpuperfError, GpuperfWarning
 from pytest_gpuperf.fixture import GpuBench
 from pytest_gpuperf.model import (
-    Comparison,
     Environment,
-    Kind,
     MeasurementResult,
     Provenance,
     SessionResults,
@@ -32,7 +30,6 @@ from pytest_gpuperf.model import (
 )
 from pytest_gpuperf.parallel import WorkerInfo, measurement_lock, needs_lock, pinned_device
 from pytest_gpuperf.report.progress import Progress
-from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.state_key import STATE_KEY
 
 if TYPE_CHECKING:
@@ -503,15 +500,15 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if state is None or not state.config.enabled or state.environment is None:
         return
     from pytest_gpuperf.report import write_reports
-    from pytest_gpuperf.report.terminal import render_summary
+    from pytest_gpuperf.report.terminal import render_explanations, render_notes, render_summary, render_top_ops
 
     session = state.session_results()
     tw = terminalreporter
     render_summary(session, config.get_terminal_writer())
-    _write_notes(tw, session, cfg.resolve(state.config).gate.threshold)
+    render_notes(tw, session, cfg.resolve(state.config).gate.threshold)
     if state.config.explain:
-        _write_explanations(tw, session)
-    _write_top_ops(tw, session)
+        render_explanations(tw, session)
+    render_top_ops(tw, session)
     for change in state.changes:
         if change.kind != "unchanged":
             tw.write_line(f"gpuperf: baseline {change.kind}: {change.key} ({_relative(change.path, config)})")
@@ -535,71 +532,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         with contextlib.suppress(GpuperfWarning):  # raised under -W error; the line above said it
             warnings.warn(GpuperfWarning(message), stacklevel=1)
 
-
-
-def _write_notes(tw: Any, session: SessionResults, threshold: float) -> None:
-    """What a reader must not miss: not-comparable baselines, environment drift, unconfirmed suspicions.
-
-    Routine notes (no baseline yet, precision short of the target: the table has a column
-    for it; a power cap that only trimmed the clocks) stay in the results files. A note
-    that several measurements share (unlocked GPU clocks, say) is written once. A time
-    the table shows past ``threshold`` yet "unchanged" gets its reason too (a threshold
-    raised by noise, a fast end that did not move, a suspicion the fresh pairs did not
-    confirm): without it the table reads as the gate ignoring its own threshold.
-    """
-    loud = {Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.NOT_COMPARABLE, Verdict.UNSTABLE}
-    routine = ("smoke run", "precision ", "sw_power_cap", "sw_thermal_slowdown", "rounds pinned to CPU")
-    keys_by_note: dict[str, list[str]] = {}
-    for r in session.results:
-        m = r.measurement
-        notes = [c.note for c in r.comparisons if c.note and (c.verdict in loud or _quiet_past(c, threshold))]
-        said = " ".join(notes)
-        notes += [n for n in m.notes if not n.startswith(routine) and n not in said]
-        for note in dict.fromkeys(notes):  # ordered, without repeats
-            keys_by_note.setdefault(note, []).append(m.key)
-    lines = [
-        f"{keys[0]}: {note}" if len(keys) == 1 else f"{len(keys)} measurements ({keys[0]}, ...): {note}"
-        for note, keys in keys_by_note.items()
-    ]
-    if lines:
-        tw.write_sep("-", "gpuperf notes")
-        for line in lines:
-            tw.write_line(plain(line))
-
-
-def _quiet_past(c: Comparison, threshold: float) -> bool:
-    """An unchanged time whose change is past the threshold (a guard of the gate decided)."""
-    return (
-        c.verdict is Verdict.UNCHANGED and c.kind is Kind.TIME
-        and c.change is not None and abs(c.change) > threshold
-    )  # fmt: skip
-
-
-def _write_explanations(tw: Any, session: SessionResults) -> None:
-    """Under --gpuperf-explain: every comparison's verdict and the rules that reached it."""
-    from pytest_gpuperf.report.failure import explain_lines
-
-    tw.write_sep("-", "gpuperf explain")
-    for r in session.results:
-        for c in r.comparisons:
-            tw.write_line(plain(f"{r.measurement.key} {c.metric}: {c.verdict.value}"))
-            for line in explain_lines(c):
-                tw.write_line(plain(line))
-
-
-def _write_top_ops(tw: Any, session: SessionResults) -> None:
-    """Under --gpuperf-profile: each measurement's top operators and the trace to open."""
-    profiled = [r.measurement for r in session.results if r.measurement.profile is not None]
-    if not profiled:
-        return
-    from pytest_gpuperf.profiling.torch_profile import format_top_ops
-
-    tw.write_sep("-", "gpuperf profile: top operators")
-    for m in profiled:
-        assert m.profile is not None
-        tw.write_line(plain(f"{m.key}  (trace: {m.profile.trace_path})"))
-        for line in format_top_ops(m.profile, n=8):
-            tw.write_line(plain(f"  {line}"))
 
 
 def _relative(path: Path, config: pytest.Config) -> str:

@@ -6,7 +6,7 @@ import pytest
 
 from pytest_gpuperf.config import GpuperfConfig, resolve
 from pytest_gpuperf.model import Comparison, MeasurementResult, Provenance, SessionResults, Verdict
-from pytest_gpuperf.plugin import _write_notes
+from pytest_gpuperf.report.terminal import render_notes
 from tests.verdict_helpers import ENV, measurement
 
 
@@ -37,7 +37,7 @@ def test_an_unchanged_time_past_the_threshold_says_why() -> None:
     raised = "threshold raised from 10.0% to 17.3% by run-to-run noise"
     floor = "the fastest 10% of calls moved only +1.2% (needs 5.0%): contention on the machine, not a change in work"
     writer = Writer()
-    _write_notes(
+    render_notes(
         writer,
         session(
             time_comparison(0, 0.158, Verdict.UNCHANGED, raised),  # +15.8% "unchanged": the reader needs the reason
@@ -57,7 +57,7 @@ def test_an_unchanged_time_past_the_threshold_says_why() -> None:
 
 def test_nothing_to_say_writes_no_section() -> None:
     writer = Writer()
-    _write_notes(writer, session(time_comparison(0, 0.03, Verdict.UNCHANGED, "")), threshold=0.02)
+    render_notes(writer, session(time_comparison(0, 0.03, Verdict.UNCHANGED, "")), threshold=0.02)
     assert writer.lines == []
 
 

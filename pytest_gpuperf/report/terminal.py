@@ -13,9 +13,9 @@ import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Protocol, TextIO
+from typing import Any, ClassVar, Protocol, TextIO
 
-from pytest_gpuperf.model import Comparison, SessionResults, Verdict
+from pytest_gpuperf.model import Comparison, Kind, SessionResults, Verdict
 from pytest_gpuperf.report.rows import Headline, counts_line, headline, ordered, time_comparison
 from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
@@ -205,3 +205,66 @@ class PlainWriter:
 
     def line(self, s: str = "", **markup: bool) -> None:
         self.stream.write(self._paint(s, markup) + "\n")
+
+
+def render_notes(tw: Any, session: SessionResults, threshold: float) -> None:
+    """What a reader must not miss: not-comparable baselines, environment drift, unconfirmed suspicions.
+
+    Routine notes (no baseline yet, precision short of the target: the table has a column
+    for it; a power cap that only trimmed the clocks) stay in the results files. A note
+    that several measurements share (unlocked GPU clocks, say) is written once. A time
+    the table shows past ``threshold`` yet "unchanged" gets its reason too (a threshold
+    raised by noise, a fast end that did not move, a suspicion the fresh pairs did not
+    confirm): without it the table reads as the gate ignoring its own threshold.
+    """
+    loud = {Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.NOT_COMPARABLE, Verdict.UNSTABLE, Verdict.NOT_GATED}
+    routine = ("smoke run", "precision ", "sw_power_cap", "sw_thermal_slowdown", "rounds pinned to CPU")
+    keys_by_note: dict[str, list[str]] = {}
+    for r in session.results:
+        m = r.measurement
+        notes = [c.note for c in r.comparisons if c.note and (c.verdict in loud or _quiet_past(c, threshold))]
+        said = " ".join(notes)
+        notes += [n for n in m.notes if not n.startswith(routine) and n not in said]
+        for note in dict.fromkeys(notes):  # ordered, without repeats
+            keys_by_note.setdefault(note, []).append(m.key)
+    lines = [
+        f"{keys[0]}: {note}" if len(keys) == 1 else f"{len(keys)} measurements ({keys[0]}, ...): {note}"
+        for note, keys in keys_by_note.items()
+    ]
+    if lines:
+        tw.write_sep("-", "gpuperf notes")
+        for line in lines:
+            tw.write_line(plain(line))
+
+
+def _quiet_past(c: Comparison, threshold: float) -> bool:
+    """An unchanged time past the session's threshold (a guard of the gate decided): the reader needs why."""
+    past_session = c.kind is Kind.TIME and c.change is not None and abs(c.change) > threshold
+    return c.verdict is Verdict.UNCHANGED and (past_session or quietly_past(c))
+
+
+def render_explanations(tw: Any, session: SessionResults) -> None:
+    """Under --gpuperf-explain: every comparison's verdict and the rules that reached it."""
+    from pytest_gpuperf.report.failure import explain_lines
+
+    tw.write_sep("-", "gpuperf explain")
+    for r in session.results:
+        for c in r.comparisons:
+            tw.write_line(plain(f"{r.measurement.key} {c.metric}: {c.verdict.value}"))
+            for line in explain_lines(c):
+                tw.write_line(plain(line))
+
+
+def render_top_ops(tw: Any, session: SessionResults) -> None:
+    """Under --gpuperf-profile: each measurement's top operators and the trace to open."""
+    profiled = [r.measurement for r in session.results if r.measurement.profile is not None]
+    if not profiled:
+        return
+    from pytest_gpuperf.profiling.torch_profile import format_top_ops
+
+    tw.write_sep("-", "gpuperf profile: top operators")
+    for m in profiled:
+        assert m.profile is not None
+        tw.write_line(plain(f"{m.key}  (trace: {m.profile.trace_path})"))
+        for line in format_top_ops(m.profile, n=8):
+            tw.write_line(plain(f"  {line}"))
