@@ -8,6 +8,7 @@ against its own fields so an unknown keyword is named in the error.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -25,6 +26,10 @@ DEFAULT_WARMUP_TIME_S = 0.1
 DEFAULT_MIN_TIME_S = 0.2
 DEFAULT_MAX_TIME_S = 2.0
 DEFAULT_TARGET_PRECISION = 0.01  # stop once the 95% CI of the median is within +-1%
+# The fewest samples a measurement stops with while time allows: the distribution-free
+# 95% CI of the median exists from 6 samples on (stopping.py says why).
+DEFAULT_MIN_SAMPLES = 6
+DEFAULT_TIME_LIMIT_S = 120.0  # the most one measurement may take, warm-up included
 DEFAULT_REMEASURES = 1
 DEFAULT_CONFIRM_PAIRS = 6  # fresh process pairs that re-measure a suspected compare-ref regression
 DEFAULT_BASELINE_DIR = "baselines"
@@ -43,8 +48,16 @@ class MeasureSettings:
     target_precision: float = DEFAULT_TARGET_PRECISION
     l2_flush: bool = False
     cuda_graph: bool = False
+    min_samples: int = DEFAULT_MIN_SAMPLES
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S
 
     def __post_init__(self) -> None:
+        if not (math.isfinite(self.time_limit_s) and self.time_limit_s > 0):
+            raise ConfigError(
+                f"time limit (--gpuperf-time-limit) must be a positive number of seconds, got {self.time_limit_s}"
+            )
+        if self.min_samples < 1:
+            raise ConfigError(f"min samples must be >= 1, got {self.min_samples}")
         if self.warmup_time_s < 0:
             raise ConfigError(f"warm-up time must be >= 0, got {self.warmup_time_s}")
         if self.min_time_s < 0 or self.max_time_s <= 0:
@@ -130,6 +143,7 @@ class MarkerOptions:
     cuda_graph: bool | None = None
     calibrate: bool | None = None
     remeasures: int | None = None
+    time_limit: float | None = None
 
     @classmethod
     def from_kwargs(cls, kwargs: Mapping[str, Any], *, test_id: str) -> MarkerOptions:
@@ -141,11 +155,19 @@ class MarkerOptions:
                 f"known: {', '.join(sorted(known))}",
                 test_id=test_id,
             )
-        numeric = ("threshold", "memory_threshold", "warmup_time", "min_time", "max_time", "target_precision")
+        numeric = (
+            "threshold", "memory_threshold", "warmup_time", "min_time", "max_time", "target_precision", "time_limit",
+        )  # fmt: skip
         for name in numeric:
             value = kwargs.get(name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
                 raise ConfigError(f"@pytest.mark.gpuperf({name}=...) must be a number, got {value!r}", test_id=test_id)
+        limit = kwargs.get("time_limit")
+        if limit is not None and not (math.isfinite(limit) and limit > 0):
+            raise ConfigError(
+                f"@pytest.mark.gpuperf(time_limit=...) must be a positive number of seconds, got {limit!r}",
+                test_id=test_id,
+            )
         metric = kwargs.get("metric")
         if metric is not None and metric not in TIME_METRICS:
             raise ConfigError(
@@ -165,6 +187,8 @@ class MarkerOptions:
                 target_precision=_pick(self.target_precision, m.target_precision),
                 l2_flush=_pick(self.l2_flush, m.l2_flush),
                 cuda_graph=_pick(self.cuda_graph, m.cuda_graph),
+                min_samples=m.min_samples,
+                time_limit_s=_pick(self.time_limit, m.time_limit_s),
             )
             calibrate = config.calibrate if self.calibrate is None else ("on" if self.calibrate else "off")
             return dataclasses.replace(

@@ -138,6 +138,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         ini_type="string", help=f"least time measured per measurement (default: {cfg.DEFAULT_MIN_TIME_S})")
     add("--gpuperf-max-time", metavar="SECONDS", type=float, default=None, ini="gpuperf_max_time",
         ini_type="string", help=f"most time measured per measurement (default: {cfg.DEFAULT_MAX_TIME_S})")
+    add("--gpuperf-time-limit", metavar="SECONDS", type=float, default=None, ini="gpuperf_time_limit",
+        ini_type="string", help="most time one measurement may take, warm-up included; a call still running "
+        f"then fails the test (default: {cfg.DEFAULT_TIME_LIMIT_S:g})")
     add("--gpuperf-target-precision", metavar="FRACTION", type=float, default=None,
         ini="gpuperf_target_precision", ini_type="string",
         help=f"stop once the 95%% CI of the median is within this (default: {cfg.DEFAULT_TARGET_PRECISION})")
@@ -201,6 +204,7 @@ def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
                                 cfg.DEFAULT_TARGET_PRECISION, float),
         l2_flush=opt("gpuperf_l2_flush"),
         cuda_graph=opt("gpuperf_cuda_graph"),
+        time_limit_s=_value(config, "gpuperf_time_limit", "gpuperf_time_limit", cfg.DEFAULT_TIME_LIMIT_S, float),
     )
     update = bool(opt("gpuperf_update_baseline"))
     return cfg.GpuperfConfig(
@@ -273,7 +277,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         f"{MARKER}(threshold=None, memory_threshold=None, metric=None, warmup_time=None, min_time=None, "
-        "max_time=None, target_precision=None, l2_flush=None, cuda_graph=None, calibrate=None, remeasures=None): "
+        "max_time=None, target_precision=None, l2_flush=None, cuda_graph=None, calibrate=None, remeasures=None, "
+        "time_limit=None): "
         "per-test options for gpu_bench measurements (pytest-gpuperf)",
     )
     try:
