@@ -30,8 +30,10 @@ DEFAULT_WARMUP_TIME_S = 0.1
 DEFAULT_MIN_TIME_S = 0.2
 DEFAULT_MAX_TIME_S = 2.0
 DEFAULT_TARGET_PRECISION = 0.01  # stop once the 95% CI of the median is within +-1%
-DEFAULT_MIN_SAMPLES = 6  # the fewest samples for which the distribution-free 95% CI of the median exists
-DEFAULT_TIME_LIMIT_S = 120.0  # one measurement, warm-up included: a longer one is stopped
+# The fewest samples a measurement stops with while time allows: the distribution-free
+# 95% CI of the median exists from 6 samples on (stopping.py says why).
+DEFAULT_MIN_SAMPLES = 6
+DEFAULT_TIME_LIMIT_S = 120.0  # the most one measurement may take, warm-up included
 DEFAULT_REMEASURES = 1
 DEFAULT_CONFIRM_PAIRS = 6  # fresh process pairs that re-measure a suspected compare-ref regression
 DEFAULT_NOISE_MULTIPLIER = 3.0  # standard deviations of between-run noise a change must exceed
@@ -57,6 +59,12 @@ class MeasureSettings:
     cuda_graph: bool = False
 
     def __post_init__(self) -> None:
+        if not (math.isfinite(self.time_limit_s) and self.time_limit_s > 0):
+            raise ConfigError(
+                f"time limit (--gpuperf-time-limit) must be a positive number of seconds, got {self.time_limit_s}"
+            )
+        if self.min_samples < 1:
+            raise ConfigError(f"min samples must be >= 1, got {self.min_samples}")
         if self.warmup_time_s < 0:
             raise ConfigError(f"warm-up time must be >= 0, got {self.warmup_time_s}")
         if self.min_time_s < 0 or self.max_time_s <= 0:
@@ -65,10 +73,6 @@ class MeasureSettings:
             raise ConfigError(f"min time {self.min_time_s}s exceeds max time {self.max_time_s}s")
         if not 0 < self.target_precision < 1:
             raise ConfigError(f"target precision must be in (0, 1), got {self.target_precision}")
-        if self.min_samples < 1:
-            raise ConfigError(f"min samples must be at least 1, got {self.min_samples}")
-        if not self.time_limit_s > 0:
-            raise ConfigError(f"--gpuperf-time-limit must be positive, got {self.time_limit_s}")
 
 
 @dataclass(frozen=True)
@@ -234,6 +238,12 @@ class MarkerOptions:
             value = kwargs.get(name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
                 raise ConfigError(f"@pytest.mark.gpuperf({name}=...) must be a number, got {value!r}", test_id=test_id)
+        limit = kwargs.get("time_limit")
+        if limit is not None and not (math.isfinite(limit) and limit > 0):
+            raise ConfigError(
+                f"@pytest.mark.gpuperf(time_limit=...) must be a positive number of seconds, got {limit!r}",
+                test_id=test_id,
+            )
         metric = kwargs.get("metric")
         if metric is not None:
             try:

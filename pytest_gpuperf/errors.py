@@ -45,11 +45,15 @@ class WriteError(GpuperfError):
 
 
 class MeasurementError(GpuperfError):
-    """The measured function produced something that cannot be a timing (NaN, inf, no samples)."""
+    """The measured function cannot be timed: a NaN, no samples, a generator for a result, no end."""
 
     def __init__(self, test_id: str, message: str) -> None:
         self.test_id = test_id
         super().__init__(f"{test_id}: {message}")
+
+
+class MeasurementTimeout(MeasurementError):
+    """A measurement ran past its time limit (``--gpuperf-time-limit``): a call that never returns."""
 
 
 class WorkerError(GpuperfError):

@@ -1,15 +1,25 @@
 """Warm-up, block sizing, measurement rounds and adaptive stopping.
 
-The stopping rule: measure in rounds (a fraction of the time budget each);
-after each round compute the relative half-width of the 95% confidence
-interval of the median; stop once it is within ``target_precision`` and at
-least ``min_time`` has been spent, or when ``max_time`` is spent. Rounds also
-give the round-to-round spread of the median, which the baseline records as
-its noise, and they are the unit the compare-ref engine alternates.
+Measure in rounds (a fraction of the time budget each); after each round the
+stopping rule (stopping.py) decides: stop once the relative half-width of the
+95% confidence interval of the median is within ``target_precision`` after
+``min_time``, or when ``max_time`` is spent, but never before ``min_samples``
+samples while the measurement's time limit allows more. Rounds also give the
+round-to-round spread of the median, which the baseline records as its noise,
+and they are the unit the compare-ref engine alternates.
+
+The time limit (``time_limit_s``) counts everything a measurement calls: the
+warm-up, the rounds and the CPU memory probe. Rounds are sized to end before
+it; a call still running at the limit fails the measurement
+(``MeasurementTimeout``, time_limit.py). A slow function costs one warm-up call
+when that call alone exceeds the warm-up budget (a second would not settle
+anything), one call per sample, and one call for the memory probe on a CPU.
 """
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import math
 import statistics
 import time
@@ -19,9 +29,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_gpuperf.config import MeasureSettings
-from pytest_gpuperf.errors import MeasurementError
+from pytest_gpuperf.errors import MeasurementError, MeasurementTimeout
 from pytest_gpuperf.model import Measurement, Metric, ProfileSummary, Throughput
 from pytest_gpuperf.stats import relative_precision
+from pytest_gpuperf.stopping import LIMIT_MARGIN, Progress, Stop, StoppingRule
+from pytest_gpuperf.time_limit import check_deadline, hard_limit, signals_usable
 from pytest_gpuperf.timers import Timer, timer_for
 
 if TYPE_CHECKING:
@@ -29,12 +41,13 @@ if TYPE_CHECKING:
 
     from pytest_gpuperf.host import HostGuard, Interleaved
 
-MIN_SAMPLES = 10  # below this the CI of the median is not worth computing
+PRECISION_MIN_SAMPLES = 10  # the precision stop waits for this many samples
 MIN_ROUNDS = 3  # the noise estimate needs a few round medians
 ROUND_FRACTION = 0.1  # a round is this share of max_time (clamped below)
 MAX_ROUND_S = 0.25
 MAX_SAMPLES = 20_000  # a cap on memory for very fast functions
 WARMUP_SETTLE = 0.05  # warm-up ends once consecutive block times agree within 5%
+WARMUP_LIMIT_SHARE = 0.25  # nor does warm-up take more than this share of the time limit
 
 
 @dataclass
@@ -71,13 +84,57 @@ def round_seconds(settings: MeasureSettings) -> float:
     return min(MAX_ROUND_S, max(s.max_time_s * ROUND_FRACTION / 2, s.min_time_s / MIN_ROUNDS, 0.001))
 
 
-def measured_enough(settings: MeasureSettings, rounds: int, samples: Sequence[float], measured_s: float) -> bool:
-    """The stopping rule: out of samples or time (max_time), or precise enough after min_time and MIN_ROUNDS."""
-    if len(samples) >= MAX_SAMPLES or measured_s >= settings.max_time_s:
-        return True
-    if rounds < MIN_ROUNDS or measured_s < settings.min_time_s or len(samples) < MIN_SAMPLES:
-        return False
-    return relative_precision(samples) <= settings.target_precision
+def stopping_rule(settings: MeasureSettings) -> StoppingRule:
+    """The rule of a measurement's own rounds, here or in a worker driven round by round."""
+    return StoppingRule.from_settings(
+        settings,
+        round_s=round_seconds(settings),
+        min_rounds=MIN_ROUNDS,
+        precision_samples=PRECISION_MIN_SAMPLES,
+        max_samples=MAX_SAMPLES,
+    )
+
+
+def sample_precision(samples: Sequence[float]) -> float:
+    """The relative half-width of the 95% CI of the median; inf while it does not exist."""
+    return relative_precision(samples) if samples else math.inf
+
+
+_LAZY_RESULTS: tuple[tuple[Callable[[object], bool], str, str], ...] = (
+    (inspect.isasyncgen, "an async generator", "lambda: asyncio.run(consume(agen()))"),
+    (inspect.iscoroutine, "a coroutine", "lambda: asyncio.run(coro())"),
+    (inspect.isgenerator, "a generator", "lambda: list(gen())"),
+    (inspect.isawaitable, "an awaitable", "lambda: asyncio.run(coro())"),
+)
+
+
+def reject_lazy_result(result: object, test_id: str, name: str) -> None:
+    """A MeasurementError if one call's result is a generator, coroutine or awaitable.
+
+    Calling a generator or coroutine function runs none of its body, so timing it
+    would time nothing. A coroutine is closed first: Python warns about one that
+    is never awaited.
+    """
+    for test, kind, example in _LAZY_RESULTS:
+        if test(result):
+            if inspect.iscoroutine(result) or inspect.isgenerator(result):
+                result.close()
+            raise MeasurementError(
+                test_id,
+                f"measurement {name!r} returned {kind}: its body never runs when called; "
+                f"measure a function that does the work (e.g. {example})",
+            )
+
+
+def _checked(fn: Callable[..., object], test_id: str, name: str) -> Callable[..., object]:
+    """``fn`` with its results checked by ``reject_lazy_result``: for the first calls only, never the timed ones."""
+
+    def call(*args: Any, **kwargs: Any) -> object:
+        result = fn(*args, **kwargs)
+        reject_lazy_result(result, test_id, name)
+        return result
+
+    return call
 
 
 class PreparedMeasurement:
@@ -90,11 +147,14 @@ class PreparedMeasurement:
         self.runner = runner
         self.spec = spec
         self.device = runner.options.device
+        self.rule = stopping_rule(spec.settings)
+        self.started = time.perf_counter()
+        self.deadline = self.started + spec.settings.time_limit_s  # time.perf_counter seconds
+        self.stop: Stop | None = None  # why run_to_completion stopped
         self.timer: Timer = timer_for(self.device, head_start=runner.options.head_start)
         self.samples: list[float] = []
         self.round_medians: list[float] = []
         self.notes: list[str] = []
-        self.started = time.perf_counter()
         self.measured_s = 0.0
         self.total_calls = 0
         self._call = self._make_call()
@@ -116,28 +176,61 @@ class PreparedMeasurement:
         if self.health is not None:
             self.health.start()
 
+    def elapsed_s(self) -> float:
+        """Seconds since this measurement began (its warm-up included): what the time limit bounds."""
+        return time.perf_counter() - self.started
+
+    def _limited(self, phase: str) -> contextlib.AbstractContextManager[None]:
+        """The hard stop at the time limit around the calls of ``phase``."""
+        return hard_limit(self.deadline, lambda: self._timeout(phase))
+
+    def _timeout(self, phase: str) -> MeasurementTimeout:
+        limit = self.spec.settings.time_limit_s
+        return MeasurementTimeout(
+            self.spec.test_id,
+            f"measurement {self.spec.name!r} ran past its {limit:g} s time limit during the {phase}: "
+            "a call did not return in time (is it stuck?). A longer limit: --gpuperf-time-limit=SECONDS "
+            "or @pytest.mark.gpuperf(time_limit=SECONDS)",
+        )
+
     def _make_call(self) -> Callable[[], object]:
         spec = self.spec
         fn, args, kwargs = spec.fn, spec.args, dict(spec.kwargs)
         if spec.settings.cuda_graph:
             from pytest_gpuperf.gpu.graphs import capture
 
-            return capture(fn, args, kwargs, self.device)
+            with self._limited("CUDA graph capture"):  # capture calls the function a few times
+                return capture(_checked(fn, spec.test_id, spec.name), args, kwargs, self.device)
         return lambda: fn(*args, **kwargs)
 
+    def _first_call(self) -> Callable[[], object]:
+        """The warm-up's first call, which also rejects a generator or coroutine for a result."""
+        if self.spec.settings.cuda_graph:
+            return self._call  # the capture checked the function's own calls; a replay returns tensors
+        return _checked(self._call, self.spec.test_id, self.spec.name)
+
     def _warm_up(self) -> tuple[int, float]:
-        """Call until block times settle or the warm-up budget is spent; return calls and ns/call."""
+        """Call until block times settle or the warm-up budget is spent; return calls and ns/call.
+
+        One call that alone exceeds the budget ends the warm-up: a slow function is
+        not called again before its samples.
+        """
         from pytest_gpuperf.profiling.nvtx_ranges import nvtx_range
 
-        budget_ns = self.spec.settings.warmup_time_s * 1e9
+        settings = self.spec.settings
+        budget_ns = min(settings.warmup_time_s, settings.time_limit_s * WARMUP_LIMIT_SHARE) * 1e9
         calls = 1
         done = 0
         previous: float | None = None
         spent = 0.0
-        with nvtx_range(f"{self.spec.test_id}::{self.spec.name} warmup", enabled=self.runner.options.nvtx):
+        call = self._first_call()
+        label = f"{self.spec.test_id}::{self.spec.name} warmup"
+        with nvtx_range(label, enabled=self.runner.options.nvtx), self._limited("warm-up"):
             while True:
-                total = self.timer.time_blocks(self._call, calls, 1)[0]
+                total = self.timer.time_blocks(call, calls, 1)[0]
+                call = self._call
                 self._check(total)
+                check_deadline(self.deadline, lambda: self._timeout("warm-up"))  # where no signal stops a call
                 done += calls
                 spent += total
                 per_call = total / calls
@@ -158,21 +251,36 @@ class PreparedMeasurement:
         if not math.isfinite(total_ns) or total_ns < 0:
             raise MeasurementError(self.spec.test_id, f"measurement {self.spec.name!r} produced timing {total_ns}")
 
+    def _probes_memory(self) -> bool:
+        return self.guard.measures_peak_memory
+
+    def _after_rounds_s(self) -> float:
+        """Time to keep free after the rounds: the CPU memory probe's one call."""
+        return self.per_call_ns / 1e9 if self._probes_memory() else 0.0
+
+    def _sample_s(self) -> float:
+        return self.per_call_ns * self.calls_per_sample / 1e9
+
     def round(self, budget_s: float) -> list[float]:
-        """One round of about ``budget_s`` seconds; returns its per-call samples."""
+        """One round of about ``budget_s`` seconds, cut to what ends before the time limit; its per-call samples."""
         from pytest_gpuperf.profiling.nsight import capture_range
         from pytest_gpuperf.profiling.nvtx_ranges import nvtx_range
 
-        block_ns = self.per_call_ns * self.calls_per_sample
-        count = max(1, min(MAX_SAMPLES - len(self.samples), int(budget_s * 1e9 / max(block_ns, 1.0))))
-        between = self._flusher.flush if self._flusher is not None and self._flusher.active else None
+        block_s = self._sample_s()
+        reserve_s = self._after_rounds_s()
+        fit = self.rule.samples_that_fit(self.elapsed_s(), block_s, reserve_s)
+        count = max(1, min(MAX_SAMPLES - len(self.samples), int(budget_s / max(block_s, 1e-9)), fit))
+        # The wall clock also stops a round early: at twice its budget, or where the next
+        # sample would no longer end before the time limit.
+        last_start_s = self.deadline - (block_s + reserve_s) * LIMIT_MARGIN
         label = f"{self.spec.test_id}::{self.spec.name}"
         t0 = time.perf_counter()
+        deadline_ns = min(t0 + budget_s * 2, last_start_s) * 1e9
         with self.guard.pinned(), nvtx_range(label, enabled=self.runner.options.nvtx), capture_range(
             self.runner.options.nsight, self.device
-        ) as capture:
+        ) as capture, self._limited("measurement rounds"):
             totals = self.timer.time_blocks(
-                self._call, self.calls_per_sample, count, between, deadline_ns=time.perf_counter_ns() + budget_s * 2e9
+                self._call, self.calls_per_sample, count, self._between(), deadline_ns=deadline_ns
             )
         self.measured_s += time.perf_counter() - t0
         if capture.note:
@@ -190,18 +298,39 @@ class PreparedMeasurement:
                 self.spec.calibration.step()
         return per_call
 
+    def _between(self) -> Callable[[], None] | None:
+        """What runs between the blocks of a round: the L2 flush, the deadline where no signal can stop a call."""
+        flush = self._flusher.flush if self._flusher is not None and self._flusher.active else None
+        if signals_usable():
+            return flush
+
+        def between() -> None:
+            check_deadline(self.deadline, lambda: self._timeout("measurement rounds"))
+            if flush is not None:
+                flush()
+
+        return between
+
     def precision(self) -> float:
-        if len(self.samples) < MIN_SAMPLES:
-            return math.inf
-        return relative_precision(self.samples)
+        return sample_precision(self.samples)
+
+    def progress(self) -> Progress:
+        """Where the measurement stands, for the stopping rule; the next round is at least one sample."""
+        return Progress(
+            samples=len(self.samples),
+            rounds=len(self.round_medians),
+            measured_s=self.measured_s,
+            elapsed_s=self.elapsed_s(),
+            next_round_s=self._sample_s() + self._after_rounds_s(),
+        )
 
     def run_to_completion(self) -> None:
-        """Rounds until precise enough (after min_time) or out of time (max_time)."""
-        round_s = round_seconds(self.spec.settings)
+        """Rounds until the stopping rule says enough (stopping.py)."""
         while True:
-            self.round(round_s)
-            if measured_enough(self.spec.settings, len(self.round_medians), self.samples, self.measured_s):
+            self.stop = self.rule.check(self.progress(), self.precision)
+            if self.stop is not None:
                 return
+            self.round(self.rule.round_s)
 
     def finish(self) -> Measurement:
         """Stop health monitoring, read memory peaks, profile if asked, and build the Measurement."""
@@ -215,13 +344,17 @@ class PreparedMeasurement:
             self.notes.extend(report.notes)
             health = dict(report.data)
         precision = self.precision()
-        if precision > self.spec.settings.target_precision:
+        shortfall = self.rule.shortfall_note(len(self.samples))
+        if shortfall is not None:
+            self.notes.append(shortfall)
+        elif precision > self.spec.settings.target_precision:
             self.notes.append(
                 f"precision {precision:.1%} above target {self.spec.settings.target_precision:.1%} "
                 f"at the time budget ({self.spec.settings.max_time_s:g}s)"
             )
         if self._flusher is not None:
             self._flusher.close()
+        peak_allocated = self._peak_allocated()  # before the profile: the probe counts against the time limit
         profile = self._profile()
         calibration = self.spec.calibration.result_ns() if self.spec.calibration is not None else None
         return Measurement(
@@ -234,7 +367,7 @@ class PreparedMeasurement:
             round_medians_ns=tuple(self.round_medians),
             precision=precision if math.isfinite(precision) else None,
             calibration_ns=calibration,
-            peak_allocated_bytes=self._peak_allocated(),
+            peak_allocated_bytes=peak_allocated,
             peak_reserved_bytes=self.memory.peak_reserved(),
             throughput=self.spec.throughput,
             metrics=self.spec.metrics,
@@ -248,9 +381,18 @@ class PreparedMeasurement:
         )
 
     def _peak_allocated(self) -> int | None:
-        """The allocator's peak where it keeps one (CUDA), else what the host guard measures (a CPU's profiler)."""
+        """The allocator's peak where it keeps one (CUDA), else the host guard's one more call, if it fits."""
         peak = self.memory.peak_allocated()
-        return peak if peak is not None else self.guard.peak_memory(self._call)
+        if peak is not None or not self._probes_memory():
+            return peak
+        if not self.rule.fits(self.elapsed_s(), self.per_call_ns / 1e9):
+            self.notes.append(
+                f"peak memory not measured: one more call would pass the {self.spec.settings.time_limit_s:g} s "
+                "time limit (--gpuperf-time-limit)"
+            )
+            return None
+        with self._limited("memory probe"):
+            return self.guard.peak_memory(self._call)
 
     def _profile(self) -> ProfileSummary | None:
         """A short torch.profiler capture after the timed samples, never during them."""
@@ -287,10 +429,11 @@ class Runner:
         return prepared.finish()
 
     def smoke(self, spec: MeasureSpec) -> Measurement:
-        """One call, synchronized, wall-clock timed: a correctness run of the perf test."""
+        """One call, synchronized, wall-clock timed: a correctness run of the perf test (no time limit)."""
         timer = timer_for(self.options.device)
         start = time.perf_counter_ns()
-        spec.fn(*spec.args, **dict(spec.kwargs))
+        result = spec.fn(*spec.args, **dict(spec.kwargs))
+        reject_lazy_result(result, spec.test_id, spec.name)
         timer.synchronize()
         elapsed = float(time.perf_counter_ns() - start)
         return Measurement(

@@ -7,7 +7,8 @@ import time
 from collections.abc import Callable
 
 from pytest_gpuperf.abtest.alternate import MIN_PAIRS, alternate, round_seconds
-from pytest_gpuperf.config import MeasureSettings
+from pytest_gpuperf.config import DEFAULT_MIN_SAMPLES, MeasureSettings
+from pytest_gpuperf.stopping import Stop
 
 
 def side(per_call: float, *, speed: Callable[[int], float] = lambda i: 1.0, sleep_s: float = 0.0):
@@ -65,10 +66,38 @@ def test_speed_steps_inside_some_pairs_do_not_move_the_estimate() -> None:
 
 
 def test_both_sides_count_against_one_budget() -> None:
-    settings = MeasureSettings(min_time_s=0.0, max_time_s=0.06, target_precision=0.001)
+    settings = MeasureSettings(min_time_s=0.0, max_time_s=0.06, target_precision=0.001, min_samples=1)
     result = alternate(side(1.0, sleep_s=0.01), side(1.0, sleep_s=0.01), settings)
-    assert result.complete
+    assert result.complete and result.stop is Stop.BUDGET
     assert 1 <= result.pairs <= 3  # 20 ms a pair: the shared 60 ms run out after 3 pairs at most
+
+
+def test_slow_rounds_go_on_past_the_budget_to_min_samples_pairs() -> None:
+    # 20 ms a pair: the 40 ms budget is spent after two pairs, far from the precision stop
+    settings = MeasureSettings(min_time_s=0.0, max_time_s=0.04, target_precision=1e-9)
+    assert settings.min_samples == DEFAULT_MIN_SAMPLES < MIN_PAIRS
+    result = alternate(side(1.0, sleep_s=0.01), side(1.0, sleep_s=0.01), settings)
+    assert result.complete and result.stop is Stop.BUDGET
+    assert result.pairs == DEFAULT_MIN_SAMPLES
+    assert result.note == ""
+
+
+def test_the_time_limit_stops_pairs_short_of_min_samples_with_a_note() -> None:
+    # 20 ms a pair, a 50 ms limit: 6 pairs cannot fit, and no pair starts that would end past it
+    settings = MeasureSettings(min_time_s=0.0, max_time_s=0.04, time_limit_s=0.05)
+    result = alternate(side(1.0, sleep_s=0.01), side(1.0, sleep_s=0.01), settings)
+    assert result.complete and result.stop is Stop.LIMIT
+    assert 1 <= result.pairs < DEFAULT_MIN_SAMPLES
+    assert result.note == (
+        f"{result.pairs} pair{'s' if result.pairs > 1 else ''}, fewer than the 6 a verdict needs, "
+        "within the 0.05 s time limit (--gpuperf-time-limit)"
+    )
+
+
+def test_time_spent_before_the_rounds_counts_against_the_limit() -> None:
+    settings = MeasureSettings(min_time_s=0.0, max_time_s=0.04, time_limit_s=10.0)
+    result = alternate(side(1.0), side(1.0), settings, spent_s=10.0)
+    assert result.stop is Stop.LIMIT and result.pairs == 1  # the first pair always runs
 
 
 def test_a_side_that_stops_ends_the_alternation_incomplete() -> None:

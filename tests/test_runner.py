@@ -1,13 +1,19 @@
 from __future__ import annotations
 
+import dataclasses
+import gc
 import math
+import re
+import threading
 import time
+import warnings
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
 import torch
 
 from pytest_gpuperf.config import MeasureSettings
-from pytest_gpuperf.errors import MeasurementError
+from pytest_gpuperf.errors import MeasurementError, MeasurementTimeout
 from pytest_gpuperf.model import Throughput
 from pytest_gpuperf.runner import MeasureSpec, Runner, RunnerOptions
 from pytest_gpuperf.timers import CPU_MIN_SAMPLE_NS, WallTimer
@@ -44,7 +50,9 @@ def test_slow_function_is_timed_call_by_call_and_per_call_time_is_right() -> Non
 
 def test_rounds_give_round_medians_and_precision() -> None:
     a = torch.randn(64, 64)
-    m = _runner().measure(MeasureSpec(fn=torch.mm, args=(a, a), test_id="t", settings=FAST))
+    # precise after the three rounds min_time asks for; the roomy max_time only absorbs a loaded machine's stalls
+    settings = dataclasses.replace(FAST, max_time_s=2.0)
+    m = _runner().measure(MeasureSpec(fn=torch.mm, args=(a, a), test_id="t", settings=settings))
     assert len(m.round_medians_ns) >= 3
     assert m.precision is not None and math.isfinite(m.precision)
     assert len(m.samples_ns) >= 10
@@ -109,3 +117,137 @@ def test_cpu_peak_memory_probe_can_be_switched_off_for_time_only_workers() -> No
     time_only = Runner(RunnerOptions(device=torch.device("cpu"), guard=quiet)).measure(spec)
     assert time_only.peak_allocated_bytes is None
     assert time_only.samples_ns
+
+
+class Counted:
+    """A function that sleeps ``seconds`` per call and counts its calls."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.calls = 0
+
+    def __call__(self) -> None:
+        self.calls += 1
+        time.sleep(self.seconds)
+
+
+def test_slow_function_gets_min_samples_past_a_small_budget_without_extra_calls() -> None:
+    slow = Counted(0.03)
+    settings = MeasureSettings(warmup_time_s=0.01, min_time_s=0.0, max_time_s=0.05, target_precision=0.5)
+    m = _runner().measure(MeasureSpec(fn=slow, test_id="t", settings=settings))
+    assert len(m.samples_ns) == settings.min_samples == 6  # max_time held two; the budget extended to six
+    assert m.calls_per_sample == 1 and m.warmup_calls == 1
+    assert slow.calls == 1 + 6 + 1  # one warm-up call, one per sample, one for the CPU memory probe
+    assert m.precision is not None  # the CI of the median exists from six samples
+    assert not any("fewer than" in n for n in m.notes)
+
+
+def test_time_limit_cuts_the_samples_short_with_a_note() -> None:
+    slow = Counted(0.03)
+    settings = MeasureSettings(warmup_time_s=0.01, min_time_s=0.0, max_time_s=0.05, time_limit_s=0.15)
+    m = _runner().measure(MeasureSpec(fn=slow, test_id="t", settings=settings))
+    assert 1 <= len(m.samples_ns) < 6  # six samples and the warm-up take 0.21 s
+    n = len(m.samples_ns)
+    assert (
+        f"{n} sample{'s' if n > 1 else ''}, fewer than the 6 a verdict needs, within the 0.15 s time limit "
+        "(--gpuperf-time-limit)"
+    ) in m.notes
+    assert m.precision is None and not any(n.startswith("precision") for n in m.notes)
+
+
+def test_memory_probe_is_left_out_when_one_more_call_would_pass_the_limit() -> None:
+    settings = MeasureSettings(warmup_time_s=0.0, min_time_s=0.0, max_time_s=0.05, time_limit_s=0.3)
+    prepared = _runner().prepare(MeasureSpec(fn=_allocates_slowly, test_id="t", settings=settings))
+    prepared.round(0.0)
+    time.sleep(max(0.0, 0.3 - prepared.elapsed_s()))  # the rest of the limit goes elsewhere
+    m = prepared.finish()
+    assert m.peak_allocated_bytes is None
+    assert "peak memory not measured: one more call would pass the 0.3 s time limit (--gpuperf-time-limit)" in m.notes
+
+
+def _allocates_slowly() -> torch.Tensor:
+    time.sleep(0.05)
+    return torch.ones(1024)
+
+
+def test_a_call_that_hangs_in_the_rounds_is_stopped_at_the_limit() -> None:
+    hang = threading.Event()
+
+    def work() -> None:
+        time.sleep(30 if hang.is_set() else 0.001)
+
+    settings = MeasureSettings(warmup_time_s=0.01, min_time_s=0.0, max_time_s=0.05, time_limit_s=0.5)
+    prepared = _runner().prepare(MeasureSpec(fn=work, test_id="tests/t.py::test_x", name="step", settings=settings))
+    hang.set()
+    with pytest.raises(MeasurementTimeout) as caught:
+        prepared.run_to_completion()
+    assert str(caught.value).startswith(
+        "tests/t.py::test_x: measurement 'step' ran past its 0.5 s time limit during the measurement rounds"
+    )
+    assert "--gpuperf-time-limit" in str(caught.value)
+
+
+def test_off_the_main_thread_a_call_past_the_limit_fails_once_it_returns() -> None:
+    raised: list[BaseException] = []
+
+    def measure() -> None:
+        settings = MeasureSettings(warmup_time_s=0.01, min_time_s=0.0, max_time_s=0.05, time_limit_s=0.05)
+        try:
+            _runner().measure(MeasureSpec(fn=time.sleep, args=(0.2,), test_id="t", settings=settings))
+        except MeasurementTimeout as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=measure)
+    thread.start()
+    thread.join()
+    assert len(raised) == 1 and "during the warm-up" in str(raised[0])
+
+
+def test_smoke_run_has_no_time_limit() -> None:
+    settings = MeasureSettings(time_limit_s=0.001)
+    m = _runner().smoke(MeasureSpec(fn=time.sleep, args=(0.01,), test_id="t", settings=settings))
+    assert len(m.samples_ns) == 1
+
+
+def _generator() -> Iterator[int]:
+    ran.append("generator")
+    yield 1
+
+
+async def _coroutine() -> int:
+    ran.append("coroutine")
+    return 1
+
+
+async def _async_generator() -> AsyncIterator[int]:
+    ran.append("async generator")
+    yield 1
+
+
+ran: list[str] = []
+
+
+@pytest.mark.parametrize(
+    ("fn", "message"),
+    [
+        (_generator, "returned a generator: its body never runs when called; measure a function that does the "
+                     "work (e.g. lambda: list(gen()))"),
+        (_coroutine, "returned a coroutine: its body never runs when called; measure a function that does the "
+                     "work (e.g. lambda: asyncio.run(coro()))"),
+        (_async_generator, "returned an async generator: its body never runs when called"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["measure", "smoke"])
+def test_a_lazy_result_is_a_measurement_error_and_nothing_is_measured(
+    fn: Callable[[], object], message: str, mode: str
+) -> None:
+    ran.clear()
+    spec = MeasureSpec(fn=fn, test_id="tests/t.py::test_lazy", settings=FAST)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        expected = re.escape(f"tests/t.py::test_lazy: measurement 'default' {message}")
+        with pytest.raises(MeasurementError, match=expected):
+            getattr(_runner(), mode)(spec)
+        gc.collect()
+    assert ran == []
+    assert not [w for w in caught if "never awaited" in str(w.message)]

@@ -7,7 +7,11 @@ that last tens of milliseconds to seconds: a pair inside one step sees the
 same machine on both sides, and ``stats.paired_median_ratio`` ignores the few
 pairs that straddle a step. Both sides' rounds count against one ``max_time``;
 it stops earlier once the CI of the median pair ratio is within the target
-precision (after ``min_time`` and MIN_PAIRS pairs).
+precision (after ``min_time`` and MIN_PAIRS pairs). The stopping rule is the
+runner's (stopping.py), counted in pairs: never fewer than ``min_samples``
+pairs (the CI of the median pair ratio needs them) while the time limit allows,
+so the rounds of slow calls go on past ``max_time``; and no pair starts that
+would end past the time limit, the head's warm-up (``spent_s``) included.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from dataclasses import dataclass, field
 
 from pytest_gpuperf import stats
 from pytest_gpuperf.config import MeasureSettings
+from pytest_gpuperf.stopping import Progress, Stop, StoppingRule
 
 MIN_PAIRS = 8  # a 95% CI of a median needs >= 6 pairs; 8 leave room for two straddling ones
 ROUNDS_PER_BUDGET = 80  # a round is max_time / this, clamped below
@@ -41,6 +46,8 @@ class Alternation:
     head_rounds: list[float] = field(default_factory=list)
     base_rounds: list[float] = field(default_factory=list)
     complete: bool = True  # False: a side stopped before the end
+    stop: Stop | None = None  # why it ended, when no side stopped it
+    note: str = ""  # fewer pairs than a verdict needs: how many, and the time limit
 
     @property
     def pairs(self) -> int:
@@ -59,23 +66,35 @@ def round_seconds(settings: MeasureSettings) -> float:
     return min(MAX_ROUND_S, max(MIN_ROUND_S, settings.max_time_s / ROUNDS_PER_BUDGET))
 
 
-def alternate(head: RoundFn, base: RoundFn, settings: MeasureSettings) -> Alternation:
-    """Alternate rounds until precise enough or out of the shared time budget."""
-    round_s = round_seconds(settings)
+def stopping_rule(settings: MeasureSettings) -> StoppingRule:
+    """The rule of the alternation, counted in pairs of rounds."""
+    return StoppingRule.from_settings(settings, round_s=round_seconds(settings), precision_samples=MIN_PAIRS)
+
+
+def alternate(head: RoundFn, base: RoundFn, settings: MeasureSettings, *, spent_s: float = 0.0) -> Alternation:
+    """Alternate rounds until the stopping rule says enough, or a side stops.
+
+    ``spent_s``: what the measurement took before the first round (the head's
+    warm-up), which counts against the time limit.
+    """
+    rule = stopping_rule(settings)
     result = Alternation()
+    began = time.perf_counter() - spent_s
     spent = 0.0  # both sides' rounds, as wall time seen from here
+    last_pair_s = 0.0
     while True:
+        now = time.perf_counter()
+        progress = Progress(result.pairs, result.pairs, spent, now - began, next_round_s=last_pair_s)
+        result.stop = rule.check(progress, result.half_width)
+        if result.stop is not None:
+            result.note = rule.shortfall_note(result.pairs, "pair") or ""
+            return result
         head_first = result.pairs % 2 == 0
         for side in (head, base) if head_first else (base, head):
-            started = time.perf_counter()
-            samples = side(round_s)
-            spent += time.perf_counter() - started
+            samples = side(rule.round_s)
             if not samples:
                 result.complete = False
                 return result
             (result.head_rounds if side is head else result.base_rounds).append(statistics.median(samples))
-        if spent >= settings.max_time_s:
-            return result
-        measured_enough = result.pairs >= MIN_PAIRS and spent >= settings.min_time_s
-        if measured_enough and result.half_width() <= settings.target_precision:
-            return result
+        last_pair_s = time.perf_counter() - now
+        spent += last_pair_s

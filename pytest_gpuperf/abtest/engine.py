@@ -293,7 +293,7 @@ class CompareRefEngine:
             base.samples.extend(samples or ())
             return samples
 
-        rounds = alternate(head_round, base_round, spec.settings)
+        rounds = alternate(head_round, base_round, spec.settings, spent_s=prepared.elapsed_s())
         if not rounds.complete:
             base.error = remote.test_note or f"{base.key} stopped at the base"
             prepared.run_to_completion()

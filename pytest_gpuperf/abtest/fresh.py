@@ -8,7 +8,8 @@ same-process re-measure confirmed +10.7% for 3% more work and +12.3% for 5%
 (docs/detection.md). So the re-measure runs in a new worker process at the
 head's own checkout (``remote.spawn_worker``, the compare-ref machinery), which
 draws a new offset. The head drives its rounds with the same stopping rule as
-a local measurement (``runner.measured_enough``).
+a local measurement (``runner.stopping_rule``, stopping.py); its time limit
+counts from the request, the worker's warm-up included.
 
 The worker starts at the first suspicion of the session and stays for later
 ones; a suspicion in a test file it did not collect starts a new one that
@@ -31,7 +32,8 @@ from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch, spawn_worker
 from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import Measurement
-from pytest_gpuperf.runner import measured_enough, round_seconds
+from pytest_gpuperf.runner import sample_precision, stopping_rule
+from pytest_gpuperf.stopping import Progress
 
 Settle = Callable[[Callable[[], "float | None"], "float | None"], "tuple[float | None, str | None]"]
 
@@ -85,19 +87,25 @@ class FreshProcessRemeasure:
 
     @staticmethod
     def _measure(side: RemoteSide, test_id: str, key: str, settings: MeasureSettings) -> Measurement:
+        rule = stopping_rule(settings)
+        began = time.perf_counter()
         # the same test may be measured twice (a baseline's check, --gpuperf-remeasure=2)
         problem = side.open(test_id, key, again=True)
         if problem:
             side.drain()
             raise WorkerError(problem)
-        round_s = round_seconds(settings)
         samples: list[float] = []
         rounds = 0
         spent = 0.0
-        while not measured_enough(settings, rounds, samples, spent):
-            started = time.perf_counter()
-            got = side.round(round_s)
-            spent += time.perf_counter() - started
+        last_round_s = 0.0
+        while True:
+            now = time.perf_counter()
+            progress = Progress(len(samples), rounds, spent, now - began, next_round_s=last_round_s)
+            if rule.check(progress, lambda: sample_precision(samples)) is not None:
+                break
+            got = side.round(rule.round_s)
+            last_round_s = time.perf_counter() - now
+            spent += last_round_s
             if not got:
                 side.drain()
                 raise WorkerError(side.test_note or f"{key} stopped in the fresh process")

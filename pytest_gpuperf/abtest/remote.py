@@ -85,7 +85,7 @@ def worker_argv(launch: WorkerLaunch) -> list[str]:
         "-p", "no:cacheprovider",
         *launch.plugin_args,
         "--gpuperf", f"--gpuperf-device={launch.device}",
-        # the same core as the head's rounds (or none): see cpu_pinning.py
+        # the same core as the head's rounds (or none): see host/cpu/pinning.py
         f"--gpuperf-pin-cpu={'off' if launch.pin_cpu is None else launch.pin_cpu}",
         "--continue-on-collection-errors", "-q",
         f"--basetemp={launch.basetemp}",

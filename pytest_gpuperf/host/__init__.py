@@ -50,6 +50,11 @@ class HostGuard(Protocol):
         """Around warm-up and every round: where the measuring thread runs."""
         ...
 
+    @property
+    def measures_peak_memory(self) -> bool:
+        """Whether ``peak_memory`` calls the measured function once more (the runner budgets for it)."""
+        ...
+
     def peak_memory(self, call: Callable[[], object]) -> int | None:
         """Peak memory of one more call where the device keeps no allocator statistics (None: not needed)."""
         ...

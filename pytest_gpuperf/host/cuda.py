@@ -28,6 +28,8 @@ class CudaHostGuard:
     def pinned(self) -> AbstractContextManager[object]:
         return contextlib.nullcontext()
 
+    measures_peak_memory = False
+
     def peak_memory(self, call: Callable[[], object]) -> int | None:
         return None  # the CUDA caching allocator keeps its own peak (gpu/memory.py)
 

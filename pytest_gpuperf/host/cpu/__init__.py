@@ -44,6 +44,10 @@ class CpuHostGuard:
     def pinned(self) -> AbstractContextManager[object]:
         return pinned(self._pin)
 
+    @property
+    def measures_peak_memory(self) -> bool:
+        return self._peak_memory
+
     def peak_memory(self, call: Callable[[], object]) -> int | None:
         if not self._peak_memory:
             return None

@@ -1,0 +1,134 @@
+"""When a loop of measurement rounds stops: one rule for every such loop.
+
+The runner's own rounds (runner.py), compare-ref's alternating rounds
+(abtest/alternate.py) and the fresh-process re-measure (abtest/fresh.py) all
+ask ``StoppingRule.check`` after each round. In order:
+
+1. The time limit. The next round must end, with a margin, before the
+   measurement's time limit (``time_limit_s``), counted from the start of its
+   warm-up. If it would not, stop, whatever the count: a function too slow for
+   ``min_samples`` samples within the limit is measured as far as the limit
+   allows, and the result says it has fewer samples than a verdict needs.
+2. A cap on the samples kept (memory, for very fast functions).
+3. ``min_samples``: never stop for the budget or for precision before this
+   many samples. 6 is the fewest for which the distribution-free 95%
+   confidence interval of the median exists: that interval runs between two
+   order statistics, and even the widest, (min, max), misses the median only
+   when all n samples fall on one side of it, with probability 2 / 2**n:
+   6.25% for n = 5, 3.1% for n = 6. With calls so slow that 6 samples do not
+   fit in ``max_time``, the budget extends up to the time limit.
+4. The budget: ``max_time_s`` of measuring (the rounds' own time) is spent.
+5. Precision: after ``min_time_s``, ``min_rounds`` rounds and
+   ``precision_samples`` samples, the relative half-width of the 95% CI of the
+   median is within ``target_precision``.
+
+No torch here: the loops bring their own counts, clocks and precision.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pytest_gpuperf.config import MeasureSettings
+
+# The next round starts only if this many times its expected length still fits in
+# the time limit: a round that runs a little slower than the last must not meet the
+# hard stop (time_limit.py), which fails the test.
+LIMIT_MARGIN = 1.25
+
+
+class Stop(enum.Enum):
+    """Why a loop of rounds stopped."""
+
+    PRECISE = "precise enough"
+    BUDGET = "time budget spent"
+    LIMIT = "time limit reached"
+    CAP = "sample cap reached"
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a measurement stands after its latest round."""
+
+    samples: int  # samples so far (pairs of rounds, for the alternation)
+    rounds: int
+    measured_s: float  # time spent in rounds: what min_time and max_time bound
+    elapsed_s: float  # time since the measurement began, warm-up included: what the time limit bounds
+    next_round_s: float = 0.0  # the expected length of the next round, and of anything that must follow it
+
+
+@dataclass(frozen=True)
+class StoppingRule:
+    """The stopping rule of one loop of rounds; ``round_s`` is the budget of one round."""
+
+    round_s: float
+    min_time_s: float
+    max_time_s: float
+    time_limit_s: float
+    target_precision: float
+    min_samples: int
+    min_rounds: int = 1
+    precision_samples: int = 0  # the precision stop also waits for this many samples
+    max_samples: int | None = None
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: MeasureSettings,
+        *,
+        round_s: float,
+        min_rounds: int = 1,
+        precision_samples: int = 0,
+        max_samples: int | None = None,
+    ) -> StoppingRule:
+        return cls(
+            round_s=round_s,
+            min_time_s=settings.min_time_s,
+            max_time_s=settings.max_time_s,
+            time_limit_s=settings.time_limit_s,
+            target_precision=settings.target_precision,
+            min_samples=settings.min_samples,
+            min_rounds=min_rounds,
+            precision_samples=precision_samples,
+            max_samples=max_samples,
+        )
+
+    def fits(self, elapsed_s: float, more_s: float) -> bool:
+        """True if ``more_s`` more seconds, with the margin, end within the time limit."""
+        return elapsed_s < self.time_limit_s and elapsed_s + more_s * LIMIT_MARGIN <= self.time_limit_s
+
+    def samples_that_fit(self, elapsed_s: float, per_sample_s: float, reserve_s: float = 0.0) -> int:
+        """How many samples of ``per_sample_s`` fit in the time limit, ``reserve_s`` kept free after them."""
+        room = self.time_limit_s - elapsed_s - reserve_s * LIMIT_MARGIN
+        if per_sample_s <= 0:
+            return self.max_samples or 2**31
+        return max(0, math.floor(room / (per_sample_s * LIMIT_MARGIN)))
+
+    def check(self, progress: Progress, precision: Callable[[], float]) -> Stop | None:
+        """Why to stop now, or None to measure another round; ``precision`` is called only when it decides."""
+        p = progress
+        if p.samples == 0:
+            return None  # a measurement takes one round at least; the hard limit guards it
+        if not self.fits(p.elapsed_s, p.next_round_s):
+            return Stop.LIMIT
+        if self.max_samples is not None and p.samples >= self.max_samples:
+            return Stop.CAP
+        if p.samples < self.min_samples:
+            return None
+        if p.measured_s >= self.max_time_s:
+            return Stop.BUDGET
+        if p.rounds < self.min_rounds or p.measured_s < self.min_time_s or p.samples < self.precision_samples:
+            return None
+        return Stop.PRECISE if precision() <= self.target_precision else None
+
+    def shortfall_note(self, count: int, what: str = "sample") -> str | None:
+        """The note on a result with fewer than ``min_samples`` samples (None when it has enough)."""
+        if count >= self.min_samples:
+            return None
+        return (
+            f"{count} {what}{'' if count == 1 else 's'}, fewer than the {self.min_samples} a verdict needs, "
+            f"within the {self.time_limit_s:g} s time limit (--gpuperf-time-limit)"
+        )
