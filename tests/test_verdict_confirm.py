@@ -104,3 +104,9 @@ def test_failure_message_names_everything_and_the_rules() -> None:
     assert "evidence: ratio 1.5" in text and "threshold: 10.0%" in text
     assert "[significance] +50.0% is above the threshold 10.0%" in text and "-> regression" in text
     assert "device: cpu" in text and "baseline commit: abc123" in text
+
+
+def test_the_failure_message_keeps_its_lines_and_strips_control_characters() -> None:
+    result = judged(measurement(1500.0, name="a\x1b[31mred"), entry(1000.0))
+    text = failure_message(result, "cpu")
+    assert "\x1b" not in text and len(text.splitlines()) > 5
