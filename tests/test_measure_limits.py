@@ -46,6 +46,35 @@ def test_a_call_too_slow_for_six_samples_in_the_limit_gets_fewer_and_a_note(proj
     )
 
 
+def test_a_call_longer_than_the_budget_that_doubles_fails_and_one_too_slow_to_judge_is_not_gated(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the training-step hole scaled down: a call longer than the whole time budget once had one
+    # sample and could never fail; now it gets six, and a doubling fails the test
+    project.makepyfile(
+        test_step="""
+        import os
+        import time
+
+        def test_step(gpu_bench):
+            gpu_bench(time.sleep, float(os.environ.get("STEP_S", "0.25")))
+        """
+    )
+    gate = ["--gpuperf-max-time=0.2", *TINY]
+    project.runpytest_subprocess("--gpuperf-update-baseline", *gate).assert_outcomes(passed=1)
+    project.runpytest_subprocess("--gpuperf", *gate).assert_outcomes(passed=1)
+    monkeypatch.setenv("STEP_S", "0.5")
+    slower = project.runpytest_subprocess("--gpuperf", *gate)
+    slower.assert_outcomes(failed=1)
+    slower.stdout.fnmatch_lines(["*performance regression in test_step.py::test_step::default*"])
+    # a time limit that fits fewer than six samples: said in the summary, never a silent pass
+    short = project.runpytest_subprocess("--gpuperf", "--gpuperf-time-limit=1.5", *gate)
+    short.assert_outcomes(passed=1)
+    short.stdout.fnmatch_lines(["*not gated*", "*not gated: this run has * sample(s), fewer than the 6*"])
+    strict = project.runpytest_subprocess("--gpuperf", "--gpuperf-time-limit=1.5", "--gpuperf-strict", *gate)
+    strict.assert_outcomes(failed=1)
+
+
 def test_a_hung_call_fails_its_test_at_the_marker_time_limit(project: pytest.Pytester) -> None:
     project.makepyfile(
         test_hang="""
