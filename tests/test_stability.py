@@ -10,7 +10,7 @@ from cli_helpers import run
 from test_report_helpers import ENV, HEAD, measurement
 
 from pytest_gpuperf.cli import EXIT_INVALID_INPUT, EXIT_OK, EXIT_USAGE
-from pytest_gpuperf.model import Comparison, MeasurementResult, SessionResults, Verdict
+from pytest_gpuperf.model import Comparison, Kind, MeasurementResult, SessionResults, Verdict
 from pytest_gpuperf.report.results_json import load_results, write_results
 from pytest_gpuperf.stability import (
     NoChanges,
@@ -50,7 +50,7 @@ def _session(changes: dict[str, float | None], mode: str = "baseline") -> Sessio
         verdict = Verdict.NEW if change is None else Verdict.UNCHANGED
         time_c = Comparison(m.key, "time.p50", verdict, 1000.0, None if change is None else 1000.0 / (1 + change),
                             change=change)  # fmt: skip
-        memory = Comparison(m.key, "memory.peak_allocated", Verdict.UNCHANGED, 1.0, 1.0, change=0.5)
+        memory = Comparison(m.key, "memory.peak_allocated", Verdict.UNCHANGED, 1.0, 1.0, change=0.5, kind=Kind.MEMORY)
         results.append(MeasurementResult(m, (memory, time_c)))
     return SessionResults(tuple(results), ENV, HEAD, mode, "2026-01-01T00:00:00+00:00")
 
