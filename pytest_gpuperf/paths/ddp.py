@@ -46,7 +46,7 @@ from pytest_gpuperf import stats
 from pytest_gpuperf.errors import GpuperfError
 from pytest_gpuperf.model import Measurement
 from pytest_gpuperf.paths import Bench
-from pytest_gpuperf.paths._torch import synchronize
+from pytest_gpuperf.paths._torch import elapsed_ns
 
 StepFactory = Callable[["RankContext"], Callable[[], object]]
 
@@ -144,14 +144,6 @@ def bus_bandwidth(payload_bytes: float, seconds: float, world_size: int) -> tupl
     return algbw, algbw * 2 * (world_size - 1) / world_size
 
 
-def _timed(fn: Callable[[], object], device: torch.device) -> float:
-    synchronize(device)
-    start = time.perf_counter_ns()
-    fn()
-    synchronize(device)
-    return float(time.perf_counter_ns() - start)
-
-
 @record  # a failing rank's traceback reaches ChildFailedError, hence the DdpError message
 def _rank_main(spec: _RankSpec) -> list[RankTimes] | None:
     """The entry point of each rank (top-level so the spawn start method can pickle it)."""
@@ -196,14 +188,14 @@ def _run_rank(spec: _RankSpec, local_rank: int, device: torch.device) -> list[Ra
     step_ns = []
     for _ in range(spec.steps):
         dist.barrier()  # every rank starts the step together: samples line up across ranks
-        step_ns.append(_timed(step, device))
+        step_ns.append(elapsed_ns(step, device))
     allreduce_ns: list[float] = []
     if world > 1 and spec.allreduce_bytes > 0:
         payload = torch.ones(max(1, spec.allreduce_bytes // 4), dtype=torch.float32, device=device)
         dist.all_reduce(payload)  # warm-up: sets up the communicator
         for _ in range(spec.allreduce_iters):
             dist.barrier()
-            allreduce_ns.append(_timed(lambda: dist.all_reduce(payload), device))
+            allreduce_ns.append(elapsed_ns(lambda: dist.all_reduce(payload), device))
     mine = RankTimes(rank, tuple(step_ns), tuple(allreduce_ns), socket.gethostname())
     gathered: list[Any] | None = [None] * world if rank == 0 else None
     dist.gather_object(mine, gathered, dst=0)
