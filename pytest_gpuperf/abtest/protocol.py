@@ -62,10 +62,9 @@ DONE = "done"
 PROBED = "probed"
 
 # Pause before handing the machine to the other process: OpenMP worker threads spin
-# after a parallel region (about 10 ms of CPU time after a 2-thread matmul on the
-# 2-core runner), and two processes' spinning pools on the same cores slow the
-# measuring side by orders of magnitude. A process with one intra-op thread has no
-# pool to spin, and skips the pause.
+# for milliseconds after a parallel region, and two processes' spinning pools on the
+# same cores slow the measuring side by orders of magnitude. A process with one
+# intra-op thread has no pool to spin, and skips the pause.
 HANDOVER_S = 0.02
 _POLL_SLICE_S = 0.25
 _LOG_TAIL_LINES = 30

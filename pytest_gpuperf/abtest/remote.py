@@ -49,14 +49,14 @@ class WorkerLaunch:
     plugin_args: tuple[str, ...] = ()  # the head's -p choices
 
 
-# What a worker process runs (``python -c``): import torch, the slow part of its start-up
-# (about 2 s of CPU on the 2-core runner), then wait for its pytest command line (START) and
-# run it in this process. A worker started before the head has collected its tests
-# (prestart.py) thus imports torch while the head does the same. Written out here rather
-# than imported from this package: nothing may be imported before its first line has put
-# the head's harness first on sys.path, ahead of the cwd that ``python -c`` puts there (a
-# checkout holding a pytest_gpuperf folder would otherwise supply the plugin). The plugin is
-# imported next, before pytest puts folders of the checkout in front (the ``pythonpath`` ini).
+# What a worker process runs (``python -c``): import torch, the slow part of its start-up,
+# then wait for its pytest command line (START) and run it in this process, so a worker
+# started before the head has collected its tests (prestart.py) imports torch while the head
+# does. Written out here rather than imported from this package: nothing may be imported
+# before its first line has put the head's harness first on sys.path, ahead of the cwd that
+# ``python -c`` puts there (a checkout holding a pytest_gpuperf folder would otherwise supply
+# the plugin). The plugin is imported next, before pytest puts folders of the checkout in
+# front (the ``pythonpath`` ini).
 _LAUNCHER = f"""
 import os, sys
 harness = os.environ[{protocol.ENV_HARNESS!r}]
@@ -85,7 +85,7 @@ def worker_argv(launch: WorkerLaunch) -> list[str]:
         "-p", "no:cacheprovider",
         *launch.plugin_args,
         "--gpuperf", f"--gpuperf-device={launch.device}",
-        # the same core as the head's rounds (or none): see cpu_pinning.py
+        # the same core as the head's rounds (or none): see host/cpu/pinning.py
         f"--gpuperf-pin-cpu={'off' if launch.pin_cpu is None else launch.pin_cpu}",
         "--continue-on-collection-errors", "-q",
         f"--basetemp={launch.basetemp}",
