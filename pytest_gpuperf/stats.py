@@ -50,10 +50,6 @@ def _as_array(samples: Samples, what: str) -> np.ndarray:
     return arr
 
 
-def median(samples: Samples) -> float:
-    return float(np.median(_as_array(samples, "median")))
-
-
 def _order_statistic_ranks(n: int, confidence: float) -> tuple[int, int] | None:
     """0-based ranks (lo, hi) of the distribution-free CI of the median, or None if n is too small.
 

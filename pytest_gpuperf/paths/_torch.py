@@ -9,19 +9,15 @@ from typing import Any
 
 import torch
 
-
-def synchronize(device: torch.device) -> None:
-    """Wait for queued device work so a wall-clock reading covers it (no-op on CPU)."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+from pytest_gpuperf.gpu.device import cuda_synchronize
 
 
 def elapsed_ns(fn: Callable[[], object], device: torch.device) -> float:
     """The wall time of one ``fn()`` in nanoseconds, the device work it queued included."""
-    synchronize(device)
+    cuda_synchronize(device)
     start = time.perf_counter_ns()
     fn()
-    synchronize(device)
+    cuda_synchronize(device)
     return float(time.perf_counter_ns() - start)
 
 

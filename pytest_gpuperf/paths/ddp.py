@@ -44,7 +44,7 @@ from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, r
 
 from pytest_gpuperf import stats
 from pytest_gpuperf.errors import GpuperfError
-from pytest_gpuperf.model import Measurement
+from pytest_gpuperf.model import Measurement, Throughput
 from pytest_gpuperf.paths import Bench
 from pytest_gpuperf.paths._torch import elapsed_ns
 
@@ -261,10 +261,9 @@ def _last_line(message: object) -> str:
 
 
 def _round_medians(samples: list[float], rounds: int) -> tuple[float, ...]:
-    """Medians of ``rounds`` consecutive blocks of steps: the gate's between-run noise estimate.
+    """Medians of ``rounds`` consecutive blocks of steps, standing in for rounds in the noise estimate.
 
-    The ranks cannot be re-run round by round as the runner re-runs a function, so
-    blocks of the steps stand in for rounds (empty with fewer than 2 steps per block).
+    Empty with fewer than 3 rounds or 2 steps per block (no estimate rather than a bad one).
     """
     if rounds < 3 or len(samples) < 2 * rounds:
         return ()
@@ -272,11 +271,10 @@ def _round_medians(samples: list[float], rounds: int) -> tuple[float, ...]:
 
 
 def _cpu_threads(device: torch.device, nprocs: int) -> int:
-    """Torch threads per CPU rank: the cores shared out, as torchrun's OMP_NUM_THREADS=1 intends.
+    """Torch threads per CPU rank: the cores shared out, so ranks do not oversubscribe the machine.
 
-    Ranks that each start a thread per core oversubscribe the machine several
-    times over; the one-rank reference gets the same share, so scaling compares
-    like with like. OMP_NUM_THREADS, where set, wins.
+    The one-rank reference gets the same share, so scaling compares like with
+    like; OMP_NUM_THREADS, where set, wins (0: leave the threads alone).
     """
     if device.type != "cpu" or os.environ.get("OMP_NUM_THREADS"):
         return 0
@@ -301,8 +299,7 @@ def _step_measurement(
 ) -> Measurement:
     """The step time across ranks (each sample the slowest rank's step) as a Measurement."""
     samples = _median_step(ranks)
-    notes = [f"{world} ranks, backend {backend}, hosts {sorted({r.hostname for r in ranks})}"]
-    measurement = Measurement(
+    return Measurement(
         test_id="",
         name=name,
         samples_ns=tuple(samples),
@@ -314,13 +311,9 @@ def _step_measurement(
         warmup_calls=spec.warmup,
         total_calls=spec.warmup + spec.steps,
         wall_time_s=wall_s,
-        notes=tuple(notes),
+        notes=(f"{world} ranks, backend {backend}, hosts {sorted({r.hostname for r in ranks})}",),
+        throughput=Throughput(items=None if items_per_rank is None else items_per_rank * world),
     )
-    if items_per_rank is not None:
-        measurement = dataclasses.replace(
-            measurement, throughput=dataclasses.replace(measurement.throughput, items=items_per_rank * world)
-        )
-    return measurement
 
 
 def run_ddp(
@@ -378,9 +371,7 @@ def run_ddp(
         backend=backend,
         steps=1 if smoke else steps,
         warmup=0 if smoke else warmup,
-        allreduce_bytes=DEFAULT_ALLREDUCE_BYTES.get(device.type, 2**20)
-        if allreduce_bytes is None
-        else allreduce_bytes,
+        allreduce_bytes=DEFAULT_ALLREDUCE_BYTES.get(device.type, 2**20) if allreduce_bytes is None else allreduce_bytes,
         allreduce_iters=1 if smoke else allreduce_iters,
         timeout_s=timeout_s,
         cpu_threads=_cpu_threads(device, nprocs),
