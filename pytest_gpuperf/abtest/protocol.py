@@ -17,12 +17,10 @@ Worker -> head:  HELLO info | MISSING nodeid | READY key | SAMPLES [ns...] |
                  DONE nodeid outcome | PROBED ns-or-None
 
 START carries the worker's pytest command line; the process waits for it after
-importing torch, so it can be started before the head knows its tests
-(remote.py's launcher). HELLO's info is a dict: ``items`` (how many tests it
-collected), ``version`` and ``location`` (``harness()``: the pytest-gpuperf it
-runs, and its package's folder); the head refuses a worker whose harness is not
-its own. PROBE is only sent between tests: the worker measures the machine's
-speed (speed_probe.py) and answers PROBED.
+importing torch, so it can start before the head knows its tests. HELLO's info:
+``items`` (tests collected), ``version`` and ``location`` (``harness()``); the
+head refuses a worker whose harness is not its own. PROBE is only sent between
+tests: the worker measures the machine's speed and answers PROBED.
 
 Every receive on the head has a timeout and watches the worker process, so a
 crashed or hung worker becomes a WorkerError naming the last lines of its log.

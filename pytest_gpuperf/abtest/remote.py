@@ -1,16 +1,13 @@
 """One worker process as the head sees it: how to start it, and how to drive one measurement in it.
 
-A worker is a Python process that imports torch, receives its pytest command
-line (START) and runs pytest with ``pytest_gpuperf.abtest.worker_plugin``
-(worker.py): it collects, says HELLO, then runs the tests the head names, and
-inside each test it warms up a measurement, says READY and measures one round
-per ROUND command. The base worker runs in the worktree of REF; the
-confirmation workers (confirm.py) run at REF and at the head's own checkout.
-Every worker runs the head's pytest-gpuperf and takes only the user's code
-from its checkout (``launch_worker``); its HELLO names its harness, and the
-head refuses one that is not its own (``check_harness``).
-``RemoteSide`` keeps what the head knows about one such process: the test it
-runs now, whether that test is done, and the measurements it sent back.
+A worker imports torch, receives its pytest command line (START) and runs pytest
+with ``pytest_gpuperf.abtest.worker_plugin``: it collects, says HELLO, then runs
+the tests the head names; inside each, it warms a measurement up, says READY and
+measures one round per ROUND command. The base worker runs in REF's worktree,
+confirmation workers (confirm.py) at REF and at the head's checkout. Every worker
+runs the head's pytest-gpuperf and only the user's code from its checkout
+(``launch_worker``); the head refuses one whose HELLO names another harness.
+``RemoteSide`` keeps what the head knows about one worker.
 """
 
 from __future__ import annotations
