@@ -253,18 +253,26 @@ def probe_device(index: int, *, nvml: Nvml | None = None) -> dict[str, str]:
     Without NVML the answer is ``{"nvml": "unavailable: <why>"}``.
     """
     api = nvml if nvml is not None else PynvmlBackend()
+    handle, unavailable = _open(api, index)
+    if unavailable is not None:
+        return {"nvml": unavailable}
     try:
-        api.init()
-    except NvmlQueryError as exc:
-        return {"nvml": f"unavailable: {exc}"}
-    try:
-        try:
-            handle = api.device_handle(index)
-        except NvmlQueryError as exc:
-            return {"nvml": f"unavailable for CUDA device {index}: {exc}"}
         return _probe(api, handle)
     finally:
         _try(api.shutdown)
+
+
+def _open(api: Nvml, index: int) -> tuple[Any, str | None]:
+    """``api`` initialized and the handle of CUDA device ``index``, or why not ("unavailable: ...")."""
+    try:
+        api.init()
+    except NvmlQueryError as exc:
+        return None, f"unavailable: {exc}"
+    try:
+        return api.device_handle(index), None
+    except NvmlQueryError as exc:
+        _try(api.shutdown)
+        return None, f"unavailable for CUDA device {index}: {exc}"
 
 
 def _probe(api: Nvml, handle: Any) -> dict[str, str]:
@@ -364,16 +372,9 @@ class HealthMonitor:
             self.stop()
         self._reset()
         self._started = True
-        try:
-            self._api.init()
-        except NvmlQueryError as exc:
-            self._unavailable = f"NVML unavailable: {exc}"
-            return
-        try:
-            self._handle = self._api.device_handle(self.device_index)
-        except NvmlQueryError as exc:
-            self._unavailable = f"NVML unavailable for CUDA device {self.device_index}: {exc}"
-            _try(self._api.shutdown)
+        self._handle, unavailable = _open(self._api, self.device_index)
+        if unavailable is not None:
+            self._unavailable = f"NVML {unavailable}"
             return
         self._temp_before = _try(lambda: self._api.temperature_c(self._handle))
         app = _try(lambda: self._api.clock_mhz(self._handle, "sm", "applications"))
