@@ -224,21 +224,22 @@ class RemoteSide:
         key = self.open_key
         self.open_key = None
         self.channel.send(protocol.FINISH)
-        while True:
-            message = self.channel.recv(self.recv_timeout_s, f"{key} to finish {self.where}")
-            if message[0] == protocol.FINISHED:
-                measurement: Measurement = message[1]
-                return measurement
-            self.handle_background(message)
+        measurement: Measurement = self._until(protocol.FINISHED, f"{key} to finish {self.where}")[1]
+        return measurement
 
     def probe(self) -> float | None:
         """The worker's speed probe (speed_probe.py), taken between tests."""
         self.drain()
         self.channel.send(protocol.PROBE)
+        probe = self._until(protocol.PROBED, f"the speed probe {self.where}")[1]
+        return None if probe is None else float(probe)
+
+    def _until(self, kind: str, waiting_for: str) -> protocol.Message:
+        """The next message of ``kind``; those before it are handled as background messages."""
         while True:
-            message = self.channel.recv(self.recv_timeout_s, f"the speed probe {self.where}")
-            if message[0] == protocol.PROBED:
-                return None if message[1] is None else float(message[1])
+            message = self.channel.recv(self.recv_timeout_s, waiting_for)
+            if message[0] == kind:
+                return message
             self.handle_background(message)
 
     def handle_background(self, message: protocol.Message) -> None:
