@@ -10,11 +10,10 @@ smallest slowdown baseline mode can be trusted with on that runner; rounds and
 re-measures inside one session do not lower it. Compare-ref measures both sides
 in the same session and is not bound by it.
 
-The assumption is the one a noisy host makes true: the tests of a session move
-together, so the z values add. The spread is the root mean square of the log
+The tests of a session are assumed to move together (as they do on a noisy
+host), so the z values add. The spread is the root mean square of the log
 changes around zero, not around their mean: an offset between the writing and
-the gating sessions is error to a gate like any other (docs/detection.md,
-twelfth session, measured it on this project's runner).
+the gating sessions is error to a gate like any other.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from dataclasses import dataclass
 
 from pytest_gpuperf.model import Kind, SessionResults, Verdict
 
-DEFAULT_SLOWDOWN = 0.15  # issue 3's target for baseline mode
+DEFAULT_SLOWDOWN = 0.15  # the smallest slowdown baseline mode aims to catch
 DEFAULT_FALSE_ALARMS = 0.02
 DEFAULT_CAUGHT = 0.95
 UPPER_BOUND_CONFIDENCE = 0.90  # of the spread's upper bound

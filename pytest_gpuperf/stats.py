@@ -26,15 +26,11 @@ from typing import TypeAlias
 
 import numpy as np
 
-# What a gating session needs is written here on numpy, and scipy is imported only
-# where nothing lighter serves (exact small-sample Mann-Whitney, Student's t for the
-# compare-ref replicates). On the 2-core runner, after torch, importing scipy.special
-# cost 0.24-0.36 s and scipy.stats a further 0.55-1.0 s, in every process that
-# compares (the head, the fresh re-measure and compare-ref workers): about an eighth of
-# a whole gating session of three tests, which the issue's wall-time target cannot
-# afford. The four replacements (the binomial CDF at 1/2, the percentile bootstrap,
-# the Mann-Whitney normal approximation and the normal-scaled MAD) are short, follow
-# the textbook formulas, and tests/test_stats.py checks each against scipy.
+# What a gating session needs is written on numpy: importing scipy.stats costs about a
+# second in every process that compares (the head, the re-measure and compare-ref
+# workers). scipy is imported only where nothing lighter serves (exact small-sample
+# Mann-Whitney, Student's t for compare-ref replicates); tests/test_stats.py checks
+# each numpy replacement against scipy.
 
 DEFAULT_CONFIDENCE = 0.95
 # Bootstrap cost grows with n_resamples x sample count; beyond this many samples
@@ -52,10 +48,6 @@ def _as_array(samples: Samples, what: str) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{what}: samples must be finite numbers")
     return arr
-
-
-def median(samples: Samples) -> float:
-    return float(np.median(_as_array(samples, "median")))
 
 
 def _order_statistic_ranks(n: int, confidence: float) -> tuple[int, int] | None:
@@ -184,15 +176,11 @@ def paired_median_ratio(
 ) -> tuple[float, float, float, float]:
     """Median of per-pair ratios ``a_i / b_i`` with its order-statistic CI and a sign-test p-value.
 
-    For interleaved rounds whose machine speed changes in steps (a shared host
-    core that another tenant takes for tens of milliseconds to seconds): a pair
-    that lies inside one speed state gives the true ratio whatever the state,
-    and the few pairs that straddle a change are outliers the median ignores.
-    A mean of (log) ratios with a t interval or a ratio of pooled medians (whose
-    value depends on which share of each side's samples fell into the slow
-    state) is moved by exactly those pairs. Distribution-free: the CI is that of
-    the median of the pair ratios (needs >= 6 pairs at 95%, else infinite), the
-    p-value the two-sided sign test of "ratio = 1" (ties at exactly 1 dropped).
+    For interleaved rounds on a machine whose speed changes in steps: a pair inside
+    one speed state gives the true ratio whatever the state, and the few pairs that
+    straddle a change are outliers the median ignores (they move a mean of ratios, or
+    a ratio of pooled medians). The CI needs >= 6 pairs at 95% (else it is infinite);
+    p is the two-sided sign test of "ratio = 1", ties at exactly 1 dropped.
     Returns ``(ratio, low, high, p)``.
     """
     ra = _as_array(a_round_medians, "paired_median_ratio(a)")

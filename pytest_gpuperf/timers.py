@@ -1,23 +1,19 @@
 """Clocks that time blocks of calls: the wall clock on a CPU, CUDA events on a GPU.
 
 A timer times ``samples`` blocks of ``calls`` calls each and returns the total
-nanoseconds of each block. Anything done between blocks (an L2 flush) runs
-outside the timed region. The CUDA timer records an event pair per block on
-the current stream and reads all of them after one synchronize, so the host
-never stalls the device inside a round and asynchronous work is never
-under-counted: the end event completes only after all work queued before it.
+nanoseconds of each block; anything done between blocks (an L2 flush) runs
+outside the timed region. The CUDA timer records an event pair per block on the
+current stream and reads them all after one synchronize, so the host never
+stalls the device inside a round and asynchronous work is never under-counted.
 
-Host overhead and the CUDA timer: if the GPU is idle when a block's start event
-is recorded, the event fires at once and the block also times how long the host
-takes to launch its first call; on the H100 lent here (a 16-core VM whose torch
-launches cost 10-20 us each) that made a 24 us matmul read 34 us. So each block
-is queued behind a short GPU sleep (``torch.cuda._sleep``) that lasts longer
-than the host needs to record the start event and launch the first call: the
-GPU then starts the block with work already queued, as it would inside a
-training loop. nvbench does the same with its blocking kernel. What stays in the
-samples is the function's own launch cost when the host cannot keep up with the
-GPU across a whole block: that is the real cost of launch-bound code (which
-CUDA graph mode exists to remove), not the harness's.
+If the GPU is idle when a block's start event is recorded, the event fires at
+once and the block also times the host's launch of its first call (tens of
+microseconds with torch, as much as a small kernel itself). So each block is
+queued behind a short GPU sleep (``torch.cuda._sleep``, a head start) that
+outlasts the host's work to open it, as nvbench does with its blocking kernel:
+the GPU starts the block with work queued, as inside a training loop. What stays
+in the samples is the function's own launch cost when the host cannot keep up
+with the GPU across a whole block: the real cost of launch-bound code.
 """
 
 from __future__ import annotations

@@ -99,8 +99,8 @@ def worktrees(root: Path) -> int:
 
 
 def test_compare_ref_fails_a_regression_passes_unchanged_and_marks_new(pytester: pytest.Pytester) -> None:
-    # four times the work: on this shared 2-core VM the same code ran up to ~1.8x apart in two
-    # processes (core placement), so a smaller change would make this test flaky here
+    # four times the work: on a shared VM the same code can run up to ~2x apart in two
+    # processes (core placement), so a smaller change would make this test flaky
     root = make_repo(pytester, head_work=80000, extra=UNCHANGED_TEST + NEW_TEST)
     result = pytester.runpytest_subprocess(*ARGS, "--gpuperf-confirm-pairs=3", "--gpuperf-json=results.json")
     assert result.ret == 1, result.stdout.str()

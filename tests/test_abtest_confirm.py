@@ -32,8 +32,7 @@ def test_nothing_to_stop_when_no_pair_or_every_pair_is_measured(ratios: list[flo
     assert not futile(ratios, 0.02, planned)
 
 
-# Six fresh pairs' ratios that the eleventh session's detection run saw on 3% slowdowns
-# (docs/detection.md).
+# Six fresh pairs' ratios as a 3% slowdown gives them on a noisy CPU.
 OPEN_HIGH = [1.043, 1.063, 1.074, 1.012, 1.019, 0.990]  # +3.3%, interval touches 1
 OPEN_LOW = [1.021, 1.047, 1.002, 1.009, 1.030, 0.993]  # +1.7% [-0.4%, +3.8%]
 CONFIRMED = [1.024, 1.032, 1.048, 1.031, 1.047, 1.011]  # +3.2% [+1.7%, +4.7%]

@@ -63,7 +63,7 @@ def engine_with_fresh_readings(
     given = list(fresh)
     engine = cpu_engine(tmp_path, ScriptedReadings(given, session_probe_ns))
     session = SessionSpeedProbe(lambda: session_probe_ns)
-    session.fastest_so_far()  # the fastest probe the writing session has seen
+    session.once()  # the fastest probe the writing session has seen
     engine.guard._session = session  # type: ignore[attr-defined]
     engine._specs[KEY] = (MeasureSpec(fn=lambda: None, test_id="t.py::test_a"), SETTINGS)
     return engine, given

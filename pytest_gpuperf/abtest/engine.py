@@ -11,7 +11,7 @@ earlier once the CI of the ratio is within the target precision (after
 The verdict: the median of per-pair ratios head/base (one head round next to
 one base round) with its distribution-free CI and a sign-test p-value
 (``stats.paired_median_ratio``). Rounds are short (25 ms) because a shared
-runner's speed changes in steps that last tens of milliseconds to seconds:
+machine's speed changes in steps that last tens of milliseconds to seconds:
 a pair inside one step sees the same machine on both sides, and the pairs
 that straddle a step are outliers the median ignores. A regression needs the
 change above the threshold and the whole CI above 1. A regression the first

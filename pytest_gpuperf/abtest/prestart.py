@@ -1,13 +1,12 @@
 """The base worker, started before the head imports its tests.
 
-A worker's start-up is mostly importing torch (about 2 s of CPU on the 2-core
-runner). Started when the head's collection ends, the worker kept the head
-waiting at its first measurement for most of that. Started from the head's
-earliest hook (``pytest_load_initial_conftests``, before conftests and test
-modules import torch), the two start-ups overlap on two cores. The session's
-tests are not known yet, so the process imports torch and waits for its
-command line (remote.py's launcher); ``CompareRefEngine.start`` sends it once
-collection is done, and only the files holding perf tests are collected.
+A worker's start-up is mostly importing torch (seconds of CPU). Started from the
+head's earliest hook (``pytest_load_initial_conftests``, before conftests and test
+modules import torch), its start-up overlaps the head's instead of delaying the
+first measurement. The session's tests are not known yet, so the process imports
+torch and waits for its command line (remote.py's launcher);
+``CompareRefEngine.start`` sends it once collection is done, and only the files
+holding perf tests are collected.
 
 Best effort: any failure here leaves nothing behind and the engine starts the
 worktree and worker itself later, reporting the error then, as before.

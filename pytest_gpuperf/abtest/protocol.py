@@ -17,12 +17,10 @@ Worker -> head:  HELLO info | MISSING nodeid | READY key | SAMPLES [ns...] |
                  DONE nodeid outcome | PROBED ns-or-None
 
 START carries the worker's pytest command line; the process waits for it after
-importing torch, so it can be started before the head knows its tests
-(remote.py's launcher). HELLO's info is a dict: ``items`` (how many tests it
-collected), ``version`` and ``location`` (``harness()``: the pytest-gpuperf it
-runs, and its package's folder); the head refuses a worker whose harness is not
-its own. PROBE is only sent between tests: the worker measures the machine's
-speed (speed_probe.py) and answers PROBED.
+importing torch, so it can start before the head knows its tests. HELLO's info:
+``items`` (tests collected), ``version`` and ``location`` (``harness()``); the
+head refuses a worker whose harness is not its own. PROBE is only sent between
+tests: the worker measures the machine's speed and answers PROBED.
 
 Every receive on the head has a timeout and watches the worker process, so a
 crashed or hung worker becomes a WorkerError naming the last lines of its log.
@@ -62,10 +60,9 @@ DONE = "done"
 PROBED = "probed"
 
 # Pause before handing the machine to the other process: OpenMP worker threads spin
-# after a parallel region (about 10 ms of CPU time after a 2-thread matmul on the
-# 2-core runner), and two processes' spinning pools on the same cores slow the
-# measuring side by orders of magnitude. A process with one intra-op thread has no
-# pool to spin, and skips the pause.
+# for milliseconds after a parallel region, and two processes' spinning pools on the
+# same cores slow the measuring side by orders of magnitude. A process with one
+# intra-op thread has no pool to spin, and skips the pause.
 HANDOVER_S = 0.02
 _POLL_SLICE_S = 0.25
 _LOG_TAIL_LINES = 30

@@ -1,16 +1,13 @@
 """One worker process as the head sees it: how to start it, and how to drive one measurement in it.
 
-A worker is a Python process that imports torch, receives its pytest command
-line (START) and runs pytest with ``pytest_gpuperf.abtest.worker_plugin``
-(worker.py): it collects, says HELLO, then runs the tests the head names, and
-inside each test it warms up a measurement, says READY and measures one round
-per ROUND command. The base worker runs in the worktree of REF; the
-confirmation workers (confirm.py) run at REF and at the head's own checkout.
-Every worker runs the head's pytest-gpuperf and takes only the user's code
-from its checkout (``launch_worker``); its HELLO names its harness, and the
-head refuses one that is not its own (``check_harness``).
-``RemoteSide`` keeps what the head knows about one such process: the test it
-runs now, whether that test is done, and the measurements it sent back.
+A worker imports torch, receives its pytest command line (START) and runs pytest
+with ``pytest_gpuperf.abtest.worker_plugin``: it collects, says HELLO, then runs
+the tests the head names; inside each, it warms a measurement up, says READY and
+measures one round per ROUND command. The base worker runs in REF's worktree,
+confirmation workers (confirm.py) at REF and at the head's checkout. Every worker
+runs the head's pytest-gpuperf and only the user's code from its checkout
+(``launch_worker``); the head refuses one whose HELLO names another harness.
+``RemoteSide`` keeps what the head knows about one worker.
 """
 
 from __future__ import annotations
@@ -49,14 +46,14 @@ class WorkerLaunch:
     plugin_args: tuple[str, ...] = ()  # the head's -p choices
 
 
-# What a worker process runs (``python -c``): import torch, the slow part of its start-up
-# (about 2 s of CPU on the 2-core runner), then wait for its pytest command line (START) and
-# run it in this process. A worker started before the head has collected its tests
-# (prestart.py) thus imports torch while the head does the same. Written out here rather
-# than imported from this package: nothing may be imported before its first line has put
-# the head's harness first on sys.path, ahead of the cwd that ``python -c`` puts there (a
-# checkout holding a pytest_gpuperf folder would otherwise supply the plugin). The plugin is
-# imported next, before pytest puts folders of the checkout in front (the ``pythonpath`` ini).
+# What a worker process runs (``python -c``): import torch, the slow part of its start-up,
+# then wait for its pytest command line (START) and run it in this process, so a worker
+# started before the head has collected its tests (prestart.py) imports torch while the head
+# does. Written out here rather than imported from this package: nothing may be imported
+# before its first line has put the head's harness first on sys.path, ahead of the cwd that
+# ``python -c`` puts there (a checkout holding a pytest_gpuperf folder would otherwise supply
+# the plugin). The plugin is imported next, before pytest puts folders of the checkout in
+# front (the ``pythonpath`` ini).
 _LAUNCHER = f"""
 import os, sys
 harness = os.environ[{protocol.ENV_HARNESS!r}]
@@ -227,21 +224,22 @@ class RemoteSide:
         key = self.open_key
         self.open_key = None
         self.channel.send(protocol.FINISH)
-        while True:
-            message = self.channel.recv(self.recv_timeout_s, f"{key} to finish {self.where}")
-            if message[0] == protocol.FINISHED:
-                measurement: Measurement = message[1]
-                return measurement
-            self.handle_background(message)
+        measurement: Measurement = self._until(protocol.FINISHED, f"{key} to finish {self.where}")[1]
+        return measurement
 
     def probe(self) -> float | None:
         """The worker's speed probe (speed_probe.py), taken between tests."""
         self.drain()
         self.channel.send(protocol.PROBE)
+        probe = self._until(protocol.PROBED, f"the speed probe {self.where}")[1]
+        return None if probe is None else float(probe)
+
+    def _until(self, kind: str, waiting_for: str) -> protocol.Message:
+        """The next message of ``kind``; those before it are handled as background messages."""
         while True:
-            message = self.channel.recv(self.recv_timeout_s, f"the speed probe {self.where}")
-            if message[0] == protocol.PROBED:
-                return None if message[1] is None else float(message[1])
+            message = self.channel.recv(self.recv_timeout_s, waiting_for)
+            if message[0] == kind:
+                return message
             self.handle_background(message)
 
     def handle_background(self, message: protocol.Message) -> None:

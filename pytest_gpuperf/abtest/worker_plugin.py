@@ -119,9 +119,9 @@ def _keep_harness_first() -> None:
 def _exit_now() -> NoReturn:
     """End the worker at once: every test it ran is torn down and its results are with the head.
 
-    The end-of-session hooks and the interpreter's teardown would only cost time: 1.8 s
-    in one plugin's terminal summary alone on the 2-core runner, per worker, and a
-    session with confirmation pairs ends a dozen workers together.
+    The end-of-session hooks and the interpreter's teardown would only cost time (seconds
+    per worker, with some plugins), and a session with confirmation pairs ends a dozen
+    workers together.
     """
     sys.stdout.flush()
     sys.stderr.flush()

@@ -6,6 +6,6 @@ this package costs nothing on a machine without them.
 
 from __future__ import annotations
 
-from pytest_gpuperf.gpu.device import cuda_index, cuda_synchronize, resolve_device
+from pytest_gpuperf.gpu.device import cuda_synchronize, resolve_device
 
-__all__ = ["cuda_index", "cuda_synchronize", "resolve_device"]
+__all__ = ["cuda_synchronize", "resolve_device"]

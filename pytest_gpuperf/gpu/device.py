@@ -48,15 +48,6 @@ def resolve_device(spec: str) -> torch.device:
     return torch.device("cuda", index)
 
 
-def cuda_index(device: torch.device) -> int:
-    """The CUDA ordinal of ``device`` (the current device when it has no index)."""
-    import torch
-
-    if device.type != "cuda":
-        raise ValueError(f"{device} is not a CUDA device")
-    return device.index if device.index is not None else torch.cuda.current_device()
-
-
 def cuda_synchronize(device: torch.device) -> None:
     """Wait for all queued work on ``device``; nothing to wait for on the CPU."""
     if device.type == "cuda":

@@ -1,14 +1,13 @@
 """What NVML says about the GPU: identity, clocks, and whether it slowed down while measured.
 
 ``Nvml`` is the small surface this module needs; ``PynvmlBackend`` implements
-it over pynvml (imported inside its methods) and ``FakeNvml`` implements it for
-tests. Nothing here raises on a machine without NVML: every failure becomes a
-note ("NVML unavailable: ...") or a missing key, because a probe that cannot
-run must never fail a measurement.
+it over pynvml (imported on first use). Nothing here raises on a machine
+without NVML: a failure becomes a note ("NVML unavailable: ...") or a missing
+key, because a probe that cannot run must never fail a measurement.
 
-Clock-event reasons ("throttle reasons" before driver 535) are a bit mask;
-the values below are NVML's (nvml.h, nvmlClocksEventReason*), kept here so the
-decoder and the fake need no pynvml.
+Clock-event reasons ("throttle reasons" before driver 535) are a bit mask; the
+values below are NVML's (nvml.h, nvmlClocksEventReason*), so decoding them
+needs no pynvml.
 """
 
 from __future__ import annotations
@@ -49,13 +48,11 @@ REASON_NAMES: dict[int, str] = {
 # signal) cut the clocks hard: a measurement taken under them measures the
 # cooling or the power supply, not the code, and is unstable.
 HARD_SLOWDOWN_MASK = HW_SLOWDOWN | HW_THERMAL_SLOWDOWN | HW_POWER_BRAKE_SLOWDOWN
-# The driver's own power and thermal management trims clocks a little under
-# sustained load: on the H100 lent here every large bf16 matmul, AMP step and
-# activation-checkpointing step ran with sw_power_cap set while the SM clock
-# stayed at 1875-1980 MHz of 1980, and reruns agreed within 0.4% (docs/gpu.md).
-# That is how such code runs in production, so these count as throttling only
-# when the SM clock falls below THROTTLE_CLOCK_FRACTION of the applications
-# clock, nvbench's rule and its default threshold.
+# The driver's own power and thermal management trims clocks a few percent under
+# sustained load (large matmuls routinely run with sw_power_cap set), and that is
+# how such code runs in production; so these count as throttling only when the SM
+# clock falls below THROTTLE_CLOCK_FRACTION of the applications clock (nvbench's
+# rule and default threshold).
 SOFT_SLOWDOWN_MASK = SW_POWER_CAP | SW_THERMAL_SLOWDOWN
 SLOWDOWN_MASK = HARD_SLOWDOWN_MASK | SOFT_SLOWDOWN_MASK
 THROTTLE_CLOCK_FRACTION = 0.75
@@ -111,73 +108,65 @@ class PynvmlBackend:
         except lib.NVMLError as exc:
             raise NvmlQueryError(str(exc)) from exc
 
-    def init(self) -> None:
+    def _query(self, name: str, *args: Any) -> Any:
+        """``pynvml.<name>(*args)``."""
         lib = self._lib()
-        self._call(lib.nvmlInit)
-        _keep_alive(lib)
+        return self._call(lambda: getattr(lib, name)(*args))
+
+    def init(self) -> None:
+        self._query("nvmlInit")
+        _keep_alive(self._lib())
 
     def shutdown(self) -> None:
-        lib = self._lib()
-        self._call(lib.nvmlShutdown)
+        self._query("nvmlShutdown")
 
     def device_handle(self, cuda_index: int) -> Any:
-        lib = self._lib()
         # CUDA and NVML number GPUs differently when CUDA_VISIBLE_DEVICES or
         # CUDA_DEVICE_ORDER is set; the UUID names the same GPU in both.
         uuid = _torch_uuid(cuda_index)
         if uuid is not None:
-            try:
-                return self._call(lambda: lib.nvmlDeviceGetHandleByUUID(uuid))
-            except NvmlQueryError:
-                pass
-        return self._call(lambda: lib.nvmlDeviceGetHandleByIndex(cuda_index))
+            with contextlib.suppress(NvmlQueryError):
+                return self._query("nvmlDeviceGetHandleByUUID", uuid)
+        return self._query("nvmlDeviceGetHandleByIndex", cuda_index)
 
     def driver_version(self) -> str:
-        lib = self._lib()
-        return str(self._call(lib.nvmlSystemGetDriverVersion))
+        return str(self._query("nvmlSystemGetDriverVersion"))
 
     def cuda_driver_version(self) -> int:
-        lib = self._lib()
-        return int(self._call(lib.nvmlSystemGetCudaDriverVersion))
+        return int(self._query("nvmlSystemGetCudaDriverVersion"))
 
     def name(self, handle: Any) -> str:
-        lib = self._lib()
-        return str(self._call(lambda: lib.nvmlDeviceGetName(handle)))
+        return str(self._query("nvmlDeviceGetName", handle))
 
     def uuid(self, handle: Any) -> str:
-        lib = self._lib()
-        return str(self._call(lambda: lib.nvmlDeviceGetUUID(handle)))
+        return str(self._query("nvmlDeviceGetUUID", handle))
 
     def clock_mhz(self, handle: Any, domain: ClockDomain, kind: ClockKind) -> int:
         lib = self._lib()
         clock = {"sm": lib.NVML_CLOCK_SM, "mem": lib.NVML_CLOCK_MEM}[domain]
         query = {
-            "current": lib.nvmlDeviceGetClockInfo,
-            "applications": lib.nvmlDeviceGetApplicationsClock,
-            "default_applications": lib.nvmlDeviceGetDefaultApplicationsClock,
-            "max": lib.nvmlDeviceGetMaxClockInfo,
+            "current": "nvmlDeviceGetClockInfo",
+            "applications": "nvmlDeviceGetApplicationsClock",
+            "default_applications": "nvmlDeviceGetDefaultApplicationsClock",
+            "max": "nvmlDeviceGetMaxClockInfo",
         }[kind]
-        return int(self._call(lambda: query(handle, clock)))
+        return int(self._query(query, handle, clock))
 
     def power_limit_mw(self, handle: Any) -> int:
-        lib = self._lib()
-        return int(self._call(lambda: lib.nvmlDeviceGetPowerManagementLimit(handle)))
+        return int(self._query("nvmlDeviceGetPowerManagementLimit", handle))
 
     def temperature_c(self, handle: Any) -> int:
-        lib = self._lib()
-        return int(self._call(lambda: lib.nvmlDeviceGetTemperature(handle, lib.NVML_TEMPERATURE_GPU)))
+        return int(self._query("nvmlDeviceGetTemperature", handle, self._lib().NVML_TEMPERATURE_GPU))
 
     def persistence_mode(self, handle: Any) -> bool:
-        lib = self._lib()
-        return bool(self._call(lambda: lib.nvmlDeviceGetPersistenceMode(handle)) == lib.NVML_FEATURE_ENABLED)
+        return bool(self._query("nvmlDeviceGetPersistenceMode", handle) == self._lib().NVML_FEATURE_ENABLED)
 
     def clock_event_reasons(self, handle: Any) -> int:
-        lib = self._lib()
         # The "event" name replaced "throttle" in driver 535 / nvidia-ml-py 12.535.
-        query = getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None)
-        if query is None:
-            query = lib.nvmlDeviceGetCurrentClocksThrottleReasons
-        return int(self._call(lambda: query(handle)))
+        name = "nvmlDeviceGetCurrentClocksEventReasons"
+        if not hasattr(self._lib(), name):
+            name = "nvmlDeviceGetCurrentClocksThrottleReasons"
+        return int(self._query(name, handle))
 
 
 _kept_alive: set[int] = set()
@@ -223,95 +212,6 @@ def _torch_uuid(cuda_index: int) -> str | None:
     return raw if raw.startswith(("GPU-", "MIG-")) else f"GPU-{raw}"
 
 
-@dataclass
-class FakeNvml:
-    """An in-memory ``Nvml`` for tests; change its attributes to script a measurement.
-
-    ``unsupported`` names methods that raise NvmlQueryError (as NVML does for
-    application clocks on consumer GPUs); ``init_error`` makes ``init`` fail
-    like a machine without the driver.
-    """
-
-    gpu_name: str = "NVIDIA Fake GPU"
-    gpu_uuid: str = "GPU-00000000-0000-0000-0000-000000000000"
-    driver: str = "550.54.15"
-    cuda_driver: int = 12040
-    clocks: dict[tuple[str, str], int] = field(
-        default_factory=lambda: {
-            ("sm", "current"): 1980,
-            ("mem", "current"): 2619,
-            ("sm", "max"): 1980,
-            ("mem", "max"): 2619,
-            ("sm", "applications"): 1755,
-            ("mem", "applications"): 2619,
-            ("sm", "default_applications"): 1755,
-            ("mem", "default_applications"): 2619,
-        }
-    )
-    power_limit: int = 700_000
-    temperature: int = 40
-    persistence: bool = True
-    reasons: int = 0
-    unsupported: frozenset[str] = frozenset()
-    init_error: str | None = None
-    initialized: int = 0
-    reason_reads: int = 0
-
-    def _check(self, method: str) -> None:
-        if method in self.unsupported:
-            raise NvmlQueryError("Not Supported")
-
-    def init(self) -> None:
-        if self.init_error is not None:
-            raise NvmlQueryError(self.init_error)
-        self.initialized += 1
-
-    def shutdown(self) -> None:
-        self.initialized -= 1
-
-    def device_handle(self, cuda_index: int) -> Any:
-        self._check("device_handle")
-        return cuda_index
-
-    def driver_version(self) -> str:
-        self._check("driver_version")
-        return self.driver
-
-    def cuda_driver_version(self) -> int:
-        self._check("cuda_driver_version")
-        return self.cuda_driver
-
-    def name(self, handle: Any) -> str:
-        self._check("name")
-        return self.gpu_name
-
-    def uuid(self, handle: Any) -> str:
-        self._check("uuid")
-        return self.gpu_uuid
-
-    def clock_mhz(self, handle: Any, domain: ClockDomain, kind: ClockKind) -> int:
-        self._check("clock_mhz")
-        self._check(f"clock_mhz:{kind}")
-        return self.clocks[(domain, kind)]
-
-    def power_limit_mw(self, handle: Any) -> int:
-        self._check("power_limit_mw")
-        return self.power_limit
-
-    def temperature_c(self, handle: Any) -> int:
-        self._check("temperature_c")
-        return self.temperature
-
-    def persistence_mode(self, handle: Any) -> bool:
-        self._check("persistence_mode")
-        return self.persistence
-
-    def clock_event_reasons(self, handle: Any) -> int:
-        self._check("clock_event_reasons")
-        self.reason_reads += 1
-        return self.reasons
-
-
 def decode_reasons(mask: int) -> list[str]:
     """Names of the bits set in a clock-event reason mask (unknown bits as hex)."""
     names = [name for bit, name in REASON_NAMES.items() if mask & bit]
@@ -353,18 +253,26 @@ def probe_device(index: int, *, nvml: Nvml | None = None) -> dict[str, str]:
     Without NVML the answer is ``{"nvml": "unavailable: <why>"}``.
     """
     api = nvml if nvml is not None else PynvmlBackend()
+    handle, unavailable = _open(api, index)
+    if unavailable is not None:
+        return {"nvml": unavailable}
     try:
-        api.init()
-    except NvmlQueryError as exc:
-        return {"nvml": f"unavailable: {exc}"}
-    try:
-        try:
-            handle = api.device_handle(index)
-        except NvmlQueryError as exc:
-            return {"nvml": f"unavailable for CUDA device {index}: {exc}"}
         return _probe(api, handle)
     finally:
         _try(api.shutdown)
+
+
+def _open(api: Nvml, index: int) -> tuple[Any, str | None]:
+    """``api`` initialized and the handle of CUDA device ``index``, or why not ("unavailable: ...")."""
+    try:
+        api.init()
+    except NvmlQueryError as exc:
+        return None, f"unavailable: {exc}"
+    try:
+        return api.device_handle(index), None
+    except NvmlQueryError as exc:
+        _try(api.shutdown)
+        return None, f"unavailable for CUDA device {index}: {exc}"
 
 
 def _probe(api: Nvml, handle: Any) -> dict[str, str]:
@@ -464,16 +372,9 @@ class HealthMonitor:
             self.stop()
         self._reset()
         self._started = True
-        try:
-            self._api.init()
-        except NvmlQueryError as exc:
-            self._unavailable = f"NVML unavailable: {exc}"
-            return
-        try:
-            self._handle = self._api.device_handle(self.device_index)
-        except NvmlQueryError as exc:
-            self._unavailable = f"NVML unavailable for CUDA device {self.device_index}: {exc}"
-            _try(self._api.shutdown)
+        self._handle, unavailable = _open(self._api, self.device_index)
+        if unavailable is not None:
+            self._unavailable = f"NVML {unavailable}"
             return
         self._temp_before = _try(lambda: self._api.temperature_c(self._handle))
         app = _try(lambda: self._api.clock_mhz(self._handle, "sm", "applications"))

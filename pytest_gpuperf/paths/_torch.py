@@ -9,20 +9,16 @@ from typing import Any
 
 import torch
 
-
-def synchronize(device: torch.device) -> None:
-    """Wait for queued device work so a wall-clock reading covers it (no-op on CPU)."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+from pytest_gpuperf.gpu.device import cuda_synchronize
 
 
-def timed_call(fn: Callable[[], object], device: torch.device) -> tuple[object, float]:
-    """Run ``fn`` once and return its result and the wall time in seconds, device work included."""
-    synchronize(device)
+def elapsed_ns(fn: Callable[[], object], device: torch.device) -> float:
+    """The wall time of one ``fn()`` in nanoseconds, the device work it queued included."""
+    cuda_synchronize(device)
     start = time.perf_counter_ns()
-    result = fn()
-    synchronize(device)
-    return result, (time.perf_counter_ns() - start) / 1e9
+    fn()
+    cuda_synchronize(device)
+    return float(time.perf_counter_ns() - start)
 
 
 def tensor_leaves(value: object) -> Iterator[torch.Tensor]:

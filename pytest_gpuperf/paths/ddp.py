@@ -45,9 +45,9 @@ from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, r
 from pytest_gpuperf import stats
 from pytest_gpuperf.errors import GpuperfError
 from pytest_gpuperf.files import write_atomic
-from pytest_gpuperf.model import Measurement
+from pytest_gpuperf.model import Measurement, Throughput
 from pytest_gpuperf.paths import Bench
-from pytest_gpuperf.paths._torch import synchronize
+from pytest_gpuperf.paths._torch import elapsed_ns
 
 StepFactory = Callable[["RankContext"], Callable[[], object]]
 
@@ -145,14 +145,6 @@ def bus_bandwidth(payload_bytes: float, seconds: float, world_size: int) -> tupl
     return algbw, algbw * 2 * (world_size - 1) / world_size
 
 
-def _timed(fn: Callable[[], object], device: torch.device) -> float:
-    synchronize(device)
-    start = time.perf_counter_ns()
-    fn()
-    synchronize(device)
-    return float(time.perf_counter_ns() - start)
-
-
 @record  # a failing rank's traceback reaches ChildFailedError, hence the DdpError message
 def _rank_main(spec: _RankSpec) -> list[RankTimes] | None:
     """The entry point of each rank (top-level so the spawn start method can pickle it)."""
@@ -197,14 +189,14 @@ def _run_rank(spec: _RankSpec, local_rank: int, device: torch.device) -> list[Ra
     step_ns = []
     for _ in range(spec.steps):
         dist.barrier()  # every rank starts the step together: samples line up across ranks
-        step_ns.append(_timed(step, device))
+        step_ns.append(elapsed_ns(step, device))
     allreduce_ns: list[float] = []
     if world > 1 and spec.allreduce_bytes > 0:
         payload = torch.ones(max(1, spec.allreduce_bytes // 4), dtype=torch.float32, device=device)
         dist.all_reduce(payload)  # warm-up: sets up the communicator
         for _ in range(spec.allreduce_iters):
             dist.barrier()
-            allreduce_ns.append(_timed(lambda: dist.all_reduce(payload), device))
+            allreduce_ns.append(elapsed_ns(lambda: dist.all_reduce(payload), device))
     mine = RankTimes(rank, tuple(step_ns), tuple(allreduce_ns), socket.gethostname())
     gathered: list[Any] | None = [None] * world if rank == 0 else None
     dist.gather_object(mine, gathered, dst=0)
@@ -270,10 +262,9 @@ def _last_line(message: object) -> str:
 
 
 def _round_medians(samples: list[float], rounds: int) -> tuple[float, ...]:
-    """Medians of ``rounds`` consecutive blocks of steps: the gate's between-run noise estimate.
+    """Medians of ``rounds`` consecutive blocks of steps, standing in for rounds in the noise estimate.
 
-    The ranks cannot be re-run round by round as the runner re-runs a function, so
-    blocks of the steps stand in for rounds (empty with fewer than 2 steps per block).
+    Empty with fewer than 3 rounds or 2 steps per block (no estimate rather than a bad one).
     """
     if rounds < 3 or len(samples) < 2 * rounds:
         return ()
@@ -281,11 +272,10 @@ def _round_medians(samples: list[float], rounds: int) -> tuple[float, ...]:
 
 
 def _cpu_threads(device: torch.device, nprocs: int) -> int:
-    """Torch threads per CPU rank: the cores shared out, as torchrun's OMP_NUM_THREADS=1 intends.
+    """Torch threads per CPU rank: the cores shared out, so ranks do not oversubscribe the machine.
 
-    Ranks that each start a thread per core oversubscribe the machine several
-    times over; the one-rank reference gets the same share, so scaling compares
-    like with like. OMP_NUM_THREADS, where set, wins.
+    The one-rank reference gets the same share, so scaling compares like with
+    like; OMP_NUM_THREADS, where set, wins (0: leave the threads alone).
     """
     if device.type != "cpu" or os.environ.get("OMP_NUM_THREADS"):
         return 0
@@ -310,8 +300,7 @@ def _step_measurement(
 ) -> Measurement:
     """The step time across ranks (each sample the slowest rank's step) as a Measurement."""
     samples = _median_step(ranks)
-    notes = [f"{world} ranks, backend {backend}, hosts {sorted({r.hostname for r in ranks})}"]
-    measurement = Measurement(
+    return Measurement(
         test_id="",
         name=name,
         samples_ns=tuple(samples),
@@ -323,13 +312,9 @@ def _step_measurement(
         warmup_calls=spec.warmup,
         total_calls=spec.warmup + spec.steps,
         wall_time_s=wall_s,
-        notes=tuple(notes),
+        notes=(f"{world} ranks, backend {backend}, hosts {sorted({r.hostname for r in ranks})}",),
+        throughput=Throughput(items=None if items_per_rank is None else items_per_rank * world),
     )
-    if items_per_rank is not None:
-        measurement = dataclasses.replace(
-            measurement, throughput=dataclasses.replace(measurement.throughput, items=items_per_rank * world)
-        )
-    return measurement
 
 
 def run_ddp(
@@ -387,9 +372,7 @@ def run_ddp(
         backend=backend,
         steps=1 if smoke else steps,
         warmup=0 if smoke else warmup,
-        allreduce_bytes=DEFAULT_ALLREDUCE_BYTES.get(device.type, 2**20)
-        if allreduce_bytes is None
-        else allreduce_bytes,
+        allreduce_bytes=DEFAULT_ALLREDUCE_BYTES.get(device.type, 2**20) if allreduce_bytes is None else allreduce_bytes,
         allreduce_iters=1 if smoke else allreduce_iters,
         timeout_s=timeout_s,
         cpu_threads=_cpu_threads(device, nprocs),

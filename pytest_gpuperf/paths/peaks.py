@@ -22,12 +22,12 @@ and a large copy and uses those as the attainable peak.
 from __future__ import annotations
 
 import re
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
-from pytest_gpuperf.paths._torch import synchronize
+from pytest_gpuperf.paths._torch import elapsed_ns
 
 
 @dataclass(frozen=True)
@@ -113,18 +113,10 @@ def device_name(device: torch.device) -> str:
     return f"{device.type} ({torch.get_num_threads()} threads)"
 
 
-def _best_seconds(fn: object, device: torch.device, reps: int) -> float:
+def _best_seconds(fn: Callable[[], object], device: torch.device, reps: int) -> float:
     """The fastest of ``reps`` timed calls: a peak wants the least disturbed run."""
-    assert callable(fn)
     fn()  # warm-up (allocator, kernel selection)
-    best = float("inf")
-    for _ in range(reps):
-        synchronize(device)
-        start = time.perf_counter_ns()
-        fn()
-        synchronize(device)
-        best = min(best, (time.perf_counter_ns() - start) / 1e9)
-    return best
+    return min((elapsed_ns(fn, device) for _ in range(reps)), default=float("inf")) / 1e9
 
 
 _CALIBRATED: dict[tuple[str, str], DevicePeaks] = {}

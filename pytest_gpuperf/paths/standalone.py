@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from pytest_gpuperf.model import DEFAULT_MEASUREMENT, Direction, Measurement, Metric, Throughput
-from pytest_gpuperf.paths._torch import synchronize
+from pytest_gpuperf.paths._torch import elapsed_ns
 
 
 class StandaloneBench:
@@ -76,13 +76,7 @@ class StandaloneBench:
         started = time.perf_counter()
         for _ in range(self.warmup):
             fn(*args, **kw)
-        samples: list[float] = []
-        for _ in range(self.calls):
-            synchronize(self._device)
-            t0 = time.perf_counter_ns()
-            fn(*args, **kw)
-            synchronize(self._device)
-            samples.append(float(time.perf_counter_ns() - t0))
+        samples = [elapsed_ns(lambda: fn(*args, **kw), self._device) for _ in range(self.calls)]
         peak = None
         if self._device.type == "cuda":
             peak = int(torch.cuda.max_memory_allocated(self._device))

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_gpuperf.files import export_atomic
 from pytest_gpuperf.gpu.device import cuda_synchronize
 from pytest_gpuperf.model import ProfileSummary
+from pytest_gpuperf.report.units import format_time
 
 if TYPE_CHECKING:
     import torch
@@ -133,12 +134,5 @@ def format_top_ops(summary: ProfileSummary, n: int = 10) -> list[str]:
         return lines
     lines.append(f"  top operators by self {kind} time:")
     for name, time_ns, share in summary.top_ops[:n]:
-        lines.append(f"  {share:6.1%}  {_fmt_ns(time_ns):>10}  {name}")
+        lines.append(f"  {share:6.1%}  {format_time(time_ns):>10}  {name}")
     return lines
-
-
-def _fmt_ns(ns: float) -> str:
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if ns >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns:.3g} ns"

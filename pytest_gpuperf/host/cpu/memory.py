@@ -4,13 +4,12 @@ One extra call runs under the autograd profiler with ``profile_memory=True``;
 its raw allocation events (bytes allocated and freed, in order) give the peak
 of live tensor memory during the call, relative to what was live before it. It
 counts torch tensors only, not Python objects, which is what a perf test gates.
-The raw events come from the profiler's kineto results; where a torch version
-does not offer them the probe returns None and the result says so.
+Where a torch version does not offer the raw events the probe returns None.
 
-It uses ``torch.autograd.profiler.profile``, not ``torch.profiler.profile``: the
-latter's start checks ``hasattr(torch, "_inductor")``, which imports inductor and
-dynamo (1.2-1.7 s on the 2-core runner, once per process); the autograd profiler
-gives the same events in about 13 ms for the first probe.
+``torch.autograd.profiler.profile`` gives the same events as
+``torch.profiler.profile`` without the latter's start-up cost: that one checks
+``hasattr(torch, "_inductor")``, which imports inductor and dynamo (seconds,
+once per process).
 """
 
 from __future__ import annotations

@@ -1,18 +1,16 @@
 """Pinning the measuring thread to one CPU core, so two processes compare on the same core.
 
-On a shared 2-vCPU runner the same single-threaded torch workload, measured in fresh
-processes, had medians from 1184 to 1466 us unpinned, 1196 to 1506 us pinned to CPU 0
-(which takes the interrupts and housekeeping), and 1133 to 1176 us pinned to CPU 1. Under
-``--gpuperf-compare-ref`` the head and the base worker are two processes; when they land
-on different cores, a per-core speed difference becomes a steady offset between the two
-sides that no confidence interval sees. Only one of them measures at a time, so both can
-share one core at no cost: ``auto`` pins both to the last CPU of the head's affinity set
-(usually the quietest) for compare-ref runs on the CPU.
+The cores of a shared VM differ in speed (the first usually takes the interrupts
+and housekeeping). Under ``--gpuperf-compare-ref`` the head and the base worker
+are two processes; on different cores such a difference becomes a steady offset
+between the sides that no confidence interval sees. Only one of them measures at
+a time, so both can share a core at no cost: ``auto`` pins both to the last CPU
+of the head's affinity set (usually the quietest) for compare-ref runs on the CPU.
 
-Only the measuring thread is pinned (on Linux ``sched_setaffinity(0, ...)`` applies to the
-calling thread), and only while it warms up and measures; the previous affinity is put
-back after each round. Processes the measured function starts meanwhile (DataLoader
-workers, DDP ranks) inherit the one core, on both sides alike.
+Only the measuring thread is pinned (``sched_setaffinity(0, ...)`` applies to the
+calling thread on Linux), and only while it warms up and measures. Processes the
+measured function starts meanwhile (DataLoader workers, DDP ranks) inherit the
+one core, on both sides alike.
 """
 
 from __future__ import annotations

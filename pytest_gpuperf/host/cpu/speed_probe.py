@@ -1,26 +1,20 @@
 """How fast the machine is right now, measured between tests, never while one measures.
 
-Why: a CPU runner sometimes runs everything 1.5-2x slower for seconds at a time
-(other tenants of the host, frequency steps). In the detection benchmark's
-noisier run every baseline-mode false alarm came from such a state, and it
-lasted through the fresh-process re-measure too (docs/detection.md). A slowdown
-of the machine and a slowdown of the code read the same in a test's own times,
-so a second, fixed workload has to tell them apart.
+A shared CPU runner sometimes runs everything 1.5-2x slower for seconds at a
+time (other tenants of the host, frequency steps), long enough to last through
+a fresh-process re-measure. In a test's own times a slow machine and slow code
+look alike, so a fixed workload (the calibration workload, on one intra-op
+thread) tells them apart. It is measured between tests, not between a test's
+rounds, where the test's own work would slow it down too: once in a gating
+session, before its first measurement; before every measurement of a session
+that writes baselines (an entry keeps the fastest probe of its processes); and
+in the fresh re-measure process before it runs the suspected test. A suspected
+regression whose re-measure finds the machine ``SLOW_MACHINE_RATIO`` slower than
+when the baseline was written, even after waiting for it to recover, is
+reported as unstable rather than failed (host/cpu/rules.py).
 
-Where it is measured matters. The calibration workload measured *between a
-test's rounds* read x1.40 in runs where the test's own work grew 3-4x, so a
-veto built on it passed real 3x regressions. The probe is measured between
-tests instead, on one intra-op thread: once in a gating session, before its
-first measurement; before every measurement in a session that writes
-baselines (an entry keeps the fastest probe of the processes its readings came
-from); and in the fresh re-measure process before it runs the suspected test.
-A suspected regression whose re-measure process finds the machine at least
-``SLOW_MACHINE_RATIO`` slower than when the baseline was written, even after
-waiting a few seconds for it to recover, is reported as unstable rather than
-failed (host/cpu/rules.py).
-
-CPU only: on a GPU, kernel times do not follow host load, and the clocks are
-watched by the NVML health monitor instead (gpu/nvml.py).
+CPU only: on a GPU, kernel times do not follow host load, and the NVML health
+monitor watches the clocks instead (gpu/nvml.py).
 """
 
 from __future__ import annotations
@@ -39,14 +33,11 @@ if TYPE_CHECKING:
 
     from pytest_gpuperf.model import Measurement
 
-# Across processes on a quiet 2-core runner the calibration workload's time ranged over
-# x0.92-1.12 of another process's (docs/statistics.md); the slow states this is for ran
-# 1.5-2x slower. 1.25 sits between the two.
+# Between processes on a quiet machine the probe varies by about +-10%; the slow states
+# it is for run 1.5-2x slower. 1.25 sits between the two.
 SLOW_MACHINE_RATIO = 1.25
 PROBE_STEPS = 10  # x10 samples of at least a timer minimum each: about 20 ms on the CPU
-# The median of a few readings: one reading in about 40 read x1.45 for a moment in fresh
-# processes on the 2-core runner, the others 33-37 us.
-PROBE_REPEATS = 3
+PROBE_REPEATS = 3  # the median of three: a single reading is now and then caught in a slow moment
 # How long the re-measure process waits for a slow machine to recover before measuring.
 RECOVERY_WAIT_S = 6.0
 RECOVERY_STEP_S = 1.0
@@ -64,8 +55,7 @@ def measure_speed_probe(device: torch.device, pin_cpu: int | None = None) -> flo
     import torch
 
     threads = torch.get_num_threads()
-    # One intra-op thread: with two, where the pool's threads land made the same probe read
-    # 29-54 us in fresh processes on the 2-core runner; with one, 33.6-36.2 us.
+    # One intra-op thread: with more, where the pool's threads land moves the reading by tens of percent.
     torch.set_num_threads(1)
     try:
         with pinned(pin_cpu):  # on the core the measurements use, in the head and in its workers alike
@@ -100,7 +90,7 @@ class SessionSpeedProbe:
     measurements are compared with baselines, not with each other. Writing
     baselines probes before every measurement and keeps the fastest reading so
     far, so one moment of a slow machine does not mark the entries it writes as
-    written on a slow machine (gate.py would then distrust them); and while a
+    written on a slow machine (host/cpu/rules.py would then distrust them); and while a
     reading is slow against that, it waits for the machine (``settled_fastest``).
     """
 
@@ -116,12 +106,8 @@ class SessionSpeedProbe:
             self._taken = True
         return self._fastest_ns
 
-    def fastest_so_far(self) -> float | None:
-        """A new reading now; the fastest of all readings taken so far."""
-        return self._keep(self._take())
-
     def settled_fastest(self) -> tuple[float | None, str | None]:
-        """Like ``fastest_so_far``, but a reading that is slow against the fastest so far is taken again.
+        """A new reading (taken again while it is slow against the fastest so far); the fastest of all.
 
         For a measurement a baseline is written from: a baseline is a frozen number,
         and one measured in a slow moment hides regressions until it is written again,
