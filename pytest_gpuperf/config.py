@@ -25,6 +25,7 @@ DEFAULT_WARMUP_TIME_S = 0.1
 DEFAULT_MIN_TIME_S = 0.2
 DEFAULT_MAX_TIME_S = 2.0
 DEFAULT_TARGET_PRECISION = 0.01  # stop once the 95% CI of the median is within +-1%
+DEFAULT_MIN_SAMPLES = 6  # the fewest samples for which the distribution-free 95% CI of the median exists
 DEFAULT_REMEASURES = 1
 DEFAULT_CONFIRM_PAIRS = 6  # fresh process pairs that re-measure a suspected compare-ref regression
 DEFAULT_BASELINE_DIR = "baselines"

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_gpuperf.baseline import migrate, schema
+from pytest_gpuperf.baseline import migrate, plausible, schema
 from pytest_gpuperf.errors import BaselineError
 from pytest_gpuperf.model import (
     BaselineEntry,
@@ -144,10 +144,17 @@ def entry_to_json(entry: BaselineEntry) -> dict[str, Any]:
     return result
 
 
+def check_entry(data: object, path: Path, key: str) -> None:
+    """Check one current-version entry against the schema, then the plausibility rules."""
+    schema.validate_entry(data, path, key)
+    assert isinstance(data, dict)  # the schema said so
+    plausible.check_entry(data, path, key)
+
+
 def entry_from_json(data: object, *, path: Path | str, key: str) -> BaselineEntry:
     """Decode one current-version entry; BaselineError names ``path`` and ``$.entries[key]...``."""
-    schema.validate_entry(data, Path(path), key)
-    assert isinstance(data, dict)  # the schema said so
+    check_entry(data, Path(path), key)
+    assert isinstance(data, dict)  # check_entry said so
     return decode_entry(data, key)
 
 
@@ -260,22 +267,24 @@ def parse_json(text: str | bytes, path: Path) -> object:
 def parse_document(
     text: str | bytes, path: Path | str, *, validated: Mapping[str, Any] | None = None
 ) -> migrate.Document:
-    """Parse, validate against its version's schema, migrate to the current version, check the keys.
+    """Parse, validate against its version's schema, migrate to the current version, check the keys
+    and the plausibility of every entry (plausible.py).
 
     ``validated``: current-version entries known to be valid (an earlier parse
-    of the same file); entries identical to one of them skip the schema check,
-    which is most of the cost of re-reading a file another process updated.
+    of the same file); entries identical to one of them skip the checks,
+    which are most of the cost of re-reading a file another process updated.
     """
     path = Path(path)
     document = parse_json(text, path)
     version = migrate.document_version(document, path)
     assert isinstance(document, dict)  # document_version checked it
     entries = document.get("entries")
+    to_check: list[str] | None = None  # None: every entry
     if validated is not None and version == migrate.CURRENT_VERSION and isinstance(entries, dict):
         schema.validate({**document, "entries": {}}, version, path)
-        for key, data in entries.items():
-            if key not in validated or _compact(validated[key]) != _compact(data):
-                schema.validate_entry(data, path, key)
+        to_check = [k for k, data in entries.items() if k not in validated or _compact(validated[k]) != _compact(data)]
+        for key in to_check:
+            schema.validate_entry(entries[key], path, key)
     else:
         schema.validate(document, version, path)
     if version != migrate.CURRENT_VERSION:
@@ -286,6 +295,8 @@ def parse_document(
         raise BaselineError(path, f"module {module!r} contains '::'; it must be a file path", json_path="$.module")
     for key in document["entries"]:
         check_key(key, module, path)
+    for key in document["entries"] if to_check is None else to_check:
+        plausible.check_entry(document["entries"][key], path, key)
     return document
 
 

@@ -1,7 +1,7 @@
 """The git-tracked baseline store: ``<root>/<device class>/<safe module name>.json``.
 
-Reads validate every file and check it sits where its content says it
-belongs. Updates take a file lock beside the JSON file, re-read the file under
+Reads validate every file (schema and plausibility) and check it sits where
+its content says it belongs. Updates take a file lock beside the JSON file, re-read the file under
 it, merge, and replace it atomically (``atomic.py``), so concurrent sessions
 and xdist workers lose nothing and a killed writer leaves the old file whole.
 A corrupt file is never overwritten: the update refuses and names it. Each
@@ -223,8 +223,8 @@ class BaselineStore:
                 raise BaselineError(
                     path, f"{entry.key}: {exc}", json_path=schema.json_path(("entries", entry.key, *exc.parts))
                 ) from None
-            # Only new entries need checking: the others passed validation when the file was read.
-            schema.validate_entry(new, path, entry.key)
+            # Only new entries need checking: the others passed the checks when the file was read.
+            codec.check_entry(new, path, entry.key)
             old = merged.get(entry.key)
             kind: ChangeKind = "added" if old is None else "unchanged" if _same(old, new) else "changed"
             merged[entry.key] = new
