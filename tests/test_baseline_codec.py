@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pytest_gpuperf.baseline import codec, migrate, schema
 from pytest_gpuperf.baseline.codec import dump_document, entry_from_json, entry_to_json, load_document
 from pytest_gpuperf.baseline.record import entry_from_measurement, thin_evenly
-from pytest_gpuperf.errors import BaselineError
+from pytest_gpuperf.errors import BaselineError, NonFiniteNumberError
 from pytest_gpuperf.model import (
     BaselineEntry,
     Environment,
@@ -144,10 +144,12 @@ def test_round_number(value: float, expected: float) -> None:
 
 def test_non_finite_values_are_refused_with_their_path() -> None:
     entry = make_entry(noise=math.inf)
-    with pytest.raises(ValueError, match=r"entry\.noise is inf"):
+    with pytest.raises(NonFiniteNumberError, match=r"entry\.noise is inf") as info:
         entry_to_json(entry)
-    with pytest.raises(ValueError, match=r"entry\.samples_ns\[2\] is nan"):
+    assert (info.value.parts, info.value.value) == (("noise",), math.inf)
+    with pytest.raises(NonFiniteNumberError, match=r"entry\.samples_ns\[2\] is nan") as info:
         entry_to_json(make_entry(samples_ns=(1.0, 2.0, math.nan)))
+    assert info.value.parts == ("samples_ns", 2)
 
 
 # -- entries from measurements ----------------------------------------------------

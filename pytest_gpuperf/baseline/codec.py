@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_gpuperf.baseline import migrate, plausible, schema
-from pytest_gpuperf.errors import BaselineError
+from pytest_gpuperf.errors import BaselineError, NonFiniteNumberError
 from pytest_gpuperf.model import (
     BaselineEntry,
     Environment,
@@ -26,15 +26,6 @@ from pytest_gpuperf.model import (
 
 SIGNIFICANT_DIGITS = 6
 MAX_INT_DIGITS = 300  # any int of up to 300 digits still converts to a finite float
-
-
-class NonFiniteNumberError(ValueError):
-    """A NaN or infinity where the store needs a JSON number; ``parts`` is its path in the entry."""
-
-    def __init__(self, parts: tuple[str | int, ...], value: float) -> None:
-        self.parts = parts
-        where = schema.json_path(parts).replace("$", "entry", 1)
-        super().__init__(f"{where} is {value!r}, which a baseline file cannot store")
 
 
 def round_number(value: float) -> float:

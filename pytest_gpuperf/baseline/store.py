@@ -21,7 +21,7 @@ from typing import Literal
 from pytest_gpuperf.baseline import atomic, codec, migrate, schema
 from pytest_gpuperf.baseline.naming import device_class_dir, module_file_name, module_of
 from pytest_gpuperf.baseline.record import entry_from_measurement
-from pytest_gpuperf.errors import BaselineError
+from pytest_gpuperf.errors import BaselineError, NonFiniteNumberError
 from pytest_gpuperf.model import BaselineEntry, measurement_key
 
 __all__ = ["BaselineStore", "EntryChange", "entry_from_measurement"]
@@ -219,7 +219,7 @@ class BaselineStore:
             codec.check_key(entry.key, module, path)
             try:
                 new = codec.entry_to_json(entry)
-            except codec.NonFiniteNumberError as exc:
+            except NonFiniteNumberError as exc:
                 raise BaselineError(
                     path, f"{entry.key}: {exc}", json_path=schema.json_path(("entries", entry.key, *exc.parts))
                 ) from None

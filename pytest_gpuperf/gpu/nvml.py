@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
+from pytest_gpuperf.errors import NvmlQueryError
+
 ClockDomain = Literal["sm", "mem"]
 ClockKind = Literal["current", "applications", "default_applications", "max"]
 
@@ -65,10 +67,6 @@ CLOCK_SPREAD_NOTE = 0.02  # SM clock varying by more than this during a measurem
 LOCK_HINT = "lock them for stable numbers: sudo nvidia-smi -pm 1 && sudo nvidia-smi -lgc <MHz>"
 
 
-class NvmlQueryError(Exception):
-    """NVML cannot answer: no library, no permission, or not supported on this GPU."""
-
-
 class Nvml(Protocol):
     """The part of NVML this module uses. Handles are opaque."""
 
@@ -100,16 +98,17 @@ class PynvmlBackend:
             try:
                 import pynvml
             except ImportError as exc:  # the dependency is declared, but a broken install must not crash
-                raise NvmlQueryError(f"pynvml is not importable ({exc})") from exc
+                raise NvmlQueryError(f"pynvml is not importable ({exc})", query="import pynvml") from exc
             self._nvml = pynvml
         return self._nvml
 
-    def _call(self, fn: Callable[[], T]) -> T:
+    def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)``, an NVML function; its error names it as the query at fault."""
         lib = self._lib()
         try:
-            return fn()
+            return fn(*args)
         except lib.NVMLError as exc:
-            raise NvmlQueryError(str(exc)) from exc
+            raise NvmlQueryError(str(exc), query=getattr(fn, "__name__", repr(fn))) from exc
 
     def init(self) -> None:
         lib = self._lib()
@@ -127,10 +126,10 @@ class PynvmlBackend:
         uuid = _torch_uuid(cuda_index)
         if uuid is not None:
             try:
-                return self._call(lambda: lib.nvmlDeviceGetHandleByUUID(uuid))
+                return self._call(lib.nvmlDeviceGetHandleByUUID, uuid)
             except NvmlQueryError:
                 pass
-        return self._call(lambda: lib.nvmlDeviceGetHandleByIndex(cuda_index))
+        return self._call(lib.nvmlDeviceGetHandleByIndex, cuda_index)
 
     def driver_version(self) -> str:
         lib = self._lib()
@@ -142,11 +141,11 @@ class PynvmlBackend:
 
     def name(self, handle: Any) -> str:
         lib = self._lib()
-        return str(self._call(lambda: lib.nvmlDeviceGetName(handle)))
+        return str(self._call(lib.nvmlDeviceGetName, handle))
 
     def uuid(self, handle: Any) -> str:
         lib = self._lib()
-        return str(self._call(lambda: lib.nvmlDeviceGetUUID(handle)))
+        return str(self._call(lib.nvmlDeviceGetUUID, handle))
 
     def clock_mhz(self, handle: Any, domain: ClockDomain, kind: ClockKind) -> int:
         lib = self._lib()
@@ -157,19 +156,19 @@ class PynvmlBackend:
             "default_applications": lib.nvmlDeviceGetDefaultApplicationsClock,
             "max": lib.nvmlDeviceGetMaxClockInfo,
         }[kind]
-        return int(self._call(lambda: query(handle, clock)))
+        return int(self._call(query, handle, clock))
 
     def power_limit_mw(self, handle: Any) -> int:
         lib = self._lib()
-        return int(self._call(lambda: lib.nvmlDeviceGetPowerManagementLimit(handle)))
+        return int(self._call(lib.nvmlDeviceGetPowerManagementLimit, handle))
 
     def temperature_c(self, handle: Any) -> int:
         lib = self._lib()
-        return int(self._call(lambda: lib.nvmlDeviceGetTemperature(handle, lib.NVML_TEMPERATURE_GPU)))
+        return int(self._call(lib.nvmlDeviceGetTemperature, handle, lib.NVML_TEMPERATURE_GPU))
 
     def persistence_mode(self, handle: Any) -> bool:
         lib = self._lib()
-        return bool(self._call(lambda: lib.nvmlDeviceGetPersistenceMode(handle)) == lib.NVML_FEATURE_ENABLED)
+        return bool(self._call(lib.nvmlDeviceGetPersistenceMode, handle) == lib.NVML_FEATURE_ENABLED)
 
     def clock_event_reasons(self, handle: Any) -> int:
         lib = self._lib()
@@ -177,7 +176,7 @@ class PynvmlBackend:
         query = getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None)
         if query is None:
             query = lib.nvmlDeviceGetCurrentClocksThrottleReasons
-        return int(self._call(lambda: query(handle)))
+        return int(self._call(query, handle))
 
 
 _kept_alive: set[int] = set()
@@ -259,11 +258,11 @@ class FakeNvml:
 
     def _check(self, method: str) -> None:
         if method in self.unsupported:
-            raise NvmlQueryError("Not Supported")
+            raise NvmlQueryError("Not Supported", query=method)
 
     def init(self) -> None:
         if self.init_error is not None:
-            raise NvmlQueryError(self.init_error)
+            raise NvmlQueryError(self.init_error, query="init")
         self.initialized += 1
 
     def shutdown(self) -> None:

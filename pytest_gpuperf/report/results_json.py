@@ -21,23 +21,13 @@ from typing import Any
 import jsonschema
 import jsonschema.exceptions
 
-from pytest_gpuperf.errors import GpuperfError
+from pytest_gpuperf.errors import ResultsError
 from pytest_gpuperf.model import SessionResults
 from pytest_gpuperf.report import codec
 
 FORMAT = "pytest-gpuperf-results"
 # Version history: 1 (0.1.0) the first format.
 SCHEMA_VERSION = 1
-
-
-class ResultsError(GpuperfError):
-    """A results file that cannot be read or written; names the file and the JSON path."""
-
-    def __init__(self, path: Path | str, message: str, *, json_path: str | None = None) -> None:
-        self.path = Path(path)
-        self.json_path = json_path
-        where = f" at {json_path}" if json_path else ""
-        super().__init__(f"results file {self.path}{where}: {message}")
 
 
 @cache
