@@ -25,6 +25,7 @@ from pytest_gpuperf.cli import EXIT_INVALID_INPUT, EXIT_OK
 from pytest_gpuperf.config import DEFAULT_MIN_SAMPLES
 from pytest_gpuperf.errors import BaselineError
 from pytest_gpuperf.model import BaselineEntry, Environment, Measurement, Provenance
+from pytest_gpuperf.report.results_json import load_results
 
 CLASS = "cpu-test"
 TEST_ID = "tests/test_x.py::test_a"
@@ -85,8 +86,8 @@ P = f'$.entries["{KEY}"]'
 
 # (edit, JSON path of the fault, words of the message): one case or more per rule
 IMPLAUSIBLE = [
-    pytest.param(set_field("noise", 1e9), f"{P}.noise", "noise beyond a fraction", id="noise-1e9"),
-    pytest.param(set_field("noise", 1.5), f"{P}.noise", "noise 1.5 is not a between-run spread", id="noise-1.5"),
+    pytest.param(set_field("noise", 1e9), f"{P}.noise", "noise out of range", id="noise-1e9"),
+    pytest.param(set_field("noise", 1.5), f"{P}.noise", "noise 1.5 is not from 0 to 1", id="noise-1.5"),
     pytest.param(set_stat("median_ns", 0.0), f"{P}.stats.median_ns", "a time not positive", id="median-0"),
     pytest.param(set_stat("min_ns", 0.0), f"{P}.stats.min_ns", "a time not positive", id="min-0"),
     pytest.param(set_item("samples_ns", 3, 0.0), f"{P}.samples_ns[3]", "a time not positive", id="sample-0"),
@@ -129,6 +130,7 @@ def test_each_rule_is_refused_on_read_validate_and_update_naming_file_and_path(
     error = info.value
     assert error.path == path and error.json_path == json_path
     assert str(path) in str(error) and json_path in str(error) and words in str(error)
+    assert plausible.READ_HINT in str(error)
     (listed,) = fresh.validate_tree()
     assert str(listed) == str(error)
     # the store that wrote the good entry has it cached, yet sees the file changed and refuses too
@@ -145,7 +147,7 @@ def test_an_entry_beside_the_one_edited_is_what_an_update_adds_and_it_is_still_r
     other = entry_from_measurement(
         measurement(test_id="tests/test_x.py::test_b"), ENV, Provenance(), noise=0.01, recorded_at=None
     )
-    with pytest.raises(BaselineError, match="noise beyond a fraction"):
+    with pytest.raises(BaselineError, match="noise out of range"):
         store.update(CLASS, [other])
     assert path.read_bytes() == content
 
@@ -153,7 +155,7 @@ def test_an_entry_beside_the_one_edited_is_what_an_update_adds_and_it_is_still_r
 @pytest.mark.parametrize(
     ("changes", "json_path", "words"),
     [
-        ({"noise": 3.0}, f"{P}.noise", "noise beyond a fraction"),
+        ({"noise": 3.0}, f"{P}.noise", "noise out of range"),
         ({"calibration_ns": 0.0}, f"{P}.calibration_ns", "a time not positive"),
         ({"round_medians_ns": (1200.0, 0.0)}, f"{P}.round_medians_ns[1]", "a time not positive"),
         ({"samples_ns": (1.0, 2.0)}, f"{P}.samples_ns[0]", "samples at odds with the statistics"),
@@ -166,6 +168,7 @@ def test_an_implausible_entry_is_refused_before_it_is_written(
     with pytest.raises(BaselineError, match=words) as info:
         store.update(CLASS, [entry(**changes)])
     assert info.value.path == path and info.value.json_path == json_path
+    assert plausible.WRITE_HINT in str(info.value)
     assert not path.exists()
     store.update(CLASS, [entry()])
     content = path.read_bytes()
@@ -226,7 +229,7 @@ def test_a_recorded_entry_breaks_no_rule() -> None:
     ("edit", "rule"),
     [
         # values the schema refuses first; the rules refuse them on their own as well
-        (set_field("noise", -0.1), "noise beyond a fraction"),
+        (set_field("noise", -0.1), "noise out of range"),
         (set_stat("min_ns", -5.0), "a time not positive"),
         (set_field("samples_ns", []), "samples at odds with the statistics"),
     ],
@@ -291,8 +294,20 @@ def test_a_planted_absurd_baseline_fails_the_test_and_names_the_file(
     pytester: pytest.Pytester, field: str, value: float
 ) -> None:
     pytester.makepyfile(test_simple=SIMPLE)
-    pytester.runpytest_subprocess("--gpuperf", "--gpuperf-update-baseline", *FAST).assert_outcomes(passed=1)
-    (path,) = (pytester.path / "baselines").rglob("*.json")
+    # the device class this machine's runs file under, from a run without baselines
+    pytester.runpytest_subprocess("--gpuperf", "--gpuperf-json=first.json", *FAST).assert_outcomes(passed=1)
+    device_class = load_results(pytester.path / "first.json").environment.device_class
+    # a good entry, written by the store (what this machine measures does not matter here)
+    recorded = entry_from_measurement(
+        measurement(test_id="test_simple.py::test_mm"),
+        replace(ENV, device_class=device_class),
+        Provenance(),
+        noise=0.02,
+        recorded_at=None,
+    )
+    store = BaselineStore(pytester.path / "baselines")
+    store.update(device_class, [recorded])
+    path = store.file_for(device_class, "test_simple.py::test_mm")
     document = json.loads(path.read_text())
     (data,) = document["entries"].values()
     (data["stats"] if field in data["stats"] else data)[field] = value

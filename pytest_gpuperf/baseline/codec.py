@@ -135,11 +135,11 @@ def entry_to_json(entry: BaselineEntry) -> dict[str, Any]:
     return result
 
 
-def check_entry(data: object, path: Path, key: str) -> None:
+def check_entry(data: object, path: Path, key: str, *, writing: bool = False) -> None:
     """Check one current-version entry against the schema, then the plausibility rules."""
     schema.validate_entry(data, path, key)
     assert isinstance(data, dict)  # the schema said so
-    plausible.check_entry(data, path, key)
+    plausible.check_entry(data, path, key, writing=writing)
 
 
 def entry_from_json(data: object, *, path: Path | str, key: str) -> BaselineEntry:

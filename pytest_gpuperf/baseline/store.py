@@ -224,7 +224,7 @@ class BaselineStore:
                     path, f"{entry.key}: {exc}", json_path=schema.json_path(("entries", entry.key, *exc.parts))
                 ) from None
             # Only new entries need checking: the others passed the checks when the file was read.
-            codec.check_entry(new, path, entry.key)
+            codec.check_entry(new, path, entry.key, writing=True)
             old = merged.get(entry.key)
             kind: ChangeKind = "added" if old is None else "unchanged" if _same(old, new) else "changed"
             merged[entry.key] = new
