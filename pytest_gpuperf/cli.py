@@ -232,8 +232,9 @@ def _cmd_history(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
 
 
 def _cmd_stability(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from pytest_gpuperf.errors import NoChanges
     from pytest_gpuperf.report.results_json import load_results
-    from pytest_gpuperf.stability import NoChanges, assess, render
+    from pytest_gpuperf.stability import assess, render
 
     sessions = []
     for path in args.results:

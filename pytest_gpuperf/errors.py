@@ -58,3 +58,93 @@ class MeasurementTimeout(MeasurementError):
 
 class WorkerError(GpuperfError):
     """The base-ref worker process of ``--gpuperf-compare-ref`` failed."""
+
+
+class ResultsError(GpuperfError):
+    """A results file that cannot be read or written; names the file and the JSON path."""
+
+    def __init__(self, path: Path | str, message: str, *, json_path: str | None = None) -> None:
+        self.path = Path(path)
+        self.json_path = json_path
+        where = f" at {json_path}" if json_path else ""
+        super().__init__(f"results file {self.path}{where}: {message}")
+
+
+class NonFiniteNumberError(GpuperfError, ValueError):
+    """A NaN or infinity where a baseline file needs a JSON number; ``parts`` is its path in the entry.
+
+    A ValueError: the value handed to the codec is wrong, not a file; the store
+    turns it into a BaselineError naming the file it was to be written to.
+    """
+
+    def __init__(self, parts: tuple[str | int, ...], value: float) -> None:
+        from pytest_gpuperf.baseline.schema import json_path  # here: the baseline package imports this module
+
+        self.parts = parts
+        self.value = value
+        where = json_path(parts).replace("$", "entry", 1)
+        super().__init__(f"{where} is {value!r}, which a baseline file cannot store")
+
+
+class HistoryError(GpuperfError):
+    """The baselines folder ``path`` is not in a git repository, or has no history (at ``rev``)."""
+
+    def __init__(self, message: str, *, path: Path | str, rev: str | None = None) -> None:
+        self.path = Path(path)
+        self.rev = rev
+        super().__init__(message)
+
+
+class NoChanges(GpuperfError, ValueError):
+    """The ``sessions`` results hold no time change against a baseline to measure the spread from.
+
+    A ValueError: the results given are valid but cannot answer the question asked of them.
+    """
+
+    def __init__(self, message: str, *, sessions: int) -> None:
+        self.sessions = sessions
+        super().__init__(message)
+
+
+class DdpError(GpuperfError):
+    """A DDP measurement whose ranks could not be launched or failed; names the measurement or step factory."""
+
+    def __init__(self, message: str, *, measurement: str | None = None, factory: object = None) -> None:
+        self.measurement = measurement
+        self.factory = factory
+        prefix = f"{measurement}: " if measurement else f"step factory {factory!r}: " if factory is not None else ""
+        super().__init__(f"{prefix}{message}")
+
+
+class AmpNumericsError(AssertionError):
+    """An autocast ``measurement`` whose result strays from fp32 by more than its tolerance.
+
+    An AssertionError, not a GpuperfError: a wrong result fails the test as a failed
+    assert does, shown by pytest with its type, not turned into a plugin error.
+    """
+
+    def __init__(self, message: str, *, measurement: str, relative_error: float, tolerance: float) -> None:
+        self.measurement = measurement
+        self.relative_error = relative_error
+        self.tolerance = tolerance
+        super().__init__(f"{measurement}: {message}")
+
+
+class NvmlQueryError(GpuperfError):
+    """NVML cannot answer ``query``: no library, no permission, or not supported on this GPU.
+
+    The NVML adapter catches it itself and degrades to a note; it never fails a test.
+    """
+
+    def __init__(self, message: str, *, query: str | None = None) -> None:
+        self.query = query
+        super().__init__(message)
+
+
+class GraphCaptureError(GpuperfError):
+    """The measured ``function`` cannot be captured into a CUDA graph; ``where`` names the tensor at fault."""
+
+    def __init__(self, message: str, *, function: str | None = None, where: str | None = None) -> None:
+        self.function = function
+        self.where = where
+        super().__init__(message)

@@ -429,8 +429,10 @@ def _update_baselines(state: SessionState, results: list[MeasurementResult]) -> 
     """Write entries for this test's measurements; an entry judged unchanged keeps its old bytes.
 
     Except one written before the speed probe existed, where this session has a
-    probe: without one the gate cannot tell a slow machine from slow code for it
-    (speed_probe.py), and the probe must come from the session its samples came from.
+    probe: without one the gate cannot tell a slow machine from slow code for it,
+    and the probe must come from the session its samples came from. A measurement
+    too slow for the samples a verdict needs ("not gated") is not written: it could
+    never be judged against, and the entry it would replace stays.
     """
     __tracebackhide__ = True
     from pytest_gpuperf.baseline import entry_from_measurement
@@ -440,6 +442,10 @@ def _update_baselines(state: SessionState, results: list[MeasurementResult]) -> 
     entries = []
     for r in results:
         old = r.baseline
+        if any(c.kind is Kind.TIME and c.verdict is Verdict.NOT_GATED for c in r.comparisons):
+            if old is not None:
+                entries.append(old)
+            continue
         gains_probe = old is not None and old.speed_probe_ns is None and r.measurement.speed_probe_ns is not None
         if old is not None and r.verdict is Verdict.UNCHANGED and not gains_probe:
             entries.append(old)

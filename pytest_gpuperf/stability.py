@@ -22,6 +22,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from pytest_gpuperf.errors import NoChanges
 from pytest_gpuperf.model import Kind, SessionResults, Verdict
 
 DEFAULT_SLOWDOWN = 0.15  # the smallest slowdown baseline mode aims to catch
@@ -115,10 +116,6 @@ class Stability:
         return spread_upper_bound(self.spread, self.sessions)
 
 
-class NoChanges(ValueError):
-    """The sessions hold no time change against a baseline to measure the spread from."""
-
-
 def time_changes(session: SessionResults) -> dict[str, tuple[str, float]]:
     """Each measurement's time change against its baseline: key -> (metric, change)."""
     out = {}
@@ -144,7 +141,7 @@ def assess(sessions: Sequence[SessionResults]) -> Stability:
             metrics.add(metric)
             by_key.setdefault(key, []).append(change)
     if not by_key:
-        raise NoChanges("no time change against a baseline in these results")
+        raise NoChanges("no time change against a baseline in these results", sessions=len(sessions))
     spreads = tuple(MeasurementSpread(key, tuple(changes)) for key, changes in sorted(by_key.items()))
     return Stability(sessions=counted, metric=", ".join(sorted(metrics)), measurements=spreads)
 

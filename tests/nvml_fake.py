@@ -44,11 +44,11 @@ class FakeNvml:
 
     def _check(self, method: str) -> None:
         if method in self.unsupported:
-            raise NvmlQueryError("Not Supported")
+            raise NvmlQueryError("Not Supported", query=method)
 
     def init(self) -> None:
         if self.init_error is not None:
-            raise NvmlQueryError(self.init_error)
+            raise NvmlQueryError(self.init_error, query="init")
         self.initialized += 1
 
     def shutdown(self) -> None:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pytest_gpuperf.baseline import codec, migrate, schema
 from pytest_gpuperf.baseline.codec import dump_document, entry_from_json, entry_to_json, load_document
 from pytest_gpuperf.baseline.record import entry_from_measurement, thin_evenly
-from pytest_gpuperf.errors import BaselineError
+from pytest_gpuperf.errors import BaselineError, NonFiniteNumberError
 from pytest_gpuperf.model import (
     BaselineEntry,
     Environment,
@@ -144,10 +144,12 @@ def test_round_number(value: float, expected: float) -> None:
 
 def test_non_finite_values_are_refused_with_their_path() -> None:
     entry = make_entry(noise=math.inf)
-    with pytest.raises(ValueError, match=r"entry\.noise is inf"):
+    with pytest.raises(NonFiniteNumberError, match=r"entry\.noise is inf") as info:
         entry_to_json(entry)
-    with pytest.raises(ValueError, match=r"entry\.samples_ns\[2\] is nan"):
+    assert (info.value.parts, info.value.value) == (("noise",), math.inf)
+    with pytest.raises(NonFiniteNumberError, match=r"entry\.samples_ns\[2\] is nan") as info:
         entry_to_json(make_entry(samples_ns=(1.0, 2.0, math.nan)))
+    assert info.value.parts == ("samples_ns", 2)
 
 
 # -- entries from measurements ----------------------------------------------------
@@ -346,17 +348,17 @@ def v1_document() -> dict[str, Any]:
         "entries": {
             KEY: {
                 "stats": {
-                    "count": 3,
+                    "count": 6,
                     "mean_ns": 2000.0,
                     "median_ns": 2000.0,
-                    "p90_ns": 2800.0,
-                    "p99_ns": 2980.0,
+                    "p90_ns": 2750.0,
+                    "p99_ns": 2975.0,
                     "min_ns": 1000.0,
                     "max_ns": 3000.0,
-                    "iqr_ns": 1000.0,
-                    "stdev_ns": 1000.0,
+                    "iqr_ns": 750.0,
+                    "stdev_ns": 707.107,
                 },
-                "samples": [1000.0, 2000.0, 3000.0],
+                "samples": [1000.0, 1500.0, 2000.0, 2000.0, 2500.0, 3000.0],
                 "calls_per_sample": 4,
                 "device": "cuda:0",
                 "timer": "cuda_event",
@@ -374,7 +376,7 @@ def v1_document() -> dict[str, Any]:
 
 def test_version_1_is_migrated_on_read() -> None:
     entry = load_document(json.dumps(v1_document()), PATH)[KEY]
-    assert entry.samples_ns == (1000.0, 2000.0, 3000.0)
+    assert entry.samples_ns == (1000.0, 1500.0, 2000.0, 2000.0, 2500.0, 3000.0)
     assert entry.round_medians_ns == ()
     assert entry.peak_allocated_bytes == 1024 and entry.peak_reserved_bytes == 2048
     assert entry.environment is not None and entry.environment.torch == "2.1.0"

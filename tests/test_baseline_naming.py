@@ -137,7 +137,7 @@ def test_hundreds_of_nasty_ids_stay_inside_the_root(tmp_path: Path) -> None:
 
 
 def entry(key: str) -> BaselineEntry:
-    samples = (1.0, 2.0, 3.0)
+    samples = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
     return BaselineEntry(key, SampleStats.from_samples(samples), samples, 1, "cpu", "perf_counter")
 
 

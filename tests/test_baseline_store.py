@@ -263,7 +263,7 @@ def test_old_version_is_read_and_upgraded_only_by_an_update(store: BaselineStore
         "entries": {
             key: {
                 "stats": json.loads(json.dumps(codec.entry_to_json(entry())["stats"])),
-                "samples": [1.0, 2.0],
+                "samples": [950.0, 1050.0],
                 "calls_per_sample": 1,
                 "device": "cuda:0",
                 "timer": "cuda_event",
@@ -282,13 +282,13 @@ def test_old_version_is_read_and_upgraded_only_by_an_update(store: BaselineStore
     text = json.dumps(old, indent=1)
     path.write_text(text)
     loaded = store.load(CLASS, node_id(entry()), "default")
-    assert loaded is not None and loaded.samples_ns == (1.0, 2.0) and loaded.environment is None
+    assert loaded is not None and loaded.samples_ns == (950.0, 1050.0) and loaded.environment is None
     assert store.validate_tree() == []
     assert path.read_text() == text  # reading never rewrites
     store.update(CLASS, [entry("test_new")])
     upgraded = json.loads(path.read_text())
     assert upgraded["schema_version"] == migrate.CURRENT_VERSION
-    assert upgraded["entries"][key]["samples_ns"] == [1.0, 2.0]
+    assert upgraded["entries"][key]["samples_ns"] == [950.0, 1050.0]
 
 
 # -- interrupted and concurrent writers -------------------------------------------

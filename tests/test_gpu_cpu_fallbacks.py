@@ -70,10 +70,16 @@ def test_cpu_tensor_arguments_are_refused_by_position() -> None:
     # The check only reads tensor.device, so the CUDA target needs no GPU here.
     cuda0 = torch.device("cuda", 0)
     args = (torch.empty(0, device="meta"), [torch.ones(1)])
-    with pytest.raises(GraphCaptureError, match=r"args\[0\] is on meta"):
-        graphs._check_tensors_on(cuda0, args, {})
-    with pytest.raises(GraphCaptureError, match=r"kwargs\['bias'\]\[1\] is on cpu"):
-        graphs._check_tensors_on(cuda0, (), {"bias": (1, torch.ones(1))})
+
+    def step(*_: object) -> None: ...
+
+    with pytest.raises(GraphCaptureError, match=r"args\[0\] is on meta") as info:
+        graphs._check_tensors_on(cuda0, args, {}, step)
+    assert info.value.where == "args[0]" and info.value.function is not None
+    assert info.value.function.endswith("<locals>.step")
+    with pytest.raises(GraphCaptureError, match=r"kwargs\['bias'\]\[1\] is on cpu") as info:
+        graphs._check_tensors_on(cuda0, (), {"bias": (1, torch.ones(1))}, step)
+    assert info.value.where == "kwargs['bias'][1]"
 
 
 @pytest.mark.parametrize(

@@ -294,6 +294,7 @@ def fake_pynvml(*, with_event_api: bool) -> types.ModuleType:
                 raise value
             return value
 
+        fn.__name__ = name  # as pynvml's own functions are named
         return fn
 
     module.NVMLError = FakeNVMLError  # type: ignore[attr-defined]
@@ -352,13 +353,25 @@ def test_backend_probe_end_to_end(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_backend_turns_nvml_errors_into_query_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     module = fake_pynvml(with_event_api=True)
-    module.nvmlDeviceGetPowerManagementLimit = lambda handle: (_ for _ in ()).throw(  # type: ignore[attr-defined]
-        FakeNVMLError("Not Supported")
-    )
+
+    def nvmlDeviceGetPowerManagementLimit(handle: object) -> int:
+        raise FakeNVMLError("Not Supported")
+
+    module.nvmlDeviceGetPowerManagementLimit = nvmlDeviceGetPowerManagementLimit  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "pynvml", module)
-    with pytest.raises(NvmlQueryError, match="Not Supported"):
+    with pytest.raises(NvmlQueryError, match="Not Supported") as info:
         PynvmlBackend().power_limit_mw("handle0")
+    assert info.value.query == "nvmlDeviceGetPowerManagementLimit"  # the query at fault
     assert "power_limit_w" not in probe_device(0)
+
+
+def test_the_fake_names_the_query_it_cannot_answer() -> None:
+    with pytest.raises(NvmlQueryError, match="Not Supported") as info:
+        FakeNvml(unsupported=frozenset({"temperature_c"})).temperature_c(None)
+    assert info.value.query == "temperature_c"
+    with pytest.raises(NvmlQueryError, match="no driver") as info:
+        FakeNvml(init_error="no driver").init()
+    assert info.value.query == "init"
 
 
 def test_backend_keeps_one_nvml_reference_for_the_process(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -102,8 +102,11 @@ def test_wrong_training_path_names_loss_and_gradients(bench: StandaloneBench) ->
 
 
 def test_tight_tolerance_fails_a_correct_bf16_path(bench: StandaloneBench) -> None:
-    with pytest.raises(AmpNumericsError, match="tolerance 1e-07"):
+    with pytest.raises(AmpNumericsError, match="tolerance 1e-07") as info:
         compare_autocast(bench, mlp(), inputs(), dtypes=("bf16",), tolerance=1e-7)
+    error = info.value
+    assert error.measurement == "amp.bf16" and error.tolerance == 1e-7
+    assert error.relative_error > error.tolerance
 
 
 def test_unknown_dtype_is_named(bench: StandaloneBench) -> None:

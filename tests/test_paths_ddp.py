@@ -61,8 +61,9 @@ def test_resolve_factory_names_what_is_wrong(steps_module: ModuleType) -> None:
         resolve_factory("gpuperf_ddp_steps.make_step")
     with pytest.raises(DdpError, match="cannot import 'no_such_module_xyz'"):
         resolve_factory("no_such_module_xyz:f")
-    with pytest.raises(DdpError, match="has no 'nope'"):
+    with pytest.raises(DdpError, match="has no 'nope'") as info:
         resolve_factory("gpuperf_ddp_steps:nope")
+    assert info.value.factory == "gpuperf_ddp_steps:nope" and info.value.measurement is None
 
 
 def test_two_gloo_ranks_are_recorded_with_bandwidth_and_scaling(steps_module: ModuleType) -> None:
@@ -94,5 +95,8 @@ def test_two_gloo_ranks_are_recorded_with_bandwidth_and_scaling(steps_module: Mo
 
 def test_a_failing_rank_is_reported_by_rank(steps_module: ModuleType) -> None:
     # rank 0 then fails too (its peer is gone); the error names the rank that failed first
-    with pytest.raises(DdpError, match=r"ddp\.2ranks: rank 1 failed first: RuntimeError: rank one cannot build"):
+    with pytest.raises(
+        DdpError, match=r"ddp\.2ranks: rank 1 failed first: RuntimeError: rank one cannot build"
+    ) as info:
         run_ddp(StandaloneBench(), "gpuperf_ddp_steps:broken", nprocs=2, steps=1, warmup=0, timeout_s=20)
+    assert info.value.measurement == "ddp.2ranks"

@@ -124,8 +124,9 @@ def test_a_deleted_folder_still_has_its_history(history_repo: tuple[Path, list[s
 
 
 def test_outside_git_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(HistoryError, match="not inside a git repository"):
+    with pytest.raises(HistoryError, match="not inside a git repository") as info:
         collect_history(tmp_path)
+    assert info.value.path == tmp_path
 
 
 @pytest.mark.parametrize(

@@ -71,8 +71,9 @@ def test_assess_pools_the_time_changes_of_each_measurement() -> None:
     text = render(stability)
     assert "4 time changes (time.p50) against baselines in 2 session(s)" in text
     assert "only 2 session(s): the spread is a rough estimate" in text
-    with pytest.raises(NoChanges):
-        assess([_session({"test_new": None})])
+    with pytest.raises(NoChanges) as info:
+        assess([_session({"test_new": None}), _session({})])
+    assert info.value.sessions == 2
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 ``store`` reads and updates the files (``atomic``: locked atomic replacement), ``codec`` maps entries to
 canonical JSON, ``schema`` validates against the shipped JSON Schema,
+``plausible`` refuses schema-valid values no measurement produces,
 ``migrate`` holds the version history, ``naming`` the safe file names,
 ``record`` turns measurements into entries and ``provenance`` reads git.
 """

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_gpuperf.baseline import migrate, schema
-from pytest_gpuperf.errors import BaselineError
+from pytest_gpuperf.baseline import migrate, plausible, schema
+from pytest_gpuperf.errors import BaselineError, NonFiniteNumberError
 from pytest_gpuperf.model import (
     BaselineEntry,
     Environment,
@@ -26,15 +26,6 @@ from pytest_gpuperf.model import (
 
 SIGNIFICANT_DIGITS = 6
 MAX_INT_DIGITS = 300  # any int of up to 300 digits still converts to a finite float
-
-
-class NonFiniteNumberError(ValueError):
-    """A NaN or infinity where the store needs a JSON number; ``parts`` is its path in the entry."""
-
-    def __init__(self, parts: tuple[str | int, ...], value: float) -> None:
-        self.parts = parts
-        where = schema.json_path(parts).replace("$", "entry", 1)
-        super().__init__(f"{where} is {value!r}, which a baseline file cannot store")
 
 
 def round_number(value: float) -> float:
@@ -144,10 +135,17 @@ def entry_to_json(entry: BaselineEntry) -> dict[str, Any]:
     return result
 
 
+def check_entry(data: object, path: Path, key: str, *, writing: bool = False) -> None:
+    """Check one current-version entry against the schema, then the plausibility rules."""
+    schema.validate_entry(data, path, key)
+    assert isinstance(data, dict)  # the schema said so
+    plausible.check_entry(data, path, key, writing=writing)
+
+
 def entry_from_json(data: object, *, path: Path | str, key: str) -> BaselineEntry:
     """Decode one current-version entry; BaselineError names ``path`` and ``$.entries[key]...``."""
-    schema.validate_entry(data, Path(path), key)
-    assert isinstance(data, dict)  # the schema said so
+    check_entry(data, Path(path), key)
+    assert isinstance(data, dict)  # check_entry said so
     return decode_entry(data, key)
 
 
@@ -260,22 +258,24 @@ def parse_json(text: str | bytes, path: Path) -> object:
 def parse_document(
     text: str | bytes, path: Path | str, *, validated: Mapping[str, Any] | None = None
 ) -> migrate.Document:
-    """Parse, validate against its version's schema, migrate to the current version, check the keys.
+    """Parse, validate against its version's schema, migrate to the current version, check the keys
+    and the plausibility of every entry (plausible.py).
 
     ``validated``: current-version entries known to be valid (an earlier parse
-    of the same file); entries identical to one of them skip the schema check,
-    which is most of the cost of re-reading a file another process updated.
+    of the same file); entries identical to one of them skip the checks,
+    which are most of the cost of re-reading a file another process updated.
     """
     path = Path(path)
     document = parse_json(text, path)
     version = migrate.document_version(document, path)
     assert isinstance(document, dict)  # document_version checked it
     entries = document.get("entries")
+    to_check: list[str] | None = None  # None: every entry
     if validated is not None and version == migrate.CURRENT_VERSION and isinstance(entries, dict):
         schema.validate({**document, "entries": {}}, version, path)
-        for key, data in entries.items():
-            if key not in validated or _compact(validated[key]) != _compact(data):
-                schema.validate_entry(data, path, key)
+        to_check = [k for k, data in entries.items() if k not in validated or _compact(validated[k]) != _compact(data)]
+        for key in to_check:
+            schema.validate_entry(entries[key], path, key)
     else:
         schema.validate(document, version, path)
     if version != migrate.CURRENT_VERSION:
@@ -286,6 +286,8 @@ def parse_document(
         raise BaselineError(path, f"module {module!r} contains '::'; it must be a file path", json_path="$.module")
     for key in document["entries"]:
         check_key(key, module, path)
+    for key in document["entries"] if to_check is None else to_check:
+        plausible.check_entry(document["entries"][key], path, key)
     return document
 
 

@@ -1,7 +1,7 @@
 """The git-tracked baseline store: ``<root>/<device class>/<safe module name>.json``.
 
-Reads validate every file and check it sits where its content says it
-belongs. Updates take a file lock beside the JSON file, re-read the file under
+Reads validate every file (schema and plausibility) and check it sits where
+its content says it belongs. Updates take a file lock beside the JSON file, re-read the file under
 it, merge, and replace it atomically (``atomic.py``), so concurrent sessions
 and xdist workers lose nothing and a killed writer leaves the old file whole.
 A corrupt file is never overwritten: the update refuses and names it. Each
@@ -21,7 +21,7 @@ from typing import Literal
 from pytest_gpuperf.baseline import atomic, codec, migrate, schema
 from pytest_gpuperf.baseline.naming import device_class_dir, module_file_name, module_of
 from pytest_gpuperf.baseline.record import entry_from_measurement
-from pytest_gpuperf.errors import BaselineError
+from pytest_gpuperf.errors import BaselineError, NonFiniteNumberError
 from pytest_gpuperf.model import BaselineEntry, measurement_key
 
 __all__ = ["BaselineStore", "EntryChange", "entry_from_measurement"]
@@ -219,12 +219,12 @@ class BaselineStore:
             codec.check_key(entry.key, module, path)
             try:
                 new = codec.entry_to_json(entry)
-            except codec.NonFiniteNumberError as exc:
+            except NonFiniteNumberError as exc:
                 raise BaselineError(
                     path, f"{entry.key}: {exc}", json_path=schema.json_path(("entries", entry.key, *exc.parts))
                 ) from None
-            # Only new entries need checking: the others passed validation when the file was read.
-            schema.validate_entry(new, path, entry.key)
+            # Only new entries need checking: the others passed the checks when the file was read.
+            codec.check_entry(new, path, entry.key, writing=True)
             old = merged.get(entry.key)
             kind: ChangeKind = "added" if old is None else "unchanged" if _same(old, new) else "changed"
             merged[entry.key] = new

@@ -15,7 +15,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pytest_gpuperf.errors import ConfigError, GpuperfError
+from pytest_gpuperf.errors import ConfigError, GraphCaptureError
 
 if TYPE_CHECKING:
     import torch
@@ -47,10 +47,6 @@ _CAUSES: tuple[tuple[tuple[str, ...], str], ...] = (
 )
 
 
-class GraphCaptureError(GpuperfError):
-    """The measured function cannot be captured into a CUDA graph; says why."""
-
-
 def capture(
     fn: Callable[..., object],
     args: Sequence[object],
@@ -70,7 +66,7 @@ def capture(
         raise ConfigError(f"cuda_graph=True needs a CUDA device; this measurement runs on {device}")
     import torch
 
-    _check_tensors_on(device, args, kwargs)
+    _check_tensors_on(device, args, kwargs, fn)
     call_kwargs = dict(kwargs)
     with torch.cuda.device(device):
         side = torch.cuda.Stream()
@@ -90,7 +86,7 @@ def capture(
                 static_output = fn(*args, **call_kwargs)
         except Exception as exc:
             _restore_rng(device, rng_backup)
-            raise GraphCaptureError(_explain(fn, exc)) from exc
+            raise GraphCaptureError(_explain(fn, exc), function=_name(fn)) from exc
         _check_outputs_on(device, static_output, fn)
 
     def replay() -> object:
@@ -126,9 +122,13 @@ def _restore_rng(device: torch.device, backup: torch.Generator | None) -> None:
         generator.graphsafe_set_state(backup)
 
 
+def _name(fn: Callable[..., object]) -> str:
+    return getattr(fn, "__qualname__", repr(fn))
+
+
 def _explain(fn: Callable[..., object], exc: BaseException) -> str:
     text = str(exc)
-    name = getattr(fn, "__qualname__", repr(fn))
+    name = _name(fn)
     for needles, cause in _CAUSES:
         if any(n.lower() in text.lower() for n in needles):
             return f"CUDA graph capture of {name} failed: {cause}. Underlying error: {text.strip()}"
@@ -153,7 +153,9 @@ def _tensors(value: object, path: str) -> Iterator[tuple[str, Any]]:
             yield from _tensors(item, f"{path}[{key!r}]")
 
 
-def _check_tensors_on(device: torch.device, args: Sequence[object], kwargs: Mapping[str, object]) -> None:
+def _check_tensors_on(
+    device: torch.device, args: Sequence[object], kwargs: Mapping[str, object], fn: Callable[..., object]
+) -> None:
     # A CPU tensor argument is not an error for the CUDA API, but its work
     # would run once during capture and never again on replay: refuse it.
     found = [*_tensors(tuple(args), "args"), *_tensors(dict(kwargs), "kwargs")]
@@ -161,19 +163,25 @@ def _check_tensors_on(device: torch.device, args: Sequence[object], kwargs: Mapp
         if tensor.device.type != "cuda":
             raise GraphCaptureError(
                 f"CUDA graph capture needs every tensor argument on the GPU; {where} is on "
-                f"{tensor.device} (its work would run once at capture and never on replay)"
+                f"{tensor.device} (its work would run once at capture and never on replay)",
+                function=_name(fn),
+                where=where,
             )
         if tensor.device.index is not None and device.index is not None and tensor.device != device:
             raise GraphCaptureError(
-                f"CUDA graph capture on {device}: {where} is on {tensor.device}; a graph replays on one device"
+                f"CUDA graph capture on {device}: {where} is on {tensor.device}; a graph replays on one device",
+                function=_name(fn),
+                where=where,
             )
 
 
 def _check_outputs_on(device: torch.device, output: object, fn: Callable[..., object]) -> None:
     for where, tensor in _tensors(output, "output"):
         if tensor.device.type != "cuda":
-            name = getattr(fn, "__qualname__", repr(fn))
+            name = _name(fn)
             raise GraphCaptureError(
                 f"CUDA graph capture of {name}: {where} is a {tensor.device} tensor, so the function "
-                "did CPU work that replay would skip; return GPU tensors only"
+                "did CPU work that replay would skip; return GPU tensors only",
+                function=name,
+                where=where,
             )

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
+from pytest_gpuperf.errors import NvmlQueryError
+
 ClockDomain = Literal["sm", "mem"]
 ClockKind = Literal["current", "applications", "default_applications", "max"]
 
@@ -62,10 +64,6 @@ CLOCK_SPREAD_NOTE = 0.02  # SM clock varying by more than this during a measurem
 LOCK_HINT = "lock them for stable numbers: sudo nvidia-smi -pm 1 && sudo nvidia-smi -lgc <MHz>"
 
 
-class NvmlQueryError(Exception):
-    """NVML cannot answer: no library, no permission, or not supported on this GPU."""
-
-
 class Nvml(Protocol):
     """The part of NVML this module uses. Handles are opaque."""
 
@@ -97,21 +95,21 @@ class PynvmlBackend:
             try:
                 import pynvml
             except ImportError as exc:  # the dependency is declared, but a broken install must not crash
-                raise NvmlQueryError(f"pynvml is not importable ({exc})") from exc
+                raise NvmlQueryError(f"pynvml is not importable ({exc})", query="import pynvml") from exc
             self._nvml = pynvml
         return self._nvml
 
-    def _call(self, fn: Callable[[], T]) -> T:
+    def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)``, an NVML function; its error names it as the query at fault."""
         lib = self._lib()
         try:
-            return fn()
+            return fn(*args)
         except lib.NVMLError as exc:
-            raise NvmlQueryError(str(exc)) from exc
+            raise NvmlQueryError(str(exc), query=getattr(fn, "__name__", repr(fn))) from exc
 
     def _query(self, name: str, *args: Any) -> Any:
         """``pynvml.<name>(*args)``."""
-        lib = self._lib()
-        return self._call(lambda: getattr(lib, name)(*args))
+        return self._call(getattr(self._lib(), name), *args)
 
     def init(self) -> None:
         self._query("nvmlInit")

@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from pytest_gpuperf.errors import AmpNumericsError
 from pytest_gpuperf.model import Measurement
 from pytest_gpuperf.paths import Bench
 from pytest_gpuperf.paths._torch import relative_error, saved_activation_bytes, tensor_leaves
@@ -40,10 +41,6 @@ _MAX_BACKOFFS = 24  # halvings of the fp16 loss scale before the check gives up 
 
 LossFn = Callable[[Any], torch.Tensor]
 OptimizerFactory = Callable[[Any], torch.optim.Optimizer]
-
-
-class AmpNumericsError(AssertionError):
-    """An autocast path whose result strays from fp32 by more than its tolerance."""
 
 
 @dataclass(frozen=True)
@@ -182,8 +179,11 @@ def _check(
     if not error <= tol:
         what = "loss/gradients" if training else "outputs"
         raise AmpNumericsError(
-            f"{name}.{dtype}: autocast {what} differ from fp32 by relative error {error:.3g} "
-            f"> tolerance {tol:g}; the {dtype} path is faster only if it is right"
+            f"autocast {what} differ from fp32 by relative error {error:.3g} "
+            f"> tolerance {tol:g}; the {dtype} path is faster only if it is right",
+            measurement=f"{name}.{dtype}",
+            relative_error=error,
+            tolerance=tol,
         )
     return error
 

@@ -43,7 +43,7 @@ import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, record
 
 from pytest_gpuperf import stats
-from pytest_gpuperf.errors import GpuperfError
+from pytest_gpuperf.errors import DdpError, GpuperfError
 from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import Measurement, Throughput
 from pytest_gpuperf.paths import Bench
@@ -54,10 +54,6 @@ StepFactory = Callable[["RankContext"], Callable[[], object]]
 # All-reduce payload when none is given: large enough to be bandwidth-bound on
 # the device kind (nccl-tests sweeps up to GiBs; 256 MiB is on its plateau).
 DEFAULT_ALLREDUCE_BYTES = {"cpu": 8 * 2**20, "cuda": 256 * 2**20}
-
-
-class DdpError(GpuperfError):
-    """A DDP measurement whose ranks could not be launched or failed."""
 
 
 @dataclass(frozen=True)
@@ -119,17 +115,17 @@ def resolve_factory(factory: str | StepFactory) -> StepFactory:
         return factory
     module_name, sep, attr = factory.partition(":")
     if not sep or not module_name or not attr:
-        raise DdpError(f"step factory {factory!r}: expected 'module:function'")
+        raise DdpError("expected 'module:function'", factory=factory)
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise DdpError(f"step factory {factory!r}: cannot import {module_name!r}: {exc}") from exc
+        raise DdpError(f"cannot import {module_name!r}: {exc}", factory=factory) from exc
     try:
         found = getattr(module, attr)
     except AttributeError:
-        raise DdpError(f"step factory {factory!r}: module {module_name!r} has no {attr!r}") from None
+        raise DdpError(f"module {module_name!r} has no {attr!r}", factory=factory) from None
     if not callable(found):
-        raise DdpError(f"step factory {factory!r} is not callable")
+        raise DdpError(f"{attr!r} is not callable", factory=factory)
     return found
 
 
@@ -232,7 +228,7 @@ def _launch(
         try:
             results = elastic_launch(config, _rank_main)(dataclasses.replace(spec, error_dir=error_dir))
         except ChildFailedError as exc:
-            raise DdpError(f"{name}: {_root_cause(error_dir, exc)}") from exc
+            raise DdpError(_root_cause(error_dir, exc), measurement=name) from exc
     return next((r for r in results.values() if r is not None), None)
 
 
@@ -360,8 +356,8 @@ def run_ddp(
         raise ValueError(f"nprocs and nnodes must be >= 1, got nprocs={nprocs}, nnodes={nnodes}")
     if device.type == "cuda" and nprocs > torch.cuda.device_count():
         raise DdpError(
-            f"ddp.{world}ranks: {nprocs} ranks per node need {nprocs} GPUs, "
-            f"this node has {torch.cuda.device_count()}"
+            f"{nprocs} ranks per node need {nprocs} GPUs, this node has {torch.cuda.device_count()}",
+            measurement=name or f"ddp.{world}ranks",
         )
     backend = backend or ("nccl" if device.type == "cuda" else "gloo")
     name = name or f"ddp.{world}ranks"
@@ -395,7 +391,7 @@ def run_ddp(
     def remeasure() -> Measurement:
         again = launch()
         if again is None:
-            raise DdpError(f"{name}: re-measure ran rank 0 on another node")
+            raise DdpError("re-measure ran rank 0 on another node", measurement=name)
         return again[0]
 
     # A re-measure relaunches every rank; with several nodes that needs them all, so only one node.

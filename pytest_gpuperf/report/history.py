@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pytest_gpuperf.baseline.codec import load_document
-from pytest_gpuperf.errors import BaselineError, GpuperfError
+from pytest_gpuperf.errors import BaselineError, HistoryError
 from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import BaselineEntry
 from pytest_gpuperf.report.rows import plural
@@ -26,10 +26,6 @@ from pytest_gpuperf.report.units import format_change, format_time
 
 DEFAULT_THRESHOLD = 0.10
 DEFAULT_PERSIST = 1
-
-
-class HistoryError(GpuperfError):
-    """The baselines folder is not in a git repository, or has no history."""
 
 
 @dataclass(frozen=True)
@@ -106,12 +102,12 @@ def _repo(baselines: Path) -> tuple[Any, PurePosixPath]:
     try:
         repo = git.Repo(start, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        raise HistoryError(f"{baselines} is not inside a git repository") from None
+        raise HistoryError(f"{baselines} is not inside a git repository", path=baselines) from None
     top = Path(repo.working_tree_dir or ".").resolve()
     try:
         relative = baselines.resolve().relative_to(top)
     except ValueError:
-        raise HistoryError(f"{baselines} is outside the repository at {top}") from None
+        raise HistoryError(f"{baselines} is outside the repository at {top}", path=baselines) from None
     return repo, PurePosixPath(relative.as_posix())
 
 
@@ -145,9 +141,9 @@ def collect_history(
     try:
         commits = list(repo.iter_commits(rev, paths=path_filter, reverse=True))
     except Exception as exc:  # GitCommandError on an unknown rev or an empty repository
-        raise HistoryError(f"cannot list the commits of {folder} at {rev}: {exc}") from None
+        raise HistoryError(f"cannot list the commits of {folder} at {rev}: {exc}", path=folder, rev=rev) from None
     if not commits:
-        raise HistoryError(f"no commit touches {folder}")
+        raise HistoryError(f"no commit touches {folder}", path=folder, rev=rev)
     parsed: dict[str, dict[str, BaselineEntry]] = {}  # by blob sha: unchanged files are read once
     skipped: list[str] = []
     points: dict[tuple[str, str], list[Point]] = {}

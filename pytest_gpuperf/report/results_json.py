@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 import jsonschema.exceptions
 
-from pytest_gpuperf.errors import GpuperfError
+from pytest_gpuperf.errors import ResultsError
 from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import SessionResults
 from pytest_gpuperf.report import codec
@@ -29,16 +29,6 @@ FORMAT = "pytest-gpuperf-results"
 # (the rules that reached its verdict), and the verdict "not gated". Files of version 1 are read
 # by adding both (``_upgrade``).
 SCHEMA_VERSION = 2
-
-
-class ResultsError(GpuperfError):
-    """A results file that cannot be read or written; names the file and the JSON path."""
-
-    def __init__(self, path: Path | str, message: str, *, json_path: str | None = None) -> None:
-        self.path = Path(path)
-        self.json_path = json_path
-        where = f" at {json_path}" if json_path else ""
-        super().__init__(f"results file {self.path}{where}: {message}")
 
 
 @cache

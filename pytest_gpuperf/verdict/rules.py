@@ -52,21 +52,24 @@ def _other_class(there: str, here: str) -> str:
 
 @dataclass(frozen=True)
 class MinimumSamples:
-    """A time verdict needs ``settings.min_samples`` independent readings on each side."""
+    """A time verdict needs ``settings.min_samples`` independent readings on each side; so does a baseline.
+
+    First in the time list: a measurement too slow for the samples a verdict needs is
+    "not gated" whatever its reference, and a baseline is never written from one.
+    """
 
     name: str = "minimum-samples"
 
     def apply(self, case: Case, draft: Comparison) -> Step | None:
         ev = case.evidence
-        if ev is None:
-            return None
         needed = case.settings.min_samples
-        have = min(ev.readings, ev.reference_readings)
-        if have >= needed:
+        have = ev.readings if ev is not None else case.measurement.stats.count
+        reference = ev.reference_readings if ev is not None else needed
+        if min(have, reference) >= needed:
             return None
-        side = "this run" if ev.readings <= ev.reference_readings else f"the {case.reference_label}"
+        side = "this run" if have <= reference else f"the {case.reference_label}"
         return Step(
-            f"not gated: {side} has {have} sample(s), fewer than the {needed} a verdict needs "
+            f"not gated: {side} has {min(have, reference)} sample(s), fewer than the {needed} a verdict needs "
             "(each call is slow: raise --gpuperf-time-limit, or measure a smaller step)",
             Verdict.NOT_GATED,
             final=True,

@@ -45,17 +45,17 @@ class GuardRules:
 def baseline_rules(guard: GuardRules = GuardRules()) -> RuleSet:
     """Against a stored baseline: its recorded noise raises the threshold; the host guard judges the host."""
     return RuleSet(
-        time=(Reference(), MinimumSamples(), NoiseFloor(), Significance(), *guard.time, Health()),
+        time=(MinimumSamples(), Reference(), NoiseFloor(), Significance(), *guard.time, Health()),
         memory=(Reference(), MemoryGrowth()),
         metric=(MetricBounds(), Reference(), MetricTolerance(), *guard.metric),
-        confirmation=(Reference(), MinimumSamples(), NoiseFloor(), Significance(), *guard.time, Health()),
+        confirmation=(MinimumSamples(), Reference(), NoiseFloor(), Significance(), *guard.time, Health()),
     )
 
 
 def compare_ref_rules(guard: GuardRules = GuardRules()) -> RuleSet:
     """Head and base interleaved in one run: no recorded noise, no frozen number to distrust."""
     return RuleSet(
-        time=(Reference(), MinimumSamples(), Significance(), Health()),
+        time=(MinimumSamples(), Reference(), Significance(), Health()),
         memory=(Reference(), MemoryGrowth()),
         metric=(MetricBounds(), Reference(), MetricTolerance()),
         confirmation=(Significance(), ConfirmOnly(), Health()),
