@@ -22,6 +22,7 @@ from pytest_gpuperf.errors import ConfigError, GpuperfError, GpuperfWarning
 from pytest_gpuperf.fixture import GpuBench
 from pytest_gpuperf.model import (
     Environment,
+    Kind,
     MeasurementResult,
     Provenance,
     SessionResults,
