@@ -40,4 +40,4 @@ def failure_message(result: MeasurementResult, device: str) -> str:
         where += f" (baseline device: {base.environment.device_name})"
     lines.append(where)
     lines.append(f"  baseline commit: {commit[:12] if commit else 'unknown'}")
-    return plain("\n".join(lines))
+    return plain("\n".join(lines), keep_newlines=True)  # control characters go, the lines stay
