@@ -77,12 +77,9 @@ class NonFiniteNumberError(GpuperfError, ValueError):
     turns it into a BaselineError naming the file it was to be written to.
     """
 
-    def __init__(self, parts: tuple[str | int, ...], value: float) -> None:
-        from pytest_gpuperf.baseline.schema import json_path  # here: the baseline package imports this module
-
+    def __init__(self, parts: tuple[str | int, ...], value: float, *, where: str) -> None:
         self.parts = parts
         self.value = value
-        where = json_path(parts).replace("$", "entry", 1)
         super().__init__(f"{where} is {value!r}, which a baseline file cannot store")
 
 

@@ -104,6 +104,9 @@ def test_failure_message_names_everything_and_the_rules() -> None:
     assert "evidence: ratio 1.5" in text and "threshold: 10.0%" in text
     assert "[significance] +50.0% is above the threshold 10.0%" in text and "-> regression" in text
     assert "device: cpu" in text and "baseline commit: abc123" in text
+    lines = text.splitlines()  # one fact per line, as pytest shows it
+    assert lines[0] == "performance regression in t.py::test_a::default"
+    assert "  time.p50: 999.2 ns -> 1.499 us (+50.0%)" in lines and lines[-2].startswith("  device: cpu")
 
 
 def test_the_failure_message_keeps_its_lines_and_strips_control_characters() -> None:

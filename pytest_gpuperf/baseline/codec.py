@@ -37,7 +37,7 @@ def canonical(value: Any, parts: tuple[str | int, ...] = ()) -> Any:
     """A JSON-ready copy of ``value`` with every float rounded; ints, bools, strings and None unchanged."""
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise NonFiniteNumberError(parts, value)
+            raise NonFiniteNumberError(parts, value, where=schema.json_path(parts).replace("$", "entry", 1))
         return round_number(value)
     if isinstance(value, Mapping):
         return {str(k): canonical(v, (*parts, str(k))) for k, v in value.items()}
