@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -42,6 +43,8 @@ DEFAULT_CONFIDENCE = 0.95
 DEFAULT_BASELINE_DIR = "baselines"
 
 CALIBRATE_CHOICES = ("on", "off")
+DEVICE_SPEC = re.compile(r"auto|cpu|cuda(?::(?P<index>\d+))?")
+DEVICE_CHOICES = '"auto", "cpu", "cuda" or "cuda:N"'
 MODES = ("smoke", "baseline", "compare-ref", "update")
 
 
@@ -107,7 +110,7 @@ class GateSettings:
         for name in ("threshold", "memory_threshold", "noise_multiplier"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise ConfigError(f"GateSettings.{name} must be a finite number >= 0, got {value!r}")
+                raise ConfigError(f"{name} must be a finite number >= 0, got {value!r}")
         if self.fast_end_quantile is not None and not 0 < self.fast_end_quantile < 0.5:
             raise ConfigError(f"GateSettings.fast_end_quantile must be in (0, 0.5), got {self.fast_end_quantile}")
         if not 0.5 <= self.confidence < 1.0:
@@ -157,6 +160,8 @@ class GpuperfConfig:
     pin_cpu: str = "auto"  # "auto", "off" or a CPU number (host/cpu/pinning.py)
 
     def __post_init__(self) -> None:
+        if DEVICE_SPEC.fullmatch(self.device.strip().lower()) is None:
+            raise ConfigError(f"--gpuperf-device: unknown device {self.device!r}; use {DEVICE_CHOICES}")
         try:
             object.__setattr__(self, "metric", Statistic.parse(self.metric))
         except ValueError as exc:

@@ -356,15 +356,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """In compare-ref mode, start the base worker now, so it imports and collects while we do."""
+    """Start the engine once perf tests are collected: a device that cannot be used is a usage error.
+
+    In compare-ref mode the base worker starts now too, so it imports and collects while we do.
+    """
     state = session.config.stash.get(STATE_KEY, None)
-    if state is None or not state.config.compare_ref or state.worker is not None:
+    if state is None:
         return
     perf_items = [i for i in session.items if "gpu_bench" in getattr(i, "fixturenames", ())]
     if not perf_items:
         return
     try:
-        state.ensure_started().start([i.nodeid for i in perf_items])
+        engine = state.ensure_started()
+        if state.config.compare_ref and state.worker is None:
+            engine.start([i.nodeid for i in perf_items])
     except GpuperfError as exc:
         raise pytest.UsageError(str(exc)) from None
 

@@ -78,3 +78,28 @@ def test_confirm_pairs_is_off_or_enough_for_a_spread() -> None:
     for bad in (-1, 1, 2):
         with pytest.raises(ConfigError, match=r"--gpuperf-confirm-pairs must be 0 .*or at least 3"):
             GpuperfConfig(confirm_pairs=bad)
+
+
+def test_a_device_spelled_wrong_is_named_at_configuration() -> None:
+    with pytest.raises(ConfigError, match=r"--gpuperf-device: unknown device 'gpu'"):
+        GpuperfConfig(device="gpu")
+    assert GpuperfConfig(device="cuda:1").device == "cuda:1"
+
+
+def test_a_marker_value_out_of_range_names_the_keyword() -> None:
+    opts = MarkerOptions.from_kwargs({"threshold": -1}, test_id="t.py::t")
+    with pytest.raises(ConfigError, match=r"t.py::t: @pytest.mark.gpuperf: threshold must be a finite number >= 0"):
+        resolve(GpuperfConfig(enabled=True), opts, test_id="t.py::t")
+
+
+def test_a_bad_or_unusable_device_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    import torch
+
+    pytester.makepyfile(test_d="def test_d(gpu_bench):\n    gpu_bench(lambda: None)\n")
+    bad = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-device=gpu", "-p", "no:cacheprovider")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--gpuperf-device: unknown device 'gpu'*"])
+    if not torch.cuda.is_available():
+        absent = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-device=cuda", "-p", "no:cacheprovider")
+        assert absent.ret == pytest.ExitCode.USAGE_ERROR
+        absent.stderr.fnmatch_lines(["*--gpuperf-device=cuda: CUDA is not available*"])

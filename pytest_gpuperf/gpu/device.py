@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
+from pytest_gpuperf.config import DEVICE_CHOICES, DEVICE_SPEC
 from pytest_gpuperf.errors import ConfigError
 
 if TYPE_CHECKING:
     import torch
 
-_CUDA_SPEC = re.compile(r"cuda(?::(?P<index>\d+))?")
-ACCEPTED = '"auto", "cpu", "cuda" or "cuda:N"'
 
 
 def resolve_device(spec: str) -> torch.device:
@@ -29,9 +27,9 @@ def resolve_device(spec: str) -> torch.device:
         if torch.cuda.is_available():
             return torch.device("cuda", torch.cuda.current_device())
         return torch.device("cpu")
-    match = _CUDA_SPEC.fullmatch(text)
+    match = DEVICE_SPEC.fullmatch(text)
     if match is None:
-        raise ConfigError(f"--gpuperf-device: unknown device {spec!r}; use {ACCEPTED}")
+        raise ConfigError(f"--gpuperf-device: unknown device {spec!r}; use {DEVICE_CHOICES}")
     if not torch.cuda.is_available():
         raise ConfigError(
             f"--gpuperf-device={spec}: CUDA is not available "
