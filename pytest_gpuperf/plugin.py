@@ -132,6 +132,9 @@ class SessionState:
 BENCH_KEY = pytest.StashKey[GpuBench]()
 
 
+_INI_OPTIONS: set[str] = set()  # options with an ini twin of the same name (gpuperf_threshold ...)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("gpuperf", "GPU performance regression testing (pytest-gpuperf)")
 
@@ -139,7 +142,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest = name.removeprefix("--").replace("-", "_")
         group.addoption(name, dest=dest, **kwargs)
         if ini:
+            assert ini == dest, f"{name}: the ini key is the option's dest"
             parser.addini(ini, help=kwargs.get("help", ""), type=ini_type)  # type: ignore[arg-type]
+            _INI_OPTIONS.add(ini)
 
     add("--gpuperf", action="store_true", default=False,
         help="measure perf tests and gate them against baselines (without it: one smoke call each)")
@@ -212,6 +217,15 @@ def _value(config: pytest.Config, dest: str, ini: str | None, default: Any, conv
             except ValueError:
                 raise pytest.UsageError(f"ini value {ini} = {raw!r} is not valid") from None
     return default
+
+
+def _name_ini_keys(message: str, config: pytest.Config) -> str:
+    """``message`` naming the ini key, not the option, for each value that came from the ini file."""
+    for name in _INI_OPTIONS:
+        option = "--gpuperf-" + name.removeprefix("gpuperf_").replace("_", "-")
+        if config.getoption(name) is None and config.getini(name) not in (None, "", []):
+            message = message.replace(option, f"{name} (ini)")
+    return message
 
 
 def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
@@ -320,7 +334,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         gp = build_config(config)
     except ConfigError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise pytest.UsageError(_name_ini_keys(str(exc), config)) from None
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
     worker = WorkerInfo.from_workerinput(getattr(config, "workerinput", None))
     early = config.stash.get(EARLY_BASE_KEY, None)
@@ -353,6 +367,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 cfg.MarkerOptions.from_kwargs(mark.kwargs, test_id=item.nodeid)
             except ConfigError as exc:
                 raise pytest.UsageError(str(exc)) from None
+            if "remeasures" in mark.kwargs:
+                warnings.warn(pytest.PytestDeprecationWarning(
+                    f"{item.nodeid}: @pytest.mark.gpuperf(remeasures=...) is now remeasure=..., as the option "
+                    "--gpuperf-remeasure; the old spelling still works"), stacklevel=1)  # fmt: skip
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -103,3 +103,23 @@ def test_a_bad_or_unusable_device_is_a_usage_error(pytester: pytest.Pytester) ->
         absent = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-device=cuda", "-p", "no:cacheprovider")
         assert absent.ret == pytest.ExitCode.USAGE_ERROR
         absent.stderr.fnmatch_lines(["*--gpuperf-device=cuda: CUDA is not available*"])
+
+
+def test_an_ini_value_out_of_range_names_the_ini_key(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ngpuperf_threshold = 50\n")
+    pytester.makepyfile(test_d="def test_d():\n    pass\n")
+    result = pytester.runpytest_subprocess("--gpuperf", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*gpuperf_threshold (ini) must be a fraction like 0.1, got 50.0*"])
+    on_the_command_line = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-threshold=50", "-p", "no:cacheprovider")
+    on_the_command_line.stderr.fnmatch_lines(["*--gpuperf-threshold must be a fraction like 0.1, got 50.0*"])
+
+
+def test_the_old_marker_spelling_warns_that_it_is_deprecated(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_old="import pytest\n\n@pytest.mark.gpuperf(remeasures=2)\ndef test_old(gpu_bench):\n"
+                 "    gpu_bench(lambda: None)\n"
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(["*remeasures=...) is now remeasure=...*"])
