@@ -29,9 +29,8 @@ from pytest_gpuperf.stopping import Progress, Stop, StoppingRule
 MIN_PAIRS = 8  # a 95% CI of a median needs >= 6 pairs; 8 leave room for two straddling ones
 ROUNDS_PER_BUDGET = 80  # a round is max_time / this, clamped below
 MIN_ROUND_S = 0.005
-# Short, so that most pairs fall inside one speed state of a shared runner: on the
-# 2-core runner one workload ran at 640 us or at 1000-1250 us in states of 50 ms to
-# several seconds (docs/detection.md).
+# Short, so that most pairs fall inside one speed state of a shared runner, whose speed
+# changes in steps lasting tens of milliseconds to seconds.
 MAX_ROUND_S = 0.025
 
 # One round of about ``budget_s`` seconds on one side: its per-call samples, or None

@@ -1,7 +1,7 @@
 """Scratch folders (and worktrees) of killed runs: each records its owner, the next run removes the orphans.
 
-A compare-ref run makes ``<tmp>/gpuperf-ref-XXXX/`` (the base's worktree, the
-workers' logs and basetemps) and a fresh re-measure ``<tmp>/gpuperf-remeasure-XXXX/``.
+A compare-ref run makes ``<tmp>/gpuperf-ref-*/`` (the base's worktree, the
+workers' logs and basetemps) and a fresh re-measure ``<tmp>/gpuperf-remeasure-*/``.
 Each gets ``owner.json`` before anything else is put in it: the pid of the process
 that made it and that process's start time (a pid is reused, a pid with its start
 time is not), and for a worktree the repository it belongs to. A run killed
