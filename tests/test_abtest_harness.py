@@ -49,7 +49,8 @@ def test_spin(gpu_bench, tmp_path):
 # checkout in front of sys.path during the worker's start-up (pytest's python_path plugin).
 INCOMPATIBLE_COPY = {
     "pytest_gpuperf/__init__.py": 'raise ImportError("the base commit\'s own pytest_gpuperf was imported")\n',
-    "pytest.ini": "[pytest]\npythonpath = .\n",
+    # and warnings are errors, as in many projects: the worker's start-up must raise none
+    "pytest.ini": "[pytest]\npythonpath = .\nfilterwarnings = error\n",
 }
 
 

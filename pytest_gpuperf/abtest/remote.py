@@ -85,6 +85,9 @@ def worker_argv(launch: WorkerLaunch) -> list[str]:
         # the same core as the head's rounds (or none): see host/cpu/pinning.py
         f"--gpuperf-pin-cpu={'off' if launch.pin_cpu is None else launch.pin_cpu}",
         "--continue-on-collection-errors", "-q",
+        # the launcher imports the head's plugin before pytest starts (one harness), so pytest
+        # cannot rewrite its asserts and says so; under filterwarnings=error that would end the worker
+        "-W", "ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning",
         f"--basetemp={launch.basetemp}",
         *present,
     ]  # fmt: skip
