@@ -216,6 +216,109 @@ class ProfileSummary:
 
 
 @dataclass(frozen=True)
+class OpStat:
+    """One operator or kernel of a profiled call, averaged per measured call."""
+
+    name: str  # the real name: "aten::mm", a cuBLAS or Triton kernel's name
+    kind: Literal["operator", "kernel"]
+    calls: float  # occurrences per measured call (2.0: launched twice per call)
+    host_ns: float  # self CPU time per measured call
+    device_ns: float = 0.0  # self device time per measured call (0 on the CPU)
+
+
+@dataclass(frozen=True)
+class OpProfile:
+    """A compact torch.profiler table of one measured call: what a baseline entry keeps.
+
+    ``host_ns`` is the CPU time of the whole call (Python, dispatch, launches);
+    ``device_ns`` the summed kernel time of one call, on CUDA only. The ops
+    are the top ones by time, a bounded list (a few KB in a baseline file).
+    """
+
+    device_type: str  # "cpu" or "cuda"
+    profiled_calls: int
+    host_ns: float
+    device_ns: float | None = None
+    ops: tuple[OpStat, ...] = ()
+    torch: str | None = None
+
+    @property
+    def on_device(self) -> bool:
+        return self.device_type == "cuda"
+
+
+@dataclass(frozen=True)
+class OpChange:
+    """One row of a differential profile: an op on both sides, or on one."""
+
+    name: str
+    kind: Literal["operator", "kernel"]
+    base: OpStat | None  # None: it appeared
+    head: OpStat | None  # None: it disappeared
+    on_device: bool  # ranked by device time (CUDA) or host time (CPU)
+
+    @property
+    def status(self) -> Literal["appeared", "disappeared", "changed"]:
+        if self.base is None:
+            return "appeared"
+        if self.head is None:
+            return "disappeared"
+        return "changed"
+
+    def _time(self, stat: OpStat | None) -> float:
+        if stat is None:
+            return 0.0
+        return stat.device_ns if self.on_device else stat.host_ns
+
+    @property
+    def base_ns(self) -> float:
+        return self._time(self.base)
+
+    @property
+    def head_ns(self) -> float:
+        return self._time(self.head)
+
+    @property
+    def delta_ns(self) -> float:
+        """Change in time per measured call, head minus base: what the diff ranks by."""
+        return self.head_ns - self.base_ns
+
+    @property
+    def calls_changed(self) -> bool:
+        base = self.base.calls if self.base else 0.0
+        head = self.head.calls if self.head else 0.0
+        return abs(head - base) >= 0.5
+
+
+@dataclass(frozen=True)
+class ProfileDiff:
+    """Why a confirmed time regression got slower: the head's profile against the base's.
+
+    ``base`` is None when the reference has no profile (a baseline entry
+    written before profiles were stored): ``changes`` then lists the head's
+    top ops alone and ``note`` says so.
+    """
+
+    head: OpProfile
+    base: OpProfile | None
+    base_label: str  # "baseline abc1234", "ref main (abc1234)"
+    changes: tuple[OpChange, ...] = ()  # ranked by |delta_ns|, largest first
+    head_trace: str | None = None  # Chrome traces written beside the reports
+    base_trace: str | None = None
+    note: str = ""
+
+    @property
+    def host_delta_ns(self) -> float | None:
+        return None if self.base is None else self.head.host_ns - self.base.host_ns
+
+    @property
+    def device_delta_ns(self) -> float | None:
+        if self.base is None or self.head.device_ns is None or self.base.device_ns is None:
+            return None
+        return self.head.device_ns - self.base.device_ns
+
+
+@dataclass(frozen=True)
 class Measurement:
     """One named measurement of one test: the raw samples and everything known about them."""
 
@@ -241,7 +344,8 @@ class Measurement:
     unstable_reason: str | None = None
     notes: tuple[str, ...] = ()
     health: Mapping[str, object] = field(default_factory=dict)
-    profile: ProfileSummary | None = None
+    profile: ProfileSummary | None = None  # --gpuperf-profile's capture
+    op_profile: OpProfile | None = None  # the compact table a baseline entry keeps (update mode)
 
     @property
     def key(self) -> str:
@@ -281,6 +385,7 @@ class BaselineEntry:
     environment: Environment | None = None
     provenance: Provenance = field(default_factory=Provenance)
     recorded_at: str | None = None  # ISO 8601 time of the run that wrote it
+    profile: OpProfile | None = None  # the call's profile when written: the base of a later diff
 
 
 @dataclass(frozen=True)
@@ -330,6 +435,7 @@ class MeasurementResult:
     comparisons: tuple[Comparison, ...] = ()
     baseline: BaselineEntry | None = None
     outcome: str = "passed"  # the test's pytest outcome: passed, failed, error
+    profile_diff: ProfileDiff | None = None  # on a confirmed time regression (profiling/diff.py)
 
     @property
     def verdict(self) -> Verdict:

@@ -1,0 +1,97 @@
+"""The differential profile: which operators and kernels a regression changed.
+
+Both sides are compact per-call tables (``OpProfile``). Ops are matched by
+kind and name; one seen on a side only appeared or disappeared. Rows are
+ranked by how much their time per measured call changed (device time on
+CUDA, CPU time on the CPU), so the op responsible for a slowdown comes first
+whether it got slower, was added, or is now called twice.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pytest_gpuperf.model import OpChange, OpProfile, OpStat, ProfileDiff
+
+# Below this share of the head's total, a change is profiler jitter, not a cause.
+NEGLIGIBLE_SHARE = 0.005
+SHORT_NAME = 80
+_QUALIFIER = re.compile(r"\b(?:[A-Za-z_]\w*::)+")
+
+
+def diff_profiles(
+    head: OpProfile,
+    base: OpProfile | None,
+    *,
+    base_label: str,
+    head_trace: str | None = None,
+    base_trace: str | None = None,
+    note: str = "",
+) -> ProfileDiff:
+    """Rank the ops of ``head`` against ``base`` (or list the head's alone when there is no base)."""
+    on_device = head.on_device
+    if base is None:
+        rows = [OpChange(s.name, s.kind, None, s, on_device) for s in head.ops]
+        rows.sort(key=lambda c: c.head_ns, reverse=True)
+        return ProfileDiff(
+            head=head, base=None, base_label=base_label, changes=tuple(rows),
+            head_trace=head_trace, base_trace=base_trace,
+            note=note or f"{base_label} has no stored profile: the head's top operators alone",
+        )  # fmt: skip
+    before = {(s.kind, s.name): s for s in base.ops}
+    after = {(s.kind, s.name): s for s in head.ops}
+    total = (head.device_ns if on_device else head.host_ns) or 0.0
+    rows = []
+    for key in dict.fromkeys([*after, *before]):
+        change = OpChange(key[1], key[0], before.get(key), after.get(key), on_device)
+        if change.calls_changed or abs(change.delta_ns) > NEGLIGIBLE_SHARE * total:
+            rows.append(change)
+    rows.sort(key=lambda c: abs(c.delta_ns), reverse=True)
+    return ProfileDiff(
+        head=head, base=base, base_label=base_label, changes=tuple(rows),
+        head_trace=head_trace, base_trace=base_trace, note=note,
+    )  # fmt: skip
+
+
+def short_name(name: str, limit: int = SHORT_NAME) -> str:
+    """A readable op name: return type, parameter list and nested template arguments dropped.
+
+    ``void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>,
+    at::detail::Array<char*, 3> >(int, ...)`` becomes
+    ``at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<…>, at::detail::Array<…> >``:
+    the first level of template arguments names the kernel, deeper ones rarely
+    do. ``aten::mm`` stays as it is; what is still too long is cut in the middle.
+    """
+    # Hand-written: demangled C++ names nest brackets, which no regular expression matches.
+    short = name.strip().removeprefix("void ").replace("(anonymous namespace)::", "")
+    out: list[str] = []
+    depth = parens = 0  # template depth; open parentheses of a parameter list being skipped
+    for ch in short:
+        if parens or (ch == "(" and depth == 0):
+            parens += {"(": 1, ")": -1}.get(ch, 0)
+            continue
+        if ch == "<":
+            depth += 1
+            if depth == 2:
+                out.append("<…")
+        elif ch == ">":
+            depth -= 1
+            if depth == 1:
+                out.append(">")
+                continue
+        if depth < 2 and not (ch == "<" and depth == 2):
+            out.append(ch)
+    short = "".join(out).strip()
+    if len(short) > limit and "<" in short:  # namespaces inside the template arguments go first
+        head, _, args = short.partition("<")
+        short = f"{head}<{_QUALIFIER.sub('', args)}"
+    if len(short) <= limit:
+        return short
+    keep = (limit - 1) // 2
+    return f"{short[:keep]}…{short[-(limit - 1 - keep) :]}"
+
+
+def calls_text(stat: OpStat | None) -> str:
+    if stat is None:
+        return "0"
+    return f"{stat.calls:g}"
