@@ -6,41 +6,12 @@ import json
 
 import pytest
 
-PERF_TEST = """
-import os
-import torch
-
-REPS = int(os.environ.get("DEMO_REPS", "4"))
-A = torch.randn(192, 192) / 14  # keeps tanh out of saturation
-
-def work():
-    x = A
-    for _ in range(REPS):
-        x = torch.tanh(x @ A)
-    return x
-
-def test_matmul(gpu_bench):
-    result = gpu_bench(work)
-    assert result.stats.count >= 1
-
-def test_unit_still_runs():
-    assert work().shape == (192, 192)
-"""
-
-# A generous threshold keeps the unchanged rerun quiet on a loaded 2-core CI machine;
-# the planted tripling of the work is far above it and above this VM's spread between
-# processes (the same code ran up to 1.8x apart in two processes; with +50% work this test
-# sometimes read "unchanged"). Detection quality is measured in benchmarks/, not here.
-GATE = ["--gpuperf-threshold=0.25", "--gpuperf-min-time=0.1", "--gpuperf-max-time=0.6", "-p", "no:cacheprovider"]
+from tests.perf_project import GATE, make_project
 
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makepyfile(test_perf=PERF_TEST)
-    # one torch thread, as the README advises for shared CPU runners (CI machines are shared)
-    pytester.makeconftest("import torch\ntorch.set_num_threads(1)\n")
-    pytester.makeini("[pytest]\n")
-    return pytester
+    return make_project(pytester)
 
 
 def test_smoke_mode_calls_once_and_writes_nothing(project: pytest.Pytester) -> None:
