@@ -13,6 +13,7 @@ Strings are returned raw: each renderer makes them inert for its medium
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from pytest_gpuperf.model import OpChange, OpStat, ProfileDiff
@@ -21,6 +22,7 @@ from pytest_gpuperf.report.units import format_change, format_time
 
 TOP_LINES = 3  # rows in the failure message and the terminal: the culprit is almost always first
 PERFETTO = "https://ui.perfetto.dev"
+UNCHANGED_OPS = f"no operator or kernel changed by more than {NEGLIGIBLE_SHARE:.1%} of the call"
 _SIDE_TEXT = {
     "host": "the slowdown is host-side (launch overhead, Python)",
     "device": "the slowdown is on the device (kernel time)",
@@ -111,6 +113,25 @@ def split_text(diff: ProfileDiff) -> str | None:
     return f"{text}: {_SIDE_TEXT[side]}" if side else text
 
 
+def sentence(text: str) -> str:
+    """``text`` with a capital first letter and a full stop, for prose reports."""
+    return f"{text[:1].upper()}{text[1:]}." if text else ""
+
+
+def headline(diff: ProfileDiff, name: Callable[[str], str] = str) -> str | None:
+    """The diff in a few words, for a collapsed section's title: ``host-side, +41.00 us`` or the top row.
+
+    ``name`` renders the top op's (shortened) name, as code in a page; the rest of
+    the words are this module's own.
+    """
+    if slower_side(diff) == "host" and diff.host_delta_ns is not None:
+        return f"host-side, {signed_time(diff.host_delta_ns)}"
+    if diff.base is None or not diff.changes:
+        return None
+    top = diff.changes[0]
+    return f"{signed_time(top.delta_ns)} {name(short_name(top.name))} ({top.status})"
+
+
 def traces_text(diff: ProfileDiff) -> str | None:
     """``traces: head X, base Y (open in https://ui.perfetto.dev)``; None when none was written."""
     sides = [f"{label} {path}" for label, path in (("head", diff.head_trace), ("base", diff.base_trace)) if path]
@@ -123,7 +144,7 @@ def why_lines(diff: ProfileDiff, indent: str = "  ", top: int = TOP_LINES) -> li
     lines = [f"why ({heading(diff)}):"]
     rows = [change_line(c, on_device=diff.head.on_device, has_base=has_base) for c in diff.changes[:top]]
     if not rows and has_base:
-        rows = [f"no operator or kernel changed by more than {NEGLIGIBLE_SHARE:.1%} of the call"]
+        rows = [UNCHANGED_OPS]
     if len(diff.changes) > top:
         rows.append(f"... {len(diff.changes) - top} more in the reports")
     split = split_text(diff)
