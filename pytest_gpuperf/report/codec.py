@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import operator
 import types
 import typing
 from collections.abc import Mapping
@@ -18,24 +19,22 @@ from typing import Any
 
 from pytest_gpuperf import model
 
-# Values derived from other fields, written for readers and skipped on load.
-_DERIVED: dict[type, tuple[str, ...]] = {
-    model.Measurement: ("stats",),
-    model.MeasurementResult: ("key", "verdict"),
+# Values derived from the fields (key: the attribute that gives it), written for readers and
+# skipped on load.
+_DERIVED: dict[type, dict[str, str]] = {
+    model.Measurement: {"stats": "stats"},
+    model.MeasurementResult: {"key": "measurement.key", "verdict": "verdict"},
+    model.OpChange: {"status": "status", "delta_ns": "delta_ns"},
+    model.ProfileDiff: {"host_delta_ns": "host_delta_ns", "device_delta_ns": "device_delta_ns"},
 }
 
 
 def to_json(value: object) -> Any:
     """A model object (or a container of them) as JSON-ready builtins."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out: dict[str, Any] = {}
-        if isinstance(value, model.MeasurementResult):
-            out["key"] = value.measurement.key
-            out["verdict"] = value.verdict.value
-        for f in dataclasses.fields(value):
-            out[f.name] = to_json(getattr(value, f.name))
-        if isinstance(value, model.Measurement):
-            out["stats"] = to_json(value.stats)
+        out: dict[str, Any] = {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        for name, attribute in _DERIVED.get(type(value), {}).items():
+            out[name] = to_json(operator.attrgetter(attribute)(value))
         return out
     if isinstance(value, enum.Enum):
         return value.value
@@ -58,7 +57,7 @@ def _hints(cls: type) -> dict[str, Any]:
 def from_json(cls: type[Any], data: Mapping[str, Any]) -> Any:
     """Build ``cls`` (a model dataclass) from a schema-checked JSON object."""
     hints = _hints(cls)
-    skipped = _DERIVED.get(cls, ())
+    skipped = _DERIVED.get(cls, {})
     kwargs = {
         f.name: _decode(hints[f.name], data[f.name])
         for f in dataclasses.fields(cls)

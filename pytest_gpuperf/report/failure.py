@@ -1,10 +1,11 @@
-"""The failure message of a measurement: what failed, the evidence, and the rules that decided."""
+"""The failure message of a measurement: what failed, the evidence, the rules that decided, and why it got slower."""
 
 from __future__ import annotations
 
 from pytest_gpuperf.model import Comparison, MeasurementResult
 from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.report.units import format_value
+from pytest_gpuperf.report.why import why_lines
 from pytest_gpuperf.verdict.judge import STRICT_VERDICTS
 
 
@@ -31,6 +32,8 @@ def failure_message(result: MeasurementResult, device: str) -> str:
         if c.explanation:
             lines.append("    rules:")
             lines.extend(explain_lines(c, "      "))
+    if result.profile_diff is not None:
+        lines.extend(f"  {line}" for line in why_lines(result.profile_diff))
     base = result.baseline
     commit = next((c.baseline_commit for c in failing if c.baseline_commit), None)
     if commit is None and base is not None:

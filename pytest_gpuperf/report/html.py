@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from pytest_gpuperf.files import write_atomic
-from pytest_gpuperf.model import Comparison, MeasurementResult, SessionResults, Verdict
-from pytest_gpuperf.report.history import History, Series, draw_series, time_scale
+from pytest_gpuperf.model import Comparison, MeasurementResult, ProfileDiff, SessionResults, Verdict
+from pytest_gpuperf.profiling.diff import calls_text, short_name
+from pytest_gpuperf.report.history import STEP_DOWN, STEP_UP, History, Series, draw_series, time_scale
 from pytest_gpuperf.report.markdown import TOP_OPS
 from pytest_gpuperf.report.rows import counts_line, headline, ordered, time_comparison
 
@@ -36,6 +37,16 @@ from pytest_gpuperf.report.units import (
     format_precision,
     format_time,
     format_value,
+)
+from pytest_gpuperf.report.why import (
+    UNCHANGED_OPS,
+    calls_cell,
+    change_cell,
+    heading,
+    sentence,
+    split_text,
+    time_basis,
+    traces_text,
 )
 
 if TYPE_CHECKING:
@@ -57,7 +68,10 @@ figure { margin: 0.5em 0; } img { max-width: 100%; height: auto; }
 figcaption { font-size: 0.85em; color: #555; }
 section.measurement { border-top: 1px solid #e0e0e0; padding-top: 0.5em; }
 .note { color: #6b4e00; }
+section.why { margin: 0.5em 0 1em; } section.why h4 { margin: 0.5em 0 0.25em; }
 """
+WHY_BARS = 12  # ops in the bar chart; the table under it lists every row
+_WHY_LABEL = 60  # characters of an op's name beside its bar
 
 
 def _css_class(verdict: Verdict) -> str:
@@ -291,6 +305,67 @@ def _profile(result: MeasurementResult) -> str:
     )
 
 
+def why_figure(diff: ProfileDiff) -> Figure:
+    """The top changes as horizontal bars, largest on top: red slower, green faster; the head's times without a base."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    rows = diff.changes[:WHY_BARS]
+    has_base = diff.base is not None
+    values = [c.delta_ns if has_base else c.head_ns for c in rows]
+    factor, unit = time_scale([abs(v) for v in values])
+    fig = Figure(figsize=(9.0, 1.0 + 0.32 * len(rows)), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    colours = [(STEP_UP if v > 0 else STEP_DOWN) if has_base else _BASE_COLOUR for v in values]
+    positions = range(len(rows))
+    ax.barh(positions, [v / factor for v in values], color=colours)
+    ax.set_yticks(positions, [short_name(c.name, _WHY_LABEL) for c in rows], fontsize=8, family="monospace")
+    ax.invert_yaxis()  # the first row, the largest change, on top
+    if has_base:
+        ax.axvline(0, color="#444444", linewidth=0.8)
+    what = f"change in {time_basis(diff)}" if has_base else time_basis(diff)
+    ax.set_xlabel(f"{what} ({unit})")
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def _why_table(diff: ProfileDiff) -> str:
+    has_base = diff.base is not None
+    heads = ("op", "kind", "base", "head", "change per call", "calls") if has_base else ("op", "kind", "time", "calls")
+    rows = []
+    for c in diff.changes:
+        if has_base:
+            cells = [
+                format_time(c.base_ns) if c.base is not None else "-",
+                format_time(c.head_ns) if c.head is not None else "-",
+                change_cell(c),
+                calls_cell(c),
+            ]
+        else:
+            cells = [format_time(c.head_ns), calls_text(c.head)]
+        tds = "".join(f'<td class="num">{escape(x)}</td>' for x in cells)
+        rows.append(f"<tr><td><code>{escape(short_name(c.name))}</code></td><td>{c.kind}</td>{tds}</tr>")
+    header = "".join(f"<th>{h}</th>" for h in heads)
+    return f"<table><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _why(result: MeasurementResult) -> str:
+    """Why a regression got slower: the host/device split, a bar chart of the top changes, every row, the traces."""
+    diff = result.profile_diff
+    if diff is None:
+        return ""
+    facts = " ".join(sentence(text) for text in (heading(diff), split_text(diff)) if text)
+    parts = [f"<h4>Why it got slower</h4><p>{escape(facts)}</p>"]
+    if diff.changes:
+        figure = _img(_png(why_figure(diff)), f"why {result.measurement.key} got slower")
+        parts += [f'<figure class="why">{figure}</figure>', _why_table(diff)]
+    else:
+        parts.append(f"<p>{escape(sentence(UNCHANGED_OPS))}</p>")
+    parts += [f'<p class="note">{escape(text)}</p>' for text in (diff.note, traces_text(diff)) if text]
+    return f'<section class="why">{"".join(parts)}</section>'
+
+
 def _trend(result: MeasurementResult, series: Series | None, metric: str) -> str:
     if series is None or not series.points:
         return ""
@@ -315,7 +390,7 @@ def _measurement_section(result: MeasurementResult, base_label: str, series: Ser
         f'<section class="measurement {_css_class(result.verdict)}">'
         f"<h3>{escape(m.key)}</h3><p>{facts}</p>{unstable}"
         f'<figure class="distribution">{figure}</figure>{_trend(result, series, metric)}'
-        f"{_comparisons(result)}{_profile(result)}</section>"
+        f"{_comparisons(result)}{_why(result)}{_profile(result)}</section>"
     )
 
 

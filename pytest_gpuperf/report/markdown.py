@@ -14,16 +14,33 @@ from pytest_gpuperf.model import (
     Comparison,
     Environment,
     MeasurementResult,
+    OpChange,
+    ProfileDiff,
     Provenance,
     SessionResults,
     Verdict,
 )
+from pytest_gpuperf.profiling.diff import calls_text, short_name
 from pytest_gpuperf.report.rows import counts_line, ordered, plural, split_key, verdict_counts
-from pytest_gpuperf.report.text import md_code, md_text
+from pytest_gpuperf.report.text import html_text, md_code, md_text
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
+from pytest_gpuperf.report.why import (
+    PERFETTO,
+    UNCHANGED_OPS,
+    calls_cell,
+    change_cell,
+    heading,
+    headline,
+    sentence,
+    split_text,
+)
 
 MARKER = "<!-- pytest-gpuperf-comment -->"
 TOP_OPS = 5
+WHY_ROWS = 10  # rows of a differential profile in the comment; the HTML report and the JSON have them all
+# The differential profiles' share of GitHub's 65,536-character comment (UTF-16 code units): the
+# summary table, environment and commits keep the rest, however many tests regressed.
+WHY_BUDGET = 24_000
 _ICON = {
     Verdict.REGRESSION: "🔴",
     Verdict.IMPROVEMENT: "🟢",
@@ -169,6 +186,69 @@ def _details(summary: str, body: list[str]) -> list[str]:
     return ["<details>", f"<summary>{summary}</summary>", "", *body, "", "</details>", ""]
 
 
+def _why_summary(result: MeasurementResult, diff: ProfileDiff) -> str:
+    """The collapsed line, raw HTML (GitHub reads no Markdown in it): the test and the diff's headline."""
+    path, name = split_key(result.measurement.test_id)
+    test = html_text(f"{path.rsplit('/', 1)[-1]}::{name}" if path else name)
+    words = headline(diff, lambda op: f"<code>{html_text(op)}</code>")
+    return f"Why <code>{test}</code> got slower" + (f": {words}" if words else "")
+
+
+def _why_row(c: OpChange, has_base: bool) -> str:
+    name, kind = _cell(md_code(short_name(c.name))), c.kind
+    if not has_base:
+        return f"| {name} | {kind} | {format_time(c.head_ns)} | {calls_text(c.head)} |"
+    base = format_time(c.base_ns) if c.base is not None else "-"
+    head = format_time(c.head_ns) if c.head is not None else "-"
+    return f"| {name} | {kind} | {base} | {head} | {change_cell(c)} | {calls_cell(c)} |"
+
+
+def _why_table(diff: ProfileDiff) -> list[str]:
+    if diff.base is None:
+        lines = ["| op | kind | time per call | calls |", "|---|---|---:|---:|"]
+    else:
+        lines = ["| op | kind | base | head | change per call | calls |", "|---|---|---:|---:|---:|---:|"]
+    lines += [_why_row(c, diff.base is not None) for c in diff.changes[:WHY_ROWS]]
+    rest = len(diff.changes) - WHY_ROWS
+    return lines + (["", f"{rest} more rows in the HTML report and the results JSON."] if rest > 0 else [])
+
+
+def _why(result: MeasurementResult, diff: ProfileDiff) -> list[str]:
+    """One collapsed section: the heading, the host/device split, the table, the note and the traces."""
+    split = split_text(diff)
+    body = [" ".join(md_text(sentence(text)) for text in (heading(diff), split) if text), ""]
+    body += _why_table(diff) if diff.changes else [md_text(sentence(UNCHANGED_OPS))]
+    if diff.note:
+        body += ["", md_text(diff.note)]
+    sides = (("head", diff.head_trace), ("base", diff.base_trace))
+    traces = [f"{side} {md_code(path)}" for side, path in sides if path]
+    if traces:
+        body += ["", f"Traces (open in [Perfetto]({PERFETTO})): {', '.join(traces)}"]
+    return _details(_why_summary(result, diff), body)
+
+
+def _utf16(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def why_sections(session: SessionResults, budget: int = WHY_BUDGET) -> list[str]:
+    """A collapsed section per regression with a differential profile, worst first, within ``budget``."""
+    diffs = [(r, r.profile_diff) for r in ordered(session.results) if r.profile_diff is not None]
+    lines: list[str] = []
+    used = 0
+    for shown, (result, diff) in enumerate(diffs):
+        section = _why(result, diff)
+        size = sum(_utf16(line) + 1 for line in section)
+        if used + size > budget:
+            left = len(diffs) - shown
+            lines += [f"Differential profiles of {plural(left, 'more regressed test')}: "
+                      "in the HTML report and the results JSON.", ""]  # fmt: skip
+            break
+        lines += section
+        used += size
+    return lines
+
+
 def _comparisons_with_notes(session: SessionResults) -> list[Comparison]:
     return [c for r in ordered(session.results) for c in r.comparisons if c.note]
 
@@ -194,6 +274,7 @@ def render_comment(session: SessionResults) -> str:
     if noted:
         lines += ["", *[f"- {md_code(c.key)} {md_text(c.metric)}: {md_text(c.note)}" for c in noted]]
     lines.append("")
+    lines += why_sections(session)
     lines += _details("Environment", _environment(session.environment))
     lines += _details("Commits", _commits(session))
     if session.results:

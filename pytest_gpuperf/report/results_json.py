@@ -26,9 +26,11 @@ from pytest_gpuperf.report import codec
 
 FORMAT = "pytest-gpuperf-results"
 # Version history: 1 (0.1.0) the first format; 2 each comparison has a kind and its explanation
-# (the rules that reached its verdict), and the verdict "not gated". Files of version 1 are read
-# by adding both (``_upgrade``).
-SCHEMA_VERSION = 2
+# (the rules that reached its verdict), and the verdict "not gated"; 3 the differential profile
+# of a confirmed regression (``profile_diff``), the compact op profile of a measurement and of a
+# baseline entry. Older files are read by adding what they lack (``_upgrade``): no kind recorded
+# is taken from the comparison's name, the rest is empty.
+SCHEMA_VERSION = 3
 
 
 @cache
@@ -111,15 +113,22 @@ _KINDS = {"time": "time", "memory": "memory", "metric": "metric"}
 
 
 def _upgrade(document: object) -> object:
-    """A version 1 document as version 2: each comparison's kind from its name, no explanation recorded."""
-    if not isinstance(document, dict) or document.get("schema_version") != 1:
+    """An older document as the current version (see ``SCHEMA_VERSION``'s history)."""
+    if not isinstance(document, dict) or document.get("schema_version") not in (1, 2):
         return document
-    for result in document.get("results", ()):
-        for comparison in result.get("comparisons", ()) if isinstance(result, dict) else ():
-            if isinstance(comparison, dict):
-                prefix = str(comparison.get("metric", "")).split(".", 1)[0]
-                comparison.setdefault("kind", _KINDS.get(prefix, "metric"))
-                comparison.setdefault("explanation", [])
+    results = [r for r in document.get("results", ()) if isinstance(r, dict)]
+    if document["schema_version"] == 1:
+        for result in results:
+            for comparison in result.get("comparisons", ()):
+                if isinstance(comparison, dict):
+                    prefix = str(comparison.get("metric", "")).split(".", 1)[0]
+                    comparison.setdefault("kind", _KINDS.get(prefix, "metric"))
+                    comparison.setdefault("explanation", [])
+    for result in results:
+        result.setdefault("profile_diff", None)
+        for part, field in (("measurement", "op_profile"), ("baseline", "profile")):
+            if isinstance(result.get(part), dict):
+                result[part].setdefault(field, None)
     document["schema_version"] = SCHEMA_VERSION
     return document
 

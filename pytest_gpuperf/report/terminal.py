@@ -19,6 +19,7 @@ from pytest_gpuperf.model import Comparison, Kind, SessionResults, Verdict
 from pytest_gpuperf.report.rows import Headline, counts_line, headline, ordered, time_comparison
 from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
+from pytest_gpuperf.report.why import why_lines
 
 HEADERS = ("test", "measurement", "now", "baseline", "change", "precision", "verdict")
 _MARKUP = {
@@ -84,7 +85,7 @@ def _markup(verdict: Verdict) -> dict[str, bool]:
 
 
 def _details(h: Headline) -> tuple[tuple[str, dict[str, bool]], ...]:
-    """Lines under a row for its other comparisons: those that decided, and those past their threshold.
+    """Lines under a row: its other comparisons that decided or are past their threshold, and why it got slower.
 
     An unchanged comparison past its threshold carries the note saying why it is
     unchanged (a floor, a guard); without it "+56% unchanged" reads as the gate
@@ -104,6 +105,9 @@ def _details(h: Headline) -> tuple[tuple[str, dict[str, bool]], ...]:
     reason = h.result.measurement.unstable_reason
     if reason:
         lines.append((f"{_DETAIL}unstable: {plain(reason)}", {"yellow": True}))
+    diff = h.result.profile_diff
+    if diff is not None:  # the failure message's lines: one wording of why, wherever it shows
+        lines.extend((f"{_DETAIL}{plain(line)}", {}) for line in why_lines(diff))
     return tuple(lines)
 
 

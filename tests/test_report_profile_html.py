@@ -1,0 +1,155 @@
+"""The differential profile in the HTML report: a bar chart of the top changes and a table of every row."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from matplotlib import image as mpl_image
+from matplotlib.colors import to_rgb
+from matplotlib.patches import Rectangle
+from test_report_html import _run_chromium
+from test_report_profile_helpers import (
+    MLP_BASE,
+    cpu_extra_op_diff,
+    cuda_host_side_diff,
+    cuda_kernel_swap_diff,
+    no_base_diff,
+    op,
+    regressed,
+    session_of,
+)
+
+from pytest_gpuperf.model import OpProfile, SessionResults
+from pytest_gpuperf.profiling.diff import diff_profiles, short_name
+from pytest_gpuperf.report.history import STEP_DOWN, STEP_UP
+from pytest_gpuperf.report.html import WHY_BARS, render_html, why_figure, write_html
+
+
+class _Sections(HTMLParser):
+    """Each ``<section class="why">``: its table's rows (cell texts), paragraphs and image alts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sections: list[dict[str, list[Any]]] = []
+        self._depth = 0
+        self._cell: list[str] | None = None
+        self._text: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "section" and ("class", "why") in attrs:
+            self.sections.append({"rows": [], "paragraphs": [], "images": []})
+            self._depth = 1
+        elif tag == "section" and self._depth:
+            self._depth += 1
+        if not self._depth:
+            return
+        current = self.sections[-1]
+        if tag == "tr":
+            current["rows"].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+        elif tag == "p":
+            self._text = []
+        elif tag == "img":
+            current["images"].append(dict(attrs)["alt"])
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "section" and self._depth:
+            self._depth -= 1
+        elif tag in ("td", "th") and self._cell is not None:
+            self.sections[-1]["rows"][-1].append("".join(self._cell))
+            self._cell = None
+        elif tag == "p" and self._text is not None:
+            self.sections[-1]["paragraphs"].append("".join(self._text))
+            self._text = None
+
+    def handle_data(self, data: str) -> None:
+        for sink in (self._cell, self._text):
+            if sink is not None:
+                sink.append(data)
+
+
+def why_sections(page: str) -> list[dict[str, list[Any]]]:
+    parser = _Sections()
+    parser.feed(page)
+    return parser.sections
+
+
+def _session() -> SessionResults:
+    return session_of(
+        regressed(cpu_extra_op_diff()),
+        regressed(cuda_kernel_swap_diff(), "tests/perf/test_mm.py::test_mm[bf16-4096]"),
+        regressed(cuda_host_side_diff(), "tests/perf/test_x.py::test_launch"),
+        regressed(no_base_diff(), "tests/perf/test_old.py::test_y"),
+        regressed(None, "tests/perf/test_plain.py::test_z"),
+    )
+
+
+def test_each_profiled_regression_gets_a_chart_and_a_table_of_every_row() -> None:
+    sections = why_sections(render_html(_session()))
+    assert len(sections) == 4  # in the report's order: by key among equal verdicts
+    mlp, swap, old, launch = sections
+    assert mlp["rows"] == [
+        ["op", "kind", "base", "head", "change per call", "calls"],
+        ["aten::gelu", "operator", "-", "412.0 us", "+412.0 us (appeared)", "0 → 1"],
+        ["aten::copy_", "operator", "6.000 us", "12.50 us", "+6.500 us (+108.3%)", "1 → 2"],
+    ]
+    assert mlp["images"] == ["why tests/perf/test_mlp.py::test_forward::default got slower"]
+    assert mlp["paragraphs"][0] == "Profile vs baseline 1f3c9e2, CPU time per call."
+    assert "traces: head gpuperf-profiles/test_mlp.head.json" in mlp["paragraphs"][1]
+    assert len(swap["rows"]) == 1 + len(cuda_kernel_swap_diff().changes)
+    assert "the slowdown is on the device (kernel time)" in swap["paragraphs"][0]
+    assert old["rows"][0] == ["op", "kind", "time", "calls"]
+    assert "has no stored profile" in old["paragraphs"][-1]
+    assert launch["images"] == [] and launch["rows"] == []
+    assert launch["paragraphs"][1] == "No operator or kernel changed by more than 0.5% of the call."
+    assert "the slowdown is host-side (launch overhead, Python)" in launch["paragraphs"][0]
+
+
+def test_the_chart_has_a_bar_per_top_change_coloured_by_its_sign() -> None:
+    diff = cuda_kernel_swap_diff()
+    ax = why_figure(diff).axes[0]
+    bars = [p for p in ax.patches if isinstance(p, Rectangle)]
+    assert [round(b.get_width(), 3) for b in bars] == [round(c.delta_ns / 1e3, 3) for c in diff.changes]
+    assert [b.get_facecolor()[:3] for b in bars] == [
+        to_rgb(STEP_UP if c.delta_ns > 0 else STEP_DOWN) for c in diff.changes
+    ]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [short_name(c.name, 60) for c in diff.changes]
+    assert ax.yaxis_inverted()  # the largest change on top
+    assert ax.get_xlabel() == "change in device time per call (us)"
+
+
+def test_the_chart_keeps_the_top_rows_and_without_a_base_shows_the_heads_time() -> None:
+    many = tuple(op(f"aten::op_{i}", 1, 10.0 + i) for i in range(WHY_BARS + 5))
+    diff = diff_profiles(OpProfile("cpu", 5, 1e6, ops=many), OpProfile("cpu", 5, 1e5, ops=MLP_BASE), base_label="b")
+    assert len(why_figure(diff).axes[0].patches) == WHY_BARS
+    head_only = why_figure(no_base_diff()).axes[0]
+    assert head_only.get_xlabel() == "CPU time per call (us)"
+    widths = [round(b.get_width(), 3) for b in head_only.patches if isinstance(b, Rectangle)]
+    assert widths == [180.0, 12.0, 6.0, 3.0, 1.5]
+
+
+def test_op_names_and_labels_are_escaped() -> None:
+    evil = "aten::x<script>alert(1)</script>"
+    diff = diff_profiles(
+        OpProfile("cpu", 5, 900.0, ops=(*MLP_BASE, op(evil, 1, 500.0))), OpProfile("cpu", 5, 300.0, ops=MLP_BASE),
+        base_label="ref <b>main</b>", head_trace="t/<img src=x>.json",
+    )  # fmt: skip
+    page = render_html(session_of(regressed(diff)))
+    assert "<script" not in page and "<b>main" not in page and "<img src=x" not in page
+    assert "ref &lt;b&gt;main&lt;/b&gt;" in page and "t/&lt;img src=x&gt;.json" in page
+
+
+def test_chromium_draws_the_bars(tmp_path: Path) -> None:
+    page = write_html(tmp_path / "report.html", session_of(regressed(cuda_kernel_swap_diff())))
+    shot = tmp_path / "shot.png"
+    done = _run_chromium(tmp_path, f"--screenshot={shot}", "--window-size=1200,2000", page.as_uri())
+    if done.returncode != 0 or not shot.is_file():
+        pytest.fail(done.stderr[-2000:])
+    pixels = mpl_image.imread(shot)[..., :3]
+    for colour in (STEP_UP, STEP_DOWN):  # a slower and a faster bar, decoded and on screen
+        assert np.all(np.abs(pixels - np.array(to_rgb(colour))) < 0.02, axis=-1).sum() > 500, colour
