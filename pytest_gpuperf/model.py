@@ -241,6 +241,7 @@ class OpProfile:
     device_ns: float | None = None
     ops: tuple[OpStat, ...] = ()
     torch: str | None = None
+    omitted_below_ns: float = 0.0  # ops under this time per call were left out of ``ops`` (0: none were)
 
     @property
     def on_device(self) -> bool:

@@ -76,3 +76,17 @@ def test_short_names_keep_the_kernel_and_drop_the_noise() -> None:
     anonymous = "void at::native::(anonymous namespace)::softmax_warp_forward<float, float, 10>(float*, int)"
     assert short_name(anonymous) == "at::native::softmax_warp_forward<float, float, 10>"
     assert len(short_name("k" * 200)) == 80
+
+
+def test_an_op_under_the_other_sides_cut_is_not_called_appeared_or_disappeared() -> None:
+    base = OpProfile("cpu", 5, host_ns=1000.0, omitted_below_ns=3.0,
+                     ops=(OpStat("aten::mm", "operator", 1, 900.0),))  # fmt: skip
+    head = _cpu(
+        OpStat("aten::mm", "operator", 1, 900.0),
+        OpStat("aten::resolve_conj", "operator", 4, 2.0),  # under the base's cut: unknown there
+        OpStat("aten::gelu", "operator", 1, 200.0),  # far above it: it really appeared
+    )
+    diff = diff_profiles(head, base, base_label="baseline")
+    assert [(c.name, c.status) for c in diff.changes] == [("aten::gelu", "appeared")]
+    shrunk = diff_profiles(base, head, base_label="baseline")  # the same rule the other way round
+    assert [(c.name, c.status) for c in shrunk.changes] == [("aten::gelu", "disappeared")]

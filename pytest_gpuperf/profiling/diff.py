@@ -16,6 +16,19 @@ from pytest_gpuperf.model import OpChange, OpProfile, OpStat, ProfileDiff
 # Below this share of the head's total, a change is profiler jitter, not a cause.
 NEGLIGIBLE_SHARE = 0.005
 SHORT_NAME = 80
+def _below_the_table(change: OpChange, base: OpProfile, head: OpProfile) -> bool:
+    """An op on one side only, small enough to have been left out of the other side's table.
+
+    A stored profile keeps its top ops; one that merely fell under the other
+    side's cut did not appear or disappear, and its real change is unknown.
+    """
+    if change.status == "appeared":
+        return change.head_ns <= base.omitted_below_ns
+    if change.status == "disappeared":
+        return change.base_ns <= head.omitted_below_ns
+    return False
+
+
 _QUALIFIER = re.compile(r"\b(?:[A-Za-z_]\w*::)+")
 
 
@@ -44,6 +57,8 @@ def diff_profiles(
     rows = []
     for key in dict.fromkeys([*after, *before]):
         change = OpChange(key[1], key[0], before.get(key), after.get(key), on_device)
+        if _below_the_table(change, base, head):
+            continue
         if change.calls_changed or abs(change.delta_ns) > NEGLIGIBLE_SHARE * total:
             rows.append(change)
     rows.sort(key=lambda c: abs(c.delta_ns), reverse=True)
