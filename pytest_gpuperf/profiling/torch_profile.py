@@ -50,6 +50,11 @@ def safe_label(label: str, *, max_len: int = 120) -> str:
     return f"{readable}-{digest}"
 
 
+def trace_file(folder: Path, key: str, side: str) -> Path:
+    """``<folder>/<safe key>.<side>.json``: one trace per side of a measurement's differential profile."""
+    return folder / f"{safe_label(key)}.{side}.json"
+
+
 @dataclass(frozen=True)
 class ProfileCapture:
     """One profiler pass over a few calls: its Chrome trace (if exported), top operators and per-call table."""
