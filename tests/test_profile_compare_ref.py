@@ -38,7 +38,8 @@ def commit_both_sides(pytester: pytest.Pytester) -> Path:
 
 def test_both_sides_are_profiled_and_the_responsible_operator_comes_first(pytester: pytest.Pytester) -> None:
     root = commit_both_sides(pytester)
-    result = pytester.runpytest_subprocess(*ARGS, "--gpuperf-json=out/results.json", "-k", "forward or custom or steady")
+    chosen = ("-k", "forward or custom or steady")
+    result = pytester.runpytest_subprocess(*ARGS, "--gpuperf-json=out/results.json", *chosen)
     result.assert_outcomes(failed=2, passed=1)
     found = json.loads((root / "diffs.json").read_text())
     forward, custom = found["test_forward"]["diff"], found["test_custom"]["diff"]
