@@ -462,7 +462,9 @@ def _update_baselines(state: SessionState, results: list[MeasurementResult]) -> 
 
     Except one written before the speed probe existed, where this session has a
     probe: without one the gate cannot tell a slow machine from slow code for it,
-    and the probe must come from the session its samples came from. A measurement
+    and the probe must come from the session its samples came from. An unchanged
+    entry without a stored profile keeps its numbers and gains this run's profile
+    (the base of a later regression's differential profile). A measurement
     too slow for the samples a verdict needs ("not gated") is not written: it could
     never be judged against, and the entry it would replace stays.
     """
