@@ -124,6 +124,8 @@ class Settings:
     mode: str
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     gate: GateSettings = field(default_factory=GateSettings)
+    # Profile a confirmed time regression on both sides and diff them (update mode: store the profile).
+    profile_diff: bool = True
 
     @property
     def enabled(self) -> bool:
@@ -158,6 +160,7 @@ class GpuperfConfig:
     nvtx: bool = True
     plugin_args: tuple[str, ...] = ()  # the session's -p choices, repeated in worker processes
     pin_cpu: str = "auto"  # "auto", "off" or a CPU number (host/cpu/pinning.py)
+    profile_diff: bool = True  # --gpuperf-no-profile-diff / gpuperf_profile_diff = false turn it off
 
     def __post_init__(self) -> None:
         if DEVICE_SPEC.fullmatch(self.device.strip().lower()) is None:
@@ -182,6 +185,21 @@ class GpuperfConfig:
             )
         if self.update_baseline and self.compare_ref:
             raise ConfigError("--gpuperf-update-baseline and --gpuperf-compare-ref cannot be combined")
+
+    @property
+    def traces_dir(self) -> Path:
+        """Where the Chrome traces of a regression's differential profile go, so a CI job can upload them.
+
+        ``gpuperf-profiles/`` beside the first report asked for (results JSON,
+        Markdown, HTML, then benchmark JSON); without a report, the
+        ``--gpuperf-profile`` folder; else ``.gpuperf/profiles`` under the rootdir.
+        """
+        for report in (self.json_path, self.markdown_path, self.html_path, self.benchmark_json_path):
+            if report is not None:
+                return report.parent / "gpuperf-profiles"
+        if self.profile_dir is not None:
+            return self.profile_dir
+        return self.rootdir / ".gpuperf" / "profiles"
 
     @property
     def mode(self) -> str:
@@ -299,7 +317,7 @@ def resolve(config: GpuperfConfig, marker: MarkerOptions | None = None, *, test_
         if marker is None:
             raise
         raise ConfigError(f"@pytest.mark.gpuperf: {exc}", test_id=test_id) from None
-    return Settings(mode=mode, measure=measure, gate=gate)
+    return Settings(mode=mode, measure=measure, gate=gate, profile_diff=config.profile_diff and mode != "smoke")
 
 
 def _pick(override: Any, default: Any) -> Any:

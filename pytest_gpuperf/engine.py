@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from pytest_gpuperf import readings
@@ -19,11 +21,13 @@ from pytest_gpuperf.config import MeasureSettings, Settings
 from pytest_gpuperf.env import describe_drift
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import (
+    BaselineEntry,
     Comparison,
     Environment,
     Kind,
     Measurement,
     MeasurementResult,
+    OpProfile,
     RuleNote,
     Verdict,
     measurement_key,
@@ -97,6 +101,52 @@ def with_confirmation(result: MeasurementResult, note: str, verdict: Verdict | N
     return dataclasses.replace(result, measurement=measured, comparisons=comparisons)
 
 
+def regressed(result: MeasurementResult) -> bool:
+    """The time comparison's final verdict (after any confirmation) is a regression: what a profile diff explains."""
+    return time_of(result).verdict is Verdict.REGRESSION
+
+
+@dataclass(frozen=True)
+class ProfiledSide:
+    """One side of a differential profile: its table and trace, or why there is none."""
+
+    profile: OpProfile | None
+    trace: str | None = None
+    problem: str = ""
+
+
+def profile_here(runner: Runner, spec: MeasureSpec, traces: Path | None, side: str) -> ProfiledSide:
+    """``spec`` profiled in this process (Runner.profile), its trace in ``traces`` (None: no trace)."""
+    from pytest_gpuperf.profiling.torch_profile import trace_file
+
+    key = measurement_key(spec.test_id, spec.name)
+    path = trace_file(traces, key, side) if traces is not None else None
+    try:
+        capture = runner.profile(spec, trace_path=path, label=f"{key} ({side})")
+    except Exception as exc:  # a profile explains a failure; it must never become one
+        return ProfiledSide(None, problem=f"the {side}'s profile could not be taken ({type(exc).__name__}: {exc})")
+    return ProfiledSide(capture.table, capture.trace_path)
+
+
+def with_note(result: MeasurementResult, note: str) -> MeasurementResult:
+    m = result.measurement
+    return dataclasses.replace(result, measurement=dataclasses.replace(m, notes=(*m.notes, note)))
+
+
+def with_profile_diff(
+    result: MeasurementResult, head: ProfiledSide, base: ProfiledSide, *, base_label: str
+) -> MeasurementResult:
+    """``result`` with its differential profile; without the head's profile only a note says why."""
+    from pytest_gpuperf.profiling.diff import diff_profiles
+
+    if head.profile is None:
+        return with_note(result, f"no profile diff: {head.problem}")
+    note = f"{base.problem}: the head's top operators alone" if base.profile is None and base.problem else ""
+    diff = diff_profiles(head.profile, base.profile, base_label=base_label, head_trace=head.trace,
+                         base_trace=base.trace, note=note)  # fmt: skip
+    return dataclasses.replace(result, profile_diff=diff)
+
+
 def changes(history: Sequence[Comparison]) -> str:
     return " then ".join("n/a" if c.change is None else f"{c.change:+.1%}" for c in history)
 
@@ -115,8 +165,11 @@ class LocalEngine:
         rules: Callable[[str], RuleSet],
         fresh: Callable[[], FreshReader] | None = None,
         progress: Progress | None = None,
+        *,
+        traces: Path | None = None,
     ) -> None:
         self.runner = runner
+        self.traces = traces  # where a regression's Chrome traces go (GpuperfConfig.traces_dir)
         self.store = store
         self.environment = environment
         self.guard = guard
@@ -161,8 +214,22 @@ class LocalEngine:
                 m = dataclasses.replace(m, notes=(*m.notes, drift))
             reference = Reference(entry=baseline, other_classes=others)
             result = judge(m, reference, settings.gate, rules, self.environment)
-            results.append(self._confirm(result, reference, settings, rules))
+            result = self._confirm(result, reference, settings, rules)
+            if settings.profile_diff and settings.mode != "update" and regressed(result):
+                result = self._profile_diff(result, baseline)
+            results.append(result)
         return results
+
+    def _profile_diff(self, result: MeasurementResult, baseline: BaselineEntry | None) -> MeasurementResult:
+        """The head's call profiled here, diffed against the profile stored with the baseline entry."""
+        m = result.measurement
+        known = self._specs.get(m.key)
+        if known is None:
+            return with_note(result, "no profile diff: a recorded measurement (DDP ranks) has no function to profile")
+        head = profile_here(self.runner, known[0], self.traces, "head")
+        commit = baseline.provenance.commit if baseline is not None else None
+        label = f"baseline {commit[:12]}" if commit else "baseline"
+        return with_profile_diff(result, head, ProfiledSide(baseline.profile if baseline else None), base_label=label)
 
     # -- confirming a suspected regression ------------------------------------------------
 
@@ -245,9 +312,15 @@ class LocalEngine:
         note = self._write_note(chosen, medians, gate)
         probes = [r.speed_probe_ns for r in taken if r.speed_probe_ns is not None]
         calibration = chosen.calibration_ns if chosen.calibration_ns is not None else m.calibration_ns
+        notes = (*chosen.notes, note)
+        profile = None
+        if settings.profile_diff:  # the base of a later regression's differential profile
+            side = profile_here(self.runner, spec, None, "baseline")
+            profile = side.profile
+            notes = notes if profile is not None else (*notes, side.problem)
         return dataclasses.replace(
             chosen, speed_probe_ns=min(probes, default=None), calibration_ns=calibration, metrics=m.metrics,
-            notes=(*chosen.notes, note), process_medians_ns=tuple(medians),
+            notes=notes, process_medians_ns=tuple(medians), op_profile=profile,
         )  # fmt: skip
 
     @staticmethod

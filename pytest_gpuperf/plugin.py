@@ -7,6 +7,7 @@ Everything heavy (torch, git, the store) is set up lazily on the first
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 import os
 import warnings
@@ -103,7 +104,7 @@ class SessionState:
 
             self.engine = CompareRefEngine.for_session(
                 c, runner, self.environment, rules, early=self.early_base, resolved=self.base_ref,
-                progress=self.progress,
+                progress=self.progress, traces=c.traces_dir,
             )
         else:
             device = str(self.device)
@@ -111,7 +112,8 @@ class SessionState:
             def fresh() -> FreshProcessRemeasure:
                 return FreshProcessRemeasure(c.rootdir, device, guard.pin_cpu, c.plugin_args, settle=guard.settle)
 
-            self.engine = LocalEngine(runner, self.store, self.environment, guard, rules, fresh, self.progress)
+            self.engine = LocalEngine(runner, self.store, self.environment, guard, rules, fresh, self.progress,
+                                      traces=c.traces_dir)  # fmt: skip
         return self.engine
 
     def session_results(self) -> SessionResults:
@@ -195,6 +197,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="capture each measured call into a CUDA graph and replay it")
     add("--gpuperf-profile", metavar="DIR", default=None,
         help="after timing, capture a short torch.profiler trace per measurement into DIR")
+    add("--gpuperf-no-profile-diff", action="store_true", default=False,
+        help="do not profile confirmed time regressions (head against base or the baseline's stored profile) "
+        "nor store a profile with each baseline entry; ini: gpuperf_profile_diff = false")
+    parser.addini("gpuperf_profile_diff", type="bool", default=True,
+                  help="profile confirmed time regressions and store profiles with baselines (default: true)")
     add("--gpuperf-nsight", action="store_true", default=False,
         help="wrap measured regions in cudaProfilerStart/Stop for nsys --capture-range=cudaProfilerApi")
     add("--gpuperf-no-nvtx", action="store_true", default=False, help="do not emit NVTX ranges")
@@ -271,6 +278,7 @@ def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
         benchmark_json_path=path("gpuperf_benchmark_json"),
         html_path=path("gpuperf_html"),
         profile_dir=path("gpuperf_profile"),
+        profile_diff=not opt("gpuperf_no_profile_diff") and bool(config.getini("gpuperf_profile_diff")),
         nsight=bool(opt("gpuperf_nsight")),
         nvtx=not opt("gpuperf_no_nvtx"),
         plugin_args=_plugin_args(config),
@@ -454,7 +462,9 @@ def _update_baselines(state: SessionState, results: list[MeasurementResult]) -> 
 
     Except one written before the speed probe existed, where this session has a
     probe: without one the gate cannot tell a slow machine from slow code for it,
-    and the probe must come from the session its samples came from. A measurement
+    and the probe must come from the session its samples came from. An unchanged
+    entry without a stored profile keeps its numbers and gains this run's profile
+    (the base of a later regression's differential profile). A measurement
     too slow for the samples a verdict needs ("not gated") is not written: it could
     never be judged against, and the entry it would replace stays.
     """
@@ -472,6 +482,8 @@ def _update_baselines(state: SessionState, results: list[MeasurementResult]) -> 
             continue
         gains_probe = old is not None and old.speed_probe_ns is None and r.measurement.speed_probe_ns is not None
         if old is not None and r.verdict is Verdict.UNCHANGED and not gains_probe:
+            if old.profile is None and r.measurement.op_profile is not None:  # an older entry gains its profile
+                old = dataclasses.replace(old, profile=r.measurement.op_profile)
             entries.append(old)
             continue
         m = r.measurement

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     import torch
 
     from pytest_gpuperf.host import HostGuard, Interleaved
+    from pytest_gpuperf.profiling.torch_profile import ProfileCapture
 
 PRECISION_MIN_SAMPLES = 10  # the precision stop waits for this many samples
 MIN_ROUNDS = 3  # the noise estimate needs a few round medians
@@ -48,6 +49,10 @@ MAX_ROUND_S = 0.25
 MAX_SAMPLES = 20_000  # a cap on memory for very fast functions
 WARMUP_SETTLE = 0.05  # warm-up ends once consecutive block times agree within 5%
 WARMUP_LIMIT_SHARE = 0.25  # nor does warm-up take more than this share of the time limit
+HOST_TIME_METRIC = "host_time"
+# The host's launch time per call moves more between runs than device time (Python, the
+# allocator, the OS scheduler): a quarter is the smallest change that reads as a real one.
+HOST_TIME_TOLERANCE = 0.25
 
 
 @dataclass
@@ -153,6 +158,7 @@ class PreparedMeasurement:
         self.stop: Stop | None = None  # why run_to_completion stopped
         self.timer: Timer = timer_for(self.device, head_start=runner.options.head_start)
         self.samples: list[float] = []
+        self.host_samples: list[float] = []  # the host's time per call of each block, where the timer has one
         self.round_medians: list[float] = []
         self.notes: list[str] = []
         self.measured_s = 0.0
@@ -289,6 +295,7 @@ class PreparedMeasurement:
             self._check(total)
         per_call = [t / self.calls_per_sample for t in totals]
         self.samples.extend(per_call)
+        self.host_samples.extend(h / self.calls_per_sample for h in self.timer.host_block_ns())
         self.total_calls += len(totals) * self.calls_per_sample
         self.round_medians.append(statistics.median(per_call))
         # Track drift: the next round's size follows what the function costs now.
@@ -370,7 +377,7 @@ class PreparedMeasurement:
             peak_allocated_bytes=peak_allocated,
             peak_reserved_bytes=self.memory.peak_reserved(),
             throughput=self.spec.throughput,
-            metrics=self.spec.metrics,
+            metrics=(*self.spec.metrics, *self._host_time()),
             warmup_calls=self.warmup_calls,
             total_calls=self.total_calls,
             wall_time_s=time.perf_counter() - self.started,
@@ -379,6 +386,19 @@ class PreparedMeasurement:
             health=health,
             profile=profile,
         )
+
+    def _host_time(self) -> tuple[Metric, ...]:
+        """The host's median time per call (launching, without a sync) where the timer measures device time."""
+        if not self.host_samples:
+            return ()
+        return (
+            Metric(
+                HOST_TIME_METRIC, statistics.median(self.host_samples), unit="ns", better="lower",
+                tolerance=HOST_TIME_TOLERANCE,
+                description="host (CPU) time per call to run and launch the function, without a sync; "
+                "the time samples are the device's",
+            ),
+        )  # fmt: skip
 
     def _peak_allocated(self) -> int | None:
         """The allocator's peak where it keeps one (CUDA), else the host guard's one more call, if it fits."""
@@ -422,6 +442,22 @@ class Runner:
 
     def prepare(self, spec: MeasureSpec) -> PreparedMeasurement:
         return PreparedMeasurement(self, spec)
+
+    def profile(self, spec: MeasureSpec, *, trace_path: Path | None, label: str) -> ProfileCapture:
+        """One torch.profiler pass over a few calls of ``spec`` (profiling/torch_profile.py), never timed.
+
+        For a differential profile: no shapes or memory recorded, the trace at
+        ``trace_path`` (None: none written). Bounded by the spec's time limit.
+        """
+        from pytest_gpuperf.profiling.torch_profile import capture_calls
+
+        deadline = time.perf_counter() + spec.settings.time_limit_s
+        timeout = MeasurementTimeout(
+            spec.test_id, f"profiling {spec.name!r} ran past its {spec.settings.time_limit_s:g} s time limit"
+        )
+        with hard_limit(deadline, lambda: timeout):
+            return capture_calls(spec.fn, spec.args, dict(spec.kwargs), trace_path=trace_path, label=label,
+                                 device=self.options.device, detailed=False)  # fmt: skip
 
     def measure(self, spec: MeasureSpec) -> Measurement:
         prepared = self.prepare(spec)

@@ -65,6 +65,13 @@ class Timer(Protocol):
 
     def synchronize(self) -> None: ...
 
+    def host_block_ns(self) -> list[float]:
+        """The host's time to run each block of the last ``time_blocks`` (launches, no sync).
+
+        Empty where the samples are the host's time already (the wall clock).
+        """
+        ...
+
 
 class WallTimer:
     """``time.perf_counter_ns`` around blocks of calls; for CPU work."""
@@ -97,6 +104,9 @@ class WallTimer:
     def synchronize(self) -> None:
         return None
 
+    def host_block_ns(self) -> list[float]:
+        return []
+
 
 class CudaEventTimer:
     """CUDA events recorded on the current stream of ``device``, read after a synchronize."""
@@ -114,6 +124,7 @@ class CudaEventTimer:
         self._sleep: Callable[[int], None] | None = getattr(torch.cuda, "_sleep", None) if head_start else None
         self._ns_per_cycle: float | None = None
         self.open_ns = float(HEAD_START_INITIAL_NS)  # host time to open a block, worst seen last round
+        self._host_ns: list[float] = []  # host time of each block of the last round
 
     def head_start_ns(self) -> float:
         """How long the GPU sleeps before each block's start event (0 without head start)."""
@@ -157,6 +168,7 @@ class CudaEventTimer:
             cycles = self._cycles(self.head_start_ns()) if sleep is not None else 0
             clock = time.perf_counter_ns
             worst_open = 0
+            host: list[float] = []
             # Nothing queued before the round may leak into its first sample.
             stream.synchronize()
             for start, end in zip(starts, ends, strict=True):
@@ -170,8 +182,10 @@ class CudaEventTimer:
                 worst_open = max(worst_open, clock() - t0)
                 for _ in range(calls - 1):
                     call()
+                host.append(float(clock() - t0))  # launching the block, before its end event
                 end.record(stream)
             self.open_ns = float(worst_open)
+            self._host_ns = host
             # The user's function may have moved work to another stream; a
             # device-wide sync makes sure nothing is still running when we read.
             torch.cuda.synchronize(self._device)
@@ -179,6 +193,9 @@ class CudaEventTimer:
 
     def synchronize(self) -> None:
         self._torch.cuda.synchronize(self._device)
+
+    def host_block_ns(self) -> list[float]:
+        return list(self._host_ns)
 
 
 def timer_for(device: torch.device, *, head_start: bool = True) -> Timer:

@@ -84,6 +84,16 @@ def set_item(name: str, index: int, value: float) -> Callable[[Entry], None]:
 
 P = f'$.entries["{KEY}"]'
 
+
+def op(name: str, kind: str = "operator") -> Entry:
+    return {"name": name, "kind": kind, "calls": 1.0, "host_ns": 100.0, "device_ns": 0.0}
+
+
+def profile(device_ns: float | None = None, ops: list[Entry] | None = None) -> Entry:
+    return {"device_type": "cpu", "profiled_calls": 5, "host_ns": 1000.0, "device_ns": device_ns,
+            "ops": ops or [op("aten::mm")], "torch": "2.3.0"}  # fmt: skip
+
+
 # (edit, JSON path of the fault, words of the message): one case or more per rule
 IMPLAUSIBLE = [
     pytest.param(set_field("noise", 1e9), f"{P}.noise", "noise out of range", id="noise-1e9"),
@@ -115,6 +125,24 @@ IMPLAUSIBLE = [
         id="samples-of-another-measurement",
     ),
     pytest.param(set_stat("median_ns", 1250.0), f"{P}.stats.median_ns", "differs from the median", id="median-moved"),
+    pytest.param(
+        set_field("profile", profile(device_ns=5.0)),
+        f"{P}.profile.device_ns",
+        "a profile at odds with its device",
+        id="cpu-profile-with-device-time",
+    ),
+    pytest.param(
+        set_field("profile", profile(ops=[op("sgemm", kind="kernel")])),
+        f"{P}.profile.ops[0]",
+        "has device time in a CPU profile",
+        id="kernel-in-cpu-profile",
+    ),
+    pytest.param(
+        set_field("profile", profile(ops=[op("aten::mm"), op("aten::mm")])),
+        f"{P}.profile.ops[1]",
+        "a profile row out of place",
+        id="op-listed-twice",
+    ),
 ]
 
 

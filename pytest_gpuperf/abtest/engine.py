@@ -44,7 +44,7 @@ from pytest_gpuperf.abtest.remote import (
 )
 from pytest_gpuperf.abtest.worktree import BaseRef, RefWorktree
 from pytest_gpuperf.config import GateSettings, MeasureSettings, Settings
-from pytest_gpuperf.engine import time_of, with_confirmation
+from pytest_gpuperf.engine import ProfiledSide, profile_here, regressed, time_of, with_confirmation, with_profile_diff
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import (
     BaselineEntry,
@@ -86,6 +86,7 @@ class _Pair:
     base: _BaseSide | None
     note: str = ""
     settings: MeasureSettings | None = None  # how it was measured: a confirmation measures alike
+    spec: MeasureSpec | None = None  # the head's side, profiled if the pair regressed
 
 
 class CompareRefEngine:
@@ -106,8 +107,10 @@ class CompareRefEngine:
         early: EarlyBase | None = None,
         progress: Progress | None = None,
         resolved: BaseRef | None = None,
+        traces: Path | None = None,
     ) -> None:
         self.ref = ref
+        self.traces = traces  # where a regression's Chrome traces go (GpuperfConfig.traces_dir)
         self._resolved = resolved  # the ref's commit, resolved at the session's start
         self.rootdir = Path(rootdir)
         self.runner = runner
@@ -137,6 +140,7 @@ class CompareRefEngine:
         early: EarlyBase | None = None,
         progress: Progress | None = None,
         resolved: BaseRef | None = None,
+        traces: Path | None = None,
     ) -> CompareRefEngine:
         """The engine for a session; the worktree and worker start on the first real measurement.
 
@@ -148,6 +152,7 @@ class CompareRefEngine:
             node_ids=node_ids, confirm_pairs=config.confirm_pairs, plugin_args=config.plugin_args, early=early,
             progress=progress,
             resolved=resolved,
+            traces=traces,
         )  # fmt: skip
 
     # -- life cycle -------------------------------------------------------------------------
@@ -273,7 +278,7 @@ class CompareRefEngine:
         except BaseException:
             remote.abandon()
             raise
-        self._pairs[key] = _Pair(base, note, spec.settings)
+        self._pairs[key] = _Pair(base, note, spec.settings, spec)
         measurement = prepared.finish()
         label = f"compared with {self.ref} ({(self.base_commit or '')[:12]}) in alternating rounds"
         return dataclasses.replace(measurement, notes=(*measurement.notes, label))
@@ -309,7 +314,31 @@ class CompareRefEngine:
         if base is not None and measurements and base.test == measurements[0].test_id:
             base.drain()
         rules = self._rules(settings.mode)
-        return [self._result(m, self._pairs.pop(m.key, None), settings.gate, rules) for m in measurements]
+        results = []
+        for m in measurements:
+            pair = self._pairs.pop(m.key, None)
+            result = self._result(m, pair, settings.gate, rules)
+            if settings.profile_diff and pair is not None and pair.spec is not None and regressed(result):
+                result = self._profile_diff(result, pair.spec)
+            results.append(result)
+        return results
+
+    def _profile_diff(self, result: MeasurementResult, spec: MeasureSpec) -> MeasurementResult:
+        """The head's call profiled here, the base's in the base worker (after its test), diffed."""
+        from pytest_gpuperf.profiling.torch_profile import trace_file
+
+        head = profile_here(self.runner, spec, self.traces, "head")
+        label = f"ref {self.ref} ({(self.base_commit or '')[:12]})"
+        base = ProfiledSide(None, problem=f"{label} has no worker to profile in")
+        if self._base is not None and head.profile is not None:
+            key = result.measurement.key
+            trace = trace_file(self.traces, key, "base") if self.traces is not None else None
+            try:
+                table, where = self._base.profile(key, trace)
+            except WorkerError as exc:
+                where, table = f"{label} could not be profiled ({str(exc).splitlines()[0]})", None
+            base = ProfiledSide(table, where or None) if table is not None else ProfiledSide(None, problem=where)
+        return with_profile_diff(result, head, base, base_label=label)
 
     def _result(self, m: Measurement, pair: _Pair | None, gate: GateSettings, rules: RuleSet) -> MeasurementResult:
         base = pair.base if pair is not None else None

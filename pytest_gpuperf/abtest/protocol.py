@@ -11,16 +11,19 @@ Both ends run the head's pytest-gpuperf, whatever the worker's checkout holds
 timing code is otherwise measured by two harnesses.
 
 Head -> worker:  START argv (first, once) | RUN nodeid | ROUND budget_s | FINISH | SKIP |
-                 PROBE | QUIT
+                 PROBE | PROFILE key trace-path-or-None | QUIT
 Worker -> head:  HELLO info | MISSING nodeid | READY key | SAMPLES [ns...] |
                  FINISHED measurement | FAILED key text | MEASUREMENTS [m...] |
-                 DONE nodeid outcome | PROBED ns-or-None
+                 DONE nodeid outcome | PROBED ns-or-None | PROFILED op-profile-or-None trace-or-problem
 
 START carries the worker's pytest command line; the process waits for it after
 importing torch, so it can start before the head knows its tests. HELLO's info:
 ``items`` (tests collected), ``version`` and ``location`` (``harness()``); the
 head refuses a worker whose harness is not its own. PROBE is only sent between
-tests: the worker measures the machine's speed and answers PROBED.
+tests: the worker measures the machine's speed and answers PROBED. PROFILE too,
+after the test that measured ``key``: the worker profiles that measurement's
+function (torch.profiler, a few calls), writes its Chrome trace where the head
+says, and answers PROFILED with the compact table, or None and why not.
 
 Every receive on the head has a timeout and watches the worker process, so a
 crashed or hung worker becomes a WorkerError naming the last lines of its log.
@@ -47,6 +50,7 @@ ROUND = "round"
 FINISH = "finish"
 SKIP = "skip"
 PROBE = "probe"
+PROFILE = "profile"
 QUIT = "quit"
 
 HELLO = "hello"
@@ -58,6 +62,7 @@ FAILED = "failed"
 MEASUREMENTS = "measurements"
 DONE = "done"
 PROBED = "probed"
+PROFILED = "profiled"
 
 # Pause before handing the machine to the other process: OpenMP worker threads spin
 # for milliseconds after a parallel region, and two processes' spinning pools on the

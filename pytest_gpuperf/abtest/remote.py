@@ -25,7 +25,7 @@ from typing import Any
 from pytest_gpuperf.abtest import protocol
 from pytest_gpuperf.abtest.protocol import HeadChannel
 from pytest_gpuperf.errors import WorkerError
-from pytest_gpuperf.model import Measurement
+from pytest_gpuperf.model import Measurement, OpProfile
 
 START_TIMEOUT_S = 300.0  # a worker imports torch and collects the tests
 RECV_TIMEOUT_S = 300.0  # one round, a warm-up or the rest of a test body
@@ -236,6 +236,13 @@ class RemoteSide:
         self.channel.send(protocol.PROBE)
         probe = self._until(protocol.PROBED, f"the speed probe {self.where}")[1]
         return None if probe is None else float(probe)
+
+    def profile(self, key: str, trace: Path | None) -> tuple[OpProfile | None, str]:
+        """The worker's profile of ``key`` from its last test: (table, trace path) or (None, why not)."""
+        self.drain()
+        self.channel.send(protocol.PROFILE, key, None if trace is None else str(trace))
+        message = self._until(protocol.PROFILED, f"the profile of {key} {self.where}")
+        return message[1], str(message[2])
 
     def _until(self, kind: str, waiting_for: str) -> protocol.Message:
         """The next message of ``kind``; those before it are handled as background messages."""

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from pytest_gpuperf.abtest import protocol
 from pytest_gpuperf.abtest.protocol import WorkerChannel, handover_pause_s
 from pytest_gpuperf.config import Settings
 from pytest_gpuperf.errors import WorkerError
-from pytest_gpuperf.model import Measurement, MeasurementResult, measurement_key
+from pytest_gpuperf.model import Measurement, MeasurementResult, OpProfile, measurement_key
 from pytest_gpuperf.runner import MeasureSpec, PreparedMeasurement, Runner
 
 
@@ -26,6 +27,21 @@ class WorkerEngine:
     def __init__(self, runner: Runner, channel: WorkerChannel) -> None:
         self.runner = runner
         self.channel = channel
+        # The last test's specs, for PROFILE after it: the head knows of a regression only then.
+        self._specs: dict[str, MeasureSpec] = {}
+
+    def profile(self, key: str, trace: str | None) -> tuple[OpProfile | None, str]:
+        """The base's side of a differential profile: (table, trace path), or (None, why not)."""
+        from pytest_gpuperf.engine import profile_here
+
+        spec = self._specs.get(key)
+        if spec is None:
+            return None, f"{key} was not measured in the base's last test"
+        folder = Path(trace).parent if trace else None
+        side = profile_here(self.runner, spec, folder, "base")
+        if side.profile is None:
+            return None, side.problem
+        return side.profile, side.trace or ""
 
     def start(self, node_ids: Sequence[str]) -> None:
         """The head starts this process; nothing to start here."""
@@ -38,6 +54,9 @@ class WorkerEngine:
 
     def measure(self, spec: MeasureSpec, settings: Settings) -> Measurement:
         key = measurement_key(spec.test_id, spec.name)
+        if any(not k.startswith(f"{spec.test_id}::") for k in self._specs):
+            self._specs.clear()  # a new test: the previous one's functions may be released
+        self._specs[key] = spec
         try:
             prepared = self.runner.prepare(spec)
         except Exception as exc:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
@@ -23,6 +23,9 @@ from pytest_gpuperf.abtest import protocol
 from pytest_gpuperf.abtest.protocol import WorkerChannel
 from pytest_gpuperf.errors import GpuperfError
 from pytest_gpuperf.state_key import STATE_KEY
+
+if TYPE_CHECKING:
+    from pytest_gpuperf.abtest.worker import WorkerEngine
 
 CHANNEL_KEY = pytest.StashKey[WorkerChannel]()
 
@@ -88,6 +91,9 @@ def pytest_runtestloop(session: pytest.Session) -> bool:
         if kind == protocol.PROBE:
             channel.send(protocol.PROBED, _speed_probe(session.config))
             continue
+        if kind == protocol.PROFILE:
+            channel.send(protocol.PROFILED, *_engine(session.config).profile(message[1], message[2]))
+            continue
         if kind != protocol.RUN:
             raise GpuperfError(f"compare-ref worker: expected a run command, got {kind!r}")
         nodeid = message[1]
@@ -128,13 +134,17 @@ def _exit_now() -> NoReturn:
     os._exit(0)
 
 
-def _speed_probe(config: pytest.Config) -> float | None:
-    """The host's speed before this process runs the next test (its host guard's probe)."""
+def _engine(config: pytest.Config) -> WorkerEngine:
     from pytest_gpuperf.abtest.worker import WorkerEngine
 
     engine = config.stash[STATE_KEY].engine
     assert isinstance(engine, WorkerEngine)  # pytest_configure put it there
-    return engine.runner.guard.speed_probe()
+    return engine
+
+
+def _speed_probe(config: pytest.Config) -> float | None:
+    """The host's speed before this process runs the next test (its host guard's probe)."""
+    return _engine(config).runner.guard.speed_probe()
 
 
 def _release_cuda_cache() -> None:

@@ -19,6 +19,8 @@ from pytest_gpuperf.model import (
     BaselineEntry,
     Environment,
     Metric,
+    OpProfile,
+    OpStat,
     Provenance,
     SampleStats,
     Throughput,
@@ -86,6 +88,40 @@ def _metric_to_json(metric: Metric) -> dict[str, Any]:
     }
 
 
+def profile_to_json(profile: OpProfile) -> dict[str, Any]:
+    return {
+        "device_type": profile.device_type,
+        "profiled_calls": int(profile.profiled_calls),
+        "host_ns": float(profile.host_ns),
+        "device_ns": _opt_float(profile.device_ns),
+        "ops": [
+            {
+                "name": s.name,
+                "kind": s.kind,
+                "calls": float(s.calls),
+                "host_ns": float(s.host_ns),
+                "device_ns": float(s.device_ns),
+            }
+            for s in profile.ops
+        ],
+        "torch": profile.torch,
+    }
+
+
+def profile_from_json(d: Mapping[str, Any]) -> OpProfile:
+    return OpProfile(
+        device_type=d["device_type"],
+        profiled_calls=int(d["profiled_calls"]),
+        host_ns=float(d["host_ns"]),
+        device_ns=_opt_float(d["device_ns"]),
+        ops=tuple(
+            OpStat(s["name"], s["kind"], float(s["calls"]), float(s["host_ns"]), float(s["device_ns"]))
+            for s in d["ops"]
+        ),
+        torch=d["torch"],
+    )
+
+
 def entry_to_json(entry: BaselineEntry) -> dict[str, Any]:
     """The current-version JSON object of one entry (its key is the object's name in ``entries``).
 
@@ -131,6 +167,8 @@ def entry_to_json(entry: BaselineEntry) -> dict[str, Any]:
         },
         "recorded_at": entry.recorded_at,
     }
+    if entry.profile is not None:  # optional: an entry without one keeps its bytes
+        raw["profile"] = profile_to_json(entry.profile)
     result: dict[str, Any] = canonical(raw)
     return result
 
@@ -211,6 +249,7 @@ def decode_entry(d: dict[str, Any], key: str) -> BaselineEntry:
         ),
         provenance=Provenance(**d["provenance"]),
         recorded_at=d["recorded_at"],
+        profile=profile_from_json(d["profile"]) if d.get("profile") is not None else None,
     )
 
 

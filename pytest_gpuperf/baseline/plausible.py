@@ -170,6 +170,39 @@ def _samples_match_stats(entry: Mapping[str, Any]) -> Fault | None:
     return None
 
 
+def _profile_device(entry: Mapping[str, Any]) -> Fault | None:
+    profile = entry.get("profile")  # optional: entries written before profiles were stored
+    if profile is None:
+        return None
+    on_cuda = profile["device_type"] == "cuda"
+    if on_cuda and profile["device_ns"] is None:
+        return Fault(("profile", "device_ns"), "a CUDA profile without device time: its kernels took none")
+    if not on_cuda and profile["device_ns"] is not None:
+        return Fault(("profile", "device_ns"), "a CPU profile with device time: no kernel runs on the CPU")
+    for i, op in enumerate(profile["ops"]):
+        if not on_cuda and (op["kind"] == "kernel" or float(op["device_ns"]) > 0):
+            return Fault(("profile", "ops", i), f"{op['name']!r} has device time in a CPU profile")
+    return None
+
+
+def _profile_rows(entry: Mapping[str, Any]) -> Fault | None:
+    profile = entry.get("profile")
+    if profile is None:
+        return None
+    if float(profile["host_ns"]) > MAX_TIME_NS:
+        return Fault(("profile", "host_ns"), f"host_ns {float(profile['host_ns']):g} is more than a day per call")
+    seen: set[tuple[str, str]] = set()
+    for i, op in enumerate(profile["ops"]):
+        key = (op["kind"], op["name"])
+        if key in seen:
+            return Fault(("profile", "ops", i), f"{op['kind']} {op['name']!r} is listed twice; one row each")
+        seen.add(key)
+        for field in ("host_ns", "device_ns"):
+            if float(op[field]) > MAX_TIME_NS:
+                return Fault(("profile", "ops", i, field), f"{field} {float(op[field]):g} is more than a day per call")
+    return None
+
+
 RULES: Sequence[Rule] = (
     Rule("noise out of range", _noise),
     Rule("a time not positive", _positive_times),
@@ -178,6 +211,8 @@ RULES: Sequence[Rule] = (
     Rule("a spread wider than the range", _spreads),
     Rule("too few samples for a verdict", _enough_samples),
     Rule("samples at odds with the statistics", _samples_match_stats),
+    Rule("a profile at odds with its device", _profile_device),
+    Rule("a profile row out of place", _profile_rows),
 )
 
 

@@ -58,4 +58,5 @@ def entry_from_measurement(
         environment=environment,
         provenance=provenance,
         recorded_at=recorded_at,
+        profile=m.op_profile,
     )

@@ -9,6 +9,11 @@ Times are *self* times (an operator's own time, without its children), so
 the shares of different operators never count the same microsecond twice.
 On CUDA the ranking is by self device time and shares are fractions of the
 total kernel time; on the CPU it is by self CPU time.
+
+The same pass gives the compact per-call table a baseline entry keeps and a
+differential profile compares (``OpProfile``, ``op_table``): the profiler's
+first step only warms up (its own first-call costs stay out), the next
+``calls`` steps are averaged per measured call.
 """
 
 from __future__ import annotations
@@ -16,19 +21,25 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_gpuperf.files import export_atomic
 from pytest_gpuperf.gpu.device import cuda_synchronize
-from pytest_gpuperf.model import ProfileSummary
+from pytest_gpuperf.model import OpProfile, OpStat, ProfileSummary
 from pytest_gpuperf.report.units import format_time
 
 if TYPE_CHECKING:
     import torch
 
 TOP_OPS = 20  # kept in the summary; the terminal shows fewer
+TABLE_OPS = 30  # ops an OpProfile keeps (a few KB in a baseline entry)
+PROFILED_CALLS = 5
 RANGE_PREFIX = "gpuperf:"
+# The CPU time of a measured call that no operator claims: Python, the user's own code.
+OUTSIDE_OPS = "[host time outside operators]"
+_SKIPPED = ("[memory]", "ProfilerStep")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -39,6 +50,24 @@ def safe_label(label: str, *, max_len: int = 120) -> str:
     return f"{readable}-{digest}"
 
 
+def trace_file(folder: Path, key: str, side: str) -> Path:
+    """``<folder>/<safe key>.<side>.json``: one trace per side of a measurement's differential profile."""
+    return folder / f"{safe_label(key)}.{side}.json"
+
+
+@dataclass(frozen=True)
+class ProfileCapture:
+    """One profiler pass over a few calls: its Chrome trace (if exported), top operators and per-call table."""
+
+    trace_path: str | None
+    top_ops: tuple[tuple[str, float, float], ...]
+    activities: tuple[str, ...]
+    table: OpProfile
+
+    def summary(self) -> ProfileSummary:
+        return ProfileSummary(trace_path=self.trace_path or "", top_ops=self.top_ops, activities=self.activities)
+
+
 def profile_calls(
     fn: Callable[..., object],
     args: Sequence[object],
@@ -47,11 +76,34 @@ def profile_calls(
     out_dir: Path,
     label: str,
     device: torch.device,
-    calls: int = 5,
+    calls: int = PROFILED_CALLS,
 ) -> ProfileSummary:
     """Profile ``calls`` calls of ``fn`` (after one unprofiled warm-up call) and export a trace."""
+    return capture_calls(fn, args, kwargs, trace_path=out_dir / f"{safe_label(label)}.json", label=label,
+                         device=device, calls=calls).summary()  # fmt: skip
+
+
+def capture_calls(
+    fn: Callable[..., object],
+    args: Sequence[object],
+    kwargs: Mapping[str, object],
+    *,
+    trace_path: Path | None,
+    label: str,
+    device: torch.device,
+    calls: int = PROFILED_CALLS,
+    detailed: bool = True,
+) -> ProfileCapture:
+    """One torch.profiler pass over ``calls`` calls of ``fn``, each in a ``gpuperf:<label>#i`` range.
+
+    One unprofiled call comes first (lazy initialization), then one profiled
+    call the profiler discards (its own first-call costs), then ``calls``
+    recorded ones. ``trace_path``: where the Chrome trace goes (None: not
+    exported). ``detailed`` records shapes and memory too (``--gpuperf-profile``);
+    a differential profile needs neither and costs less without them.
+    """
     import torch
-    from torch.profiler import ProfilerActivity, profile, record_function
+    from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
     if calls < 1:
         raise ValueError(f"profile_calls: calls must be at least 1, got {calls}")
@@ -63,19 +115,25 @@ def profile_calls(
 
     fn(*args, **call_kwargs)  # lazy initialization stays out of the profile
     cuda_synchronize(device)
-    with profile(activities=activities, record_shapes=True, profile_memory=True) as prof:
-        for i in range(calls):
+    steps = schedule(wait=0, warmup=1, active=calls, repeat=1)
+    with profile(activities=activities, schedule=steps, record_shapes=detailed, profile_memory=detailed) as prof:
+        for i in range(calls + 1):
             with record_function(f"{RANGE_PREFIX}{label}#{i}"):
                 fn(*args, **call_kwargs)
-        cuda_synchronize(device)
+            if i == calls:
+                cuda_synchronize(device)  # the last kernels finish inside the recorded window
+            prof.step()
 
-    trace = export_atomic(out_dir / f"{safe_label(label)}.json", prof.export_chrome_trace)
-    names = ("cpu", "cuda") if on_cuda else ("cpu",)
-    return ProfileSummary(
-        trace_path=str(trace),
-        top_ops=top_operators(prof.key_averages(), on_cuda=on_cuda, is_cuda_event=_is_cuda(torch)),
-        activities=names,
-    )
+    trace = None if trace_path is None else str(export_atomic(trace_path, prof.export_chrome_trace))
+    averages = prof.key_averages()
+    is_cuda_event = _is_cuda(torch)
+    return ProfileCapture(
+        trace_path=trace,
+        top_ops=top_operators(averages, on_cuda=on_cuda, is_cuda_event=is_cuda_event),
+        activities=("cpu", "cuda") if on_cuda else ("cpu",),
+        table=op_table(averages, calls=calls, on_cuda=on_cuda, is_cuda_event=is_cuda_event,
+                       torch_version=str(torch.__version__)),
+    )  # fmt: skip
 
 
 def _is_cuda(torch_module: Any) -> Callable[[Any], bool]:
@@ -117,12 +175,75 @@ def top_operators(
         else:
             time_us = float(event.self_cpu_time_total or 0.0)
             total_us += time_us
-        if time_us > 0 and not key.startswith(RANGE_PREFIX) and not key.startswith("[memory]"):
+        if time_us > 0 and not key.startswith((RANGE_PREFIX, *_SKIPPED)):
             rows.append((key, time_us))
     if total_us <= 0:
         return ()
     rows.sort(key=lambda r: r[1], reverse=True)
     return tuple((name, us * 1e3, min(1.0, us / total_us)) for name, us in rows[:limit])
+
+
+def op_table(
+    averages: Sequence[Any],
+    *,
+    calls: int,
+    on_cuda: bool,
+    is_cuda_event: Callable[[Any], bool],
+    limit: int = TABLE_OPS,
+    torch_version: str | None = None,
+) -> OpProfile:
+    """The per-call table of a profiler pass over ``calls`` measured calls, each in a ``gpuperf:`` range.
+
+    Operators carry their self CPU time and (on CUDA) self device time, kernels
+    (CUDA events) their device time, each divided by ``calls``, as are the
+    counts: 2.0 is "twice per call". A call's host time is its range's CPU
+    time (Python, dispatch and launches: no sync), its device time the sum of
+    its kernels'. What the range itself spends outside any operator is a row
+    of its own (``OUTSIDE_OPS``), so Python overhead has a name in the diff.
+    The table keeps the ``limit`` rows that took longest (device time on CUDA,
+    host time on the CPU) and, on CUDA, the ``limit // 3`` longest by host time
+    besides: a launch-bound slowdown shows there.
+    """
+    per_call = 1e3 / calls  # microseconds over all calls -> nanoseconds per call
+    host_us = outside_us = device_us = 0.0
+    rows: list[OpStat] = []
+    for event in averages:
+        key = str(event.key)
+        if key.startswith(RANGE_PREFIX):
+            host_us += float(event.cpu_time_total or 0.0)
+            outside_us += float(event.self_cpu_time_total or 0.0)
+        elif key.startswith(_SKIPPED):
+            continue
+        elif on_cuda and is_cuda_event(event):
+            device = _self_device_us(event)
+            device_us += device
+            rows.append(OpStat(key, "kernel", event.count / calls, 0.0, device * per_call))
+        else:
+            device = _self_device_us(event) if on_cuda else 0.0
+            rows.append(OpStat(key, "operator", event.count / calls, float(event.self_cpu_time_total or 0.0) * per_call,
+                               device * per_call))  # fmt: skip
+    if outside_us > 0:
+        rows.append(OpStat(OUTSIDE_OPS, "operator", 1.0, outside_us * per_call))
+    return OpProfile(
+        device_type="cuda" if on_cuda else "cpu",
+        profiled_calls=calls,
+        host_ns=host_us * per_call,
+        device_ns=device_us * per_call if on_cuda else None,
+        ops=_top_rows(rows, on_cuda, limit),
+        torch=torch_version,
+    )
+
+
+def _top_rows(rows: list[OpStat], on_cuda: bool, limit: int) -> tuple[OpStat, ...]:
+    def by_main(s: OpStat) -> float:
+        return s.device_ns if on_cuda else s.host_ns
+
+    kept = sorted(rows, key=by_main, reverse=True)[:limit]
+    if on_cuda:
+        chosen = {(s.kind, s.name) for s in kept}
+        by_host = sorted(rows, key=lambda s: s.host_ns, reverse=True)
+        kept += [s for s in by_host[: limit // 3] if (s.kind, s.name) not in chosen and s.host_ns > 0]
+    return tuple(s for s in kept if by_main(s) > 0 or s.host_ns > 0)
 
 
 def format_top_ops(summary: ProfileSummary, n: int = 10) -> list[str]:

@@ -1,0 +1,126 @@
+"""Planted regressions for the profile diff's end-to-end tests: each names the operator responsible.
+
+``PLANT`` (an environment variable of the test run) lists the regressions in effect:
+``extra`` (an extra operation in a model's forward), ``amp`` (autocast off: the
+matmul runs in float32 instead of bfloat16), ``break`` (graph breaks split a
+compiled function), ``custom`` (a custom op does more work).
+"""
+
+from __future__ import annotations
+
+MODELS = '''
+import os
+
+import numpy as np
+import torch
+
+PLANT = os.environ.get("PLANT", "")
+X = torch.randn(64, 256)
+LIN = torch.nn.Linear(256, 256)
+
+
+def forward(x):
+    y = torch.relu(LIN(x))
+    if "extra" in PLANT:
+        y = torch.nn.functional.softmax(y @ y.T, dim=-1) @ y
+    return y
+
+
+def test_forward(gpu_bench):
+    with torch.no_grad():
+        gpu_bench(forward, X)
+
+
+W = torch.randn(512, 512)
+
+
+def amp_step(x):
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled="amp" not in PLANT):
+        return (x @ W).relu()
+
+
+def test_amp(gpu_bench):
+    gpu_bench(amp_step, torch.randn(256, 512))
+
+
+def split():
+    if "break" in PLANT:
+        torch._dynamo.graph_break()
+
+
+def small(x):
+    x = torch.sin(x) + 1
+    split()
+    x = torch.cos(x) + 2
+    split()
+    x = torch.sin(x) * 3
+    split()
+    x = torch.cos(x) - 1
+    split()
+    return torch.tanh(x)
+
+
+compiled = torch.compile(small, backend="eager")
+
+
+def test_compiled(gpu_bench):
+    gpu_bench(compiled, torch.randn(8))
+
+
+@torch.library.custom_op("demo::blur", mutates_args=())
+def blur(x: torch.Tensor) -> torch.Tensor:
+    a = x.numpy()
+    for _ in range(12 if "custom" in PLANT else 3):
+        a = (a + np.roll(a, 1)) * 0.5
+    return torch.from_numpy(a)
+
+
+def test_custom(gpu_bench):
+    gpu_bench(blur, torch.randn(20000))
+
+
+def test_steady(gpu_bench):
+    gpu_bench(torch.mm, W, W)
+'''
+
+# Writes each result's differential profile to diffs.json at the end of the session
+# (the reports render it; this reads the engines' result directly).
+DUMP_CONFTEST = '''
+import json
+
+import torch
+
+torch.set_num_threads(1)
+
+
+def pytest_sessionfinish(session):
+    from pytest_gpuperf.state_key import STATE_KEY
+
+    state = session.config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    out = {}
+    for r in state.results:
+        d = r.profile_diff
+        out[r.measurement.key.split("::")[1]] = {
+            "notes": list(r.measurement.notes),
+            "metrics": [m.name for m in r.measurement.metrics],
+            "diff": None if d is None else {
+                "rows": [[c.name, c.status, c.calls_changed] for c in d.changes],
+                "label": d.base_label, "note": d.note, "has_base": d.base is not None,
+                "head_trace": d.head_trace, "base_trace": d.base_trace,
+            },
+        }
+    with open("diffs.json", "w") as f:
+        json.dump(out, f)
+'''
+
+
+def has_native_bf16() -> bool:
+    """Whether this CPU runs bfloat16 matmuls natively: only then is autocast off a slowdown."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags

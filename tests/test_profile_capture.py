@@ -1,0 +1,124 @@
+"""The per-call table of a profiler pass (torch_profile.op_table), the host-time metric, and where traces go."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from pytest_gpuperf.config import GpuperfConfig, resolve
+from pytest_gpuperf.profiling.torch_profile import OUTSIDE_OPS, capture_calls, op_table
+from pytest_gpuperf.runner import HOST_TIME_METRIC, MeasureSpec, Runner, RunnerOptions
+from pytest_gpuperf.timers import WallTimer
+
+
+def event(key: str, count: int, *, cpu: float = 0.0, total: float = 0.0, device: float = 0.0,
+          cuda: bool = False) -> SimpleNamespace:  # fmt: skip
+    return SimpleNamespace(key=key, count=count, self_cpu_time_total=cpu, cpu_time_total=total,
+                           self_device_time_total=device, device_type="CUDA" if cuda else "CPU")  # fmt: skip
+
+
+def is_cuda(e: SimpleNamespace) -> bool:
+    return bool(e.device_type == "CUDA")
+
+
+def test_a_cuda_pass_becomes_per_call_operators_kernels_and_host_time() -> None:
+    # five measured calls, each in its gpuperf: range; times in microseconds as torch reports them
+    events = [
+        event("gpuperf:t::m#1", 1, cpu=20.0, total=100.0),
+        event("gpuperf:t::m#2", 1, cpu=30.0, total=100.0),
+        event("gpuperf:t::m#3", 1, cpu=10.0, total=100.0),
+        event("gpuperf:t::m#4", 1, cpu=20.0, total=100.0),
+        event("gpuperf:t::m#5", 1, cpu=20.0, total=100.0),
+        event("ProfilerStep#2", 5, cpu=5.0, total=600.0),
+        event("aten::mm", 5, cpu=150.0, total=300.0, device=1000.0),
+        event("cudaLaunchKernel", 10, cpu=100.0, total=100.0),
+        event("ampere_sgemm_128x64_nn", 5, device=1000.0, cuda=True),
+        event("triton_poi_fused_add_0", 10, device=50.0, cuda=True),
+    ]
+    table = op_table(events, calls=5, on_cuda=True, is_cuda_event=is_cuda, torch_version="2.5")
+    assert table.on_device and table.profiled_calls == 5
+    assert table.host_ns == pytest.approx(100_000.0)  # the ranges' CPU time per call
+    assert table.device_ns == pytest.approx(210_000.0)  # the kernels' time per call
+    rows = {(s.kind, s.name): s for s in table.ops}
+    assert ("operator", "ProfilerStep#2") not in rows
+    sgemm, triton = rows[("kernel", "ampere_sgemm_128x64_nn")], rows[("kernel", "triton_poi_fused_add_0")]
+    assert (sgemm.calls, sgemm.device_ns, sgemm.host_ns) == (1.0, pytest.approx(200_000.0), 0.0)
+    assert triton.calls == 2.0  # launched twice per call
+    assert rows[("operator", "aten::mm")].host_ns == pytest.approx(30_000.0)
+    assert rows[("operator", OUTSIDE_OPS)].host_ns == pytest.approx(20_000.0)  # Python between the ops
+    assert [s.name for s in table.ops[:2]] == ["aten::mm", "ampere_sgemm_128x64_nn"]  # by device time
+
+
+def test_the_table_is_bounded_and_keeps_the_slowest_host_side_ops_on_cuda() -> None:
+    events = [event(f"k{i}", 1, device=100.0 + i, cuda=True) for i in range(40)]
+    events.append(event("aten::slow_launch", 1, cpu=500.0))  # no device time: kept for its host time
+    table = op_table(events, calls=1, on_cuda=True, is_cuda_event=is_cuda, limit=10)
+    names = [s.name for s in table.ops]
+    assert names[:10] == [f"k{i}" for i in range(39, 29, -1)]
+    assert names[10:] == ["aten::slow_launch"]
+
+
+def test_a_cpu_capture_counts_calls_per_measured_call() -> None:
+    a = torch.randn(32, 32)
+
+    def twice() -> torch.Tensor:
+        return torch.mm(torch.mm(a, a), a)
+
+    table = capture_calls(twice, (), {}, trace_path=None, label="t", device=torch.device("cpu"), calls=3,
+                          detailed=False).table  # fmt: skip
+    mm = next(s for s in table.ops if s.name == "aten::mm")
+    assert mm.calls == 2.0 and mm.device_ns == 0.0
+    assert table.device_type == "cpu" and table.device_ns is None and table.profiled_calls == 3
+    assert table.host_ns >= sum(s.host_ns for s in table.ops) * 0.99  # self times inside the call's own time
+
+
+class LaunchTimer(WallTimer):
+    """A timer of device time whose host side took a known time per block, as CudaEventTimer reports it."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def time_blocks(self, call: Callable[[], object], calls: int, samples: int, between: object = None,
+                    deadline_ns: float | None = None) -> list[float]:  # fmt: skip
+        self.calls = calls
+        self._samples = samples
+        return [1_000_000.0] * samples
+
+    def host_block_ns(self) -> list[float]:
+        return [3_000.0 * self.calls] * self._samples
+
+
+def test_a_timer_with_host_times_adds_the_host_time_metric(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("pytest_gpuperf.runner.timer_for", lambda device, **_: LaunchTimer())
+    settings = dataclasses.replace(resolve(GpuperfConfig(enabled=True)).measure, min_time_s=0.0, max_time_s=0.01)
+    m = Runner(RunnerOptions(device=torch.device("cpu"))).measure(MeasureSpec(fn=time.perf_counter, settings=settings))
+    (host,) = [x for x in m.metrics if x.name == HOST_TIME_METRIC]
+    assert (host.value, host.unit, host.better) == (3_000.0, "ns", "lower")
+    assert host.tolerance is not None and host.tolerance > 0
+
+
+def test_the_wall_clock_reports_no_separate_host_time() -> None:
+    settings = dataclasses.replace(resolve(GpuperfConfig(enabled=True)).measure, min_time_s=0.0, max_time_s=0.01)
+    m = Runner(RunnerOptions(device=torch.device("cpu"))).measure(MeasureSpec(fn=time.perf_counter, settings=settings))
+    assert all(x.name != HOST_TIME_METRIC for x in m.metrics)
+
+
+def test_traces_go_beside_the_first_report_else_the_profile_folder_else_the_rootdir(tmp_path: Path) -> None:
+    root = GpuperfConfig(rootdir=tmp_path)
+    assert root.traces_dir == tmp_path / ".gpuperf" / "profiles"
+    profiled = dataclasses.replace(root, profile_dir=tmp_path / "prof")
+    assert profiled.traces_dir == tmp_path / "prof"
+    reported = dataclasses.replace(profiled, html_path=tmp_path / "r" / "a.html", json_path=tmp_path / "j" / "r.json")
+    assert reported.traces_dir == tmp_path / "j" / "gpuperf-profiles"
+
+
+def test_the_option_is_resolved_into_each_tests_settings() -> None:
+    assert resolve(GpuperfConfig(enabled=True)).profile_diff
+    assert not resolve(GpuperfConfig(enabled=True, profile_diff=False)).profile_diff
+    assert not resolve(GpuperfConfig(enabled=False)).profile_diff  # smoke mode profiles nothing
