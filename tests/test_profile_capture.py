@@ -62,6 +62,9 @@ def test_the_table_is_bounded_and_keeps_the_slowest_host_side_ops_on_cuda() -> N
     names = [s.name for s in table.ops]
     assert names[:10] == [f"k{i}" for i in range(39, 29, -1)]
     assert names[10:] == ["aten::slow_launch"]
+    assert table.omitted_below_ns == pytest.approx(129_000.0)  # k29 was the slowest left out
+    whole = op_table(events, calls=1, on_cuda=True, is_cuda_event=is_cuda, limit=50)
+    assert whole.omitted_below_ns == 0.0
 
 
 def test_a_cpu_capture_counts_calls_per_measured_call() -> None:

@@ -104,6 +104,7 @@ def profile_to_json(profile: OpProfile) -> dict[str, Any]:
             }
             for s in profile.ops
         ],
+        "omitted_below_ns": float(profile.omitted_below_ns),
         "torch": profile.torch,
     }
 
@@ -118,6 +119,7 @@ def profile_from_json(d: Mapping[str, Any]) -> OpProfile:
             OpStat(s["name"], s["kind"], float(s["calls"]), float(s["host_ns"]), float(s["device_ns"]))
             for s in d["ops"]
         ),
+        omitted_below_ns=float(d.get("omitted_below_ns", 0.0)),
         torch=d["torch"],
     )
 

@@ -224,26 +224,33 @@ def op_table(
                                device * per_call))  # fmt: skip
     if outside_us > 0:
         rows.append(OpStat(OUTSIDE_OPS, "operator", 1.0, outside_us * per_call))
+    ops, omitted_below_ns = _top_rows(rows, on_cuda, limit)
     return OpProfile(
         device_type="cuda" if on_cuda else "cpu",
         profiled_calls=calls,
         host_ns=host_us * per_call,
         device_ns=device_us * per_call if on_cuda else None,
-        ops=_top_rows(rows, on_cuda, limit),
+        ops=ops,
         torch=torch_version,
+        omitted_below_ns=omitted_below_ns,
     )
 
 
-def _top_rows(rows: list[OpStat], on_cuda: bool, limit: int) -> tuple[OpStat, ...]:
+def _top_rows(rows: list[OpStat], on_cuda: bool, limit: int) -> tuple[tuple[OpStat, ...], float]:
+    """The rows kept, and the largest time (the ranking's) among those left out: the table's cut."""
+
     def by_main(s: OpStat) -> float:
         return s.device_ns if on_cuda else s.host_ns
 
-    kept = sorted(rows, key=by_main, reverse=True)[:limit]
+    ranked = sorted(rows, key=by_main, reverse=True)
+    kept = ranked[:limit]
     if on_cuda:
         chosen = {(s.kind, s.name) for s in kept}
         by_host = sorted(rows, key=lambda s: s.host_ns, reverse=True)
         kept += [s for s in by_host[: limit // 3] if (s.kind, s.name) not in chosen and s.host_ns > 0]
-    return tuple(s for s in kept if by_main(s) > 0 or s.host_ns > 0)
+    kept_keys = {(s.kind, s.name) for s in kept}
+    cut = max((by_main(s) for s in ranked if (s.kind, s.name) not in kept_keys), default=0.0)
+    return tuple(s for s in kept if by_main(s) > 0 or s.host_ns > 0), cut
 
 
 def format_top_ops(summary: ProfileSummary, n: int = 10) -> list[str]:
