@@ -265,7 +265,10 @@ class BenchmarkFixture:
         per_round = _PerRound(plan)
         try:
             return self._bench.measure_rounds(
-                per_round.call, name=MEASUREMENT, rounds=plan.rounds, calls_per_sample=plan.iterations,
+                per_round.call,
+                name=MEASUREMENT,
+                rounds=plan.rounds,
+                calls_per_sample=plan.iterations,
                 before_block=per_round.before_block,
             )
         finally:

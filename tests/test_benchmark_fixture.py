@@ -121,13 +121,15 @@ def test_api_under_gpuperf(api: pytest.Pytester) -> None:
 
 
 def test_without_gpuperf_pytest_benchmark_is_untouched(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_untouched="""
+    pytester.makepyfile(
+        test_untouched="""
         from pytest_benchmark.fixture import BenchmarkFixture
 
         def test_theirs(benchmark):
             assert type(benchmark) is BenchmarkFixture
             assert benchmark(sum, [1, 2]) == 3
-    """)
+    """
+    )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark-json=theirs.json")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*Name (time in*"])
@@ -187,7 +189,9 @@ def test_matmul(benchmark):
 GATE = ["--gpuperf-threshold=0.25", "--gpuperf-min-time=0.1", "--gpuperf-max-time=0.6", "-p", "no:cacheprovider"]
 
 
-def test_planted_regression_in_a_benchmark_test_fails(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_planted_regression_in_a_benchmark_test_fails(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile(test_perf=REGRESSION_TEST)
     pytester.makeconftest("import torch\ntorch.set_num_threads(1)\n")
     pytester.makeini("[pytest]\n")
