@@ -60,6 +60,19 @@ class BenchmarkSession:
     options: SessionOptions
     took_over: bool  # pytest-benchmark was installed and is blocked under --gpuperf
     fixtures: dict[str, BenchmarkFixture] = field(default_factory=dict)  # by measurement key, for the JSON
+    from_workers: dict[str, dict[str, Any]] = field(default_factory=dict)  # the same, from xdist workers
+
+    def entries(self) -> dict[str, dict[str, Any]]:
+        """What the JSON takes from each fixture (its names, group, params, extra_info), by measurement key."""
+        return {**self.from_workers, **{key: _entry_info(f) for key, f in self.fixtures.items()}}
+
+
+def _entry_info(fixture: BenchmarkFixture) -> dict[str, Any]:
+    info = {"name": fixture.name, "fullname": fixture.fullname, "group": fixture.group, "param": fixture.param,
+            "params": fixture.params or {}, "extra_info": fixture.extra_info}  # fmt: skip
+    # what JSON cannot hold as is (a dtype, a device) is written as its repr, as a worker must send it
+    loaded: dict[str, Any] = json.loads(json.dumps(info, default=repr))
+    return loaded
 
 
 BENCHMARK_KEY = pytest.StashKey[BenchmarkSession]()
@@ -366,7 +379,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     results = state.session_results()
     document = benchmark_document(results)
     keys = [r.measurement.key for r in results.results]
-    _as_pytest_benchmark(document["benchmarks"], keys, session.fixtures)
+    _as_pytest_benchmark(document["benchmarks"], keys, session.entries())
     try:
         write_atomic(path, json.dumps(document, indent=4, allow_nan=False, default=repr) + "\n")
     except (GpuperfError, OSError, ValueError) as exc:
@@ -380,8 +393,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.write_line(f"gpuperf: wrote {path}")
 
 
-def _as_pytest_benchmark(entries: list[dict[str, Any]], keys: Sequence[str],
-                         fixtures: Mapping[str, BenchmarkFixture]) -> None:  # fmt: skip
+def _as_pytest_benchmark(
+    entries: list[dict[str, Any]], keys: Sequence[str], fixtures: Mapping[str, Mapping[str, Any]]
+) -> None:
     """Give the entries the ``benchmark`` fixture measured its name, group, params and extra_info.
 
     The name is the test's, as pytest-benchmark writes it, unless another measurement of
@@ -389,12 +403,27 @@ def _as_pytest_benchmark(entries: list[dict[str, Any]], keys: Sequence[str],
     """
     taken = {entry["fullname"] for entry, key in zip(entries, keys, strict=True) if key not in fixtures}
     for entry, key in zip(entries, keys, strict=True):
-        fixture = fixtures.get(key)
-        if fixture is None:
+        info = fixtures.get(key)
+        if info is None:
             continue
-        if fixture.fullname not in taken:
-            entry["name"], entry["fullname"] = fixture.name, fixture.fullname
-        entry["group"] = fixture.group
-        entry["param"] = fixture.param
-        entry["params"] = dict(fixture.params or {})
-        entry["extra_info"] = {**entry["extra_info"], **fixture.extra_info}
+        if info["fullname"] not in taken:
+            entry["name"], entry["fullname"] = info["name"], info["fullname"]
+        entry["group"] = info["group"]
+        entry["param"] = info["param"]
+        entry["params"] = info["params"]
+        entry["extra_info"] = {**entry["extra_info"], **info["extra_info"]}
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker sends what the JSON needs of its fixtures to the controller, which writes the file."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    bench = session.config.stash[BENCHMARK_KEY]
+    if workeroutput is not None and bench.fixtures:
+        workeroutput["gpuperf_benchmark"] = json.dumps(bench.entries())
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest-xdist may not be installed
+def pytest_testnodedown(node: Any, error: object) -> None:
+    text = (getattr(node, "workeroutput", None) or {}).get("gpuperf_benchmark")
+    if text:
+        node.config.stash[BENCHMARK_KEY].from_workers.update(json.loads(text))
