@@ -203,3 +203,24 @@ def test_planted_regression_in_a_benchmark_test_fails(
     slower = pytester.runpytest_subprocess("--gpuperf", *GATE)
     slower.assert_outcomes(failed=1)
     slower.stdout.fnmatch_lines(["*test_matmul*regression*"])
+
+
+def test_benchmark_json_under_xdist_keeps_group_and_extra_info(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_workers="""
+        import pytest
+
+        @pytest.mark.benchmark(group="g")
+        @pytest.mark.parametrize("n", [1, 2])
+        def test_sum(benchmark, n):
+            benchmark.extra_info["n"] = n
+            benchmark(sum, range(n))
+    """
+    )
+    result = pytester.runpytest_subprocess("--gpuperf", "-n", "2", "--benchmark-json=bench.json", *FAST)
+    result.assert_outcomes(passed=2)
+    entries = _entries(pytester.path / "bench.json")
+    assert {name: (e["group"], e["extra_info"]["n"]) for name, e in entries.items()} == {
+        "test_workers.py::test_sum[1]": ("g", 1),
+        "test_workers.py::test_sum[2]": ("g", 2),
+    }
