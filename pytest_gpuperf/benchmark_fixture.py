@@ -19,6 +19,7 @@ import contextlib
 import gc
 import importlib
 import json
+import sys
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -26,6 +27,7 @@ from typing import Any, cast
 import pytest
 
 from pytest_gpuperf.benchmark_options import KNOWN_KEYWORDS, MARKER, MarkerChoice, SessionOptions
+from pytest_gpuperf.config import BenchmarkOptions
 from pytest_gpuperf.errors import ConfigError, GpuperfError, GpuperfWarning
 from pytest_gpuperf.fixture import GpuBench
 from pytest_gpuperf.model import Measurement, measurement_key
@@ -112,16 +114,21 @@ def install(config: pytest.Config) -> None:
     )
     for message in options.ignored():
         config.issue_config_time_warning(GpuperfWarning(message), stacklevel=2)
-    import pytest_gpuperf.benchmark_fixture as this
-
-    config.pluginmanager.register(this, PLUGIN_NAME)
+    config.pluginmanager.register(sys.modules[__name__], PLUGIN_NAME)
 
 
-def marker_choice(item: pytest.Item) -> MarkerChoice | None:
-    """The test's ``@pytest.mark.benchmark`` when this plugin reads it (None: pytest-benchmark does, or no plugin)."""
-    if BENCHMARK_KEY not in item.config.stash:
+def session_mapping(config: pytest.Config) -> BenchmarkOptions:
+    """The session's ``--benchmark-*`` options that have a meaning here, where pytest-gpuperf took the fixture over."""
+    if not config.stash.get(TOOK_OVER_KEY, False):
+        return BenchmarkOptions()
+    return SessionOptions.from_config(config).mapped
+
+
+def marker_options(item: pytest.Item) -> BenchmarkOptions | None:
+    """What the test's ``@pytest.mark.benchmark`` maps onto its Settings (None: none, or pytest-benchmark reads it)."""
+    if BENCHMARK_KEY not in item.config.stash or item.get_closest_marker(MARKER) is None:
         return None
-    return MarkerChoice.from_item(item)
+    return MarkerChoice.from_item(item).options
 
 
 @contextlib.contextmanager

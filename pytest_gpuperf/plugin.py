@@ -19,7 +19,6 @@ import pytest
 
 from pytest_gpuperf import benchmark_fixture
 from pytest_gpuperf import config as cfg
-from pytest_gpuperf.benchmark_options import SessionOptions
 from pytest_gpuperf.errors import ConfigError, GpuperfError, GpuperfWarning
 from pytest_gpuperf.fixture import GpuBench
 from pytest_gpuperf.model import (
@@ -233,9 +232,7 @@ def _name_ini_keys(message: str, config: pytest.Config) -> str:
 def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
     rootdir = Path(config.rootpath)
     opt = config.getoption
-    # pytest-benchmark's options, where pytest-gpuperf took its fixture over: defaults for ours
-    bench = SessionOptions.from_config(config).mapped if config.stash.get(benchmark_fixture.TOOK_OVER_KEY, False) \
-        else cfg.BenchmarkOptions()
+    bench = benchmark_fixture.session_mapping(config)  # --benchmark-* options: defaults for ours
     max_time = bench.max_time or cfg.DEFAULT_MAX_TIME_S
     baseline_dir = Path(_value(config, "gpuperf_baseline_dir", "gpuperf_baseline_dir", cfg.DEFAULT_BASELINE_DIR))
 
@@ -301,8 +298,7 @@ def _plugin_args(config: pytest.Config) -> tuple[str, ...]:
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
     """Under --gpuperf, take the ``benchmark`` fixture over from pytest-benchmark, before it is configured."""
-    if config.getoption("gpuperf") or config.getoption("gpuperf_update_baseline") or \
-            config.getoption("gpuperf_compare_ref"):  # fmt: skip
+    if any(config.getoption(name) for name in ("gpuperf", "gpuperf_update_baseline", "gpuperf_compare_ref")):
         benchmark_fixture.take_over(config)
 
 
@@ -415,8 +411,7 @@ def _test_settings(item: pytest.Item, session_config: cfg.GpuperfConfig) -> cfg.
     for mark in reversed(list(item.iter_markers(MARKER))):  # closest marker wins
         merged.update(mark.kwargs)
     marker = cfg.MarkerOptions.from_kwargs(merged, test_id=item.nodeid) if merged else None
-    choice = benchmark_fixture.marker_choice(item)
-    benchmark = choice.options if choice is not None and choice.options != cfg.BenchmarkOptions() else None
+    benchmark = benchmark_fixture.marker_options(item)
     return cfg.resolve(session_config, marker, test_id=item.nodeid, benchmark=benchmark)
 
 
