@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -224,3 +225,33 @@ def test_benchmark_json_under_xdist_keeps_group_and_extra_info(pytester: pytest.
         "test_workers.py::test_sum[1]": ("g", 1),
         "test_workers.py::test_sum[2]": ("g", 2),
     }
+
+
+COMPARED_TEST = """
+def work():
+    return sum(range({work}))
+
+def test_work(benchmark):
+    assert benchmark(work) == sum(range({work}))
+"""
+
+
+def test_compare_ref_measures_the_benchmark_fixture_on_both_sides(pytester: pytest.Pytester) -> None:
+    """The base worker takes the fixture over too: without it, its side would have no measurement."""
+    root = pytester.path
+
+    def commit(work: int) -> None:
+        pytester.makepyfile(test_compared=COMPARED_TEST.format(work=work))
+        for args in (("add", "-A"), ("commit", "-qm", f"work {work}")):
+            subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+    for args in (("init", "-q"), ("config", "user.email", "t@example.com"), ("config", "user.name", "t")):
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+    commit(20000)
+    commit(80000)  # four times the work, as tests/test_abtest_compare_ref.py plants it
+    result = pytester.runpytest_subprocess(
+        "--gpuperf-compare-ref=HEAD~1", "--gpuperf-confirm-pairs=3", "--gpuperf-threshold=0.25",
+        "--gpuperf-warmup-time=0.02", "--gpuperf-min-time=0.1", "--gpuperf-max-time=0.6", "-p", "no:cacheprovider",
+    )  # fmt: skip
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*compared with HEAD~1*", "*test_compared.py::test_work*", "*benchmark*regression*"])
