@@ -60,8 +60,11 @@ class MeasureSettings:
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
     l2_flush: bool = False
     cuda_graph: bool = False
+    rounds: int | None = None  # a fixed number of samples (benchmark.pedantic); None: the stopping rule decides
 
     def __post_init__(self) -> None:
+        if self.rounds is not None and self.rounds < 1:
+            raise ConfigError(f"fixed rounds must be >= 1, got {self.rounds}")
         if not (math.isfinite(self.time_limit_s) and self.time_limit_s > 0):
             raise ConfigError(
                 f"time limit (--gpuperf-time-limit) must be a positive number of seconds, got {self.time_limit_s}"
@@ -130,6 +133,19 @@ class Settings:
     @property
     def enabled(self) -> bool:
         return self.mode != "smoke"
+
+
+@dataclass(frozen=True)
+class BenchmarkOptions:
+    """pytest-benchmark settings that mean the same here, from ``@pytest.mark.benchmark`` (benchmark_options.py).
+
+    max_time: seconds of measuring, as ``max_time_s``; min_rounds: samples at least, raising
+    ``min_samples`` (never lowering it); precision: the target precision (here of the median).
+    """
+
+    max_time: float | None = None
+    min_rounds: int | None = None
+    precision: float | None = None
 
 
 @dataclass(frozen=True)
@@ -276,24 +292,35 @@ class MarkerOptions:
         return cls(**kwargs)
 
 
-def resolve(config: GpuperfConfig, marker: MarkerOptions | None = None, *, test_id: str = "") -> Settings:
+def resolve(
+    config: GpuperfConfig,
+    marker: MarkerOptions | None = None,
+    *,
+    test_id: str = "",
+    benchmark: BenchmarkOptions | None = None,
+) -> Settings:
     """The one place where session options, ini values, marker keywords and the mode's defaults meet.
+
+    ``@pytest.mark.gpuperf`` beats ``@pytest.mark.benchmark`` (``benchmark``), which beats the session.
 
     Compare-ref measures head and base interleaved on one machine, so it has a
     smaller default threshold and no use for the guards against a frozen
     number (noise floor of the recorded noise, calibration, the fast end).
     """
     m = marker or MarkerOptions()
+    b = benchmark or BenchmarkOptions()
     mode = config.mode
     compare_ref = mode == "compare-ref"
     base = config.measure
+    max_time = _pick(m.max_time, _pick(b.max_time, max(base.max_time_s, m.min_time or 0.0)))
     try:
         measure = MeasureSettings(
             warmup_time_s=_pick(m.warmup_time, base.warmup_time_s),
-            min_time_s=_pick(m.min_time, base.min_time_s),
-            max_time_s=_pick(m.max_time, max(base.max_time_s, m.min_time or 0.0)),
-            target_precision=_pick(m.target_precision, base.target_precision),
-            min_samples=base.min_samples,
+            # a shorter pytest-benchmark max_time shortens the least time too
+            min_time_s=_pick(m.min_time, min(base.min_time_s, b.max_time or math.inf)),
+            max_time_s=max_time,
+            target_precision=_pick(m.target_precision, _pick(b.precision, base.target_precision)),
+            min_samples=max(base.min_samples, b.min_rounds or 0),
             time_limit_s=_pick(m.time_limit, base.time_limit_s),
             l2_flush=_pick(m.l2_flush, base.l2_flush),
             cuda_graph=_pick(m.cuda_graph, base.cuda_graph),
@@ -314,14 +341,20 @@ def resolve(config: GpuperfConfig, marker: MarkerOptions | None = None, *, test_
             min_samples=measure.min_samples,
         )
     except ConfigError as exc:
-        if marker is None:
+        if marker is None and benchmark is None:
             raise
-        raise ConfigError(f"@pytest.mark.gpuperf: {exc}", test_id=test_id) from None
+        which = "gpuperf" if marker is not None else "benchmark"
+        raise ConfigError(f"@pytest.mark.{which}: {exc}", test_id=test_id) from None
     return Settings(mode=mode, measure=measure, gate=gate, profile_diff=config.profile_diff and mode != "smoke")
 
 
 def _pick(override: Any, default: Any) -> Any:
     return default if override is None else override
+
+
+def with_fixed_rounds(settings: Settings, rounds: int) -> Settings:
+    """``settings`` measuring exactly ``rounds`` samples (``benchmark.pedantic(rounds=...)``)."""
+    return dataclasses.replace(settings, measure=dataclasses.replace(settings.measure, rounds=rounds))
 
 
 def with_call_options(settings: Settings, *, l2_flush: bool | None, cuda_graph: bool | None) -> Settings:

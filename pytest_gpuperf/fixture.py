@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
-from pytest_gpuperf.config import Settings, with_call_options
+from pytest_gpuperf.config import Settings, with_call_options, with_fixed_rounds
 from pytest_gpuperf.errors import ConfigError, GpuperfError
 from pytest_gpuperf.model import DEFAULT_MEASUREMENT, Direction, Measurement, Metric, Throughput
 from pytest_gpuperf.runner import MeasureSpec
@@ -82,10 +82,44 @@ class GpuBench:
         ``items``, ``flops`` and ``bytes`` are the work of one call, for throughput.
         """
         __tracebackhide__ = True
+        settings = with_call_options(self.settings, l2_flush=l2_flush, cuda_graph=cuda_graph)
+        throughput = Throughput(items=items, flops=flops, bytes=bytes)
+        return self._take(settings, lambda: self._spec(fn, args, kwargs, name, throughput))
+
+    def measure_rounds(
+        self,
+        fn: Callable[[], object],
+        *,
+        name: str,
+        rounds: int,
+        calls_per_sample: int,
+        before_block: Callable[[], None] | None = None,
+    ) -> Measurement:
+        """Measure ``fn()`` in exactly ``rounds`` samples of ``calls_per_sample`` calls (``benchmark.pedantic``).
+
+        ``before_block`` runs before each block, outside the timed region (a per-round setup).
+        The time limit still stops a measurement that would run past it.
+        """
+        __tracebackhide__ = True
+        settings = with_fixed_rounds(self.settings, rounds)
+
+        def spec() -> MeasureSpec:
+            made = self._spec(fn, (), None, name, Throughput())
+            return dataclasses.replace(made, calls_per_sample=calls_per_sample, before_block=before_block)
+
+        return self._take(settings, spec)
+
+    def note(self, text: str, *, measurement: str) -> None:
+        """Add ``text`` to the notes of this test's measurement ``measurement`` (shown with the results)."""
+        current = self._measurements[measurement]
+        if text not in current.notes:
+            self._measurements[measurement] = dataclasses.replace(current, notes=(*current.notes, text))
+
+    def _take(self, settings: Settings, make_spec: Callable[[], MeasureSpec]) -> Measurement:
+        """Measure the spec ``make_spec`` builds, with ``settings``, under the device guard; store the result."""
+        __tracebackhide__ = True
         try:
-            spec = self._spec(fn, args, kwargs, name, Throughput(items=items, flops=flops, bytes=bytes))
-            settings = with_call_options(self.settings, l2_flush=l2_flush, cuda_graph=cuda_graph)
-            spec = dataclasses.replace(spec, settings=settings.measure)
+            spec = dataclasses.replace(make_spec(), settings=settings.measure)
             with self._guard():
                 measurement = self._engine.measure(spec, settings)
         except GpuperfError as exc:

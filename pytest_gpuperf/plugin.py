@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_gpuperf import benchmark_fixture
 from pytest_gpuperf import config as cfg
 from pytest_gpuperf.errors import ConfigError, GpuperfError, GpuperfWarning
 from pytest_gpuperf.fixture import GpuBench
@@ -238,6 +239,8 @@ def _name_ini_keys(message: str, config: pytest.Config) -> str:
 def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
     rootdir = Path(config.rootpath)
     opt = config.getoption
+    bench = benchmark_fixture.session_mapping(config)  # --benchmark-* options: defaults for ours
+    max_time = bench.max_time or cfg.DEFAULT_MAX_TIME_S
     baseline_dir = Path(_value(config, "gpuperf_baseline_dir", "gpuperf_baseline_dir", cfg.DEFAULT_BASELINE_DIR))
 
     def path(dest: str) -> Path | None:
@@ -246,10 +249,12 @@ def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
 
     measure = cfg.MeasureSettings(
         warmup_time_s=_value(config, "gpuperf_warmup_time", "gpuperf_warmup_time", cfg.DEFAULT_WARMUP_TIME_S, float),
-        min_time_s=_value(config, "gpuperf_min_time", "gpuperf_min_time", cfg.DEFAULT_MIN_TIME_S, float),
-        max_time_s=_value(config, "gpuperf_max_time", "gpuperf_max_time", cfg.DEFAULT_MAX_TIME_S, float),
+        min_time_s=_value(config, "gpuperf_min_time", "gpuperf_min_time", min(cfg.DEFAULT_MIN_TIME_S, max_time),
+                          float),
+        max_time_s=_value(config, "gpuperf_max_time", "gpuperf_max_time", max_time, float),
         target_precision=_value(config, "gpuperf_target_precision", "gpuperf_target_precision",
-                                cfg.DEFAULT_TARGET_PRECISION, float),
+                                bench.precision or cfg.DEFAULT_TARGET_PRECISION, float),
+        min_samples=max(cfg.DEFAULT_MIN_SAMPLES, bench.min_rounds or 0),
         time_limit_s=_value(config, "gpuperf_time_limit", "gpuperf_time_limit", cfg.DEFAULT_TIME_LIMIT_S, float),
         l2_flush=opt("gpuperf_l2_flush"),
         cuda_graph=opt("gpuperf_cuda_graph"),
@@ -296,6 +301,13 @@ def _plugin_args(config: pytest.Config) -> tuple[str, ...]:
     if config.getoption("disable_plugin_autoload", False):
         args.append("--disable-plugin-autoload")
     return tuple(args)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Under --gpuperf, take the ``benchmark`` fixture over from pytest-benchmark, before it is configured."""
+    if any(config.getoption(name) for name in ("gpuperf", "gpuperf_update_baseline", "gpuperf_compare_ref")):
+        benchmark_fixture.take_over(config)
 
 
 EARLY_BASE_KEY = pytest.StashKey["EarlyBase"]()
@@ -351,6 +363,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config=gp, started_at=now, worker=worker, early_base=early, base_ref=base_ref,
         progress=Progress.for_config(config),
     )
+    benchmark_fixture.install(config)
     if worker is None and config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistController(config.stash[STATE_KEY]), "gpuperf-xdist-controller")
 
@@ -406,7 +419,8 @@ def _test_settings(item: pytest.Item, session_config: cfg.GpuperfConfig) -> cfg.
     for mark in reversed(list(item.iter_markers(MARKER))):  # closest marker wins
         merged.update(mark.kwargs)
     marker = cfg.MarkerOptions.from_kwargs(merged, test_id=item.nodeid) if merged else None
-    return cfg.resolve(session_config, marker, test_id=item.nodeid)
+    benchmark = benchmark_fixture.marker_options(item)
+    return cfg.resolve(session_config, marker, test_id=item.nodeid, benchmark=benchmark)
 
 
 @pytest.fixture

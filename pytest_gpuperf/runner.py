@@ -19,6 +19,7 @@ anything), one call per sample, and one call for the memory probe on a CPU.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import math
 import statistics
@@ -68,6 +69,10 @@ class MeasureSpec:
     settings: MeasureSettings = field(default_factory=MeasureSettings)
     calibration: Interleaved | None = None  # the host guard's calibration workload, when on
     metrics: tuple[Metric, ...] = ()
+    # benchmark.pedantic: a fixed block size (its iterations; None: sized from the warm-up), and
+    # its per-round setup, run before each block outside the timed region
+    calls_per_sample: int | None = None
+    before_block: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -90,14 +95,20 @@ def round_seconds(settings: MeasureSettings) -> float:
 
 
 def stopping_rule(settings: MeasureSettings) -> StoppingRule:
-    """The rule of a measurement's own rounds, here or in a worker driven round by round."""
-    return StoppingRule.from_settings(
+    """The rule of a measurement's own rounds, here or in a worker driven round by round.
+
+    Fixed rounds (``settings.rounds``) stop at exactly that many samples, or at the time limit.
+    """
+    rule = StoppingRule.from_settings(
         settings,
         round_s=round_seconds(settings),
         min_rounds=MIN_ROUNDS,
         precision_samples=PRECISION_MIN_SAMPLES,
         max_samples=MAX_SAMPLES,
     )
+    if settings.rounds is None:
+        return rule
+    return dataclasses.replace(rule, min_samples=settings.rounds, max_samples=settings.rounds)
 
 
 def sample_precision(samples: Sequence[float]) -> float:
@@ -225,7 +236,7 @@ class PreparedMeasurement:
 
         settings = self.spec.settings
         budget_ns = min(settings.warmup_time_s, settings.time_limit_s * WARMUP_LIMIT_SHARE) * 1e9
-        calls = 1
+        calls = self.spec.calls_per_sample or 1
         done = 0
         previous: float | None = None
         spent = 0.0
@@ -233,7 +244,7 @@ class PreparedMeasurement:
         label = f"{self.spec.test_id}::{self.spec.name} warmup"
         with nvtx_range(label, enabled=self.runner.options.nvtx), self._limited("warm-up"):
             while True:
-                total = self.timer.time_blocks(call, calls, 1)[0]
+                total = self.timer.time_blocks(call, calls, 1, self.spec.before_block)[0]
                 call = self._call
                 self._check(total)
                 check_deadline(self.deadline, lambda: self._timeout("warm-up"))  # where no signal stops a call
@@ -245,10 +256,12 @@ class PreparedMeasurement:
                     return done, per_call
                 previous = per_call
                 # Grow blocks geometrically so short functions reach a timeable block quickly.
-                if total < self.timer.min_sample_ns:
+                if total < self.timer.min_sample_ns and self.spec.calls_per_sample is None:
                     calls *= 2
 
     def _calls_per_sample(self) -> int:
+        if self.spec.calls_per_sample is not None:
+            return self.spec.calls_per_sample
         if self._flusher is not None and self._flusher.active:
             return 1  # a cold cache is only cold for the first call after a flush
         return max(1, math.ceil(self.timer.min_sample_ns / max(self.per_call_ns, 1.0)))
@@ -275,7 +288,8 @@ class PreparedMeasurement:
         block_s = self._sample_s()
         reserve_s = self._after_rounds_s()
         fit = self.rule.samples_that_fit(self.elapsed_s(), block_s, reserve_s)
-        count = max(1, min(MAX_SAMPLES - len(self.samples), int(budget_s / max(block_s, 1e-9)), fit))
+        room = (self.rule.max_samples or MAX_SAMPLES) - len(self.samples)
+        count = max(1, min(room, int(budget_s / max(block_s, 1e-9)), fit))
         # The wall clock also stops a round early: at twice its budget, or where the next
         # sample would no longer end before the time limit.
         last_start_s = self.deadline - (block_s + reserve_s) * LIMIT_MARGIN
@@ -308,11 +322,15 @@ class PreparedMeasurement:
     def _between(self) -> Callable[[], None] | None:
         """What runs between the blocks of a round: the L2 flush, the deadline where no signal can stop a call."""
         flush = self._flusher.flush if self._flusher is not None and self._flusher.active else None
-        if signals_usable():
+        before = self.spec.before_block
+        if signals_usable() and before is None:
             return flush
 
         def between() -> None:
-            check_deadline(self.deadline, lambda: self._timeout("measurement rounds"))
+            if not signals_usable():
+                check_deadline(self.deadline, lambda: self._timeout("measurement rounds"))
+            if before is not None:
+                before()
             if flush is not None:
                 flush()
 
@@ -412,6 +430,8 @@ class PreparedMeasurement:
             )
             return None
         with self._limited("memory probe"):
+            if self.spec.before_block is not None:
+                self.spec.before_block()
             return self.guard.peak_memory(self._call)
 
     def _profile(self) -> ProfileSummary | None:
