@@ -303,7 +303,7 @@ class ProfileDiff:
     head: OpProfile
     base: OpProfile | None
     base_label: str  # "baseline abc1234", "ref main (abc1234)"
-    changes: tuple[OpChange, ...] = ()  # ranked by |delta_ns|, largest first
+    changes: tuple[OpChange, ...] = ()  # by |delta_ns|; ops that only got faster last
     head_trace: str | None = None  # Chrome traces written beside the reports
     base_trace: str | None = None
     note: str = ""

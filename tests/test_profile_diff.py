@@ -90,3 +90,20 @@ def test_an_op_under_the_other_sides_cut_is_not_called_appeared_or_disappeared()
     assert [(c.name, c.status) for c in diff.changes] == [("aten::gelu", "appeared")]
     shrunk = diff_profiles(base, head, base_label="baseline")  # the same rule the other way round
     assert [(c.name, c.status) for c in shrunk.changes] == [("aten::gelu", "disappeared")]
+
+
+def test_what_got_slower_or_was_removed_comes_before_a_larger_speedup() -> None:
+    base = _cpu(OpStat("aten::bmm", "operator", 1, 600.0), OpStat("aten::add", "operator", 1, 100.0))
+    head = _cpu(
+        OpStat("aten::bmm", "operator", 1, 300.0),
+        OpStat("aten::add", "operator", 1, 100.0),
+        OpStat("aten::copy_", "operator", 3, 200.0),
+    )
+    diff = diff_profiles(head, base, base_label="baseline")
+    assert [(c.name, c.delta_ns) for c in diff.changes] == [("aten::copy_", 200.0), ("aten::bmm", -300.0)]
+    replaced = diff_profiles(head, _cpu(*base.ops, OpStat("aten::to", "operator", 1, 250.0)), base_label="baseline")
+    assert [(c.name, c.status) for c in replaced.changes] == [
+        ("aten::to", "disappeared"),
+        ("aten::copy_", "appeared"),
+        ("aten::bmm", "changed"),
+    ]

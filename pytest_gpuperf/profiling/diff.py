@@ -4,7 +4,8 @@ Both sides are compact per-call tables (``OpProfile``). Ops are matched by
 kind and name; one seen on a side only appeared or disappeared. Rows are
 ranked by how much their time per measured call changed (device time on
 CUDA, CPU time on the CPU), so the op responsible for a slowdown comes first
-whether it got slower, was added, or is now called twice.
+whether it got slower, was added, or is now called twice; ops that merely
+got faster follow the rest.
 """
 
 from __future__ import annotations
@@ -16,6 +17,16 @@ from pytest_gpuperf.model import OpChange, OpProfile, OpStat, ProfileDiff
 # Below this share of the head's total, a change is profiler jitter, not a cause.
 NEGLIGIBLE_SHARE = 0.005
 SHORT_NAME = 80
+def _rank(change: OpChange) -> tuple[bool, float]:
+    """Slower, added and removed ops first by the size of their change; ops that only got faster last.
+
+    A removed op stays up front: a kernel replaced by another reads as the
+    pair, the new one's cost beside the old one's.
+    """
+    sped_up = change.status == "changed" and change.delta_ns <= 0
+    return sped_up, -abs(change.delta_ns)
+
+
 def _below_the_table(change: OpChange, base: OpProfile, head: OpProfile) -> bool:
     """An op on one side only, small enough to have been left out of the other side's table.
 
@@ -61,7 +72,7 @@ def diff_profiles(
             continue
         if change.calls_changed or abs(change.delta_ns) > NEGLIGIBLE_SHARE * total:
             rows.append(change)
-    rows.sort(key=lambda c: abs(c.delta_ns), reverse=True)
+    rows.sort(key=_rank)
     return ProfileDiff(
         head=head, base=base, base_label=base_label, changes=tuple(rows),
         head_trace=head_trace, base_trace=base_trace, note=note,
