@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_gpuperf import benchmark_fixture
+from pytest_gpuperf import benchmark_fixture, conftest_options
 from pytest_gpuperf import config as cfg
 from pytest_gpuperf.errors import ConfigError, GpuperfError, GpuperfWarning
 from pytest_gpuperf.fixture import GpuBench
@@ -291,7 +291,7 @@ def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
 
 
 def _plugin_args(config: pytest.Config) -> tuple[str, ...]:
-    """``-p`` choices (and --disable-plugin-autoload) of this session, for its worker processes.
+    """``-p`` choices, --disable-plugin-autoload and the conftests' own options of this session, for its workers.
 
     A worker (compare-ref's, or the fresh re-measure's) runs the same tests as the head, so
     it loads the same plugins: one that the head turned off (pytest-randomly reseeding, say)
@@ -300,7 +300,7 @@ def _plugin_args(config: pytest.Config) -> tuple[str, ...]:
     args = [arg for name in config.getoption("plugins", None) or () for arg in ("-p", name)]
     if config.getoption("disable_plugin_autoload", False):
         args.append("--disable-plugin-autoload")
-    return tuple(args)
+    return (*args, *conftest_options.worker_args(config))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -314,8 +314,20 @@ EARLY_BASE_KEY = pytest.StashKey["EarlyBase"]()
 BASE_REF_KEY = pytest.StashKey["BaseRef"]()
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser) -> Generator[None, None, None]:
+    """Before the conftests load, start compare-ref's base worker; after, note the options they added.
+
+    Workers repeat the head's values of those options (conftest_options.py).
+    """
+    _start_base_early(early_config)
+    before = conftest_options.known_options(parser)
+    result = yield
+    conftest_options.remember_added(early_config, parser, before)
+    return result
+
+
+def _start_base_early(early_config: pytest.Config) -> None:
     """In compare-ref mode, resolve the ref (a usage error if git cannot) and start the base worker
     now, before conftests and test modules import torch.
 

@@ -1,0 +1,71 @@
+"""The command-line options a project's own conftest.py adds, repeated in the workers this session starts.
+
+Suites parametrize on such options (``--device=cuda``, ``--dtype=float16``,
+``--optimizer=``): a fresh re-measure or compare-ref worker that collects
+without them sees other test ids, or measures another device. The options
+the initial conftests add are told apart by the parser's option table before
+and after they load; the head's values of those that differ from their
+defaults are repeated as ``--name=value`` on each worker's command line.
+
+pytest has no public API listing an option's origin or its argparse action,
+hence the reads of ``Parser._opt2dest`` and ``OptionGroup.options``; where a
+pytest version lacks them, workers get no user options (the behaviour before).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+
+ADDED_KEY = pytest.StashKey[tuple[tuple[str, ...], ...]]()  # option strings per option, conftest-added
+
+
+def known_options(parser: pytest.Parser) -> frozenset[str]:
+    return frozenset(getattr(parser, "_opt2dest", {}))
+
+
+def remember_added(config: pytest.Config, parser: pytest.Parser, before: frozenset[str]) -> None:
+    """Record the options added since ``before`` (by the initial conftests)."""
+    added = known_options(parser) - before
+    groups: Iterable[Any] = getattr(parser, "_groups", ())
+    config.stash[ADDED_KEY] = tuple(
+        tuple(argument.names())
+        for group in groups
+        for argument in getattr(group, "options", ())
+        if set(argument.names()) & added
+    )
+
+
+def worker_args(config: pytest.Config, parser: pytest.Parser | None = None) -> tuple[str, ...]:
+    """The head's values of the conftest options it changed from their defaults, as worker arguments."""
+    parser = parser or getattr(config, "_parser", None)
+    if parser is None:
+        return ()
+    wanted = set(config.stash.get(ADDED_KEY, ()))
+    args: list[str] = []
+    for group in getattr(parser, "_groups", ()):
+        for argument in getattr(group, "options", ()):
+            names = tuple(argument.names())
+            if names in wanted:
+                args += _as_args(names, argument.attrs(), type(getattr(argument, "_action", None)).__name__, config)
+    return tuple(args)
+
+
+def _as_args(names: tuple[str, ...], attrs: dict[str, Any], action: str, config: pytest.Config) -> list[str]:
+    dest = attrs.get("dest")
+    value = config.getoption(dest, None) if dest else None
+    default = attrs.get("default")
+    if not dest or value == default:
+        return []
+    name = next((n for n in names if n.startswith("--")), names[0])
+    if "Count" in action:
+        return [name] * (int(value or 0) - int(default or 0))
+    if attrs.get("nargs") == 0:  # store_true, store_false, store_const
+        return [name]
+    if "Append" in action:
+        return [f"{name}={v}" for v in list(value or ())[len(default or ()) :]]
+    if isinstance(value, list):  # nargs="+" / "*" / N
+        return [name, *(str(v) for v in value)]
+    return [f"{name}={value}"]
