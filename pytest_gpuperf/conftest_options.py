@@ -43,7 +43,7 @@ def worker_args(config: pytest.Config, parser: pytest.Parser | None = None) -> t
     parser = parser or getattr(config, "_parser", None)
     if parser is None:
         return ()
-    wanted = set(config.stash.get(ADDED_KEY, ()))
+    wanted = set(config.stash[ADDED_KEY]) if ADDED_KEY in config.stash else set()
     args: list[str] = []
     for group in getattr(parser, "_groups", ()):
         for argument in getattr(group, "options", ()):
