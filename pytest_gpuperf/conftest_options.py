@@ -43,7 +43,8 @@ def worker_args(config: pytest.Config, parser: pytest.Parser | None = None) -> t
     parser = parser or getattr(config, "_parser", None)
     if parser is None:
         return ()
-    wanted = set(config.stash[ADDED_KEY]) if ADDED_KEY in config.stash else set()
+    added: tuple[tuple[str, ...], ...] = config.stash.get(ADDED_KEY, ())
+    wanted = set(added)
     args: list[str] = []
     for group in getattr(parser, "_groups", ()):
         for argument in getattr(group, "options", ()):
