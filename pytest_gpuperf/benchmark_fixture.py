@@ -28,7 +28,13 @@ import pytest
 
 from pytest_gpuperf.benchmark_options import KNOWN_KEYWORDS, MARKER, MarkerChoice, SessionOptions
 from pytest_gpuperf.config import BenchmarkOptions
-from pytest_gpuperf.errors import ConfigError, GpuperfError, GpuperfWarning
+from pytest_gpuperf.errors import (
+    ConfigError,
+    FixtureAlreadyUsed,
+    GpuperfError,
+    GpuperfWarning,
+    PytestBenchmarkWarning,
+)
 from pytest_gpuperf.fixture import GpuBench
 from pytest_gpuperf.model import Measurement, measurement_key
 from pytest_gpuperf.state_key import STATE_KEY
@@ -37,14 +43,6 @@ MEASUREMENT = "benchmark"  # the measurement's name: apart from gpu_bench's "def
 PLUGIN_NAME = "gpuperf-benchmark"
 _PYTEST_BENCHMARK = "pytest_benchmark.plugin"
 _UNUSED = "Benchmark fixture was not used at all in this test!"
-
-
-class FixtureAlreadyUsed(Exception):
-    """pytest-benchmark's error for a second use of the fixture in one test (its own class when installed)."""
-
-
-class PytestBenchmarkWarning(pytest.PytestWarning):
-    """pytest-benchmark's warning class (its own when installed)."""
 
 
 def _theirs(module: str, name: str, ours: type) -> Any:

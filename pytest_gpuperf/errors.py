@@ -145,3 +145,14 @@ class GraphCaptureError(GpuperfError):
         self.function = function
         self.where = where
         super().__init__(message)
+
+
+class FixtureAlreadyUsed(Exception):
+    """pytest-benchmark's error for a second use of ``benchmark`` in one test, where it is not installed.
+
+    Where it is, its own class is raised, so tests that catch it keep working.
+    """
+
+
+class PytestBenchmarkWarning(UserWarning):
+    """pytest-benchmark's warning (an unused ``benchmark`` fixture), where it is not installed."""
