@@ -11,7 +11,9 @@ pytest-gpuperf into a fresh virtual environment, and runs, printing figures:
 3. ``--gpuperf``, nothing changed: every test must pass;
 4. ``--gpuperf`` after a real slowdown planted in kornia's own code
    (``rgb_to_yuv`` computing in float64): the ``rgb_to_yuv`` tests must fail,
-   and nothing else.
+   and nothing else; its Markdown (the PR comment) and HTML reports are kept;
+5. the plant committed, ``--gpuperf-compare-ref=HEAD~1``: the same tests
+   fail against the commit before it, measured in the same run.
 
     python benchmarks/real_suite.py --kornia PATH_TO_KORNIA_CHECKOUT [--device cuda]
 
@@ -98,15 +100,20 @@ def main() -> int:
     print(f"kornia {commit}{'' if commit == KORNIA_COMMIT else ' (not the commit the docs cite)'}")
     print(f"suite: {' '.join(SELECTION)} --device={args.device}; work folder {work}")
 
+    planted_reports = [f"--gpuperf-markdown={work / 'planted.md'}", f"--gpuperf-html={work / 'planted.html'}"]
     steps = [
         ("pytest-benchmark (plain pytest)", [], False),
         ("write baselines", ["--gpuperf", "--gpuperf-update-baseline"], False),
         ("unchanged rerun", ["--gpuperf", f"--gpuperf-json={work / 'unchanged.json'}"], False),
-        ("planted slowdown", ["--gpuperf", f"--gpuperf-json={work / 'planted.json'}"], True),
+        ("planted slowdown", ["--gpuperf", f"--gpuperf-json={work / 'planted.json'}", *planted_reports], True),
+        ("compare-ref", ["--gpuperf-compare-ref=HEAD~1", f"--gpuperf-json={work / 'compare-ref.json'}"], True),
     ]
     ok = True
     for name, extra, planted in steps:
-        if planted:
+        if name == "compare-ref":
+            git = ["git", "-c", "user.name=real-suite", "-c", "user.email=real-suite@localhost"]
+            subprocess.run([*git, "commit", "-qam", "rgb_to_yuv in float64"], cwd=kornia, check=True)
+        elif planted:
             plant(kornia)
         log = work / f"{name.split(' (')[0].replace(' ', '-')}.log"
         rc, wall = run([*pytest, *extra], kornia, log)
@@ -119,7 +126,7 @@ def main() -> int:
             ok &= rc == 1 and expected
         else:
             ok &= rc == 0
-    for name in ("unchanged", "planted"):
+    for name in ("unchanged", "planted", "compare-ref"):
         counts: dict[str, int] = {}
         for verdict in verdicts(work / f"{name}.json").values():
             counts[verdict] = counts.get(verdict, 0) + 1
