@@ -53,3 +53,19 @@ def test_pinned_applies_inside_and_restores_after_even_on_error() -> None:
     assert os.sched_getaffinity(0) == before
     with pinned(None):
         assert os.sched_getaffinity(0) == before
+
+
+@needs_affinity
+def test_pinned_runs_torch_with_one_intra_op_thread_and_gives_its_count_back() -> None:
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # a pool of two would take turns spinning on the one core
+    try:
+        with pytest.raises(RuntimeError), pinned(max(os.sched_getaffinity(0))):
+            assert torch.get_num_threads() == 1
+            raise RuntimeError("measured function failed")
+        assert torch.get_num_threads() == 2
+        with pinned(None):
+            assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)

@@ -10,13 +10,18 @@ of the head's affinity set (usually the quietest) for compare-ref runs on the CP
 Only the measuring thread is pinned (``sched_setaffinity(0, ...)`` applies to the
 calling thread on Linux), and only while it warms up and measures. Processes the
 measured function starts meanwhile (DataLoader workers, DDP ranks) inherit the
-one core, on both sides alike.
+one core, on both sides alike. So would the threads of torch's intra-op pool
+created meanwhile: several OpenMP threads on one core wait for each other at
+every parallel region, spinning for up to a scheduler time slice, which turns
+a 40 us operator into milliseconds of noise. Pinned, torch therefore runs with
+one intra-op thread (one core cannot run more), and gets its count back after.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Iterator
 
 from pytest_gpuperf.config import parse_pin_cpu
@@ -54,6 +59,22 @@ def pinned(cpu: int | None) -> Iterator[None]:
     before = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {cpu})
     try:
-        yield
+        with _one_torch_thread():
+            yield
     finally:
         os.sched_setaffinity(0, before)
+
+
+@contextlib.contextmanager
+def _one_torch_thread() -> Iterator[None]:
+    torch = sys.modules.get("torch")  # a suite that never imported torch has no pool to size
+    threads = torch.get_num_threads() if torch is not None else 1
+    if threads <= 1:
+        yield
+        return
+    assert torch is not None
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
