@@ -39,6 +39,13 @@ def test_suspected_regression_of_a_recorded_measurement_is_re_measured(
     pytester.makepyfile(test_rec=RECORDED)
     args = ["--gpuperf", "-p", "no:cacheprovider", "--gpuperf-calibrate=off"]
     pytester.runpytest_subprocess(*args, "--gpuperf-update-baseline").assert_outcomes(passed=3)
+    (path,) = (pytester.path / "baselines").rglob("*.json")
+    data = json.loads(path.read_text())
+    for entry in data["entries"].values():
+        # whether the machine is slow is the speed probe's concern (the next test): with the probe,
+        # a slow phase of a shared host between the two runs turns the unconfirmable one "unstable"
+        del entry["speed_probe_ns"]
+    path.write_text(json.dumps(data, indent=2))
     monkeypatch.setenv("SLOW", "2")
     result = pytester.runpytest_subprocess(*args)
     result.assert_outcomes(passed=1, failed=2)
