@@ -250,21 +250,34 @@ class OpProfile:
 
 @dataclass(frozen=True)
 class OpChange:
-    """One row of a differential profile: an op on both sides, or on one."""
+    """One row of a differential profile: an op on both sides, or on one.
+
+    A stored profile keeps its top ops only (``OpProfile.omitted_below_ns``). An
+    op missing from a side whose table was cut may have been there, under the
+    cut: it ``grew`` from below it (or ``shrank`` below it), and its count and
+    time on that side are unknown; only a side with a complete table says an op
+    ``appeared`` or ``disappeared``.
+    """
 
     name: str
     kind: Literal["operator", "kernel"]
-    base: OpStat | None  # None: it appeared
-    head: OpStat | None  # None: it disappeared
+    base: OpStat | None  # None: not in the base's table
+    head: OpStat | None  # None: not in the head's table
     on_device: bool  # ranked by device time (CUDA) or host time (CPU)
+    absent_below_ns: float = 0.0  # the cut of the side without the op (0: that side's table was complete)
 
     @property
-    def status(self) -> Literal["appeared", "disappeared", "changed"]:
+    def status(self) -> Literal["appeared", "disappeared", "grew", "shrank", "changed"]:
         if self.base is None:
-            return "appeared"
+            return "grew" if self.absent_below_ns > 0 else "appeared"
         if self.head is None:
-            return "disappeared"
+            return "shrank" if self.absent_below_ns > 0 else "disappeared"
         return "changed"
+
+    @property
+    def counts_known(self) -> bool:
+        """Whether both sides' call counts are known (an op under a side's cut has none)."""
+        return self.status in ("appeared", "disappeared", "changed")
 
     def _time(self, stat: OpStat | None) -> float:
         if stat is None:
@@ -281,11 +294,16 @@ class OpChange:
 
     @property
     def delta_ns(self) -> float:
-        """Change in time per measured call, head minus base: what the diff ranks by."""
+        """Change in time per measured call, head minus base: what the diff ranks by.
+
+        For an op under a side's cut, the side counts as 0: the change is at most this large.
+        """
         return self.head_ns - self.base_ns
 
     @property
     def calls_changed(self) -> bool:
+        if not self.counts_known:
+            return False
         base = self.base.calls if self.base else 0.0
         head = self.head.calls if self.head else 0.0
         return abs(head - base) >= 0.5

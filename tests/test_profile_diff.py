@@ -83,13 +83,22 @@ def test_an_op_under_the_other_sides_cut_is_not_called_appeared_or_disappeared()
                      ops=(OpStat("aten::mm", "operator", 1, 900.0),))  # fmt: skip
     head = _cpu(
         OpStat("aten::mm", "operator", 1, 900.0),
-        OpStat("aten::resolve_conj", "operator", 4, 2.0),  # under the base's cut: unknown there
-        OpStat("aten::gelu", "operator", 1, 200.0),  # far above it: it really appeared
+        OpStat("aten::resolve_conj", "operator", 4, 2.0),  # fits under the base's cut: maybe no change at all
+        OpStat("aten::gelu", "operator", 1, 200.0),  # above it, but it may have been there under 3 ns
     )
     diff = diff_profiles(head, base, base_label="baseline")
-    assert [(c.name, c.status) for c in diff.changes] == [("aten::gelu", "appeared")]
+    (gelu,) = diff.changes
+    assert (gelu.name, gelu.status, gelu.absent_below_ns, gelu.counts_known) == ("aten::gelu", "grew", 3.0, False)
+    assert not gelu.calls_changed  # the base's count is unknown, not 0
     shrunk = diff_profiles(base, head, base_label="baseline")  # the same rule the other way round
-    assert [(c.name, c.status) for c in shrunk.changes] == [("aten::gelu", "disappeared")]
+    assert [(c.name, c.status) for c in shrunk.changes] == [("aten::gelu", "shrank")]
+
+
+def test_only_a_complete_table_says_an_op_appeared() -> None:
+    complete = _cpu(OpStat("aten::mm", "operator", 1, 900.0))
+    head = _cpu(OpStat("aten::mm", "operator", 1, 900.0), OpStat("aten::gelu", "operator", 1, 200.0))
+    (gelu,) = diff_profiles(head, complete, base_label="baseline").changes
+    assert (gelu.status, gelu.absent_below_ns, gelu.calls_changed) == ("appeared", 0.0, True)
 
 
 def test_what_got_slower_or_was_removed_comes_before_a_larger_speedup() -> None:

@@ -48,7 +48,8 @@ def test_the_document_carries_each_rows_status_and_change_for_readers(tmp_path: 
     cpu = doc["results"][0]["profile_diff"]
     assert cpu["base_label"] == "baseline 1f3c9e2"
     assert cpu["changes"][0] == {
-        "name": "aten::gelu", "kind": "operator", "base": None, "on_device": False, "status": "appeared",
+        "name": "aten::gelu", "kind": "operator", "base": None, "on_device": False, "absent_below_ns": 0.0,
+        "status": "appeared",
         "delta_ns": 412_000.0,
         "head": {"name": "aten::gelu", "kind": "operator", "calls": 1, "host_ns": 412_000.0, "device_ns": 0.0},
     }  # fmt: skip

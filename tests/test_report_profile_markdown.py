@@ -20,6 +20,7 @@ from test_report_profile_helpers import (
     GELU_KERNEL,
     MLP_BASE,
     cpu_extra_op_diff,
+    cpu_under_the_cut_diff,
     cuda_host_side_diff,
     cuda_kernel_swap_diff,
     kernel,
@@ -93,6 +94,14 @@ def test_each_profiled_regression_is_a_collapsed_section_with_a_real_table() -> 
     assert first == "Profile vs baseline 1f3c9e2, CPU time per call."
     traces = [a.attrib["href"] for a in mlp.iter("a")]
     assert traces == ["https://ui.perfetto.dev"]
+
+
+def test_an_op_under_the_bases_cut_shows_the_cut_and_an_unknown_count() -> None:
+    sections = why_sections(github_html(render_comment(session_of(regressed(cpu_under_the_cut_diff())))))
+    (section,) = sections.values()
+    assert _rows(next(section.iter("table")))[1] == [
+        "aten::gelu", "operator", "< 2.000 us", "412.0 us", "+412.0 us (from under 2.000 us)", "? → 1",
+    ]  # fmt: skip
 
 
 def test_cuda_sections_name_kernels_shortened_and_the_slower_side() -> None:

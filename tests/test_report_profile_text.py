@@ -9,6 +9,7 @@ from test_report_profile_helpers import (
     CUBLAS_GEMM,
     MLP_BASE,
     cpu_extra_op_diff,
+    cpu_under_the_cut_diff,
     cuda_host_side_diff,
     cuda_kernel_swap_diff,
     no_base_diff,
@@ -45,6 +46,11 @@ def test_the_failure_message_names_the_added_op_first_under_the_regression() -> 
         "    traces: head gpuperf-profiles/test_mlp.head.json, base gpuperf-profiles/test_mlp.base.json"
         " (open in https://ui.perfetto.dev)",
     ]
+
+
+def test_an_op_under_the_bases_cut_reads_as_grown_from_under_it_with_an_unknown_count() -> None:
+    block = _why_block(failure_message(regressed(cpu_under_the_cut_diff()), "cpu"))
+    assert block[1] == "    +412.0 us aten::gelu (was under 2.000 us, now 1 call)"
 
 
 def test_only_the_top_three_rows_and_a_count_of_the_rest() -> None:

@@ -17,6 +17,8 @@ from pytest_gpuperf.model import OpChange, OpProfile, OpStat, ProfileDiff
 # Below this share of the head's total, a change is profiler jitter, not a cause.
 NEGLIGIBLE_SHARE = 0.005
 SHORT_NAME = 80
+
+
 def _rank(change: OpChange) -> tuple[bool, float]:
     """Slower, added and removed ops first by the size of their change; ops that only got faster last.
 
@@ -27,17 +29,19 @@ def _rank(change: OpChange) -> tuple[bool, float]:
     return sped_up, -abs(change.delta_ns)
 
 
-def _below_the_table(change: OpChange, base: OpProfile, head: OpProfile) -> bool:
-    """An op on one side only, small enough to have been left out of the other side's table.
+def _row(before: OpStat | None, after: OpStat | None, base: OpProfile, head: OpProfile) -> OpChange | None:
+    """The row of one op; None for an op on one side only whose time fits under the other side's cut.
 
-    A stored profile keeps its top ops; one that merely fell under the other
-    side's cut did not appear or disappear, and its real change is unknown.
+    A stored profile keeps its top ops. An op the other side's table left out
+    may have been there at up to that side's cut: a row records the cut
+    (``OpChange.absent_below_ns``), and one no larger than the cut says
+    nothing, since its change could be none.
     """
-    if change.status == "appeared":
-        return change.head_ns <= base.omitted_below_ns
-    if change.status == "disappeared":
-        return change.base_ns <= head.omitted_below_ns
-    return False
+    stat = after or before
+    assert stat is not None
+    cut = base.omitted_below_ns if before is None else head.omitted_below_ns if after is None else 0.0
+    change = OpChange(stat.name, stat.kind, before, after, head.on_device, absent_below_ns=cut)
+    return None if cut and abs(change.delta_ns) <= cut else change
 
 
 _QUALIFIER = re.compile(r"\b(?:[A-Za-z_]\w*::)+")
@@ -62,15 +66,13 @@ def diff_profiles(
             head_trace=head_trace, base_trace=base_trace,
             note=note or f"{base_label} has no stored profile: the head's top operators alone",
         )  # fmt: skip
-    before = {(s.kind, s.name): s for s in base.ops}
-    after = {(s.kind, s.name): s for s in head.ops}
     total = (head.device_ns if on_device else head.host_ns) or 0.0
     rows = []
+    before = {(s.kind, s.name): s for s in base.ops}
+    after = {(s.kind, s.name): s for s in head.ops}
     for key in dict.fromkeys([*after, *before]):
-        change = OpChange(key[1], key[0], before.get(key), after.get(key), on_device)
-        if _below_the_table(change, base, head):
-            continue
-        if change.calls_changed or abs(change.delta_ns) > NEGLIGIBLE_SHARE * total:
+        change = _row(before.get(key), after.get(key), base, head)
+        if change is not None and (change.calls_changed or abs(change.delta_ns) > NEGLIGIBLE_SHARE * total):
             rows.append(change)
     rows.sort(key=_rank)
     return ProfileDiff(

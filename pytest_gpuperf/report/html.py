@@ -46,6 +46,7 @@ from pytest_gpuperf.report.why import (
     sentence,
     split_text,
     time_basis,
+    time_cells,
     traces_text,
 )
 
@@ -336,12 +337,7 @@ def _why_table(diff: ProfileDiff) -> str:
     rows = []
     for c in diff.changes:
         if has_base:
-            cells = [
-                format_time(c.base_ns) if c.base is not None else "-",
-                format_time(c.head_ns) if c.head is not None else "-",
-                change_cell(c),
-                calls_cell(c),
-            ]
+            cells = [*time_cells(c), change_cell(c), calls_cell(c)]
         else:
             cells = [format_time(c.head_ns), calls_text(c.head)]
         tds = "".join(f'<td class="num">{escape(x)}</td>' for x in cells)

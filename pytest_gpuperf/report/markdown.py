@@ -33,6 +33,7 @@ from pytest_gpuperf.report.why import (
     headline,
     sentence,
     split_text,
+    time_cells,
 )
 
 MARKER = "<!-- pytest-gpuperf-comment -->"
@@ -198,8 +199,7 @@ def _why_row(c: OpChange, has_base: bool) -> str:
     name, kind = _cell(md_code(short_name(c.name))), c.kind
     if not has_base:
         return f"| {name} | {kind} | {format_time(c.head_ns)} | {calls_text(c.head)} |"
-    base = format_time(c.base_ns) if c.base is not None else "-"
-    head = format_time(c.head_ns) if c.head is not None else "-"
+    base, head = time_cells(c)
     return f"| {name} | {kind} | {base} | {head} | {change_cell(c)} | {calls_cell(c)} |"
 
 

@@ -61,12 +61,36 @@ def change_cell(change: OpChange) -> str:
     """The change of one row: ``+412.0 us (appeared)``, ``+40.00 us (+25.0%)``; the head's time without a base."""
     if change.status == "changed":
         return f"{signed_time(change.delta_ns)} ({format_change(relative_change(change))})"
+    if change.status == "grew":
+        return f"{signed_time(change.delta_ns)} (from {_under(change.absent_below_ns)})"
+    if change.status == "shrank":
+        return f"{signed_time(change.delta_ns)} (to {_under(change.absent_below_ns)})"
     return f"{signed_time(change.delta_ns)} ({change.status})"
 
 
+def _side_calls(change: OpChange, stat: OpStat | None) -> str:
+    """A side's calls per measured call; ``?`` for an op under that side's cut (its count is unknown)."""
+    return "?" if stat is None and not change.counts_known else calls_text(stat)
+
+
+def time_cells(change: OpChange) -> tuple[str, str]:
+    """The base's and the head's time per call: ``-`` where the op is absent, ``< 5.000 us`` under a cut."""
+
+    def cell(stat: OpStat | None, ns: float) -> str:
+        if stat is not None:
+            return format_time(ns)
+        return f"< {format_time(change.absent_below_ns)}" if change.absent_below_ns > 0 else "-"
+
+    return cell(change.base, change.base_ns), cell(change.head, change.head_ns)
+
+
 def calls_cell(change: OpChange) -> str:
-    """Calls per measured call, base -> head: ``1 -> 2``, ``0 -> 1`` (appeared)."""
-    return f"{calls_text(change.base)} → {calls_text(change.head)}"
+    """Calls per measured call, base -> head: ``1 -> 2``, ``0 -> 1`` (appeared), ``? -> 1`` (grew)."""
+    return f"{_side_calls(change, change.base)} → {_side_calls(change, change.head)}"
+
+
+def _under(cut_ns: float) -> str:
+    return f"under {format_time(cut_ns)}"
 
 
 def change_line(change: OpChange, *, on_device: bool, has_base: bool = True) -> str:
@@ -79,6 +103,10 @@ def change_line(change: OpChange, *, on_device: bool, has_base: bool = True) -> 
         detail = f"appeared, {_calls(change.head)}"
     elif change.status == "disappeared":
         detail = f"disappeared, was {_calls(change.base)}"
+    elif change.status == "grew":
+        detail = f"was {_under(change.absent_below_ns)}, now {_calls(change.head)}"
+    elif change.status == "shrank":
+        detail = f"now {_under(change.absent_below_ns)}, was {_calls(change.base)}"
     else:
         detail = format_change(relative_change(change))
         if change.calls_changed:
