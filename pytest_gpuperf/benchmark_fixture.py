@@ -122,6 +122,17 @@ def session_mapping(config: pytest.Config) -> BenchmarkOptions:
     return SessionOptions.from_config(config).mapped
 
 
+def worker_args(config: pytest.Config) -> tuple[str, ...]:
+    """The ``--benchmark-*`` options a worker repeats: those that change how the fixture measures.
+
+    The rest are the head's business (which tests run, where results go), and the
+    mapped ones reach workers as resolved settings (``GpuperfConfig.worker_args``).
+    """
+    if not config.stash.get(TOOK_OVER_KEY, False):
+        return ()
+    return ("--benchmark-disable-gc",) if SessionOptions.from_config(config).disable_gc else ()
+
+
 def marker_options(item: pytest.Item) -> BenchmarkOptions | None:
     """What the test's ``@pytest.mark.benchmark`` maps onto its Settings (None: none, or pytest-benchmark reads it)."""
     if BENCHMARK_KEY not in item.config.stash or item.get_closest_marker(MARKER) is None:

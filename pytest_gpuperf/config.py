@@ -174,9 +174,30 @@ class GpuperfConfig:
     profile_dir: Path | None = None
     nsight: bool = False
     nvtx: bool = True
-    plugin_args: tuple[str, ...] = ()  # the session's -p choices, repeated in worker processes
+    plugin_args: tuple[str, ...] = ()  # the session's -p choices and user options, repeated in worker processes
     pin_cpu: str = "auto"  # "auto", "off" or a CPU number (host/cpu/pinning.py)
     profile_diff: bool = True  # --gpuperf-no-profile-diff / gpuperf_profile_diff = false turn it off
+
+    @property
+    def worker_args(self) -> tuple[str, ...]:
+        """What a worker of this session (compare-ref's base, a fresh re-measure) adds to its command line.
+
+        A worker collects the tests itself and would resolve its settings from its
+        own checkout's ini and command line. Given ``plugin_args`` and this session's
+        resolved measurement settings instead, both sides warm up, flush the L2,
+        replay graphs and time out alike; per-test marks still apply on each side.
+        Calibration is off in compare-ref, on both sides (``resolve``).
+        """
+        m = self.measure
+        calibrate = "off" if self.compare_ref else self.calibrate
+        args = [
+            f"--gpuperf-warmup-time={m.warmup_time_s!r}", f"--gpuperf-min-time={m.min_time_s!r}",
+            f"--gpuperf-max-time={m.max_time_s!r}", f"--gpuperf-target-precision={m.target_precision!r}",
+            f"--gpuperf-time-limit={m.time_limit_s!r}", f"--gpuperf-calibrate={calibrate}",
+        ]  # fmt: skip
+        flags = {"--gpuperf-l2-flush": m.l2_flush, "--gpuperf-cuda-graph": m.cuda_graph,
+                 "--gpuperf-nsight": self.nsight, "--gpuperf-no-nvtx": not self.nvtx}  # fmt: skip
+        return (*self.plugin_args, *args, *(flag for flag, on in flags.items() if on))
 
     def __post_init__(self) -> None:
         if DEVICE_SPEC.fullmatch(self.device.strip().lower()) is None:

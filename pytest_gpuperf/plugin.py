@@ -111,7 +111,7 @@ class SessionState:
             device = str(self.device)
 
             def fresh() -> FreshProcessRemeasure:
-                return FreshProcessRemeasure(c.rootdir, device, guard.pin_cpu, c.plugin_args, settle=guard.settle)
+                return FreshProcessRemeasure(c.rootdir, device, guard.pin_cpu, c.worker_args, settle=guard.settle)
 
             self.engine = LocalEngine(runner, self.store, self.environment, guard, rules, fresh, self.progress,
                                       traces=c.traces_dir)  # fmt: skip
@@ -291,7 +291,7 @@ def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
 
 
 def _plugin_args(config: pytest.Config) -> tuple[str, ...]:
-    """``-p`` choices, --disable-plugin-autoload and the conftests' own options of this session, for its workers.
+    """``-p`` choices, --disable-plugin-autoload, the conftests' own options and --benchmark-disable-gc, for workers.
 
     A worker (compare-ref's, or the fresh re-measure's) runs the same tests as the head, so
     it loads the same plugins: one that the head turned off (pytest-randomly reseeding, say)
@@ -300,7 +300,7 @@ def _plugin_args(config: pytest.Config) -> tuple[str, ...]:
     args = [arg for name in config.getoption("plugins", None) or () for arg in ("-p", name)]
     if config.getoption("disable_plugin_autoload", False):
         args.append("--disable-plugin-autoload")
-    return (*args, *conftest_options.worker_args(config))
+    return (*args, *conftest_options.worker_args(config), *benchmark_fixture.worker_args(config))
 
 
 @pytest.hookimpl(tryfirst=True)

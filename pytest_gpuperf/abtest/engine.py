@@ -103,7 +103,7 @@ class CompareRefEngine:
         node_ids: Sequence[str] = (),
         recv_timeout_s: float = RECV_TIMEOUT_S,
         confirm_pairs: int = 0,
-        plugin_args: Sequence[str] = (),
+        worker_args: Sequence[str] = (),
         early: EarlyBase | None = None,
         progress: Progress | None = None,
         resolved: BaseRef | None = None,
@@ -117,7 +117,7 @@ class CompareRefEngine:
         self.environment = environment
         self._rules = rules
         self.node_ids = tuple(node_ids)
-        self.plugin_args = tuple(plugin_args)
+        self.worker_args = tuple(worker_args)
         self.recv_timeout_s = recv_timeout_s
         self.confirm_pairs = confirm_pairs
         self.base_commit: str | None = None
@@ -149,7 +149,7 @@ class CompareRefEngine:
         assert config.compare_ref, "for_session needs config.compare_ref"
         return cls(
             config.compare_ref, config.rootdir, runner, environment, rules,
-            node_ids=node_ids, confirm_pairs=config.confirm_pairs, plugin_args=config.plugin_args, early=early,
+            node_ids=node_ids, confirm_pairs=config.confirm_pairs, worker_args=config.worker_args, early=early,
             progress=progress,
             resolved=resolved,
             traces=traces,
@@ -226,7 +226,7 @@ class CompareRefEngine:
             pin_cpu=self.runner.guard.pin_cpu,
             basetemp=scratch / f"{name}-basetemp",
             log_path=scratch / f"{name}.log",
-            plugin_args=self.plugin_args,
+            worker_args=self.worker_args,
         )
 
     def _require_base(self) -> RemoteSide:

@@ -42,13 +42,13 @@ class FreshProcessRemeasure:
     """One worker process at the head's checkout that measures a test again on request."""
 
     def __init__(
-        self, rootdir: Path, device: str, pin_cpu: int | None, plugin_args: Sequence[str] = (), *, settle: Settle
+        self, rootdir: Path, device: str, pin_cpu: int | None, worker_args: Sequence[str] = (), *, settle: Settle
     ) -> None:
         self.rootdir = Path(rootdir)
         self.settle = settle  # the host guard's: probe in the worker, waiting while the machine reads slow
         self.device = device
         self.pin_cpu = pin_cpu
-        self.plugin_args = tuple(plugin_args)
+        self.worker_args = tuple(worker_args)
         self._side: RemoteSide | None = None
         self._files: tuple[str, ...] = ()
         self._scratch: Path | None = None
@@ -133,7 +133,7 @@ class FreshProcessRemeasure:
             pin_cpu=self.pin_cpu,
             basetemp=self._scratch / f"{name}-basetemp",
             log_path=self._scratch / f"{name}.log",
-            plugin_args=self.plugin_args,
+            worker_args=self.worker_args,
         )
         self._side = RemoteSide(spawn_worker(launch), "in a fresh process")
         return self._side

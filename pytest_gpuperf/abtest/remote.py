@@ -43,7 +43,7 @@ class WorkerLaunch:
     basetemp: Path
     log_path: Path
     time_only: bool = False  # skip what only the first pair needs (CPU peak memory)
-    plugin_args: tuple[str, ...] = ()  # the head's -p choices
+    worker_args: tuple[str, ...] = ()  # the head's plugins, options and settings (GpuperfConfig.worker_args)
 
 
 # What a worker process runs (``python -c``): import torch, the slow part of its start-up,
@@ -80,7 +80,7 @@ def worker_argv(launch: WorkerLaunch) -> list[str]:
     return [
         "-p", "pytest_gpuperf.abtest.worker_plugin",
         "-p", "no:cacheprovider",
-        *launch.plugin_args,
+        *launch.worker_args,
         "--gpuperf", f"--gpuperf-device={launch.device}",
         # the same core as the head's rounds (or none): see host/cpu/pinning.py
         f"--gpuperf-pin-cpu={'off' if launch.pin_cpu is None else launch.pin_cpu}",
