@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 import torch
 
 from pytest_gpuperf.config import GpuperfConfig, resolve
+from pytest_gpuperf.profiling.quiet import without_chatter
 from pytest_gpuperf.profiling.torch_profile import OUTSIDE_OPS, capture_calls, op_table
 from pytest_gpuperf.runner import HOST_TIME_METRIC, MeasureSpec, Runner, RunnerOptions
 from pytest_gpuperf.timers import WallTimer
@@ -79,6 +81,29 @@ def test_a_cpu_capture_counts_calls_per_measured_call() -> None:
     assert mm.calls == 2.0 and mm.device_ns == 0.0
     assert table.device_type == "cpu" and table.device_ns is None and table.profiled_calls == 3
     assert table.host_ns >= sum(s.host_ns for s in table.ops) * 0.99  # self times inside the call's own time
+
+
+def test_a_capture_keeps_the_profilers_chatter_out_of_stderr_and_the_codes_own_output_in(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    a = torch.randn(8, 8)
+
+    def noisy() -> torch.Tensor:
+        os.write(2, b"the measured code's own line\n")
+        return torch.mm(a, a)
+
+    capture_calls(noisy, (), {}, trace_path=None, label="t", device=torch.device("cpu"), calls=2, detailed=False)
+    err = capfd.readouterr().err
+    assert "profiler_start" not in err and "profiler_stop" not in err and "Completed Stage" not in err
+    assert err.count("the measured code's own line") == 4  # one unprofiled call, a discarded one, two recorded
+
+
+def test_only_the_profilers_own_lines_are_chatter() -> None:
+    text = (b"USDT:2026-11-24 17:18:21 23419:23419 SyncActivityProfilerHandler.cpp:52] profiler_start\n"
+            b"STAGE:2026-11-24 17:18:30 23463:23463 SyncActivityProfilerHandler.cpp:51] Completed Stage: Warm Up\n"
+            b"USDT: a user's line that merely starts alike\n"
+            b"warning: something real\n")  # fmt: skip
+    assert without_chatter(text) == b"USDT: a user's line that merely starts alike\nwarning: something real\n"
 
 
 class LaunchTimer(WallTimer):

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_gpuperf.files import export_atomic
 from pytest_gpuperf.gpu.device import cuda_synchronize
 from pytest_gpuperf.model import OpProfile, OpStat, ProfileSummary
+from pytest_gpuperf.profiling.quiet import quiet_profiler
 from pytest_gpuperf.report.units import format_time
 
 if TYPE_CHECKING:
@@ -116,7 +117,8 @@ def capture_calls(
     fn(*args, **call_kwargs)  # lazy initialization stays out of the profile
     cuda_synchronize(device)
     steps = schedule(wait=0, warmup=1, active=calls, repeat=1)
-    with profile(activities=activities, schedule=steps, record_shapes=detailed, profile_memory=detailed) as prof:
+    with quiet_profiler(), profile(activities=activities, schedule=steps, record_shapes=detailed,
+                                   profile_memory=detailed) as prof:  # fmt: skip
         for i in range(calls + 1):
             with record_function(f"{RANGE_PREFIX}{label}#{i}"):
                 fn(*args, **call_kwargs)

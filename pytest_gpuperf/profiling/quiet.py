@@ -1,0 +1,53 @@
+"""Keep the profiler's start/stop chatter out of a test's captured stderr.
+
+Kineto (torch.profiler's C++ side) writes lines such as
+``USDT:2026-01-01 12:00:00 123:123 SyncActivityProfilerHandler.cpp:52] profiler_start``
+straight to file descriptor 2 at every start and stop. A confirmed regression is
+profiled inside its test, so each failure report would show them under
+"Captured stderr". No setting turns them off (``KINETO_LOG_LEVEL`` leaves these),
+so fd 2 is pointed at a temporary file for the profiled block; afterwards every
+line that is not such chatter is written back, in order, so nothing the
+profiled code itself printed is lost. Hand-written: no library redirects a
+file descriptor and filters what passed through it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterator
+
+# "USDT:" or "STAGE:", a date and time, pid:tid, a C++ source file and line, then "]".
+CHATTER = re.compile(rb"^(?:USDT|STAGE):\S+ \S+ \d+:\d+ \S+\.cpp:\d+\] .*$")
+
+
+def without_chatter(text: bytes) -> bytes:
+    """``text`` less the profiler's own lines."""
+    return b"".join(line for line in text.splitlines(keepends=True) if not CHATTER.match(line.rstrip(b"\r\n")))
+
+
+@contextlib.contextmanager
+def quiet_profiler(fd: int = 2) -> Iterator[None]:
+    """Inside, what reaches ``fd`` is held back; after, all of it but the profiler's chatter is written to ``fd``."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(fd)
+    except (OSError, ValueError):  # no such descriptor: nothing to keep clean
+        yield
+        return
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), fd)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.flush()
+            os.dup2(saved, fd)
+            os.close(saved)
+            held.seek(0)
+            rest = without_chatter(held.read())
+            while rest:
+                rest = rest[os.write(fd, rest) :]
