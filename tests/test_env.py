@@ -34,6 +34,17 @@ def test_drift_names_changed_versions_only_within_a_class() -> None:
     assert describe_drift(other_class, here) is None
 
 
+def test_drift_names_other_cpu_kernels_under_the_same_model_name() -> None:
+    here = probe_environment(torch.device("cpu"))
+    assert here.extra["cpu_isa"].split("+")[0] == torch.backends.cpu.get_cpu_capability()
+    without_bf16 = dataclasses.replace(here, extra={**here.extra, "cpu_isa": "AVX2"})
+    assert describe_drift(without_bf16, here) == (
+        f"environment changed since the baseline: CPU kernels AVX2 -> {here.extra['cpu_isa']}"
+    )
+    unrecorded = dataclasses.replace(here, extra={k: v for k, v in here.extra.items() if k != "cpu_isa"})
+    assert describe_drift(unrecorded, here) is None  # an entry written before it was recorded
+
+
 FAST = ["--gpuperf-warmup-time=0.01", "--gpuperf-min-time=0.03", "--gpuperf-max-time=0.2", "-p", "no:cacheprovider"]
 
 
