@@ -22,16 +22,27 @@ def slug(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def cpu_model() -> str:
-    """The CPU's marketing name, from /proc/cpuinfo where there is one."""
+def _cpuinfo() -> dict[str, str]:
+    """/proc/cpuinfo's fields, keys lower-cased, the first CPU's value of each (empty where there is none).
+
+    The whole file is read: on ARM, ``Hardware`` follows the last CPU's block.
+    """
+    fields: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
             for line in fh:
-                if line.lower().startswith(("model name", "hardware")):
-                    return line.split(":", 1)[1].strip()
+                key, sep, value = line.partition(":")
+                if sep:
+                    fields.setdefault(key.strip().lower(), value.strip())
     except OSError:
         pass
-    return platform.processor() or platform.machine() or "unknown-cpu"
+    return fields
+
+
+def cpu_model() -> str:
+    """The CPU's marketing name, from /proc/cpuinfo where there is one."""
+    info = _cpuinfo()
+    return info.get("model name") or info.get("hardware") or platform.processor() or platform.machine() or "unknown-cpu"
 
 
 # CPU features that give torch's low-precision kernels a native path: a bfloat16 autocast step
@@ -48,15 +59,7 @@ def cpu_isa() -> str:
     import torch
 
     capability = str(torch.backends.cpu.get_cpu_capability())
-    flags: set[str] = set()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.lower().startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    break
-    except OSError:
-        pass
+    flags = set(_cpuinfo().get("flags", "").split())
     return "+".join([capability, *(f for f in _NATIVE_LOW_PRECISION if f in flags)])
 
 
