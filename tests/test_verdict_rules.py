@@ -207,6 +207,16 @@ def test_a_regression_the_machine_explains_is_unstable() -> None:
     assert steady.verdict is Verdict.REGRESSION
 
 
+def test_a_regression_larger_than_the_slow_machine_explains_stands() -> None:
+    base = entry(1000.0, speed_probe_ns=30_000.0)
+    slow = measurement(4000.0, speed_probe_ns=39_000.0)  # x1.30 explains up to 1.30^2 * 1.1 - 1 = +85.9%
+    c = time_of(compare(slow, base))
+    assert c.verdict is Verdict.REGRESSION
+    assert "x1.30 slower" in c.note and "explains at most +85.9%: +300.1% is more than the machine" in c.note
+    within = time_of(compare(measurement(1800.0, speed_probe_ns=39_000.0), base))  # +80%: the machine may explain it
+    assert within.verdict is Verdict.UNSTABLE and "can explain a regression up to +85.9%" in within.note
+
+
 def test_a_baseline_written_on_a_slower_machine_is_not_trusted() -> None:
     base = entry(1000.0, speed_probe_ns=45_000.0)
     c = time_of(compare(measurement(1000.0, speed_probe_ns=30_000.0), base))
@@ -226,6 +236,9 @@ def test_duration_metrics_on_a_slow_machine_are_not_judged_but_bounds_and_counts
     broken = next(c for c in compare(measurement(metrics=(bounded,), speed_probe_ns=48_000.0), base)
                   if c.kind is Kind.METRIC)  # fmt: skip
     assert broken.verdict is Verdict.REGRESSION  # a bound is the user's absolute contract
+    ten_times = measurement(metrics=(dataclasses.replace(compile_s, value=20.0),), speed_probe_ns=48_000.0)
+    beyond = next(c for c in compare(ten_times, base) if c.kind is Kind.METRIC)
+    assert beyond.verdict is Verdict.REGRESSION  # x1.60 explains up to 1.6^2 * 1.2: not a 10x compile
     count = Metric("graph_breaks", 1, better="lower", absolute_tolerance=0)
     base_count = entry(metrics=(Metric("graph_breaks", 0),), speed_probe_ns=30_000.0)
     judged_count = next(c for c in compare(measurement(metrics=(count,), speed_probe_ns=48_000.0), base_count)

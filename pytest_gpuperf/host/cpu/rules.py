@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytest_gpuperf.host.cpu.speed_probe import is_slow, slowdown
+from pytest_gpuperf.host.cpu.speed_probe import explainable_change, is_slow, slowdown
 from pytest_gpuperf.model import Comparison, Kind, Verdict
 from pytest_gpuperf.verdict.case import Case
 from pytest_gpuperf.verdict.pipeline import Step
@@ -88,10 +88,20 @@ class Calibration:
         )
 
 
+def _slow_regression(ratio: float, change: float | None, threshold: float, what: str) -> Step:
+    """A regression while the machine ran ``ratio`` times slower: unstable, unless larger than the machine explains."""
+    limit = explainable_change(ratio, threshold)
+    slower = f"the machine ran x{ratio:.2f} slower than when the baseline was written (speed probe)"
+    if change is None or change <= limit:
+        return Step(f"not judged: {slower}, which alone can explain {what} up to {limit:+.1%}", Verdict.UNSTABLE)
+    return Step(f"{slower}, which explains at most {limit:+.1%}: {change:+.1%} is more than the machine")
+
+
 @dataclass(frozen=True)
 class SlowMachine:
-    """The speed probe: a regression while the machine reads x1.25 slower than at the baseline is unstable;
-    so is a pass against a baseline written while it read that much slower (it hides regressions)."""
+    """The speed probe: a regression while the machine reads x1.25 slower than at the baseline is unstable,
+    unless larger than such a machine explains; so is a pass against a baseline written while it read that
+    much slower (it hides regressions)."""
 
     name: str = "slow-machine"
 
@@ -101,11 +111,8 @@ class SlowMachine:
         if ratio is None:
             return None
         if draft.verdict is Verdict.REGRESSION and is_slow(ratio):
-            return Step(
-                f"not judged: the machine ran x{ratio:.2f} slower than when the baseline was written "
-                "(speed probe), which alone explains a regression of this kind",
-                Verdict.UNSTABLE,
-            )
+            threshold = draft.threshold or case.settings.threshold
+            return _slow_regression(ratio, draft.change, threshold, "a regression")
         if draft.verdict in (Verdict.UNCHANGED, Verdict.IMPROVEMENT) and is_slow(1.0 / ratio):
             return Step(
                 f"not judged: the baseline was written while the machine ran x{1.0 / ratio:.2f} slower than now "
@@ -131,8 +138,5 @@ class SlowDurations:
         if not is_slow(ratio):
             return None
         assert ratio is not None
-        return Step(
-            f"not judged: the machine ran x{ratio:.2f} slower than when the baseline was written (speed probe), "
-            "which alone explains a longer duration",
-            Verdict.UNSTABLE,
-        )
+        threshold = draft.threshold or metric.tolerance or 0.0
+        return _slow_regression(ratio, draft.change, threshold, "a longer duration")

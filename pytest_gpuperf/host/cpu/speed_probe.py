@@ -11,7 +11,8 @@ that writes baselines (an entry keeps the fastest probe of its processes); and
 in the fresh re-measure process before it runs the suspected test. A suspected
 regression whose re-measure finds the machine ``SLOW_MACHINE_RATIO`` slower than
 when the baseline was written, even after waiting for it to recover, is
-reported as unstable rather than failed (host/cpu/rules.py).
+reported as unstable rather than failed (host/cpu/rules.py), unless it is larger
+than such a machine can explain (``explainable_change``).
 
 CPU only: on a GPU, kernel times do not follow host load, and the NVML health
 monitor watches the clocks instead (gpu/nvml.py).
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 # Between processes on a quiet machine the probe varies by about +-10%; the slow states
 # it is for run 1.5-2x slower. 1.25 sits between the two.
 SLOW_MACHINE_RATIO = 1.25
+SLOW_MACHINE_SENSITIVITY = 2.0  # how steeply code may follow the probe's slowdown (explainable_change)
 PROBE_STEPS = 10  # x10 samples of at least a timer minimum each: about 20 ms on the CPU
 PROBE_REPEATS = 3  # the median of three: a single reading is now and then caught in a slow moment
 # How long the re-measure process waits for a slow machine to recover before measuring.
@@ -80,6 +82,17 @@ def slowdown(current_ns: float | None, reference_ns: float | None) -> float | No
 
 def is_slow(ratio: float | None) -> bool:
     return ratio is not None and ratio >= SLOW_MACHINE_RATIO
+
+
+def explainable_change(ratio: float, threshold: float) -> float:
+    """The largest relative slowdown a machine ``ratio`` times slower can explain alone, past ``threshold``.
+
+    Code can follow a slow phase more steeply than the probe's workload does (unchanged
+    code has read +52% while the probe read x1.24, about the square of its slowdown), so a
+    slow machine explains up to its slowdown squared, and the threshold on top; a change
+    beyond that is more than the machine.
+    """
+    return ratio**SLOW_MACHINE_SENSITIVITY * (1.0 + threshold) - 1.0
 
 
 class SessionSpeedProbe:
