@@ -85,7 +85,7 @@ def is_slow(ratio: float | None) -> bool:
 
 
 def explainable_change(ratio: float, threshold: float) -> float:
-    """The largest relative slowdown a machine ``ratio`` times slower can explain alone, past ``threshold``.
+    """The largest relative change a machine ``ratio`` times slower can explain alone, ``threshold`` included.
 
     Code can follow a slow phase more steeply than the probe's workload does (unchanged
     code has read +52% while the probe read x1.24, about the square of its slowdown), so a
