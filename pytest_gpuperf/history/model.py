@@ -1,0 +1,140 @@
+"""The performance history's data: recorded runs, the series read back from a store, change points.
+
+Plain frozen dataclasses shared by the store (``store.py``), the ingest of results files
+(``ingest.py``), the change-point detector (``detect.py``), the dashboard (``dashboard/``) and
+the alerts. Nothing here touches a database, pytest or torch.
+
+Units: times in nanoseconds, memory in bytes, metrics in their own unit; relative changes as
+fractions (0.05 = 5%). Commits are full 40-character hashes wherever the store has them.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+class ChangeKind(str, enum.Enum):
+    """What a level change means for the series' direction (``better``)."""
+
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+
+
+@dataclass(frozen=True)
+class SeriesKey:
+    """One series: a statistic of one measurement, on one device class and branch.
+
+    Runners of the same device class pool into one series (their points carry the runner's
+    name); runners of different classes never mix.
+    """
+
+    test: str  # the pytest node id
+    measurement: str  # the measurement's name ("default", "fused", "benchmark", ...)
+    statistic: str  # "time.p50", "memory.peak_allocated", "metric.speedup", ...
+    device_class: str
+    branch: str
+
+    @property
+    def label(self) -> str:
+        """A one-line name for tables and page titles."""
+        return f"{self.test}::{self.measurement} {self.statistic} [{self.device_class}, {self.branch}]"
+
+
+@dataclass(frozen=True)
+class RecordedValue:
+    """One statistic of one measurement in one run, as stored."""
+
+    test: str
+    measurement: str
+    statistic: str  # as in SeriesKey
+    value: float
+    unit: str  # "ns", "bytes", or a metric's unit
+    better: str = "lower"  # "lower" or "higher"
+    ci_low: float | None = None  # 95% interval of ``value`` from the run's own samples
+    ci_high: float | None = None
+    p10: float | None = None  # the run's spread, for the dashboard's band
+    p90: float | None = None
+    samples: int | None = None  # how many samples the value rests on
+    verdict: str | None = None  # the gate's verdict in that run, if it judged
+    profile_diff: Mapping[str, object] | None = None  # results-file JSON of a confirmed regression's diff
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One measuring session (or one ingested results file) as the store keeps it.
+
+    ``run_id`` is derived from the content (see ``ingest.run_identity``), so the same
+    session stored twice, or from several processes at once, is one run.
+    """
+
+    run_id: str
+    commit: str | None
+    branch: str | None
+    started_at: str  # ISO 8601
+    runner: str  # the machine's name (GPUPERF_RUNNER, else the host name)
+    device_class: str
+    mode: str  # "baseline", "compare-ref" (the head's numbers), "update"
+    environment: Mapping[str, object]  # driver, CUDA, torch, GPU model and count, ...
+    values: tuple[RecordedValue, ...]
+    source: str = "session"  # "session", "results-file", "baselines-git"
+    commit_date: str | None = None  # ISO 8601 commit time: the series' order
+    baseline_update: bool = False  # the run wrote baselines (an intended level change)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run's value in a series, oldest first in :class:`Series`."""
+
+    run_id: str
+    commit: str
+    started_at: str
+    runner: str
+    value: float
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p10: float | None = None
+    p90: float | None = None
+    samples: int | None = None
+    verdict: str | None = None
+    baseline_update: bool = False
+    has_profile_diff: bool = False
+    commit_date: str | None = None
+
+
+@dataclass(frozen=True)
+class Series:
+    """The points of one series in commit order (commit date, then run time)."""
+
+    key: SeriesKey
+    unit: str
+    better: str  # "lower" or "higher"
+    points: tuple[Point, ...]
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    """A level change in a series, named by the commit range it happened in.
+
+    ``last_good`` is the last commit at the old level, ``first_bad`` the first at the new
+    one (for an improvement, "bad" reads "changed"). ``change`` is the relative change of
+    the level, ``ci_low``/``ci_high`` its 95% interval, ``p_value`` the detector's test.
+    ``runs_after`` counts the runs at or after ``first_bad``: a nightly alert looks at
+    change points whose ``runs_after`` is small.
+    """
+
+    key: SeriesKey
+    last_good: str
+    first_bad: str
+    index: int  # the index in ``Series.points`` of the first point at the new level
+    before: float
+    after: float
+    change: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    kind: ChangeKind
+    runs_after: int
+    gradual: bool = False  # a creep spread over several commits rather than one step
+    details: Mapping[str, object] = field(default_factory=dict)
