@@ -13,6 +13,10 @@ stays small. ``benchmarks/history_detection.py`` draws its synthetic series'
 noise from these sessions: the relative deviation of each session's median
 from the test's median over all sessions (the between-run noise), paired with
 that session's reported precision.
+
+``--load N`` runs the sessions beside N synthetic noisy neighbours
+(``benchmarks/background_load.py``): a busy runner, whose runs scatter more
+and whose own precision says so; the benchmark mixes a share of such runs in.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ import sys
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
+
+from background_load import BackgroundLoad
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,8 +66,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=40)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/history_noise.json")
+    parser.add_argument("--load", type=int, default=0, help="noisy neighbour processes during the sessions")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="gpuperf-noise-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="gpuperf-noise-") as tmp, BackgroundLoad(args.load, seed=7):
         project = Path(tmp) / "project"
         shutil.copytree(ROOT / "scripts/demo_project", project)
         sessions = []
@@ -81,6 +88,7 @@ def main() -> None:
         json.dumps(
             {
                 "origin": "benchmarks/history_noise_record.py on scripts/demo_project, unchanged code",
+                "background_load": args.load,
                 "recorded": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "machine": {
                     "platform": platform.platform(),
