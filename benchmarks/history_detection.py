@@ -59,8 +59,7 @@ sys.path.insert(0, str(ROOT))
 from pytest_gpuperf.history.detect import DetectorConfig, find_changes  # noqa: E402
 from pytest_gpuperf.history.model import Point, Series, SeriesKey  # noqa: E402
 
-NOISE_FILE = ROOT / "benchmarks/results/history_noise.json"
-BUSY_NOISE_FILE = ROOT / "benchmarks/results/history_noise_loaded.json"
+NOISE_FILES = [ROOT / "benchmarks/results/history_noise.json", ROOT / "benchmarks/results/history_noise_loaded.json"]
 ENVS = ROOT / ".bench-envs"
 TOOL_PINS = {"asv": "asv==0.6.6", "otava": "apache-otava==0.8.0"}
 STEP_SIZES = (0.02, 0.03, 0.05, 0.08, 0.12, 0.20)
@@ -91,50 +90,34 @@ json.dump(out, sys.stdout)
 
 @dataclass(frozen=True)
 class Noise:
-    """One recorded test's sessions: relative deviations from its quiet median and own precisions.
-
-    ``busy_*`` are the sessions recorded beside noisy neighbours, their deviations measured
-    from the same quiet median (a busy runner is slower as well as noisier).
-    """
+    """One recorded test's sessions: relative deviations from its median, and their own precisions."""
 
     test: str
     deviations: np.ndarray
     precisions: np.ndarray
-    busy_deviations: np.ndarray
-    busy_precisions: np.ndarray
 
     @property
     def sd(self) -> float:
-        """The quiet sessions' robust standard deviation: the series' noise in "three times the noise"."""
+        """The robust standard deviation of the deviations: "the noise" of "three times the noise"."""
         d = self.deviations
         return float(1.4826 * np.median(np.abs(d - np.median(d))))
 
-    def draw(self, rng: np.random.Generator, busy: bool) -> tuple[float, float]:
-        dev, prec = (self.busy_deviations, self.busy_precisions) if busy else (self.deviations, self.precisions)
-        j = int(rng.integers(dev.size))
-        return float(dev[j]), float(prec[j])
+    def draw(self, rng: np.random.Generator) -> tuple[float, float]:
+        j = int(rng.integers(self.deviations.size))
+        return float(self.deviations[j]), float(self.precisions[j])
 
 
-def _sessions(path: Path | None) -> dict[str, list[dict[str, float]]]:
-    return json.loads(path.read_text())["tests"] if path is not None and path.exists() else {}
-
-
-def load_noise(quiet: Path, busy: Path | None) -> list[Noise]:
-    busy_tests = _sessions(busy)
+def load_noise(paths: Sequence[Path]) -> list[Noise]:
+    """Every recorded session of each test, from all files (quiet and busy machine alike)."""
+    runs: dict[str, list[dict[str, float]]] = {}
+    for path in paths:
+        for test, sessions in json.loads(path.read_text())["tests"].items():
+            runs.setdefault(test, []).extend(sessions)
     pools = []
-    for test, runs in _sessions(quiet).items():
-        medians = np.array([r["median_ns"] for r in runs], dtype=float)
-        centre = float(np.median(medians))
-        loaded = busy_tests.get(test, [])
-        pools.append(
-            Noise(
-                test,
-                medians / centre - 1,
-                np.array([r["precision"] for r in runs], dtype=float),
-                np.array([r["median_ns"] / centre - 1 for r in loaded], dtype=float),
-                np.array([r["precision"] for r in loaded], dtype=float),
-            )
-        )
+    for test, sessions in runs.items():
+        medians = np.array([r["median_ns"] for r in sessions], dtype=float)
+        precisions = np.array([r["precision"] for r in sessions], dtype=float)
+        pools.append(Noise(test, medians / np.median(medians) - 1, precisions))
     return pools
 
 
@@ -157,14 +140,20 @@ def _series(
     noise: Noise,
     scale: float,
     rng: np.random.Generator,
-    busy_share: float = 0.0,
+    disturbed: float = 0.0,
 ) -> Series:
     points = []
     for i, level in enumerate(levels):
         commit = f"{i:040x}"
         for r in range(runners):
-            deviation, half = noise.draw(rng, busy=bool(rng.random() < busy_share))
-            value = float(level * (1 + scale * deviation))
+            deviation, half = noise.draw(rng)
+            deviation *= scale
+            if rng.random() < disturbed:
+                # A disturbed run (throttling, a noisy neighbour mid-run): far off, and its own
+                # samples say so, as gpuperf's interval of a run whose samples scatter does.
+                deviation = float(rng.uniform(0.05, 0.20)) * (1 if rng.random() < 0.5 else -1)
+                half = abs(deviation) * float(rng.uniform(0.5, 1.5))
+            value = float(level * (1 + deviation))
             points.append(
                 Point(f"{name}-{i}-{r}", commit, "", f"runner-{r}", value, value * (1 - half), value * (1 + half))
             )
@@ -172,7 +161,7 @@ def _series(
     return Series(key, "ns", "lower", tuple(points))
 
 
-def make_cases(pools: Sequence[Noise], scale: float, seed: int, busy_share: float) -> list[Case]:
+def make_cases(pools: Sequence[Noise], scale: float, seed: int, disturbed: float) -> list[Case]:
     rng = np.random.default_rng(seed)
     cases: list[Case] = []
 
@@ -180,8 +169,8 @@ def make_cases(pools: Sequence[Noise], scale: float, seed: int, busy_share: floa
         noise = pools[int(rng.integers(len(pools)))]
         runners = 2 if kind in ("flat", "step") and rng.random() < 0.25 else 1
         name = f"{kind}-{len(cases)}"
-        # A third of the series run on a fleet where some runners are busy at times.
-        share = busy_share if noise.busy_deviations.size and rng.random() < 1 / 3 else 0.0
+        # A third of the series come from a fleet where some runs are disturbed.
+        share = disturbed if rng.random() < 1 / 3 else 0.0
         series = _series(name, levels, runners, noise, scale, rng, share)
         cases.append(Case(name, kind, series, steps, creeps, noise.sd * scale))
 
@@ -258,13 +247,43 @@ def run_external(tool: str, cases: Sequence[Case]) -> tuple[list[list[tuple[int,
     return [[(k - 1, k) for k in sorted(indices)] for indices in found], elapsed
 
 
-def run_gpuperf(cases: Sequence[Case], config: DetectorConfig) -> tuple[list[list[tuple[int, int]]], float]:
+@dataclass
+class Shapes:
+    """Whether gpuperf's detections have the planted shape (only it reports one)."""
+
+    step_detections: int = 0
+    step_detections_gradual: int = 0
+    creep_series: int = 0
+    creep_series_gradual: int = 0
+
+    def line(self) -> str:
+        steps = 1 - self.step_detections_gradual / max(self.step_detections, 1)
+        creeps = self.creep_series_gradual / max(self.creep_series, 1)
+        return (
+            f"  shape: {steps:.1%} of detections in step series are steps;"
+            f" {creeps:.1%} of creep series show a gradual change"
+        )
+
+
+def run_gpuperf(cases: Sequence[Case], config: DetectorConfig) -> tuple[list[list[tuple[int, int]]], float, Shapes]:
     start = time.perf_counter()
     out = []
+    found = []
     for case in cases:
+        changes = find_changes(case.series, config)
         commits = {c: i for i, c in enumerate(dict.fromkeys(p.commit for p in case.series.points))}
-        out.append([(commits[c.last_good], commits[c.first_bad]) for c in find_changes(case.series, config)])
-    return out, time.perf_counter() - start
+        out.append([(commits[c.last_good], commits[c.first_bad]) for c in changes])
+        found.append(changes)
+    elapsed = time.perf_counter() - start
+    shapes = Shapes()
+    for case, changes in zip(cases, found, strict=True):
+        if case.kind == "step":
+            shapes.step_detections += len(changes)
+            shapes.step_detections_gradual += sum(c.gradual for c in changes)
+        elif case.kind == "creep":
+            shapes.creep_series += 1
+            shapes.creep_series_gradual += any(c.gradual for c in changes)
+    return out, elapsed, shapes
 
 
 # --- scoring -----------------------------------------------------------------------------
@@ -357,7 +376,7 @@ def scale_timing(spec: str, pools: Sequence[Noise], seed: int) -> dict[str, floa
         levels = np.full(n_runs, 1e6)
         if i % 2:
             levels[int(rng.integers(n_runs // 10, n_runs - n_runs // 10)) :] *= 1.1
-        series.append(_series(f"scale-{i}", levels, 1, pools[i % len(pools)], 1.0, rng, 0.05))
+        series.append(_series(f"scale-{i}", levels, 1, pools[i % len(pools)], 1.0, rng))
     start = time.perf_counter()
     found = sum(len(find_changes(s)) for s in series)
     elapsed = time.perf_counter() - start
@@ -371,9 +390,12 @@ def scale_timing(spec: str, pools: Sequence[Noise], seed: int) -> dict[str, floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=2026)
-    parser.add_argument("--noise", type=Path, default=NOISE_FILE, help="recorded sessions (history_noise_record.py)")
-    parser.add_argument("--busy-noise", type=Path, default=BUSY_NOISE_FILE, help="sessions recorded with --load")
-    parser.add_argument("--busy-share", type=float, default=0.15, help="share of busy runs in a busy fleet's series")
+    parser.add_argument(
+        "--noise", type=Path, nargs="+", default=NOISE_FILES, help="recorded sessions (history_noise_record.py)"
+    )
+    parser.add_argument(
+        "--disturbed", type=float, default=0.04, help="share of disturbed runs in a third of the series (0: none)"
+    )
     parser.add_argument("--repeats", type=int, default=1, help="independent sets of series (seeds seed, seed+1, ...)")
     parser.add_argument("--noise-scale", type=float, default=1.0, help="multiply the recorded deviations")
     parser.add_argument("--tolerance", type=int, default=5, help="commits a detection may miss by and still match")
@@ -382,31 +404,32 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
 
-    pools = load_noise(args.noise, args.busy_noise)
+    pools = load_noise(args.noise)
     cases = [
         case
         for seed in range(args.seed, args.seed + args.repeats)
-        for case in make_cases(pools, args.noise_scale, seed, args.busy_share)
+        for case in make_cases(pools, args.noise_scale, seed, args.disturbed)
     ]
     for pool in pools:
-        print(
-            f"noise: {pool.test}: {pool.deviations.size} quiet sessions, robust sd {pool.sd * args.noise_scale:.2%};"
-            f" {pool.busy_deviations.size} busy sessions"
-        )
+        print(f"noise: {pool.test}: {pool.deviations.size} sessions, robust sd {pool.sd * args.noise_scale:.2%}")
     kinds = {k: sum(c.kind == k for c in cases) for k in ("flat", "step", "creep", "long")}
     print(f"{len(cases)} series: {kinds}; {args.repeats} set(s) of series; tolerance {args.tolerance} commits")
     print(HEADER)
     results: dict[str, dict[str, object]] = {}
     for tool in args.tools.split(","):
+        shapes = None
         if tool == "gpuperf":
-            found, seconds = run_gpuperf(cases, DetectorConfig())
+            found, seconds, shapes = run_gpuperf(cases, DetectorConfig())
         elif tool == "gpuperf-unweighted":
-            found, seconds = run_gpuperf(cases, DetectorConfig(use_precision=False))
+            found, seconds, shapes = run_gpuperf(cases, DetectorConfig(use_precision=False))
         else:
             found, seconds = run_external(tool, cases)
         s = score(cases, found, args.tolerance)
         print(_row(tool, s, seconds), flush=True)
+        if shapes is not None:
+            print(shapes.line(), flush=True)
         results[tool] = {
+            "shapes": vars(shapes) if shapes is not None else None,
             "tp": s.tp,
             "fp": s.fp,
             "fn": s.fn,

@@ -255,3 +255,13 @@ def test_markdown_table() -> None:
 def test_unknown_format_is_named() -> None:
     with pytest.raises(ValueError, match=r"'html'.*table, markdown, json"):
         render_changes([], "html")
+
+
+def test_a_series_with_negative_values_is_compared_as_is() -> None:
+    # A metric that can be negative (a score, a margin) is not log-transformed.
+    rng = np.random.default_rng(9)
+    values = [-10.0 + rng.normal(0, 0.1) for _ in range(20)] + [-12.0 + rng.normal(0, 0.1) for _ in range(20)]
+    points = tuple(Point(f"r{i}", commit(i), "2026-11-01T00:00:00+00:00", "m", v) for i, v in enumerate(values))
+    (c,) = find_changes(Series(KEY, "points", "higher", points))
+    assert c.first_bad == commit(20) and c.kind is ChangeKind.REGRESSION
+    assert c.change == pytest.approx(-0.2, abs=0.02) and c.before == pytest.approx(-10, abs=0.1)
