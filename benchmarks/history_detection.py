@@ -302,6 +302,11 @@ class Score:
     creeps: int = 0
     creeps_found: int = 0
     step_distances: list[int] = field(default_factory=list)
+    by_size: dict[float, list[int]] = field(default_factory=dict)  # planted |size| -> [found, planted]
+
+    def sizes_line(self) -> str:
+        cells = [f"{size:.0%}: {found / total:.0%}" for size, (found, total) in sorted(self.by_size.items())]
+        return "  steps found by size: " + ", ".join(cells)
 
     @property
     def precision(self) -> float:
@@ -328,7 +333,10 @@ def score(cases: Sequence[Case], detections: Sequence[list[tuple[int, int]]], to
             best = min(free, key=lambda d: abs(d[1] - at), default=None)
             big = abs(size) >= 3 * case.noise_sd
             s.big_steps += big
+            tally = s.by_size.setdefault(abs(size), [0, 0]) if case.kind == "step" else [0, 0]
+            tally[1] += 1
             if best is not None and abs(best[1] - at) <= tolerance:
+                tally[0] += 1
                 free.remove(best)
                 s.tp += 1
                 s.step_distances.append(abs(best[1] - at))
@@ -387,6 +395,16 @@ def scale_timing(spec: str, pools: Sequence[Noise], seed: int) -> dict[str, floa
     return {"series": n_series, "runs": n_runs, "seconds": elapsed, "change_points": found}
 
 
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=2026)
@@ -426,10 +444,12 @@ def main() -> None:
             found, seconds = run_external(tool, cases)
         s = score(cases, found, args.tolerance)
         print(_row(tool, s, seconds), flush=True)
+        print(s.sizes_line(), flush=True)
         if shapes is not None:
             print(shapes.line(), flush=True)
         results[tool] = {
             "shapes": vars(shapes) if shapes is not None else None,
+            "found_by_step_size": {f"{size:.2f}": v for size, v in sorted(s.by_size.items())},
             "tp": s.tp,
             "fp": s.fp,
             "fn": s.fn,
@@ -456,6 +476,8 @@ def main() -> None:
                         "platform": platform.platform(),
                         "python": platform.python_version(),
                         "cpus": os.cpu_count(),
+                        "cpu": _cpu_model(),
+                        "loadavg_end": os.getloadavg(),
                     },
                     "args": {k: str(v) for k, v in vars(args).items()},
                     "results": results,

@@ -165,6 +165,8 @@ def test_short_series_and_the_same_answer_twice() -> None:
 def test_bad_settings_are_named() -> None:
     with pytest.raises(ValueError, match="alpha must lie in"):
         DetectorConfig(alpha=0)
+    with pytest.raises(ValueError, match="below the smallest p-value 99 permutations"):
+        DetectorConfig(alpha=0.001, permutations=99)
     with pytest.raises(ValueError, match="better must be"):
         find_changes(series([1.0, 2.0], better="up"))
 

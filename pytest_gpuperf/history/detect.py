@@ -61,6 +61,11 @@ class DetectorConfig:
             problems.append(f"alpha must lie in (0, 1), got {self.alpha!r}")
         if self.permutations < 19:
             problems.append(f"permutations must be at least 19, got {self.permutations!r}")
+        elif 0.0 < self.alpha < 1.0 and self.alpha * (self.permutations + 1) < 1:
+            problems.append(
+                f"alpha {self.alpha} is below the smallest p-value {self.permutations} permutations can give"
+                f" (1/{self.permutations + 1}); raise permutations"
+            )
         if self.min_runs < 1:
             problems.append(f"min_runs must be at least 1, got {self.min_runs!r}")
         if self.clip <= 0:
