@@ -39,6 +39,7 @@ It is a benchmark, not a test: CI does not run it. Results: docs/change-points.m
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -405,6 +406,18 @@ def _cpu_model() -> str:
     return platform.processor()
 
 
+def _config(settings: Sequence[str]) -> DetectorConfig:
+    defaults = DetectorConfig()
+    changes: dict[str, object] = {}
+    for setting in settings:
+        name, _, value = setting.partition("=")
+        if not hasattr(defaults, name):
+            raise SystemExit(f"--set {setting}: DetectorConfig has no setting {name!r}")
+        kind = type(getattr(defaults, name))
+        changes[name] = value.lower() in ("1", "true", "yes") if kind is bool else kind(value)
+    return dataclasses.replace(defaults, **changes)  # type: ignore[arg-type]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=2026)
@@ -420,8 +433,12 @@ def main() -> None:
     parser.add_argument("--tools", default="gpuperf,gpuperf-unweighted,asv,otava")
     parser.add_argument("--scale", metavar="SERIESxRUNS", help="also time find_changes, e.g. 500x1000")
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="a DetectorConfig setting for gpuperf's rows"
+    )
     args = parser.parse_args()
 
+    config = _config(args.set)
     pools = load_noise(args.noise)
     cases = [
         case
@@ -437,9 +454,9 @@ def main() -> None:
     for tool in args.tools.split(","):
         shapes = None
         if tool == "gpuperf":
-            found, seconds, shapes = run_gpuperf(cases, DetectorConfig())
+            found, seconds, shapes = run_gpuperf(cases, config)
         elif tool == "gpuperf-unweighted":
-            found, seconds, shapes = run_gpuperf(cases, DetectorConfig(use_precision=False))
+            found, seconds, shapes = run_gpuperf(cases, dataclasses.replace(config, use_precision=False))
         else:
             found, seconds = run_external(tool, cases)
         s = score(cases, found, args.tolerance)
