@@ -267,3 +267,54 @@ def test_a_series_with_negative_values_is_compared_as_is() -> None:
     (c,) = find_changes(Series(KEY, "points", "higher", points))
     assert c.first_bad == commit(20) and c.kind is ChangeKind.REGRESSION
     assert c.change == pytest.approx(-0.2, abs=0.02) and c.before == pytest.approx(-10, abs=0.1)
+
+
+def test_a_creep_down_is_a_gradual_improvement() -> None:
+    levels = np.full(50, 1e6)
+    levels[15:25] *= 0.99 ** np.arange(1, 11)
+    levels[25:] = levels[24]
+    (c,) = find_changes(series(levels, seed=10))
+    assert c.gradual and c.kind is ChangeKind.IMPROVEMENT and c.change < -0.06
+
+
+def test_commits_with_different_numbers_of_runs() -> None:
+    # Nightly runs on three runners, merges on one: the commit, not the run, is the unit.
+    rng = np.random.default_rng(11)
+    points = []
+    for i in range(40):
+        level = 1e6 * (1.05 if i >= 24 else 1.0)
+        for r in range(3 if i % 4 == 0 else 1):
+            value = float(level * np.exp(rng.normal(0, NOISE)))
+            points.append(Point(f"r{i}-{r}", commit(i), "", f"runner-{r}", value, value * 0.998, value * 1.002))
+    (c,) = find_changes(Series(KEY, "ns", "lower", tuple(points)))
+    assert (c.last_good, c.first_bad) == (commit(23), commit(24))
+    assert c.index == next(n for n, p in enumerate(points) if p.commit == commit(24))
+    assert c.runs_after == sum(p.commit >= commit(24) for p in points)
+
+
+def _step_with_wild_runs() -> Series:
+    # Runs from an older results format carry no interval; three of them are 10-20% off.
+    rng = np.random.default_rng(0)
+    values = 1e6 * np.exp(rng.normal(0, NOISE, 50))
+    values[25:] *= 1.03
+    wild = rng.choice(50, 3, replace=False)
+    values[wild] *= 1 + rng.choice([-1, 1], 3) * rng.uniform(0.1, 0.2, 3)
+    points = tuple(Point(f"r{i}", commit(i), "", "m", float(v)) for i, v in enumerate(values))
+    return Series(KEY, "ns", "lower", points)
+
+
+def test_wild_runs_without_intervals_do_not_hide_a_step() -> None:
+    # Winsorising keeps the wild runs from drowning a 3% step; without it the step is missed.
+    s = _step_with_wild_runs()
+    assert [c.first_bad for c in find_changes(s)] == [commit(25)]
+    assert commit(25) not in [c.first_bad for c in find_changes(s, DetectorConfig(clip=1e9))]
+
+
+def test_a_split_whose_interval_spans_no_change_is_not_reported() -> None:
+    # After the real step, noise makes a second split pass the permutation test at its
+    # limit (p = 0.005), but its level interval includes zero: it is dropped.
+    s = _step_with_wild_runs()
+    loose = find_changes(s, DetectorConfig(confirm=False))
+    assert [c.first_bad for c in loose] == [commit(25), commit(41)]
+    assert loose[1].ci_low < 0 < loose[1].ci_high
+    assert [c.first_bad for c in find_changes(s)] == [commit(25)]

@@ -52,6 +52,7 @@ class DetectorConfig:
     max_ramp: int = 30  # the most commits a creep may span
     ramp_threshold: float = 12.0  # chi-square units a ramp must gain over the steps it replaces
     min_change: float = 0.0  # drop change points smaller than this relative change
+    confirm: bool = True  # drop a change whose 95% interval includes no change
     use_precision: bool = True  # weigh runs by their own intervals (off: the between-run noise only)
     seed: int = 20261126
 
@@ -432,6 +433,8 @@ def find_changes(series: Series, config: DetectorConfig | None = None) -> list[C
             _relative(pooled, change.before, change.after - half),
             _relative(pooled, change.before, change.after + half),
         )
+        if config.confirm and lo_rel <= 0 <= hi_rel:
+            continue  # significant by rank of orderings, but its level interval spans no change
         worse = diff > 0 if series.better == "lower" else diff < 0
         index = pooled.first_index[change.first_bad]
         found.append(
