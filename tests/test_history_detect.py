@@ -169,6 +169,9 @@ def test_bad_settings_are_named() -> None:
         DetectorConfig(alpha=0.001, permutations=99)
     with pytest.raises(ValueError, match="better must be"):
         find_changes(series([1.0, 2.0], better="up"))
+    broken = Point("run-nan", commit(1), "", "m", float("nan"))
+    with pytest.raises(ValueError, match=r"test_forward::default time.p50 .*non-finite values in runs run-nan"):
+        find_changes(Series(KEY, "ns", "lower", (*series([1.0]).points, broken)))
 
 
 def _sample_change(**kw: object) -> ChangePoint:

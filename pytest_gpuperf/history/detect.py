@@ -12,13 +12,16 @@ The detector (docs/change-points.md explains it and the measurements behind it):
 3. **Binary segmentation with a permutation test.** In a stretch of commits, the split that
    maximises the weighted two-level statistic ``(mean_left - mean_right)^2 /
    (1/W_left + 1/W_right)`` is the candidate; its significance is the share of seeded random
-   orderings of the same commits whose best split scores as high. A significant split is
+   orderings of the same runs over the commits' slots whose best split scores as high. A significant split is
    kept and both sides are searched again. Levels are winsorised around the stretch's
    weighted median before testing, so one wild run cannot carry a split.
 4. **Creeps.** Neighbouring change points in the same direction, and every single one, are
    also fitted as a ramp (old level, a linear slide over several commits, new level); when
    the ramp explains the data clearly better than the steps, one change point with
    ``gradual=True`` spans the slide.
+5. **Levels and interval.** Each change's levels come from the stretches either side (or the
+   ramp); its 95% interval from their variances. A split whose interval includes no change is
+   not reported.
 
 Values are compared in log space (relative changes) when all are positive, else as they are.
 Everything is numpy; the permutations are seeded, so the same series gives the same answer.
