@@ -321,3 +321,27 @@ def test_a_split_whose_interval_spans_no_change_is_not_reported() -> None:
     assert [c.first_bad for c in loose] == [commit(25), commit(41)]
     assert loose[1].ci_low < 0 < loose[1].ci_high
     assert [c.first_bad for c in find_changes(s)] == [commit(25)]
+
+
+def _fleet(step: float) -> Series:
+    """Runners a and b at every commit; runner c, reading 8% slower, joins at commit 10; a step at 20."""
+    rng = np.random.default_rng(1)
+    points = []
+    for i in range(30):
+        level = 1e6 * (1 + step if i >= 20 else 1.0)
+        for runner in ("a", "b", "c") if i >= 10 else ("a", "b"):
+            value = float(level * (1.08 if runner == "c" else 1.0) * np.exp(rng.normal(0, NOISE)))
+            points.append(Point(f"{i}-{runner}", commit(i), "", runner, value, value * 0.998, value * 1.002))
+    return Series(KEY, "ns", "lower", tuple(points))
+
+
+def test_a_runner_that_reads_slower_is_aligned_before_pooling() -> None:
+    # Runner c's offset shows on the commits it shares with a and b and is removed: its
+    # joining is no change, and the real 2% step is found at its commit.
+    (c,) = find_changes(_fleet(0.02))
+    assert c.first_bad == commit(20) and c.change == pytest.approx(0.02, abs=0.007)
+    assert c.before == pytest.approx(1e6, rel=0.01)
+    # Without the alignment the runner's arrival reads as the change, and the step is lost.
+    blurred = find_changes(_fleet(0.02), DetectorConfig(runner_offsets=False))
+    assert [x.first_bad for x in blurred] == [commit(10)]
+    assert find_changes(_fleet(0.0)) == []

@@ -3,7 +3,8 @@
 The detector (docs/change-points.md explains it and the measurements behind it):
 
 1. **Pool by commit.** Runs of one commit (several runners of a device class, reruns) become
-   one level, so a change point always falls between two commits.
+   one level, so a change point always falls between two commits. Runners that read
+   systematically apart are aligned first, from the commits they measured together.
 2. **Weigh by precision.** Each run's own 95% interval gives its within-run variance; the
    series' between-run noise is estimated robustly from successive runs (the scaled MAD of
    first differences, which a few steps cannot inflate). A run weighs
@@ -42,6 +43,8 @@ _Z95 = 1.959963984540054
 _TINY = 1e-9
 # Permutations are drawn in batches; a batch that already settles "not significant" ends the test.
 _PERMUTATION_BATCH = 100
+# Commits a runner must share with others before its offset from them is estimated.
+_MIN_SHARED = 3
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class DetectorConfig:
     ramp_threshold: float = 12.0  # chi-square units a ramp must gain over the steps it replaces
     min_change: float = 0.0  # drop change points smaller than this relative change
     confirm: bool = True  # drop a change whose 95% interval includes no change
+    runner_offsets: bool = True  # align runners that read systematically apart (from shared commits)
     use_precision: bool = True  # weigh runs by their own intervals (off: the between-run noise only)
     seed: int = 20261126
 
@@ -127,6 +131,30 @@ def _run_sd(point: Point, log: bool) -> float:
     return (hi - lo) / (2 * _Z95)
 
 
+def _runner_offsets(y: np.ndarray, commit_of: np.ndarray, runners: list[str]) -> dict[str, float]:
+    """Each runner's systematic offset from the others, from the commits they measured together.
+
+    At every commit with runs from two or more runners, a run's difference from that commit's
+    median is one reading of its runner's offset; a runner's offset is the median of its
+    readings (at least ``_MIN_SHARED`` of them, else it is taken to measure like the rest).
+    Runners seen only on commits of their own cannot be compared and keep offset 0.
+    """
+    names = sorted(set(runners))
+    if len(names) < 2:
+        return {}
+    runner_of = np.array([names.index(r) for r in runners])
+    readings: dict[int, list[float]] = {}
+    order = np.argsort(commit_of, kind="stable")
+    bounds = np.flatnonzero(np.diff(commit_of[order])) + 1
+    for group in np.split(order, bounds):
+        if np.unique(runner_of[group]).size < 2:
+            continue
+        centre = float(np.median(y[group]))
+        for i in group:
+            readings.setdefault(int(runner_of[i]), []).append(float(y[i]) - centre)
+    return {names[r]: float(np.median(d)) for r, d in readings.items() if len(d) >= _MIN_SHARED}
+
+
 def _pool(series: Series, config: DetectorConfig) -> _Commits | None:
     points = series.points
     values = np.array([p.value for p in points], dtype=float)
@@ -138,6 +166,11 @@ def _pool(series: Series, config: DetectorConfig) -> _Commits | None:
     log = bool(np.all(values > 0))
     y = np.log(values) if log else values
     own = np.array([_run_sd(p, log) if config.use_precision else 0.0 for p in points])
+    codes: dict[str, int] = {}
+    commit_of = np.array([codes.setdefault(p.commit, len(codes)) for p in points])
+    offsets = _runner_offsets(y, commit_of, [p.runner for p in points]) if config.runner_offsets else {}
+    if offsets:
+        y = y - np.array([offsets.get(p.runner, 0.0) for p in points])
     # Between-run noise from successive runs: a step moves one difference, a creep a few,
     # the median absolute difference ignores both.
     diff_sd = _mad_sd(np.diff(y)) / math.sqrt(2) if y.size > 2 else 0.0
@@ -146,8 +179,6 @@ def _pool(series: Series, config: DetectorConfig) -> _Commits | None:
     floor = (_TINY * max(scale, 1.0)) ** 2
     run_var = between2 + own**2 + floor
 
-    codes: dict[str, int] = {}
-    commit_of = np.array([codes.setdefault(p.commit, len(codes)) for p in points])
     w = 1.0 / run_var
     total_w = np.bincount(commit_of, weights=w)
     first = np.full(len(codes), len(points))
