@@ -29,6 +29,7 @@ def test_scoring_matches_steps_and_creeps_and_counts_the_rest() -> None:
         assert (s.creeps, s.creeps_found) == (1, 1)
         assert s.precision == 0.5 and s.recall == 1.0
         assert s.by_size == {0.05: [1, 1]}
+        assert s.fp_by_kind == {"flat": 1, "step": 1, "creep": 0}
 
         missed = bench.score([step], [[(30, 31)]], tolerance=5)
         assert (missed.tp, missed.fp, missed.fn, missed.big_steps_within_1) == (0, 1, 1, 0)
@@ -43,12 +44,7 @@ def test_the_series_carry_the_recorded_noise_and_the_planted_changes() -> None:
         }
         cases = bench.make_cases(pools, 1.0, seed=1, disturbed=0.0)
         kinds = [c.kind for c in cases]
-        assert (kinds.count("flat"), kinds.count("step"), kinds.count("creep"), kinds.count("long")) == (
-            100,
-            240,
-            60,
-            40,
-        )
+        assert [kinds.count(k) for k in ("flat", "step", "creep", "long", "fleet")] == [100, 240, 60, 40, 40]
         step = next(c for c in cases if c.kind == "step" and len({p.commit for p in c.series.points}) == 50)
         (at, size), values = step.steps[0], np.array([p.value for p in step.series.points])
         # Each run is the planted level times one recorded session's deviation.
@@ -57,3 +53,9 @@ def test_the_series_carry_the_recorded_noise_and_the_planted_changes() -> None:
         level = np.where(commit_index >= at, 1e6 * (1 + size), 1e6)
         assert np.all(np.min(np.abs(values[:, None] / level[:, None] - 1 - deviations[None, :]), axis=1) < 1e-9)
         assert Path(bench.NOISE_FILES[0]).exists()
+        # A fleet series: runner 2 joins later and reads apart by its offset.
+        fleet = next(c for c in cases if c.kind == "fleet")
+        first = {}
+        for p in fleet.series.points:
+            first.setdefault(p.runner, int(p.commit, 16))
+        assert first["runner-0"] == first["runner-1"] == 0 and 10 <= first["runner-2"] <= 20
