@@ -301,13 +301,13 @@ class _Fit:
     ssr: float  # weighted residual sum of squares (chi-square units)
 
 
-def _ramp_fits(y: np.ndarray, w: np.ndarray, starts: range, ends: range) -> _Fit | None:
+def _ramp_fits(y: np.ndarray, w: np.ndarray, starts: range, ends: range, max_span: int) -> _Fit | None:
     """The best ramp (a linear slide from ``start`` to ``end``, local indices) by weighted least squares.
 
     Every (start, end) pair is fitted at once: ``y = a + d * shape`` with ``shape`` 0 up to
     ``start``, 1 from ``end``, linear between.
     """
-    pairs = np.array([(s, e) for s in starts for e in ends if e - s >= 2], dtype=float).reshape(-1, 2)
+    pairs = np.array([(s, e) for s in starts for e in ends if 2 <= e - s <= max_span], dtype=float).reshape(-1, 2)
     if pairs.size == 0:
         return None
     centre = float((w * y).sum() / w.sum())
@@ -402,7 +402,7 @@ def _changes(pooled: _Commits, steps: list[_Step], config: DetectorConfig) -> li
         stair = _staircase_ssr(y, w, local)
         starts = range(max(0, local[0] - config.max_ramp), local[0])
         ends = range(local[-1], min(y.size, local[-1] + config.max_ramp))
-        ramp = _ramp_fits(y, w, starts, ends)
+        ramp = _ramp_fits(y, w, starts, ends, config.max_ramp)
         if ramp is not None and stair - ramp.ssr > _ramp_gain_needed(len(cluster), config):
             changes.append(
                 _Change(lo + ramp.start, lo + ramp.end, ramp.before, ramp.after, ramp.diff_var, p_value, gradual=True)
