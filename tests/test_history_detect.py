@@ -345,3 +345,12 @@ def test_a_runner_that_reads_slower_is_aligned_before_pooling() -> None:
     blurred = find_changes(_fleet(0.02), DetectorConfig(runner_offsets=False))
     assert [x.first_bad for x in blurred] == [commit(10)]
     assert find_changes(_fleet(0.0)) == []
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_one_run_at_a_new_level_is_no_change_two_are(seed: int) -> None:
+    # The newest run reads 8% slower: a mean can move for one wild run, a level has not
+    # moved until two runs have.
+    assert find_changes(series(step_levels(41, 40, 0.08), seed=seed)) == []
+    (c,) = find_changes(series(step_levels(42, 40, 0.08), seed=seed))
+    assert c.first_bad == commit(40) and c.runs_after == 2

@@ -58,7 +58,7 @@ class DetectorConfig:
     max_ramp: int = 30  # the most commits a creep may span
     ramp_threshold: float = 12.0  # chi-square units a ramp must gain over the steps it replaces
     min_change: float = 0.0  # drop change points smaller than this relative change
-    confirm: bool = True  # drop a change whose 95% interval includes no change
+    confirm: bool = True  # a change needs an interval without zero and min_runs runs on each side of it
     runner_offsets: bool = True  # align runners that read systematically apart (from shared commits)
     use_precision: bool = True  # weigh runs by their own intervals (off: the between-run noise only)
     seed: int = 20261126
@@ -276,6 +276,22 @@ def _best_split(pooled: _Commits, lo: int, hi: int, config: DetectorConfig, rng:
     return _Step(at=lo + k + 1, p_value=p_value)
 
 
+def _supported(pooled: _Commits, lo: int, at: int, hi: int, min_runs: int) -> bool:
+    """Whether ``min_runs`` runs on each side of the split sit on their side's half.
+
+    A mean can move for one wild run; a level has moved when several runs moved. Each side
+    needs ``min_runs`` runs closer to its own level than to the other's.
+    """
+    first, mid, last = (int(pooled.run_start[i]) for i in (lo, at, hi))
+    y, w = pooled.run_y, 1.0 / pooled.run_var
+    before = float((w[first:mid] * y[first:mid]).sum() / w[first:mid].sum())
+    after = float((w[mid:last] * y[mid:last]).sum() / w[mid:last].sum())
+    middle, up = (before + after) / 2, after > before
+    left = np.count_nonzero((y[first:mid] < middle) == up)
+    right = np.count_nonzero((y[mid:last] > middle) == up)
+    return left >= min_runs and right >= min_runs
+
+
 def _segment(pooled: _Commits, config: DetectorConfig, rng: np.random.Generator) -> list[_Step]:
     steps: list[_Step] = []
     stack = [(0, pooled.level.size)]
@@ -283,6 +299,8 @@ def _segment(pooled: _Commits, config: DetectorConfig, rng: np.random.Generator)
         lo, hi = stack.pop()
         step = _best_split(pooled, lo, hi, config, rng)
         if step is None or step.p_value > config.alpha:
+            continue
+        if config.confirm and not _supported(pooled, lo, step.at, hi, config.min_runs):
             continue
         steps.append(step)
         stack += [(lo, step.at), (step.at, hi)]
@@ -400,8 +418,10 @@ def _changes(pooled: _Commits, steps: list[_Step], config: DetectorConfig) -> li
         y, w = pooled.level[lo:hi], pooled.weight[lo:hi]
         local = [cuts[i] - lo for i in cluster]
         stair = _staircase_ssr(y, w, local)
-        starts = range(max(0, local[0] - config.max_ramp), local[0])
-        ends = range(local[-1], min(y.size, local[-1] + config.max_ramp))
+        # Both full levels keep min_runs commits: a ramp's end level resting on one run
+        # would bend to fit that run's noise.
+        starts = range(max(config.min_runs - 1, local[0] - config.max_ramp), local[0])
+        ends = range(local[-1], min(y.size - config.min_runs + 1, local[-1] + config.max_ramp))
         ramp = _ramp_fits(y, w, starts, ends, config.max_ramp)
         if ramp is not None and stair - ramp.ssr > _ramp_gain_needed(len(cluster), config):
             changes.append(
