@@ -21,8 +21,10 @@ The detector (docs/change-points.md explains it and the measurements behind it):
    the ramp explains the data clearly better than the steps, one change point with
    ``gradual=True`` spans the slide.
 5. **Levels and interval.** Each change's levels come from the stretches either side (or the
-   ramp); its 95% interval from their variances. A split whose interval includes no change is
-   not reported.
+   ramp); its 95% interval from their variances.
+6. **Confirmation.** A split needs ``min_runs`` runs on each side closer to their own level
+   than to the other's (one wild run can move a mean, not a level), and a change whose
+   interval includes zero is not reported.
 
 Values are compared in log space (relative changes) when all are positive, else as they are.
 Everything is numpy; the permutations are seeded, so the same series gives the same answer.
