@@ -289,8 +289,8 @@ def _supported(pooled: _Commits, lo: int, at: int, hi: int, min_runs: int) -> bo
     before = float((w[first:mid] * y[first:mid]).sum() / w[first:mid].sum())
     after = float((w[mid:last] * y[mid:last]).sum() / w[mid:last].sum())
     middle, up = (before + after) / 2, after > before
-    left = np.count_nonzero((y[first:mid] < middle) == up)
-    right = np.count_nonzero((y[mid:last] > middle) == up)
+    left = int(np.count_nonzero((y[first:mid] < middle) == up))
+    right = int(np.count_nonzero((y[mid:last] > middle) == up))
     return left >= min_runs and right >= min_runs
 
 
