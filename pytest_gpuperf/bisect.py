@@ -369,7 +369,9 @@ def _end(process: subprocess.Popen[bytes]) -> None:
 
 def _tail(log: Path) -> str:
     try:
-        lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+        # pytest's rules of = and ! around its summary lines say nothing in one line
+        stripped = (line.strip().strip("=!").strip() for line in log.read_text(errors="replace").splitlines())
+        lines = [line for line in stripped if line]
     except OSError:
         return "(no output)"
     return " | ".join(lines[-_TAIL_LINES:]) or "(no output)"
