@@ -213,7 +213,7 @@ def test_action_contract() -> None:
 def test_the_complete_workflows_in_docs_action_md_pass_actionlint(tmp_path: Path) -> None:
     blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "docs" / "action.md").read_text(), re.S)
     complete = [b for b in blocks if b.startswith("name: ")]
-    assert len(complete) == 2  # the minimal gate and the workflow_run comment workflow
+    assert len(complete) == 3  # the minimal gate, the workflow_run comment workflow, the history workflow
     folder = tmp_path / ".github" / "workflows"
     folder.mkdir(parents=True)
     for i, block in enumerate(complete):
