@@ -46,6 +46,8 @@ JSON_VERSION = 1
 # pytest's exit codes (pytest.ExitCode) that still leave a judgeable results file
 _PYTEST_RAN = (0, 1)
 _PYTEST_MEANING = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
+# Options each step sets itself; the same in PYTEST_ARGS would silently replace them.
+_OWN_OPTIONS = ("--gpuperf-compare-ref", "--gpuperf-json", "--gpuperf-update-baseline")
 # The store URL is not inherited: a bisect's detached commits are no series' history.
 _NOT_INHERITED = ("GPUPERF_HISTORY",)
 _TAIL_LINES = 3  # lines of pytest's output quoted when a commit is skipped
@@ -462,10 +464,19 @@ class Request:
     timeout_s: float | None = None
 
 
+def check_pytest_args(args: Sequence[str]) -> None:
+    """ConfigError naming an option that each step sets itself (compare-ref, results file, update)."""
+    for arg in args:
+        name = arg.split("=", 1)[0]
+        if name in _OWN_OPTIONS:
+            raise ConfigError(f"{arg!r} after --: each step sets {name} itself (compare-ref against GOOD)")
+
+
 def run(request: Request, out: Callable[[str], object], cwd: Path | None = None) -> Outcome:
     """Resolve the refs, list the candidates and search, writing each step to ``out`` as it ends."""
     from pytest_gpuperf.files import write_atomic
 
+    check_pytest_args(request.pytest_args)
     repo = open_repository(cwd or Path.cwd())
     good = resolve(repo, "GOOD", request.good)
     bad = resolve(repo, "BAD", request.bad)

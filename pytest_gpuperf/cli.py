@@ -299,9 +299,15 @@ def _cmd_validate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
 
 def _cmd_bisect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from pytest_gpuperf import bisect
+    from pytest_gpuperf.errors import ConfigError
 
     if args.step_timeout is not None and args.step_timeout <= 0:
         stderr.write("gpuperf bisect: error: --step-timeout must be > 0\n")
+        return EXIT_USAGE
+    try:
+        bisect.check_pytest_args(args.pytest_args)
+    except ConfigError as exc:
+        stderr.write(f"gpuperf bisect: error: {exc}\n")
         return EXIT_USAGE
     request = bisect.Request(args.good, args.bad, tuple(args.pytest_args), args.json_path, args.log_dir,
                              args.step_timeout)  # fmt: skip

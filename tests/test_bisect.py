@@ -179,6 +179,9 @@ def test_cli_exit_codes_for_bad_input(small_repo: Path, monkeypatch: pytest.Monk
     assert cli.main(["bisect", "HEAD"], stdout=io.StringIO(), stderr=io.StringIO()) == 2
     assert cli.main(["bisect", "-x", "HEAD"], stdout=io.StringIO(), stderr=io.StringIO()) == 2
     assert cli.main(["bisect", "a", "b", "--step-timeout", "0"], stdout=io.StringIO(), stderr=io.StringIO()) == 2
+    err = io.StringIO()
+    assert cli.main(["bisect", "a", "b", "--", "--gpuperf-json=x.json"], stdout=io.StringIO(), stderr=err) == 2
+    assert "'--gpuperf-json=x.json' after --: each step sets --gpuperf-json itself" in err.getvalue()
     monkeypatch.chdir(tmp_path)
     err = io.StringIO()
     assert cli.main(["bisect", "HEAD~1", "HEAD"], stdout=io.StringIO(), stderr=err) == 3
