@@ -341,13 +341,13 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     """Run ``gpuperf`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
+    argv, pytest_args = _pytest_args(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
-    own, pytest_args = _pytest_args(list(argv) if argv is not None else sys.argv[1:])
     try:
-        args = parser.parse_args(own)
-        args.pytest_args = pytest_args
+        args = parser.parse_args(list(argv) if argv is not None else None)
     except SystemExit as exc:  # --help, --version (0) and usage errors (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    args.pytest_args = pytest_args  # bisect's, after its first --
     try:
         return _COMMANDS[args.command](args, out, err)
     except GpuperfError as exc:
