@@ -16,6 +16,7 @@ from test_action import ACTION, DATA, REPO, TOKEN, FakeGitHub, read_outputs
 if str(ACTION) not in sys.path:  # the scripts import each other as top-level modules, as they run
     sys.path.append(str(ACTION))
 
+import alert_text
 import alerts
 import prepare
 import run_gate
@@ -35,8 +36,8 @@ def github() -> Iterator[FakeGitHub]:
     fake.close()
 
 
-def recorded_changes() -> list[alerts.Change]:
-    return alerts.parse_changes(CHANGES.read_text(encoding="utf-8"), str(CHANGES))
+def recorded_changes() -> list[alert_text.Change]:
+    return alert_text.parse_changes(CHANGES.read_text(encoding="utf-8"), str(CHANGES))
 
 
 def results_with_changes(tmp_path: Path, text: str | None = None) -> Path:
@@ -63,10 +64,10 @@ def post_env(github: FakeGitHub, tmp_path: Path, results: Path, **extra: str) ->
 def test_the_recorded_change_points_parse_and_the_new_regressions_are_chosen() -> None:
     changes = recorded_changes()
     assert len(changes) == 5
-    fresh = alerts.new_regressions(changes, recent=3)
+    fresh = alert_text.new_regressions(changes, recent=3)
     # the improvement and the regression 12 runs old are not alerted on
     assert [c.test.rsplit("::", 1)[-1][:14] for c in fresh] == ["test_matmul[fp", "test_attention", "test_conv2d"]
-    assert alerts.new_regressions(changes, recent=1) == [changes[0], changes[2]]
+    assert alert_text.new_regressions(changes, recent=1) == [changes[0], changes[2]]
 
 
 @pytest.mark.parametrize(
@@ -85,25 +86,26 @@ def test_a_malformed_change_point_is_named_by_entry_and_field(edit: Any, message
     document = json.loads(CHANGES.read_text())
     edit(document[0])
     with pytest.raises(workflow.ActionError, match=r"changes\.json: " + message):
-        alerts.parse_changes(json.dumps(document), "changes.json")
+        alert_text.parse_changes(json.dumps(document), "changes.json")
     with pytest.raises(workflow.ActionError, match="expected a JSON list"):
-        alerts.parse_changes('{"test": "x"}', "changes.json")
+        alert_text.parse_changes('{"test": "x"}', "changes.json")
 
 
 def test_marker_is_keyed_by_series_and_first_bad_commit() -> None:
     a, b, c, d, _ = recorded_changes()
-    assert alerts.marker(a) == alerts.marker(a) and alerts.marker(a).endswith(f"first-bad={a.first_bad} -->")
-    assert len({alerts.marker(x) for x in (a, b, c, d)}) == 4
-    assert alerts.marker(c).split(" first-bad")[0] != alerts.marker(d).split(" first-bad")[0]  # device classes differ
-    assert all(m.count("-->") == 1 for m in map(alerts.marker, (a, b, c, d)))
+    marker = alert_text.marker
+    assert marker(a) == marker(a) and marker(a).endswith(f"first-bad={a.first_bad} -->")
+    assert len({marker(x) for x in (a, b, c, d)}) == 4
+    assert marker(c).split(" first-bad")[0] != marker(d).split(" first-bad")[0]  # device classes differ
+    assert all(m.count("-->") == 1 for m in map(marker, (a, b, c, d)))
 
 
 def test_issue_body_names_the_range_the_change_and_the_profile_diff() -> None:
     change = recorded_changes()[0]
-    links = alerts.Links("https://github.com", REPO, RUN, ARTIFACT, "https://perf.example.org/dashboard/")
-    text = alerts.issue_body(change, links, 3)
+    links = alert_text.Links("https://github.com", REPO, RUN, ARTIFACT, "https://perf.example.org/dashboard/")
+    text = alert_text.issue_body(change, links, 3)
     lines = text.splitlines()
-    assert lines[0] == alerts.marker(change)
+    assert lines[0] == alert_text.marker(change)
     assert "**+23.4%** (95% interval +20.1% to +26.0%, p = 1.2e-05): 1.23 ms → 1.518 ms, a step at" in text
     compare = f"https://github.com/{REPO}/compare/{change.last_good}...{change.first_bad}"
     assert f"[`{change.last_good[:12]}...{change.first_bad[:12]}`]({compare})" in text
@@ -115,13 +117,13 @@ def test_issue_body_names_the_range_the_change_and_the_profile_diff() -> None:
 def test_text_from_the_change_points_is_inert_in_the_issue() -> None:
     cmarkgfm = pytest.importorskip("cmarkgfm")
     evil = recorded_changes()[1]  # a test id with a mention, a tag, a link, backticks, a pipe; a newline
-    text = alerts.issue_body(evil, alerts.Links("https://github.com", REPO, RUN), 3)
+    text = alert_text.issue_body(evil, alert_text.Links("https://github.com", REPO, RUN), 3)
     html = cmarkgfm.github_flavored_markdown_to_html(text, options=cmarkgfm.Options.CMARK_OPT_UNSAFE)
     assert "<img" not in html and 'evil.example"' not in html and 'href="https://evil' not in html
     assert "fused kernel" in text and "fused\nkernel" not in text
     assert "@octocat" in html and "<code>tests/perf/test_attn.py::test_attention['x' @octocat" in html
     assert "3 GiB → 3.243 GiB" in text and "gradual creep" in text
-    assert len(alerts.title(evil)) <= alerts.TITLE_MAX and "\n" not in alerts.title(evil)
+    assert len(alert_text.title(evil)) <= alert_text.TITLE_MAX and "\n" not in alert_text.title(evil)
 
 
 # --- posting against the recorded GitHub -----------------------------------------------------------
@@ -144,9 +146,11 @@ def test_alerts_create_update_and_leave_a_closed_one_across_two_pages(github: Fa
         ("POST", f"/repos/{REPO}/issues"),  # attention: new (the PR and the pasted marker do not count)
     ]  # conv2d's alert was closed: left closed, not duplicated
     update, create = sent[3][2], sent[4][2]
-    assert update["body"] == alerts.issue_body(matmul, alerts.Links("https://github.com", REPO, RUN, ARTIFACT), 3)
-    assert update["title"] == alerts.title(matmul)
-    assert create["body"].splitlines()[0] == alerts.marker(attention) and create["labels"] == ["performance-regression"]
+    links = alert_text.Links("https://github.com", REPO, RUN, ARTIFACT)
+    assert update["body"] == alert_text.issue_body(matmul, links, 3)
+    assert update["title"] == alert_text.title(matmul)
+    assert create["body"].splitlines()[0] == alert_text.marker(attention)
+    assert create["labels"] == ["performance-regression"]
     summary_text = Path(env["GITHUB_STEP_SUMMARY"]).read_text()
     assert "3 new regression(s) in the newest 3 runs" in summary_text
     assert "issue #31 updated" in summary_text and "issue #42 created" in summary_text
@@ -157,9 +161,9 @@ def test_alerts_create_update_and_leave_a_closed_one_across_two_pages(github: Fa
 
 def test_a_rerun_with_the_alert_up_to_date_edits_nothing(github: FakeGitHub, tmp_path: Path) -> None:
     matmul = recorded_changes()[0]
-    links = alerts.Links("https://github.com", REPO, RUN, ARTIFACT)
+    links = alert_text.Links("https://github.com", REPO, RUN, ARTIFACT)
     page = github.recorded("alert_issues_page2.json")
-    page["body"][0]["body"] = alerts.issue_body(matmul, links, 3)
+    page["body"][0]["body"] = alert_text.issue_body(matmul, links, 3)
     github.reply("POST", "/graphql", "graphql_viewer.json")
     github.reply("GET", ISSUES, page)
     posted, refused = alerts.post(github.client(), REPO, [matmul], links, 3, "performance-regression")
@@ -206,7 +210,7 @@ def test_a_refusal_is_a_clear_error_note_not_a_failed_job(
 def test_a_rate_limit_while_listing_issues_posts_nothing(github: FakeGitHub, tmp_path: Path) -> None:
     github.reply("POST", "/graphql", "graphql_viewer.json")
     github.reply("GET", ISSUES, "alert_rate_limited.json")
-    posted, refused = alerts.post(github.client(), REPO, recorded_changes()[:3], alerts.Links("https://github.com",
+    posted, refused = alerts.post(github.client(), REPO, recorded_changes()[:3], alert_text.Links("https://github.com",
                                   REPO, RUN), 3, "performance-regression")  # fmt: skip
     assert posted == [] and refused is not None and alerts.is_rate_limit(refused)
     assert "3 alert(s) were not opened" in alerts.refusal_message(refused, 3)
