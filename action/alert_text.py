@@ -40,11 +40,12 @@ class Change:
     unit: str
     last_good: str
     first_bad: str
-    change: float
-    ci_low: float
-    ci_high: float
-    before: float
-    after: float
+    # null where not finite (a level of zero, an unbounded interval): said as unknown
+    change: float | None
+    ci_low: float | None
+    ci_high: float | None
+    before: float | None
+    after: float | None
     p_value: float | None
     kind: str
     runs_after: int
@@ -82,14 +83,14 @@ def _change(entry: object, where: str) -> Change:
         return value
 
     text: dict[str, Any] = {n: field(n, lambda v: isinstance(v, str), "a string") for n in _TEXT}
-    numbers: dict[str, Any] = {n: float(field(n, _finite, "a finite number")) for n in _NUMBERS}
-    p_value = field("p_value", lambda v: v is None or _finite(v), "a finite number or null")
+    numbers: dict[str, Any] = {n: _number(field(n, _finite_or_null, "a finite number or null")) for n in _NUMBERS}
+    p_value = _number(field("p_value", _finite_or_null, "a finite number or null"))
     return Change(
         **text,
         last_good=field("last_good", lambda v: isinstance(v, str) and _HASH.fullmatch(v), "a full commit hash"),
         first_bad=field("first_bad", lambda v: isinstance(v, str) and _HASH.fullmatch(v), "a full commit hash"),
         **numbers,
-        p_value=None if p_value is None else float(p_value),
+        p_value=p_value,
         kind=field("kind", lambda v: v in _KINDS, " or ".join(_KINDS)),
         runs_after=field("runs_after", _count, "a whole number >= 0"),
         gradual=field("gradual", lambda v: isinstance(v, bool), "true or false"),
@@ -98,6 +99,14 @@ def _change(entry: object, where: str) -> Change:
 
 def _count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _number(value: object) -> float | None:
+    return None if value is None else float(value)  # type: ignore[arg-type]
+
+
+def _finite_or_null(value: object) -> bool:
+    return value is None or _finite(value)
 
 
 def _finite(value: object) -> bool:
@@ -131,12 +140,14 @@ def code(text: str) -> str:
     return body.code(_CONTROLS.sub(" ", text))
 
 
-def percent(fraction: float) -> str:
-    return f"{fraction * 100:+.1f}%"
+def percent(fraction: float | None) -> str:
+    return "unknown" if fraction is None else f"{fraction * 100:+.1f}%"
 
 
-def _value(value: float, unit: str) -> str:
+def _value(value: float | None, unit: str) -> str:
     """A level in its unit: nanoseconds and bytes scaled, anything else as given (a code span)."""
+    if value is None:
+        return "unknown"
     scales = {"ns": ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")),
               "bytes": ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1.0, "B"))}  # fmt: skip
     for factor, name in scales.get("bytes" if unit in ("B", "bytes") else unit, ()):
@@ -147,13 +158,15 @@ def _value(value: float, unit: str) -> str:
 
 def title(change: Change) -> str:
     flat = _CONTROLS.sub(" ", f"{change.test}::{change.measurement} {change.statistic} [{change.device_class}]")
-    text = f"Performance regression {percent(change.change)}: {' '.join(flat.split())} at {change.first_bad[:12]}"
+    size = f" {percent(change.change)}" if change.change is not None else ""
+    text = f"Performance regression{size}: {' '.join(flat.split())} at {change.first_bad[:12]}"
     return text if len(text) <= TITLE_MAX else text[: TITLE_MAX - 1] + "…"
 
 
 def issue_body(change: Change, links: Links, recent: int) -> str:
     short = f"{change.last_good[:12]}...{change.first_bad[:12]}"
     p = f", p = {change.p_value:.2g}" if change.p_value is not None else ""
+    interval = f"95% interval {percent(change.ci_low)} to {percent(change.ci_high)}{p}"
     series = " · ".join(code(s) for s in (change.test, change.measurement, change.statistic))
     shape = "a gradual creep over several commits, ending at" if change.gradual else "a step at"
     profile = [f"[the history dashboard]({links.dashboard}) (the series and its recorded profile diffs)"]
@@ -165,7 +178,7 @@ def issue_body(change: Change, links: Links, recent: int) -> str:
         marker(change),
         f"## Performance regression in {series}",
         "",
-        f"**{percent(change.change)}** (95% interval {percent(change.ci_low)} to {percent(change.ci_high)}{p}): "
+        f"**{percent(change.change)}** ({interval}): "
         f"{_value(change.before, change.unit)} → {_value(change.after, change.unit)}, {shape} "
         f"{code(change.first_bad[:12])}.",
         "",

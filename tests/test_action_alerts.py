@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -75,7 +76,7 @@ def test_the_recorded_change_points_parse_and_the_new_regressions_are_chosen() -
     [
         (lambda c: c.update(first_bad="HEAD"), r"\[0\]\.first_bad: expected a full commit hash, got \"HEAD\""),
         (lambda c: c.update(last_good="abc123"), r"\[0\]\.last_good: expected a full commit hash"),
-        (lambda c: c.update(change=None), r"\[0\]\.change: expected a finite number, got null"),
+        (lambda c: c.update(change="12%"), r"\[0\]\.change: expected a finite number or null, got \"12%\""),
         (lambda c: c.update(kind="worse"), r"\[0\]\.kind: expected regression or improvement"),
         (lambda c: c.update(runs_after=True), r"\[0\]\.runs_after: expected a whole number >= 0"),
         (lambda c: c.pop("test"), r"\[0\]: the field 'test' is missing"),
@@ -112,6 +113,15 @@ def test_issue_body_names_the_range_the_change_and_the_profile_diff() -> None:
     assert "[the history dashboard](https://perf.example.org/dashboard/)" in text and f"]({ARTIFACT})" in text
     assert f"[this workflow run]({RUN})" in text
     assert "device class `cuda-nvidia-h100-80gb-hbm3`, branch `main`" in text
+
+
+def test_a_change_point_without_finite_numbers_is_said_as_unknown() -> None:
+    document = json.loads(CHANGES.read_text())[:1]
+    document[0].update(change=None, ci_low=None, ci_high=None, before=None, p_value=None)
+    (change,) = alert_text.parse_changes(json.dumps(document), "changes.json")
+    text = alert_text.issue_body(change, alert_text.Links("https://github.com", REPO, RUN), 3)
+    assert "**unknown** (95% interval unknown to unknown): unknown → 1.518 ms" in text
+    assert alert_text.title(change).startswith("Performance regression: tests/perf/test_matmul.py")
 
 
 def test_text_from_the_change_points_is_inert_in_the_issue() -> None:
@@ -340,3 +350,20 @@ def test_history_flow_records_the_suite_in_the_store(tmp_path: Path) -> None:
     assert read_outputs(outputs)["exit-code"] == "0"
     with history.open_store(store) as opened:
         assert opened.count_runs() == 1
+
+
+def test_the_json_of_gpuperf_history_changes_is_what_the_alerts_read() -> None:
+    """The contract with history/render.py: its JSON, non-finite numbers included, parses field by field."""
+    render = pytest.importorskip("pytest_gpuperf.history.render")
+    from pytest_gpuperf.history.model import ChangeKind, ChangePoint, SeriesKey
+
+    key = SeriesKey("tests/perf/test_mm.py::test_mm", "default", "time.p50", "cuda-nvidia-h100", "main")
+    step = ChangePoint(key, "a" * 40, "b" * 40, 7, 1.0e6, 1.2e6, 0.2, 0.15, 0.25, 0.001, ChangeKind.REGRESSION, 2,
+                       unit="ns")  # fmt: skip
+    unbounded = ChangePoint(key, "c" * 40, "d" * 40, 9, 0.0, 5.0, math.inf, 0.1, math.inf, 0.01,
+                            ChangeKind.REGRESSION, 1, gradual=True, unit="ns")  # fmt: skip
+    parsed = alert_text.parse_changes(render.render_changes([step, unbounded], "json"), "changes.json")
+    assert [(c.first_bad, c.change, c.ci_high, c.unit, c.gradual) for c in parsed] == [
+        ("b" * 40, 0.2, 0.25, "ns", False),
+        ("d" * 40, None, None, "ns", True),
+    ]
