@@ -284,4 +284,4 @@ def test_bisect_says_when_bad_is_not_slower(tmp_path: Path, monkeypatch: pytest.
     code, out, err = run_cli(tmp_path / "repo", monkeypatch, made[0], made[3])  # before the plant
     assert code == 1, out + err
     assert f"BAD {made[3][:12]} is not slower than GOOD {made[0][:12]}" in out
-    assert out.count("step ") == 1
+    assert out.count("step 1: ") == 2 and "step 2: " not in out  # "measuring ...", then its verdict

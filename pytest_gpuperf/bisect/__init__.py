@@ -108,12 +108,16 @@ def run(request: Request, out: Callable[[str], object], cwd: Path | None = None)
     probe = PytestProbe(repo, good, request.pytest_args, subjects, request.log_dir, request.timeout_s)
     count = 0
 
+    def measure(commit: str) -> Step:  # a step takes minutes: say which commit is being measured
+        out(f"step {count + 1}: measuring {commit[:12]} [{subjects.get(commit, '')}] ...\n")
+        return probe(commit)
+
     def report(step: Step) -> None:
         nonlocal count
         count += 1
         out(step_line(count, step, bad) + "\n")
 
-    outcome = search(commits, probe, good=good, on_step=report, subjects=subjects)
+    outcome = search(commits, measure, good=good, on_step=report, subjects=subjects)
     out(render(outcome))
     if request.json_path is not None:
         write_atomic(request.json_path, to_json(outcome))
