@@ -467,6 +467,7 @@ def _judge(state: SessionState, bench: GpuBench) -> None:
     __tracebackhide__ = True
     from pytest_gpuperf.report.failure import failure_message
     from pytest_gpuperf.verdict import fails
+    from pytest_gpuperf.verdict.judge import absolute_failures
 
     assert state.engine is not None and state.environment is not None
     try:
@@ -476,6 +477,10 @@ def _judge(state: SessionState, bench: GpuBench) -> None:
         pytest.fail(str(exc), pytrace=False)
     state.results.extend(results)
     if bench.settings.mode == "update":
+        # A violated hard bound fails an update run too, and nothing of the test is written.
+        violated = [failure_message(r, str(state.device), only) for r in results if (only := absolute_failures(r))]
+        if violated:
+            pytest.fail("\n\n".join(violated), pytrace=False)
         _update_baselines(state, results)
         return
     failures = [failure_message(r, str(state.device)) for r in results if fails(r, bench.settings.gate)]
