@@ -283,11 +283,18 @@ def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
         benchmark_json_path=path("gpuperf_benchmark_json"),
         html_path=path("gpuperf_html"),
         profile_dir=path("gpuperf_profile"),
-        profile_diff=not opt("gpuperf_no_profile_diff") and bool(config.getini("gpuperf_profile_diff")),
+        profile_diff=not opt("gpuperf_no_profile_diff") and _ini_bool(config, "gpuperf_profile_diff"),
         nsight=bool(opt("gpuperf_nsight")),
         nvtx=not opt("gpuperf_no_nvtx"),
         plugin_args=_plugin_args(config),
     )
+
+
+def _ini_bool(config: pytest.Config, name: str) -> bool:
+    try:
+        return bool(config.getini(name))
+    except (ValueError, pytest.UsageError) as exc:  # pytest's own message names the value, not the key
+        raise pytest.UsageError(f"{name} (ini) must be true or false: {exc}") from None
 
 
 def _plugin_args(config: pytest.Config) -> tuple[str, ...]:

@@ -19,3 +19,70 @@ def test_update_run_fails_a_violated_hard_bound_and_writes_nothing(pytester: pyt
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*speedup = 0.5 is below its minimum 1*"])
     assert not list((pytester.path / "baselines").rglob("*.json"))
+
+
+@pytest.mark.parametrize(
+    ("args", "ini", "message"),
+    [
+        (["--gpuperf-warmup-time=nan"], "", "*--gpuperf-warmup-time must be a finite, non-negative number*nan*"),
+        (["--gpuperf-min-time=inf"], "", "*--gpuperf-min-time must be a finite, non-negative number*inf*"),
+        (["--gpuperf-max-time=nan"], "", "*--gpuperf-max-time must be a positive number of seconds, got nan*"),
+        ([], "gpuperf_max_time = inf", "*gpuperf_max_time (ini) must be a positive number of seconds, got inf*"),
+        ([], "gpuperf_warmup_time = nan", "*gpuperf_warmup_time (ini) must be a finite, non-negative*nan*"),
+        ([], "gpuperf_target_precision = 2", "*gpuperf_target_precision (ini) must be in (0, 1), got 2.0*"),
+        ([], "gpuperf_profile_diff = maybe", "*gpuperf_profile_diff (ini) must be true or false*'maybe'*"),
+    ],
+)  # fmt: skip
+def test_nan_and_infinite_time_settings_are_usage_errors_naming_the_option(
+    pytester: pytest.Pytester, args: list[str], ini: str, message: str
+) -> None:
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    pytester.makepyfile(test_ok="def test_ok():\n    pass\n")
+    result = pytester.runpytest_subprocess("--gpuperf", *args, "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+@pytest.mark.parametrize(
+    ("keywords", "message"),
+    [
+        ("remeasure=2.5", "remeasure=...) must be a whole number >= 0, got 2.5"),
+        ("remeasure='2'", "remeasure=...) must be a whole number >= 0, got '2'"),
+        ("remeasure=-3", "remeasure=...) must be a whole number >= 0, got -3"),
+        ("remeasure=True", "remeasure=...) must be a whole number >= 0, got True"),
+        ("l2_flush='yes'", "l2_flush=...) must be True or False, got 'yes'"),
+        ("calibrate='on'", "calibrate=...) must be True or False, got 'on'"),
+        ("cuda_graph=1", "cuda_graph=...) must be True or False, got 1"),
+        ("warmup_time=float('nan')", "warmup_time=...) must be a finite, non-negative number of seconds, got nan"),
+        ("max_time=float('inf')", "max_time=...) must be a positive number of seconds, got inf"),
+        ("min_time=-1", "min_time=...) must be a finite, non-negative number of seconds, got -1"),
+        ("target_precision=0", "target_precision=...) must be a number in (0, 1), got 0"),
+        ("threshold=float('nan')", "threshold=...) must be a number in [0, 10), got nan"),
+        ("memory_threshold='5%'", "memory_threshold=...) must be a number, got '5%'"),
+        ("metric=50", "metric=...) must be one of"),
+    ],
+)
+def test_every_marker_keyword_is_checked_at_collection(keywords: str, message: str) -> None:
+    from pytest_gpuperf.config import MarkerOptions
+    from pytest_gpuperf.errors import ConfigError
+
+    kwargs = eval(f"dict({keywords})")  # the keyword exactly as a test module writes it
+    with pytest.raises(ConfigError) as info:
+        MarkerOptions.from_kwargs(kwargs, test_id="t.py::test_x")
+    assert str(info.value) == f"t.py::test_x: @pytest.mark.gpuperf({message}" or message in str(info.value)
+    assert str(info.value).startswith("t.py::test_x: @pytest.mark.gpuperf(")
+
+
+def test_a_bad_marker_keyword_fails_collection_naming_test_and_keyword(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_mark="""
+        import pytest
+
+        @pytest.mark.gpuperf(remeasure=2.5)
+        def test_x(gpu_bench):
+            gpu_bench(lambda: None)
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")  # smoke mode checks it too
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*test_mark.py::test_x: @pytest.mark.gpuperf(remeasure=...) must be a whole number*"])
