@@ -86,3 +86,55 @@ def test_a_bad_marker_keyword_fails_collection_naming_test_and_keyword(pytester:
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")  # smoke mode checks it too
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*test_mark.py::test_x: @pytest.mark.gpuperf(remeasure=...) must be a whole number*"])
+
+
+@pytest.mark.parametrize(
+    ("make", "kind"),
+    [
+        (lambda: map(abs, [1, 2]), "an iterator (map)"),
+        (lambda: filter(None, [1, 2]), "an iterator (filter)"),
+        (lambda: __import__("itertools").chain([1], [2]), "an iterator (chain)"),
+        (lambda: zip([1], [2], strict=True), "an iterator (zip)"),
+        (lambda: iter([1, 2]), "an iterator (list_iterator)"),
+    ],
+)
+def test_an_unconsumed_iterator_result_is_refused(make: object, kind: str) -> None:
+    import re
+
+    from pytest_gpuperf.errors import MeasurementError
+    from pytest_gpuperf.runner import reject_lazy_result
+
+    with pytest.raises(MeasurementError, match=re.escape(f"t.py::t: measurement 'default' returned {kind}:")):
+        reject_lazy_result(make(), "t.py::t", "default")  # type: ignore[operator]
+
+
+def test_a_consumed_or_plain_result_is_accepted() -> None:
+    import torch
+
+    from pytest_gpuperf.runner import reject_lazy_result
+
+    for result in (None, [1, 2], (1,), torch.ones(2), {"a": 1}, "text", range(3)):
+        reject_lazy_result(result, "t.py::t", "default")
+
+
+def test_a_lazy_map_fails_the_test_naming_it(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_lazy="""
+        import torch
+
+        A = [torch.randn(16, 16) for _ in range(4)]
+
+        def test_map(gpu_bench):
+            gpu_bench(lambda: map(torch.mm, A, A))
+
+        def test_list(gpu_bench):
+            gpu_bench(lambda: list(map(torch.mm, A, A)))
+        """
+    )
+    for mode in (["--gpuperf"], []):
+        result = pytester.runpytest_subprocess(*mode, *FAST)
+        result.assert_outcomes(failed=1, passed=1)
+        result.stdout.fnmatch_lines(
+            ["*test_lazy.py::test_map: measurement 'default' returned an iterator (map): its work runs only as it "
+             "is iterated, and nothing iterates it*"]
+        )  # fmt: skip
