@@ -447,16 +447,15 @@ class PreparedMeasurement:
         out = self.runner.options.profile_dir
         if out is None:
             return None
-        from pytest_gpuperf.profiling.torch_profile import profile_calls
+        from pytest_gpuperf.profiling.torch_profile import capture_calls, safe_label
 
-        return profile_calls(
-            self.spec.fn,
-            self.spec.args,
-            dict(self.spec.kwargs),
-            out_dir=out,
-            label=f"{self.spec.test_id}::{self.spec.name}",
-            device=self.device,
-        )
+        label = f"{self.spec.test_id}::{self.spec.name}"
+        trace = out / f"{safe_label(label)}.json"
+        capture = capture_calls(self.spec.fn, self.spec.args, dict(self.spec.kwargs), trace_path=trace, label=label,
+                                device=self.device)  # fmt: skip
+        if capture.trace_error:
+            self.notes.append(capture.trace_error)
+        return capture.summary()
 
 
 class Runner:

@@ -138,3 +138,21 @@ def test_a_lazy_map_fails_the_test_naming_it(pytester: pytest.Pytester) -> None:
             ["*test_lazy.py::test_map: measurement 'default' returned an iterator (map): its work runs only as it "
              "is iterated, and nothing iterates it*"]
         )  # fmt: skip
+
+
+def test_an_unwritable_profile_folder_is_a_note_not_a_failure(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_p="""
+        import torch
+
+        A = torch.randn(16, 16)
+
+        def test_mm(gpu_bench):
+            gpu_bench(torch.mm, A, A)
+        """
+    )
+    (pytester.path / "blocker").write_text("a file where the folder should be")
+    result = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-profile=blocker/traces", *FAST)
+    result.assert_outcomes(passed=1)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*test_mm*profile trace not written: could not write *blocker*traces*"])
