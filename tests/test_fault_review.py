@@ -156,3 +156,11 @@ def test_an_unwritable_profile_folder_is_a_note_not_a_failure(pytester: pytest.P
     result.assert_outcomes(passed=1)
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*test_mm*profile trace not written: could not write *blocker*traces*"])
+
+
+def test_an_update_run_with_profile_prints_the_top_operators(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_p="import torch\nA = torch.randn(16, 16)\n\ndef test_mm(gpu_bench):\n    gpu_bench(torch.mm, A, A)\n")
+    for _ in range(2):  # the entry added, then kept
+        result = pytester.runpytest_subprocess("--gpuperf-update-baseline", "--gpuperf-profile=prof", *FAST)
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines(["*gpuperf profile: top operators*", "*test_p.py::test_mm::default  (trace: *"])
