@@ -7,6 +7,16 @@ import pytest
 FAST = ["--gpuperf-warmup-time=0.01", "--gpuperf-min-time=0.03", "--gpuperf-max-time=0.2", "-p", "no:cacheprovider"]
 
 
+MM = """
+import torch
+
+A = torch.randn(16, 16)
+
+def test_mm(gpu_bench):
+    gpu_bench(torch.mm, A, A)
+"""
+
+
 def test_update_run_fails_a_violated_hard_bound_and_writes_nothing(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_bound="""
@@ -159,8 +169,30 @@ def test_an_unwritable_profile_folder_is_a_note_not_a_failure(pytester: pytest.P
 
 
 def test_an_update_run_with_profile_prints_the_top_operators(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_p="import torch\nA = torch.randn(16, 16)\n\ndef test_mm(gpu_bench):\n    gpu_bench(torch.mm, A, A)\n")
+    pytester.makepyfile(test_p=MM)
     for _ in range(2):  # the entry added, then kept
         result = pytester.runpytest_subprocess("--gpuperf-update-baseline", "--gpuperf-profile=prof", *FAST)
         result.assert_outcomes(passed=1)
         result.stdout.fnmatch_lines(["*gpuperf profile: top operators*", "*test_p.py::test_mm::default  (trace: *"])
+
+
+@pytest.mark.parametrize(
+    ("text", "json_path", "problem"),
+    [
+        ('{"entries": {"t.py::t::default": {"noise": NaN}}}', '$.entries["t.py::t::default"].noise', "NaN"),
+        ('{"entries": {"k": {"samples_ns": [1.0, Infinity]}}}', "$.entries.k.samples_ns[1]", "Infinity"),
+        ('{"entries": {"k": {"noise": 1e999}}}', "$.entries.k.noise", "number 1e999 is out of range"),
+    ],
+)
+def test_a_non_finite_number_in_a_baseline_is_refused_with_its_json_path(
+    tmp_path: object, text: str, json_path: str, problem: str
+) -> None:
+    from pathlib import Path
+
+    from pytest_gpuperf.baseline.codec import parse_json
+    from pytest_gpuperf.errors import BaselineError
+
+    with pytest.raises(BaselineError) as info:
+        parse_json(text, Path("b/t.py.json"))
+    assert info.value.json_path == json_path
+    assert f"baseline file b/t.py.json at {json_path}: not valid JSON: {problem}" in str(info.value)
