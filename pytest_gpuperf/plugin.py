@@ -241,7 +241,10 @@ def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
     opt = config.getoption
     bench = benchmark_fixture.session_mapping(config)  # --benchmark-* options: defaults for ours
     max_time = bench.max_time or cfg.DEFAULT_MAX_TIME_S
-    baseline_dir = Path(_value(config, "gpuperf_baseline_dir", "gpuperf_baseline_dir", cfg.DEFAULT_BASELINE_DIR))
+    raw_dir = _value(config, "gpuperf_baseline_dir", "gpuperf_baseline_dir", cfg.DEFAULT_BASELINE_DIR)
+    if not str(raw_dir).strip():  # Path("") is the rootdir: every test would be "new" there
+        raise pytest.UsageError("--gpuperf-baseline-dir is empty; give a folder (default: baselines)")
+    baseline_dir = Path(raw_dir)
 
     def path(dest: str) -> Path | None:
         raw = opt(dest)
@@ -483,6 +486,9 @@ def _judge(state: SessionState, bench: GpuBench) -> None:
     except GpuperfError as exc:
         pytest.fail(str(exc), pytrace=False)
     state.results.extend(results)
+    missing = _missing_baselines(state.config)
+    if missing and bench.settings.gate.strict:
+        pytest.fail(f"{bench.test_id}: nothing is gated: {missing} (--gpuperf-strict)", pytrace=False)
     if bench.settings.mode == "update":
         # A violated hard bound fails an update run too, and nothing of the test is written.
         violated = [failure_message(r, str(state.device), only) for r in results if (only := absolute_failures(r))]
@@ -493,6 +499,15 @@ def _judge(state: SessionState, bench: GpuBench) -> None:
     failures = [failure_message(r, str(state.device)) for r in results if fails(r, bench.settings.gate)]
     if failures:
         pytest.fail("\n\n".join(failures), pytrace=False)
+
+
+def _missing_baselines(config: cfg.GpuperfConfig) -> str | None:
+    """Why a gating run has no baselines folder to judge against (None: it has one, or it does not gate)."""
+    if config.mode != "baseline" or config.baseline_dir.is_dir():
+        return None
+    what = "is not a folder" if config.baseline_dir.exists() else "does not exist"
+    return (f"the baselines folder {config.baseline_dir} {what}, so every test is new; record baselines with "
+            "--gpuperf-update-baseline, or check --gpuperf-baseline-dir / gpuperf_baseline_dir")  # fmt: skip
 
 
 def _update_baselines(state: SessionState, results: list[MeasurementResult]) -> None:
@@ -586,6 +601,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     tw = terminalreporter
     render_summary(session, config.get_terminal_writer())
     render_notes(tw, session, cfg.resolve(state.config).gate.threshold)
+    missing = _missing_baselines(state.config)
+    if missing and session.results:
+        tw.write_line(f"gpuperf: nothing gated: {missing}", yellow=True)
     if state.config.explain:
         render_explanations(tw, session)
     render_top_ops(tw, session)

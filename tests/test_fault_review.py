@@ -196,3 +196,27 @@ def test_a_non_finite_number_in_a_baseline_is_refused_with_its_json_path(
         parse_json(text, Path("b/t.py.json"))
     assert info.value.json_path == json_path
     assert f"baseline file b/t.py.json at {json_path}: not valid JSON: {problem}" in str(info.value)
+
+
+def test_an_empty_baseline_dir_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_p=MM)
+    result = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-baseline-dir=", *FAST)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--gpuperf-baseline-dir is empty; give a folder*"])
+
+
+def test_a_missing_baselines_folder_is_said_and_fails_under_strict(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_p=MM)
+    result = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-baseline-dir=baslines", *FAST)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["gpuperf: nothing gated: the baselines folder *baslines does not exist, so every "
+                                 "test is new; record baselines with --gpuperf-update-baseline*"])  # fmt: skip
+    strict = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-strict", "--gpuperf-baseline-dir=baslines", *FAST)
+    strict.assert_outcomes(failed=1)
+    strict.stdout.fnmatch_lines(["*test_p.py::test_mm: nothing is gated: the baselines folder *baslines does not "
+                                 "exist*(--gpuperf-strict)"])  # fmt: skip
+    # recording creates the folder; the note is gone once there is one
+    pytester.runpytest_subprocess("--gpuperf-update-baseline", "--gpuperf-baseline-dir=baslines", *FAST)
+    again = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-strict", "--gpuperf-baseline-dir=baslines", *FAST)
+    again.assert_outcomes(passed=1)
+    assert "nothing gated" not in again.stdout.str()
