@@ -220,3 +220,14 @@ def test_a_missing_baselines_folder_is_said_and_fails_under_strict(pytester: pyt
     again = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-strict", "--gpuperf-baseline-dir=baslines", *FAST)
     again.assert_outcomes(passed=1)
     assert "nothing gated" not in again.stdout.str()
+
+
+@pytest.mark.parametrize("bidi", ["\u202e", "\u202a", "\u202b", "\u202c", "\u202d", "\u2066", "\u2067", "\u2068",
+                                  "\u2069", "\u200e", "\u200f", "\u061c"])  # fmt: skip
+def test_bidi_formatting_characters_are_stripped_from_ids_in_every_report(bidi: str) -> None:
+    from pytest_gpuperf.report.text import html_text, md_code, md_text, plain
+
+    test_id = f"t.py::test_{bidi}gpj.exe"
+    for sanitize in (plain, md_text, html_text):
+        assert sanitize(test_id) == "t.py::test_gpj.exe"
+    assert md_code(test_id) == "`t.py::test_gpj.exe`"
