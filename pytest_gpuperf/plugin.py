@@ -31,6 +31,7 @@ from pytest_gpuperf.model import (
     Statistic,
     Verdict,
 )
+from pytest_gpuperf.outcome import fail
 from pytest_gpuperf.parallel import WorkerInfo, measurement_lock, needs_lock, pinned_device
 from pytest_gpuperf.report.progress import Progress
 from pytest_gpuperf.state_key import STATE_KEY
@@ -454,7 +455,7 @@ def gpu_bench(request: pytest.FixtureRequest) -> GpuBench:
         engine = state.ensure_started()
         settings = _test_settings(item, state.config)
     except GpuperfError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        fail(str(exc))
     assert state.device is not None
     bench = GpuBench(item.nodeid, settings, engine, state.device, guard=state.guard)
     item.stash[BENCH_KEY] = bench
@@ -484,21 +485,21 @@ def _judge(state: SessionState, bench: GpuBench) -> None:
         with state.guard():  # a re-measure is a measurement too
             results = state.engine.evaluate(bench.measurements, bench.settings)
     except GpuperfError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        fail(str(exc))
     state.results.extend(results)
     missing = _missing_baselines(state.config)
     if missing and bench.settings.gate.strict:
-        pytest.fail(f"{bench.test_id}: nothing is gated: {missing} (--gpuperf-strict)", pytrace=False)
+        fail(f"{bench.test_id}: nothing is gated: {missing} (--gpuperf-strict)")
     if bench.settings.mode == "update":
         # A violated hard bound fails an update run too, and nothing of the test is written.
         violated = [failure_message(r, str(state.device), only) for r in results if (only := absolute_failures(r))]
         if violated:
-            pytest.fail("\n\n".join(violated), pytrace=False)
+            fail("\n\n".join(violated))
         _update_baselines(state, results)
         return
     failures = [failure_message(r, str(state.device)) for r in results if fails(r, bench.settings.gate)]
     if failures:
-        pytest.fail("\n\n".join(failures), pytrace=False)
+        fail("\n\n".join(failures))
 
 
 def _missing_baselines(config: cfg.GpuperfConfig) -> str | None:
@@ -552,7 +553,7 @@ def _update_baselines(state: SessionState, results: list[MeasurementResult]) -> 
     try:
         state.changes.extend(state.store.update(state.environment.device_class, entries))
     except GpuperfError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        fail(str(exc))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

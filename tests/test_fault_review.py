@@ -231,3 +231,25 @@ def test_bidi_formatting_characters_are_stripped_from_ids_in_every_report(bidi: 
     for sanitize in (plain, md_text, html_text):
         assert sanitize(test_id) == "t.py::test_gpj.exe"
     assert md_code(test_id) == "`t.py::test_gpj.exe`"
+
+
+def test_a_plugin_failure_message_is_printed_once(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_d="""
+        import pytest
+
+        def test_name(gpu_bench):
+            gpu_bench.measure(lambda: None, name="a::b")
+
+        def test_twice(gpu_bench):
+            gpu_bench.measure(lambda: None, name="first")
+            gpu_bench.measure(lambda: None, name="first")
+        """
+    )
+    for mode in (["--gpuperf"], []):
+        result = pytester.runpytest_subprocess(*mode, *FAST)
+        result.assert_outcomes(failed=2)
+        out = result.stdout.str()
+        assert "During handling of the above exception" not in out
+        assert out.count("measurement name must be a non-empty string without '::', got 'a::b'") == 1
+        assert out.count("measurement 'first' measured twice in one test") == 1
