@@ -253,3 +253,29 @@ def test_a_plugin_failure_message_is_printed_once(pytester: pytest.Pytester) -> 
         assert "During handling of the above exception" not in out
         assert out.count("measurement name must be a non-empty string without '::', got 'a::b'") == 1
         assert out.count("measurement 'first' measured twice in one test") == 1
+
+
+def test_the_comment_shows_trace_paths_relative_to_the_artifact_never_absolute(tmp_path: object) -> None:
+    import dataclasses
+    from pathlib import Path
+
+    from test_report_helpers import make_session
+
+    from pytest_gpuperf.model import ProfileSummary
+    from pytest_gpuperf.report import write_reports
+
+    folder = Path(str(tmp_path)) / "gpuperf-results"
+    session = make_session()
+    first = session.results[0]
+    trace = folder / "traces" / "t.py_test_mm_default.json"
+    profile = ProfileSummary(trace_path=str(trace), top_ops=(("aten::mm", 1000.0, 0.9),), activities=("cpu",))
+    measurement = dataclasses.replace(first.measurement, profile=profile)
+    session = dataclasses.replace(session, results=(dataclasses.replace(first, measurement=measurement),
+                                                    *session.results[1:]))  # fmt: skip
+    write_reports(session, {"markdown": folder / "comment.md"})
+    text = (folder / "comment.md").read_text()
+    assert "`traces/t.py_test_mm_default.json`" in text and str(folder) not in text
+    from pytest_gpuperf.report.markdown import render_comment
+
+    elsewhere = render_comment(session)  # no folder known (gpuperf report to stdout, the Action's rebuild)
+    assert "`t.py_test_mm_default.json`" in elsewhere and str(folder) not in elsewhere
