@@ -279,3 +279,90 @@ def test_the_comment_shows_trace_paths_relative_to_the_artifact_never_absolute(t
 
     elsewhere = render_comment(session)  # no folder known (gpuperf report to stdout, the Action's rebuild)
     assert "`t.py_test_mm_default.json`" in elsewhere and str(folder) not in elsewhere
+
+
+def _two_commits(pytester: pytest.Pytester, base: dict[str, str], head: dict[str, str]) -> None:
+    import subprocess
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=pytester.path, check=True, capture_output=True)
+
+    git("init", "-q")
+    git("config", "user.email", "t@example.com")
+    git("config", "user.name", "t")
+    for files, message in ((base, "base"), (head, "head")):
+        pytester.makepyfile(**files)
+        git("add", "-A")
+        git("commit", "-qm", message)
+
+
+COMPARE = ("--gpuperf", "--gpuperf-compare-ref=HEAD~1", "--gpuperf-confirm-pairs=0", "--gpuperf-threshold=5",
+           "-p", "no:cacheprovider", "--gpuperf-warmup-time=0.01", "--gpuperf-min-time=0.05",
+           "--gpuperf-max-time=0.3")  # fmt: skip
+QUICK = "def test_a(gpu_bench):\n    gpu_bench(lambda: sum(range(100)))\n"
+
+
+@pytest.mark.slow
+def test_a_base_that_cannot_import_its_test_is_not_gated_and_a_test_it_lacks_is_new(
+    pytester: pytest.Pytester,
+) -> None:
+    _two_commits(
+        pytester,
+        base={"test_perf": "import module_that_is_not_there\n\n" + QUICK},
+        head={"test_perf": QUICK, "test_added": QUICK.replace("test_a", "test_b")},
+    )
+    result = pytester.runpytest_subprocess(*COMPARE, timeout=300)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([
+        "test_perf.py::test_a",
+        "  default * not gated",
+        "test_added.py::test_b",
+        "  default * new",  # absent from the base: new
+        "*1 new, 0 not comparable, 1 not gated",
+        "test_perf.py::test_a::default: not gated: test test_perf.py::test_a cannot run at HEAD~1: test_perf.py "
+        "could not be collected: ModuleNotFoundError: No module named 'module_that_is_not_there'",
+    ], consecutive=False)  # fmt: skip
+    strict = pytester.runpytest_subprocess(*COMPARE, "--gpuperf-strict", timeout=300)
+    strict.assert_outcomes(passed=1, failed=1)
+    strict.stdout.fnmatch_lines(["*FAILED test_perf.py::test_a*"])
+
+
+@pytest.mark.slow
+def test_a_base_whose_measurement_hangs_to_the_time_limit_is_not_gated(pytester: pytest.Pytester) -> None:
+    _two_commits(
+        pytester,
+        base={"test_perf": "import time\n\ndef test_a(gpu_bench):\n    gpu_bench(time.sleep, 60)\n"},
+        head={"test_perf": QUICK},
+    )
+    result = pytester.runpytest_subprocess(*COMPARE, "--gpuperf-time-limit=2", timeout=300)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_perf.py::test_a::default: not gated: measurement * failed at HEAD~1*"])
+    strict = pytester.runpytest_subprocess(*COMPARE, "--gpuperf-time-limit=2", "--gpuperf-strict", timeout=300)
+    strict.assert_outcomes(failed=1)
+
+
+def test_a_base_missing_from_a_shallow_clone_gets_a_hint_to_fetch_more_history(tmp_path: object) -> None:
+    import subprocess
+    from pathlib import Path
+
+    from pytest_gpuperf.abtest.worktree import resolve_ref
+    from pytest_gpuperf.errors import ConfigError
+
+    def git(cwd: Path, *args: str) -> None:
+        subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+    origin = Path(str(tmp_path)) / "origin"
+    origin.mkdir()
+    git(origin, "init", "-q", "-b", "main")
+    for n in (1, 2, 3):
+        (origin / "f.txt").write_text(f"{n}\n")
+        git(origin, "add", "f.txt")
+        git(origin, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", f"c{n}")
+    shallow = Path(str(tmp_path)) / "shallow"
+    git(Path(str(tmp_path)), "clone", "-q", "--depth=1", f"file://{origin}", str(shallow))
+    with pytest.raises(ConfigError, match=r"HEAD~1: no such commit.*shallow clone.*git fetch --deepen=50 origin.*"
+                                          r"fetch-depth: 0"):  # fmt: skip
+        resolve_ref(shallow, "HEAD~1")
+    with pytest.raises(ConfigError) as full:
+        resolve_ref(origin, "no-such-branch")
+    assert "shallow" not in str(full.value) and "git fetch origin no-such-branch" in str(full.value)
