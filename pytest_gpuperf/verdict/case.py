@@ -54,6 +54,7 @@ class Case:
     metric: Metric | None = None  # metric only
     other_classes: tuple[str, ...] = ()  # device classes that have a baseline when this one has none
     reference_label: str = "baseline"  # "baseline", or "main" (compare-ref's base)
+    unmeasured: str = ""  # the reference side has this test but could not measure it: why (compare-ref)
 
     @property
     def key(self) -> str:

@@ -60,6 +60,7 @@ class Reference:
     time_evidence: Evidence | None = None
     other_classes: tuple[str, ...] = ()
     label: str = "baseline"
+    unmeasured: str = ""  # the reference has the test but could not measure it (why): not gated, never new
 
 
 def judge(
@@ -113,5 +114,5 @@ def _case(
     return Case(
         kind=kind, name=name, current=current, unit=unit, measurement=measurement, entry=reference.entry,
         settings=settings, environment=environment, evidence=evidence, metric=metric,
-        other_classes=reference.other_classes, reference_label=reference.label,
+        other_classes=reference.other_classes, reference_label=reference.label, unmeasured=reference.unmeasured,
     )  # fmt: skip
