@@ -366,3 +366,19 @@ def test_a_base_missing_from_a_shallow_clone_gets_a_hint_to_fetch_more_history(t
     with pytest.raises(ConfigError) as full:
         resolve_ref(origin, "no-such-branch")
     assert "shallow" not in str(full.value) and "git fetch origin no-such-branch" in str(full.value)
+
+
+def test_a_json_error_reads_once_at_its_place() -> None:
+    from pathlib import Path
+
+    from pytest_gpuperf.baseline.codec import parse_json
+    from pytest_gpuperf.errors import BaselineError, ResultsError
+    from pytest_gpuperf.report.results_json import loads_results
+
+    with pytest.raises(BaselineError) as baseline:
+        parse_json('{"entries": "unterminated', Path("b.json"))
+    assert "Unterminated string starting at line 1 column 13" in str(baseline.value)
+    with pytest.raises(ResultsError) as results:
+        loads_results('{"results": "unterminated', "r.json")
+    assert "Unterminated string starting at line 1, column 13" in str(results.value)
+    assert "at at" not in str(baseline.value) + str(results.value)

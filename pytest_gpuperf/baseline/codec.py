@@ -255,6 +255,11 @@ def decode_entry(d: dict[str, Any], key: str) -> BaselineEntry:
     )
 
 
+def where_in_text(exc: json.JSONDecodeError) -> str:
+    """``Unterminated string starting at line 1 column 5``: json's message ends in "at" for some errors."""
+    return f"{exc.msg.removesuffix(' at')} at line {exc.lineno} column {exc.colno}"
+
+
 class _NotANumber:
     """Stands in for NaN, Infinity or an overflowing number while parsing, so the error can name its JSON path."""
 
@@ -309,7 +314,7 @@ def parse_json(text: str | bytes, path: Path) -> object:
     except json.JSONDecodeError as exc:
         raise BaselineError(
             path,
-            f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno} (truncated, or a merge conflict?)",
+            f"not valid JSON: {where_in_text(exc)} (truncated, or a merge conflict?)",
         ) from None
     except ValueError as exc:
         raise BaselineError(path, f"not valid JSON: {exc}") from None
