@@ -382,3 +382,22 @@ def test_a_json_error_reads_once_at_its_place() -> None:
         loads_results('{"results": "unterminated', "r.json")
     assert "Unterminated string starting at line 1, column 13" in str(results.value)
     assert "at at" not in str(baseline.value) + str(results.value)
+
+
+def test_the_compare_ref_reference_shown_is_the_one_the_paired_change_was_computed_from() -> None:
+    from verdict_helpers import ENV, S, entry, measurement, time_of
+
+    from pytest_gpuperf.verdict import Reference, judge
+    from pytest_gpuperf.verdict import evidence as ev
+    from pytest_gpuperf.verdict.rulesets import compare_ref_rules
+
+    # round pairs say the head is 4% faster; the pooled base samples (other machine states) say 23%
+    head_rounds = [1000.0, 1010.0, 990.0, 2000.0, 2020.0, 1980.0, 1000.0, 1005.0]
+    base_rounds = [r / 0.96 for r in head_rounds]
+    m = measurement(2835.0, round_medians_ns=tuple(head_rounds))
+    evidence = ev.paired_rounds(head_rounds, base_rounds, S, "main")
+    result = judge(m, Reference(entry=entry(3679.0), time_evidence=evidence, label="main"), S,
+                   compare_ref_rules(), ENV)  # fmt: skip
+    c = time_of(result.comparisons)
+    assert c.change == pytest.approx(-0.04)
+    assert c.current / c.baseline - 1 == pytest.approx(c.change)  # the row reads as its change

@@ -26,6 +26,9 @@ class Evidence:
     method: str
     readings: int
     reference_readings: int
+    # The change is a median or mean of per-pair ratios (compare-ref), not current / a reference
+    # value: the reference shown beside it is then current / ratio (pipeline.draft_for).
+    paired: bool = False
 
     def describe(self, confidence: float) -> str:
         """``ratio 1.520 [1.470, 1.580] 95% CI, p=1e-12, bootstrap of medians``."""
