@@ -321,6 +321,7 @@ class LocalEngine:
         return dataclasses.replace(
             chosen, speed_probe_ns=min(probes, default=None), calibration_ns=calibration, metrics=m.metrics,
             notes=notes, process_medians_ns=tuple(medians), op_profile=profile,
+            profile=chosen.profile or m.profile,  # --gpuperf-profile's capture is taken in the first reading only
         )  # fmt: skip
 
     @staticmethod
