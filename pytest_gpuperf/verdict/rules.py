@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pytest_gpuperf import stats
+from pytest_gpuperf import device_class, stats
 from pytest_gpuperf.model import Comparison, Kind, Verdict
 from pytest_gpuperf.verdict.case import Case
 from pytest_gpuperf.verdict.pipeline import Step
@@ -29,9 +29,9 @@ class Reference:
         entry = case.entry
         there = entry.environment.device_class if entry is not None and entry.environment else None
         if entry is not None and there not in (None, here):
-            return Step(_other_class(there or "", here), Verdict.NOT_COMPARABLE, final=True)
+            return Step(_other_class((there or "",), here), Verdict.NOT_COMPARABLE, final=True)
         if entry is None and case.other_classes:
-            return Step(_other_class(", ".join(case.other_classes), here), Verdict.NOT_COMPARABLE, final=True)
+            return Step(_other_class(case.other_classes, here), Verdict.NOT_COMPARABLE, final=True)
         missing = entry is None
         if case.kind is Kind.MEMORY and entry is not None and entry.peak_allocated_bytes is None:
             missing = True
@@ -43,11 +43,10 @@ class Reference:
         return None
 
 
-def _other_class(there: str, here: str) -> str:
-    return (
-        f"baseline recorded on device class {there}, this run is {here}: not comparable "
-        f"(record one here with {UPDATE_HINT}; --gpuperf-strict makes this fail)"
-    )
+def _other_class(there: tuple[str, ...], here: str) -> str:
+    """Why each class's baseline is no reference here (device_class.why_not_comparable), and what to do."""
+    reasons = "; ".join(device_class.why_not_comparable(cls, here) for cls in there)
+    return f"not comparable: {reasons} (record one here with {UPDATE_HINT}; --gpuperf-strict makes this fail)"
 
 
 @dataclass(frozen=True)
