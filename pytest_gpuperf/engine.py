@@ -319,7 +319,8 @@ class LocalEngine:
             profile = side.profile
             notes = notes if profile is not None else (*notes, side.problem)
         return dataclasses.replace(
-            chosen, speed_probe_ns=min(probes, default=None), calibration_ns=calibration, metrics=m.metrics,
+            chosen, speed_probe_ns=min(probes, default=None), speed_probe_spread=self.guard.probe_spread(probes),
+            calibration_ns=calibration, metrics=m.metrics,
             notes=notes, process_medians_ns=tuple(medians), op_profile=profile,
         )  # fmt: skip
 

@@ -353,6 +353,8 @@ class Measurement:
     precision: float | None = None  # relative half-width of the 95% CI of the median
     calibration_ns: float | None = None  # 10th percentile of the calibration workload, same process
     speed_probe_ns: float | None = None  # the machine's speed before this process measured (speed_probe.py)
+    # the probe's own spread where a baseline is written from this: slowest / fastest reading (speed_probe.py)
+    speed_probe_spread: float | None = None
     peak_allocated_bytes: int | None = None
     peak_reserved_bytes: int | None = None
     throughput: Throughput = field(default_factory=Throughput)
@@ -397,6 +399,7 @@ class BaselineEntry:
     noise: float | None = None  # relative between-run spread of the median
     calibration_ns: float | None = None
     speed_probe_ns: float | None = None  # the writing session's speed probe (speed_probe.py)
+    speed_probe_spread: float | None = None  # the probe's own spread while it was written (speed_probe.py)
     peak_allocated_bytes: int | None = None
     peak_reserved_bytes: int | None = None
     throughput: Throughput = field(default_factory=Throughput)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
@@ -53,3 +53,6 @@ class CudaHostGuard:
 
     def settle(self, take: Callable[[], float | None], reference_ns: float | None) -> tuple[float | None, str | None]:
         return None, None
+
+    def probe_spread(self, others: Sequence[float]) -> float | None:
+        return None

@@ -8,7 +8,7 @@ interface of ``pytest_gpuperf.host``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
@@ -79,3 +79,7 @@ class CpuHostGuard:
 
     def settle(self, take: Callable[[], float | None], reference_ns: float | None) -> tuple[float | None, str | None]:
         return probes.settled_probe(take, reference_ns)
+
+    def probe_spread(self, others: Sequence[float]) -> float | None:
+        session = self._session.readings if self._session is not None else []
+        return probes.probe_spread([*session, *others])
