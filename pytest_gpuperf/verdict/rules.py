@@ -75,9 +75,22 @@ class MinimumSamples:
         )
 
 
+# How far recorded noise may raise the threshold, as a multiple of the configured one (NoiseFloor).
+NOISE_FLOOR_CAP = 2.5
+
+
 @dataclass(frozen=True)
 class NoiseFloor:
-    """The threshold is never below what the recorded between-run noise allows (stats.noise_floor)."""
+    """The threshold is never below what the recorded between-run noise allows (stats.noise_floor), up to a cap.
+
+    The noise is an estimate from a few readings (two to five process medians, a
+    handful of rounds); a machine busy while they were taken makes it large, and a
+    floor that follows it makes the gate blind (a noise of 0.95 would ask for +285%).
+    Past 1.5x the configured threshold a baseline write already takes more readings
+    and calls its entry noisy; past ``NOISE_FLOOR_CAP`` times the threshold the
+    estimate is not what the gate leans on: the floor stops there and says so, and
+    the significance test and the fresh-process confirmation decide the rest.
+    """
 
     name: str = "noise-floor"
 
@@ -92,7 +105,19 @@ class NoiseFloor:
         configured = case.settings.threshold
         if floor <= configured:
             return Step(f"threshold {configured:.1%}", threshold=configured, quiet=True)
+        cap = NOISE_FLOOR_CAP * configured
+        if floor > cap:
+            return Step(
+                f"threshold raised from {configured:.1%} to {cap:.1%}, capped at {NOISE_FLOOR_CAP:g}x: the recorded "
+                f"noise (baseline {_pct(base_noise)}, this run {_pct(current_noise)}) would raise it to {floor:.1%}, "
+                "more than a few readings can support; write the baseline again on a quieter machine",
+                threshold=cap,
+            )
         return Step(f"threshold raised from {configured:.1%} to {floor:.1%} by run-to-run noise", threshold=floor)
+
+
+def _pct(noise: float | None) -> str:
+    return "unknown" if noise is None else f"{noise:.1%}"
 
 
 @dataclass(frozen=True)
