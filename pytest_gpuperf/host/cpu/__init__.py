@@ -56,7 +56,9 @@ class CpuHostGuard:
         return peak_tensor_bytes(call)
 
     def health_monitor(self) -> HealthMonitor | None:
-        return None
+        from pytest_gpuperf.host.cpu.contention import ContentionMonitor
+
+        return ContentionMonitor()  # evidence for the fast-end rule: PSI, steal, the run queue
 
     def calibration(self) -> Interleaved | None:
         from pytest_gpuperf.host.cpu.calibration import CalibrationWorkload

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pytest_gpuperf.host.cpu.contention import Contention
 from pytest_gpuperf.host.cpu.speed_probe import beyond_spread, explainable_change, is_slow, slowdown
 from pytest_gpuperf.model import Comparison, Kind, Verdict
 from pytest_gpuperf.verdict.case import Case
@@ -26,10 +27,15 @@ _DURATION_UNITS = frozenset({"s", "ms", "us", "ns"})
 
 @dataclass(frozen=True)
 class FastEnd:
-    """A time verdict stands only if the fastest calls moved too (by half the threshold).
+    """A time verdict stands only if the fastest calls moved too (by half the threshold), or the runner was quiet.
 
     More work makes every call slower, the fastest ones included; contention
     inflates the median and the tail while the fastest calls keep their speed.
+    That is a guess from the samples' shape, and the kernel counts contention
+    directly (contention.py): where it says the runner was quiet while the test
+    measured, the guess is not made (a deterministic slowdown can leave the fast
+    end nearly where it was); where it says busy, the verdict is "unstable: the
+    runner was busy", never "unchanged"; where it says nothing, the guess stands.
     """
 
     name: str = "fast-end"
@@ -49,6 +55,13 @@ class FastEnd:
         agrees = moved > needed if draft.verdict is Verdict.REGRESSION else moved < -needed
         if agrees:
             return Step(f"the fastest {quantile:.0%} of calls moved too ({moved:+.1%})", quiet=True)
+        contention = Contention.from_data(case.measurement.health)
+        only = f"the fastest {quantile:.0%} of calls moved only {moved:+.1%} (needs {needed:.1%})"
+        if contention is not None and contention.known and not contention.busy:
+            return Step(f"{only}, but the runner was quiet while it measured ({contention.describe()}): "
+                        "not contention, the verdict stands")  # fmt: skip
+        if contention is not None and contention.busy:
+            return Step(f"unstable: the runner was busy ({contention.describe()}); {only}", Verdict.UNSTABLE)
         return Step(
             f"the fastest {quantile:.0%} of calls moved only {moved:+.1%} (needs {needed:.1%}): "
             "contention on the machine, not a change in work",
