@@ -68,36 +68,3 @@ def test_on_a_busy_runner_it_is_unstable_with_the_evidence_never_unchanged() -> 
 def test_without_a_signal_the_fast_end_guesses_as_before() -> None:
     c = time_of(compare(measurement(samples_ns=loaded_samples()), entry(samples_ns=samples(1000.0, 2))))
     assert c.verdict is Verdict.UNCHANGED and "contention on the machine" in c.note
-
-
-def test_the_thread_wait_is_a_share_of_the_wall_time_and_bounds_the_inflation() -> None:
-    before = Sample(wall_s=1.0, pressure_us=0.0, steal_ticks=0, total_ticks=100, runnable=1, waited_ns=0.0)
-    after = Sample(wall_s=2.0, pressure_us=500_000.0, steal_ticks=0, total_ticks=300, runnable=4, waited_ns=4e8)
-    c = Contention.between(before, after)
-    assert c.waited == pytest.approx(0.4)
-    assert c.explainable_change(0.10) == pytest.approx(1.1 / 0.6 - 1)
-    assert Contention(pressure=0.5, steal=0.0, runnable=4, cpus=2).explainable_change(0.1) is None
-
-
-WAITED = Contention(pressure=0.65, steal=0.0, runnable=4, cpus=2, waited=0.4).as_data()
-
-
-def test_a_regression_the_wait_explains_is_unstable_with_the_evidence() -> None:
-    c = time_of(compare(measurement(1440.0, health=WAITED), entry(1000.0)))
-    assert c.verdict is Verdict.UNSTABLE
-    assert "unstable: the runner was busy (CPU pressure 65% of the time" in c.note
-    assert "the test's thread waited for a CPU 40% of the time), which alone can explain a regression up to +83.3%" in (
-        c.note
-    )
-
-
-def test_a_regression_larger_than_the_wait_explains_stands() -> None:
-    c = time_of(compare(measurement(3000.0, health=WAITED), entry(1000.0)))
-    assert c.verdict is Verdict.REGRESSION
-    assert "which explains at most +83.3%: +200.1% is more than the wait" in c.note
-
-
-def test_a_quiet_runner_leaves_a_regression_alone() -> None:
-    quiet = Contention(pressure=0.01, steal=0.0, runnable=1, cpus=2, waited=0.01).as_data()
-    c = time_of(compare(measurement(1440.0, health=quiet), entry(1000.0)))
-    assert c.verdict is Verdict.REGRESSION and "busy" not in c.note

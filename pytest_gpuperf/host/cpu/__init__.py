@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from pytest_gpuperf.host.cpu import speed_probe as probes
 from pytest_gpuperf.host.cpu.pinning import pinned, resolve_pin_cpu
-from pytest_gpuperf.host.cpu.rules import BusyRunner, Calibration, FastEnd, SlowDurations, SlowMachine
+from pytest_gpuperf.host.cpu.rules import Calibration, FastEnd, SlowDurations, SlowMachine
 from pytest_gpuperf.verdict.rulesets import GuardRules
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ class CpuHostGuard:
     def rules(self, mode: str) -> GuardRules:
         if mode == "compare-ref":  # interleaved rounds on one core already cancel the host's drift
             return GuardRules()
-        return GuardRules(time=(Calibration(), FastEnd(), SlowMachine(), BusyRunner()), metric=(SlowDurations(),))
+        return GuardRules(time=(Calibration(), FastEnd(), SlowMachine()), metric=(SlowDurations(),))
 
     def pinned(self) -> AbstractContextManager[object]:
         return pinned(self._pin)

@@ -12,9 +12,6 @@ measurement:
   guest, as a share of all CPU time in the interval.
 - ``procs_running`` (``/proc/stat``): tasks runnable at the two instants, against
   the CPUs this process may use.
-- ``/proc/thread-self/schedstat``: the time the measuring thread itself was
-  runnable but waited for a CPU. Its share of the wall time bounds how much the
-  machine alone can have inflated the test's times (``explainable_change``).
 
 A probe that cannot be read (another OS, a kernel without PSI) leaves its figure
 unknown; it never fails a run. Hand-written: psutil has no PSI reader.
@@ -44,7 +41,6 @@ class Sample:
     steal_ticks: int | None
     total_ticks: int | None
     runnable: int | None
-    waited_ns: float | None = None  # the calling thread's time runnable but not running (schedstat)
 
 
 def _pressure_total_us(path: str = "/proc/pressure/cpu") -> float | None:
@@ -76,18 +72,9 @@ def _stat(path: str = "/proc/stat") -> tuple[int | None, int | None, int | None]
     return steal, total, runnable
 
 
-def _thread_waited_ns(path: str = "/proc/thread-self/schedstat") -> float | None:
-    try:
-        with open(path, encoding="ascii") as fh:
-            return float(fh.read().split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def read_sample() -> Sample:
-    """The counters now; call it from the thread that measures (its schedstat is read)."""
     steal, total, runnable = _stat()
-    return Sample(time.monotonic(), _pressure_total_us(), steal, total, runnable, _thread_waited_ns())
+    return Sample(time.monotonic(), _pressure_total_us(), steal, total, runnable)
 
 
 def _cpus() -> int:
@@ -103,7 +90,6 @@ class Contention:
     steal: float | None  # share of all CPU time the hypervisor gave to other guests
     runnable: int | None  # the most tasks runnable at either end (this one included)
     cpus: int = field(default_factory=_cpus)
-    waited: float | None = None  # share of the wall time the measuring thread waited for a CPU
 
     @classmethod
     def between(cls, before: Sample, after: Sample) -> Contention:
@@ -118,10 +104,7 @@ class Contention:
             if ticks > 0:
                 steal = max(0.0, ((after.steal_ticks or 0) - (before.steal_ticks or 0)) / ticks)
         known = [n for n in (before.runnable, after.runnable) if n is not None]
-        waited = None
-        if before.waited_ns is not None and after.waited_ns is not None and wall_us > 0:
-            waited = min(1.0, max(0.0, (after.waited_ns - before.waited_ns) / 1e3 / wall_us))
-        return cls(pressure, steal, max(known) if known else None, waited=waited)
+        return cls(pressure, steal, max(known) if known else None)
 
     @property
     def known(self) -> bool:
@@ -145,24 +128,12 @@ class Contention:
             parts.append(f"steal {self.steal:.1%}")
         if self.runnable is not None:
             parts.append(f"{self.runnable} runnable tasks on {self.cpus} CPUs")
-        if self.waited is not None:
-            parts.append(f"the test's thread waited for a CPU {self.waited:.0%} of the time")
         return ", ".join(parts) or "no contention signal on this system"
-
-    def explainable_change(self, threshold: float) -> float | None:
-        """The largest slowdown the wait alone can explain, ``threshold`` included (None: no wait known).
-
-        A thread that waited a share ``w`` of the wall time for a CPU ran ``1 - w`` of it,
-        so its timings may read up to ``1 / (1 - w)`` times the work's.
-        """
-        if self.waited is None:
-            return None
-        return (1.0 + threshold) / max(1.0 - self.waited, 0.01) - 1.0
 
     def as_data(self) -> dict[str, object]:
         """For the measurement's ``health`` data (and back with ``from_data``)."""
         return {"cpu_pressure": self.pressure, "cpu_steal": self.steal, "cpu_runnable": self.runnable,
-                "cpus": self.cpus, "cpu_waited": self.waited}  # fmt: skip
+                "cpus": self.cpus}  # fmt: skip
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Contention | None:
@@ -170,13 +141,11 @@ class Contention:
         if "cpu_pressure" not in data and "cpu_steal" not in data:
             return None
         pressure, steal, runnable = data.get("cpu_pressure"), data.get("cpu_steal"), data.get("cpu_runnable")
-        waited = data.get("cpu_waited")
         return cls(
             float(pressure) if pressure is not None else None,
             float(steal) if steal is not None else None,
             int(runnable) if runnable is not None else None,
             int(data.get("cpus") or 1),
-            float(waited) if waited is not None else None,
         )
 
 

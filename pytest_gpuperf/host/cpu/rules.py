@@ -70,36 +70,6 @@ class FastEnd:
 
 
 @dataclass(frozen=True)
-class BusyRunner:
-    """A regression measured while the runner was busy is unstable, unless larger than the wait explains.
-
-    The kernel says how long the measuring thread waited for a CPU (contention.py);
-    a thread that waited a share ``w`` of the time can read up to ``1 / (1 - w)``
-    slower with unchanged work. A regression within that (and the threshold) is
-    "unstable: the runner was busy", and is re-measured in a fresh process like any
-    suspected regression; a larger one stands, with the evidence.
-    """
-
-    name: str = "busy-runner"
-
-    def apply(self, case: Case, draft: Comparison) -> Step | None:
-        if draft.verdict is not Verdict.REGRESSION or draft.change is None:
-            return None
-        contention = Contention.from_data(case.measurement.health)
-        if contention is None or not contention.busy:
-            return None
-        threshold = draft.threshold or case.settings.threshold
-        limit = contention.explainable_change(threshold)
-        if limit is None:
-            return None
-        if draft.change <= limit:
-            return Step(f"unstable: the runner was busy ({contention.describe()}), which alone can explain "
-                        f"a regression up to {limit:+.1%}", Verdict.UNSTABLE)  # fmt: skip
-        return Step(f"the runner was busy ({contention.describe()}), which explains at most {limit:+.1%}: "
-                    f"{draft.change:+.1%} is more than the wait")  # fmt: skip
-
-
-@dataclass(frozen=True)
 class Calibration:
     """With ``--gpuperf-calibrate=on``: a change the calibration workload's own change explains is cleared.
 
