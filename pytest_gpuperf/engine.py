@@ -325,7 +325,9 @@ class LocalEngine:
             profile = side.profile
             notes = notes if profile is not None else (*notes, side.problem)
         return dataclasses.replace(
-            chosen, speed_probe_ns=min(probes, default=None), speed_probe_spread=self.guard.probe_spread(probes),
+            chosen, speed_probe_ns=min(probes, default=None),
+            # the probe's spread on a quiet host: a busy write's spread is the load's, and would hide a slow machine
+            speed_probe_spread=self.guard.probe_spread(probes) if busy is None else None,
             written_busy=busy,
             calibration_ns=calibration, metrics=m.metrics,
             notes=notes, process_medians_ns=tuple(medians), op_profile=profile,

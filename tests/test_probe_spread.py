@@ -69,4 +69,6 @@ def test_a_written_baseline_records_the_probes_spread(pytester: pytest.Pytester)
     pytester.runpytest_subprocess("--gpuperf", "--gpuperf-update-baseline", *args).assert_outcomes(passed=1)
     (path,) = (pytester.path / "baselines").rglob("*.json")
     (written,) = json.loads(path.read_text())["entries"].values()
-    assert written["speed_probe_spread"] >= 1.0
+    # a quiet write records the probe's own spread; a busy one records that it was busy instead (its spread is
+    # the load's): tests/test_busy_baseline.py pins both down with given readings
+    assert written.get("speed_probe_spread", 0.0) >= 1.0 or "written_busy" in written
