@@ -1,7 +1,7 @@
 """No side bias: an A/A compare-ref stays quiet when a process's state depends on how it was started.
 
 The workload below does elementwise work on a 1 MiB tensor and is in a slow
-state (half as much work again) in any process that runs from a checkout of
+state (three times the work) in any process that runs from a checkout of
 another shape than the base's worktree: the user's own clone, whose ``.git`` is
 a folder. That stands for every way a process run from the user's checkout
 differs from one run from a scratch worktree (its paths, so its heap layout,
@@ -28,7 +28,7 @@ import torch
 torch.set_num_threads(1)
 X = torch.ones(1 << 18)  # 1 MiB of float32: each product is an allocation above glibc's mmap threshold
 SLOW = (Path(__file__).resolve().parent / ".git").is_dir()
-STEPS = 30 if SLOW else 20
+STEPS = 60 if SLOW else 20  # 1.5x in the wild; 3x here, so that the first pair suspects it on a busy host
 
 
 def work():
@@ -50,7 +50,7 @@ def verdicts(results: dict) -> dict[str, dict]:  # type: ignore[type-arg]
 @pytest.mark.parametrize("sign", ["slower", "faster"])
 def test_an_aa_compare_ref_with_a_checkout_dependent_state_stays_quiet(pytester: pytest.Pytester, sign: str) -> None:
     # "faster": the same state inverted, so the first pair suspects an improvement
-    inverted = SHAPE_DEPENDENT.replace("30 if SLOW else 20", "20 if SLOW else 30")
+    inverted = SHAPE_DEPENDENT.replace("60 if SLOW else 20", "20 if SLOW else 60")
     workload = inverted if sign == "faster" else SHAPE_DEPENDENT
     root = make_repo(pytester, head_work=20000, base_files={"test_perf.py": workload},
                      head_files={"test_perf.py": workload, "NOTES.txt": "an unrelated change\n"})  # fmt: skip
