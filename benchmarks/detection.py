@@ -159,7 +159,7 @@ class Session:
     alarm: bool
     returncode: int
     wall_s: float
-    improvement: bool = False  # gpuperf reported an improvement (a false one at 0%)
+    improvement: bool | None = None  # gpuperf reported an improvement (a false one at 0%); None: not recorded
 
 
 def write_suite(root: Path, extra: int) -> None:
@@ -337,8 +337,9 @@ def table(sessions: Sequence[Session], info: dict[str, object]) -> str:
             hits = sum(s.alarm for s in at)
             cells.append(f"{hits}/{len(at)} ({hits / len(at):.0%})" if at else "-")
         unchanged = [s for s in mine if s.level == 0]
-        better = sum(s.improvement for s in unchanged)
-        cells.append(f"{better}/{len(unchanged)}" if unchanged and tool != "pytest-benchmark" else "-")
+        known = [s.improvement for s in unchanged if s.improvement is not None]
+        recorded = known and tool != "pytest-benchmark"
+        cells.append(f"{sum(known)}/{len(known)}" if recorded else "-")
         median, mean, overall = walls[tool]
         ref = walls.get("pytest-benchmark")
         rel = f"{median / ref[0]:.2f}x (mean {mean / ref[1]:.2f}x)" if ref else "-"
@@ -369,7 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.from_json:
         saved = json.loads(args.from_json.read_text())
-        sessions_read = [Session(**s) for s in saved["sessions"]]  # older files lack "improvement": False
+        sessions_read = [Session(**s) for s in saved["sessions"]]  # older files lack "improvement"
         LEVELS = tuple(sorted({s.level for s in sessions_read}))
         print(table(sessions_read, saved["machine"]))
         return 0
