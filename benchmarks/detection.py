@@ -3,9 +3,11 @@
     python benchmarks/detection.py --trials 20 --json detection.json
     python benchmarks/detection.py --from-json detection.json   # the table again, also of a partial run
 
-It writes a small torch CPU suite to a temporary folder (three tests; the work
-of each is N units plus a fraction of N more units, set by ``extra.py``: real
-injected extra work of 0, 3, 5, 10 and 15%), then runs real pytest sessions:
+It writes a small torch CPU suite to a temporary folder (four tests, one of them
+elementwise work on a 1 MiB tensor, whose every result is an allocation at
+glibc's mmap threshold; the work of each is N units plus a fraction of N more
+units, set by ``extra.py``: real injected extra work of 0, 3, 5, 10 and 15%),
+then runs real pytest sessions:
 
 * gpuperf baseline mode: ``--gpuperf-update-baseline`` on unchanged code, then
   ``--gpuperf`` once per level against that baseline;
@@ -24,6 +26,9 @@ With ``--results-dir DIR`` every gpuperf gating session also writes its
 ``--gpuperf-json`` there (``TOOL-tTRIAL-lLEVEL.json``), so that each miss and
 false alarm can be traced to its tests' changes, thresholds and notes
 (``benchmarks/detection_trace.py DIR``).
+``--unchanged-only`` runs the 0% sessions alone (``--levels=0``), for the false
+alarm rate over many sessions; gpuperf sessions that report an improvement on
+unchanged code count as false improvements (the summary line's count).
 It is a benchmark, not a test: CI does not run it. Results: docs/detection.md.
 """
 
@@ -33,6 +38,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -60,6 +66,7 @@ torch.manual_seed(0)
 A = torch.randn(48, 48)
 B = torch.randn(48, 48)
 X = torch.randn(4096)
+X_LARGE = torch.randn(1 << 18)  # 1 MiB of float32
 MLP = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64)).eval()
 BATCH = torch.randn(16, 64)
 
@@ -75,6 +82,13 @@ def elementwise():
     out = X
     for _ in range(TOTAL):
         out = (X * 1.0001 + 0.5).tanh_()
+    return out
+
+
+def large_elementwise():
+    out = X_LARGE
+    for _ in range(TOTAL):
+        out = X_LARGE * 1.0001
     return out
 
 
@@ -106,6 +120,10 @@ def test_elementwise(gpu_bench):
 
 def test_mlp(gpu_bench):
     gpu_bench(workload.mlp)
+
+
+def test_large_elementwise(gpu_bench):
+    gpu_bench(workload.large_elementwise)
 '''
 
 TEST_BENCHMARK = '''
@@ -122,6 +140,10 @@ def test_elementwise(benchmark):
 
 def test_mlp(benchmark):
     benchmark(workload.mlp)
+
+
+def test_large_elementwise(benchmark):
+    benchmark(workload.large_elementwise)
 '''
 
 RESULTS_DIR: Path | None = None  # --results-dir
@@ -137,6 +159,7 @@ class Session:
     alarm: bool
     returncode: int
     wall_s: float
+    improvement: bool | None = None  # gpuperf reported an improvement (a false one at 0%); None: not recorded
 
 
 def write_suite(root: Path, extra: int) -> None:
@@ -154,7 +177,7 @@ def set_extra(root: Path, extra: int) -> None:
     (root / "extra.py").write_text(f"EXTRA_PERCENT = {extra}\n")
 
 
-def run(root: Path, args: Sequence[str], log: Path) -> tuple[int, float]:
+def run(root: Path, args: Sequence[str], log: Path) -> tuple[int, float, bool]:
     start = time.perf_counter()
     proc = subprocess.run([*PYTEST, *args], cwd=root, capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -163,7 +186,13 @@ def run(root: Path, args: Sequence[str], log: Path) -> tuple[int, float]:
         fh.write(proc.stdout[-4000:] + proc.stderr[-2000:] + "\n")
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"pytest {' '.join(args)} in {root} exited {proc.returncode}; see {log}")
-    return proc.returncode, wall
+    return proc.returncode, wall, improved(proc.stdout)
+
+
+def improved(stdout: str) -> bool:
+    """Whether a gpuperf session's summary line counts an improvement."""
+    summary = re.search(r"gpuperf: \d+ regressions?, (\d+) improvements?", stdout)
+    return bool(summary and int(summary.group(1)))
 
 
 def results_args(tool: str, trial: int, level: int) -> list[str]:
@@ -182,8 +211,8 @@ def trial_baseline(root: Path, trial: int, log: Path) -> list[Session]:
     out = []
     for level in LEVELS:
         set_extra(root, level)
-        rc, wall = run(root, ["--gpuperf", *common, *results_args("gpuperf-baseline", trial, level)], log)
-        out.append(Session("gpuperf-baseline", trial, level, rc == 1, rc, wall))
+        rc, wall, better = run(root, ["--gpuperf", *common, *results_args("gpuperf-baseline", trial, level)], log)
+        out.append(Session("gpuperf-baseline", trial, level, rc == 1, rc, wall, better))
     return out
 
 
@@ -196,7 +225,7 @@ def trial_pytest_benchmark(root: Path, trial: int, log: Path) -> list[Session]:
     out = []
     for level in LEVELS:
         set_extra(root, level)
-        rc, wall = run(root, ["--benchmark-compare=0001", "--benchmark-compare-fail=median:5%", *common], log)
+        rc, wall, _ = run(root, ["--benchmark-compare=0001", "--benchmark-compare-fail=median:5%", *common], log)
         out.append(Session("pytest-benchmark", trial, level, rc == 1, rc, wall))
     return out
 
@@ -226,8 +255,8 @@ def trial_ref(root: Path, trial: int, log: Path) -> list[Session]:
     for level in LEVELS:
         git(root, "checkout", "-q", f"head-{level}")
         args = ["-p", "no:benchmark", "--gpuperf", "--gpuperf-compare-ref=base", "gp"]
-        rc, wall = run(root, [*args, *results_args("gpuperf-ref", trial, level)], log)
-        out.append(Session("gpuperf-ref", trial, level, rc == 1, rc, wall))
+        rc, wall, better = run(root, [*args, *results_args("gpuperf-ref", trial, level)], log)
+        out.append(Session("gpuperf-ref", trial, level, rc == 1, rc, wall, better))
     git(root, "checkout", "-q", "main")
     leftover = git(root, "worktree", "list", "--porcelain").count("worktree ")
     if leftover != 1:
@@ -292,8 +321,9 @@ def table(sessions: Sequence[Session], info: dict[str, object]) -> str:
         "",
         "| tool | trials | "
         + " | ".join("false alarms (0%)" if level == 0 else f"caught {level}%" for level in LEVELS)
-        + " | wall s, unchanged: median (mean) | vs pytest-benchmark | wall s, all sessions: median |",
-        "|---|---|" + "---|" * len(LEVELS) + "---|---|---|",
+        + " | false improvements (0%) | wall s, unchanged: median (mean) | vs pytest-benchmark"
+        " | wall s, all sessions: median |",
+        "|---|---|" + "---|" * len(LEVELS) + "---|---|---|---|",
     ]
     walls = {t: _wall_figures([s for s in sessions if s.tool == t])
              for t in TOOLS if any(s.tool == t for s in sessions)}  # fmt: skip
@@ -306,6 +336,10 @@ def table(sessions: Sequence[Session], info: dict[str, object]) -> str:
             at = [s for s in mine if s.level == level]
             hits = sum(s.alarm for s in at)
             cells.append(f"{hits}/{len(at)} ({hits / len(at):.0%})" if at else "-")
+        unchanged = [s for s in mine if s.level == 0]
+        known = [s.improvement for s in unchanged if s.improvement is not None]
+        recorded = known and tool != "pytest-benchmark"
+        cells.append(f"{sum(known)}/{len(known)}" if recorded else "-")
         median, mean, overall = walls[tool]
         ref = walls.get("pytest-benchmark")
         rel = f"{median / ref[0]:.2f}x (mean {mean / ref[1]:.2f}x)" if ref else "-"
@@ -325,6 +359,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary suite folder")
     parser.add_argument("--levels", default=",".join(map(str, LEVELS)),
                         help="comma-separated percentages of injected extra work (0 = unchanged code)")
+    parser.add_argument("--unchanged-only", action="store_true",
+                        help="unchanged code only (--levels=0): false alarms and false improvements per session")
     parser.add_argument("--from-json", type=Path, default=None, metavar="PATH",
                         help="print the table of a --json file written earlier (also a partial one) and exit")
     parser.add_argument("--background-load", type=int, default=0, metavar="N",
@@ -334,11 +370,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.from_json:
         saved = json.loads(args.from_json.read_text())
-        sessions_read = [Session(**s) for s in saved["sessions"]]
+        sessions_read = [Session(**s) for s in saved["sessions"]]  # older files lack "improvement"
         LEVELS = tuple(sorted({s.level for s in sessions_read}))
         print(table(sessions_read, saved["machine"]))
         return 0
-    LEVELS = tuple(int(v) for v in args.levels.split(",") if v.strip())
+    LEVELS = (0,) if args.unchanged_only else tuple(int(v) for v in args.levels.split(",") if v.strip())
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     unknown = set(tools) - set(TOOLS)
     if unknown:

@@ -17,7 +17,7 @@ from typing import TextIO
 from pytest_gpuperf import __version__
 from pytest_gpuperf.errors import GpuperfError
 from pytest_gpuperf.files import write_atomic
-from pytest_gpuperf.model import SessionResults, Statistic, Verdict
+from pytest_gpuperf.model import SessionResults, Statistic
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1
@@ -88,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="table (default), markdown (a PR comment) or json (a results file)")  # fmt: skip
     _output_option(compare)
     _gate_options(compare)
+    compare.add_argument("--strict", action="store_true",
+                         help="as --gpuperf-strict: not comparable, unstable, not gated fail too")  # fmt: skip
 
     report = commands.add_parser(
         "report",
@@ -183,6 +185,7 @@ def _cmd_compare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     from pytest_gpuperf.config import GateSettings
     from pytest_gpuperf.report.markdown import render_comment
     from pytest_gpuperf.report.results_json import dumps_results
+    from pytest_gpuperf.verdict.judge import failing
 
     overrides = {
         "threshold": args.threshold,
@@ -206,7 +209,8 @@ def _cmd_compare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     _emit(text, args.output, stdout)
     for key in outcome.removed:
         stderr.write(f"gpuperf compare: {key} is in {args.base} but not in {args.head}\n")
-    return EXIT_REGRESSION if any(r.verdict is Verdict.REGRESSION for r in session.results) else EXIT_OK
+    failed = any(failing(r.comparisons, strict=args.strict) for r in session.results)
+    return EXIT_REGRESSION if failed else EXIT_OK
 
 
 def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:

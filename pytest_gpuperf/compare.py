@@ -12,7 +12,6 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_gpuperf import stats
 from pytest_gpuperf.baseline.record import entry_from_measurement
 from pytest_gpuperf.config import GateSettings
 from pytest_gpuperf.model import BaselineEntry, SessionResults
@@ -38,7 +37,6 @@ def base_entries(base: SessionResults) -> dict[str, BaselineEntry]:
             r.measurement,
             base.environment,
             base.provenance,
-            noise=stats.between_run_noise(r.measurement.round_medians_ns),
             recorded_at=base.started_at,
         )
         for r in base.results

@@ -24,11 +24,9 @@ from pytest_gpuperf.model import (
     BaselineEntry,
     Comparison,
     Environment,
-    Kind,
     Measurement,
     MeasurementResult,
     OpProfile,
-    RuleNote,
     Verdict,
     measurement_key,
 )
@@ -36,6 +34,7 @@ from pytest_gpuperf.report.progress import Progress
 from pytest_gpuperf.report.units import format_time
 from pytest_gpuperf.runner import MeasureSpec, Runner
 from pytest_gpuperf.verdict import Reference, judge
+from pytest_gpuperf.verdict.confirmation import confirmed, remeasure_note, suspicion, time_of
 from pytest_gpuperf.verdict.rulesets import RuleSet
 
 if TYPE_CHECKING:
@@ -76,29 +75,6 @@ def with_probe(measurement: Measurement, probe_ns: float | None, waited: str | N
     """``measurement`` with the host's speed probe taken before it, and the wait for it in its notes."""
     notes = measurement.notes if waited is None else (*measurement.notes, waited)
     return dataclasses.replace(measurement, speed_probe_ns=probe_ns, notes=notes)
-
-
-def time_of(result: MeasurementResult) -> Comparison:
-    return next(c for c in result.comparisons if c.kind is Kind.TIME)
-
-
-def suspected(c: Comparison) -> bool:
-    """The significance rule called a regression and no later rule cleared it (a guard may have doubted it)."""
-    said = any(step.rule == "significance" and step.verdict is Verdict.REGRESSION for step in c.explanation)
-    return said and c.verdict in (Verdict.REGRESSION, Verdict.UNSTABLE)
-
-
-def with_confirmation(result: MeasurementResult, note: str, verdict: Verdict | None = None) -> MeasurementResult:
-    """``result`` with a ``confirmation`` step on its time comparison (and the note on the measurement)."""
-    time_c = time_of(result)
-    verdict = verdict or time_c.verdict
-    explained = dataclasses.replace(
-        time_c, verdict=verdict, note=f"{time_c.note}; {note}" if time_c.note else note,
-        explanation=(*time_c.explanation, RuleNote("confirmation", verdict, note)),
-    )  # fmt: skip
-    comparisons = tuple(explained if c is time_c else c for c in result.comparisons)
-    measured = dataclasses.replace(result.measurement, notes=(*result.measurement.notes, note))
-    return dataclasses.replace(result, measurement=measured, comparisons=comparisons)
 
 
 def regressed(result: MeasurementResult) -> bool:
@@ -241,30 +217,27 @@ class LocalEngine:
     ) -> MeasurementResult:
         """Readings in fresh processes until the suspicion is cleared or each re-measure confirms it."""
         first = time_of(result)
+        suspected = suspicion(first)
         again = self._remeasure_for(result.measurement, reference)
-        if not suspected(first) or again is None or settings.gate.remeasures <= 0:
+        if suspected is None or again is None or settings.gate.remeasures <= 0:
             return result
 
         def take(i: int) -> MeasurementResult:
             self.progress.remeasuring(result.measurement.key, i + 1, settings.gate.remeasures)
             return judge(again(), reference, settings.gate, rules, self.environment)
 
-        def still_regressed(r: MeasurementResult) -> bool:
-            return time_of(r).verdict is Verdict.REGRESSION
+        def still_suspected(r: MeasurementResult) -> bool:
+            return time_of(r).verdict is suspected
 
         taken = readings.take_readings(
-            take, readings.remeasure_waves(settings.gate.remeasures), readings.remeasure_done(still_regressed)
+            take, readings.remeasure_waves(settings.gate.remeasures), readings.remeasure_done(still_suspected)
         )
         last = taken[-1]
-        history = changes([first, *(time_of(r) for r in taken)])
         verdict = time_of(last).verdict
-        if verdict is Verdict.REGRESSION:
-            note = f"confirmed by {len(taken)} re-measure(s) in fresh processes: {history}"
-        elif verdict is Verdict.UNSTABLE:
-            note = f"not judged on re-measure {len(taken)}: {history}"
-        else:
-            note = f"suspected regression not confirmed on re-measure {len(taken)}: {history}"
-        return with_confirmation(last, note)
+        if verdict not in (suspected, Verdict.UNSTABLE):
+            verdict = Verdict.UNCHANGED  # a reading the other way clears the suspicion, it claims nothing
+        note = remeasure_note(suspected, verdict, len(taken), changes([first, *(time_of(r) for r in taken)]))
+        return confirmed(last, note, verdict)
 
     def _remeasure_for(self, m: Measurement, reference: Reference) -> Callable[[], Measurement] | None:
         probe = reference.entry.speed_probe_ns if reference.entry is not None else None
@@ -336,14 +309,12 @@ class LocalEngine:
 
     @staticmethod
     def _write_note(chosen: Measurement, medians: Sequence[float], gate: GateSettings) -> str:
-        from pytest_gpuperf.stats import noise_floor, recorded_noise
-
         shown = ", ".join(format_time(x) for x in medians)
         count = {3: "three", 5: "five"}.get(len(medians), str(len(medians)))
         verdict = "they agree" if len(medians) == 2 else f"the median of the {count} is kept"
         note = f"baseline checked by {len(medians) - 1} independent measurement(s): medians {shown}; {verdict}"
-        raised = noise_floor(recorded_noise(chosen.round_medians_ns, medians), 0.0, gate.noise_multiplier)
-        if raised > readings.NOISY_WRITE_FACTOR * gate.threshold:
+        raised = readings.spread_threshold(medians, gate.noise_multiplier, chosen.round_medians_ns)
+        if readings.too_noisy(raised, gate.threshold):
             note += (
                 f"; their spread will raise this entry's threshold from {gate.threshold:.1%} to at least "
                 f"{raised:.1%} (the machine was noisy): write it again on a quieter machine"

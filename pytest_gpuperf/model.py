@@ -32,10 +32,6 @@ class Verdict(str, enum.Enum):
     UNSTABLE = "unstable"
     NOT_GATED = "not gated"  # too few samples for any verdict (a call slower than the time limit allows)
 
-    @property
-    def fails(self) -> bool:
-        return self is Verdict.REGRESSION
-
 
 # Worst first: how a measurement's verdicts combine, and the order reports list them in.
 VERDICT_ORDER = (
@@ -419,6 +415,7 @@ class RuleNote:
     rule: str  # the rule's name: "noise-floor", "significance", "fast-end" ...
     verdict: Verdict
     note: str
+    suspect: bool = False  # the verdict awaits confirmation (verdict/confirmation.py)
 
 
 @dataclass(frozen=True)

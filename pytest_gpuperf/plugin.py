@@ -524,7 +524,6 @@ def _update_baselines(state: SessionState, results: list[MeasurementResult]) -> 
     """
     __tracebackhide__ = True
     from pytest_gpuperf.baseline import entry_from_measurement
-    from pytest_gpuperf.stats import recorded_noise
 
     assert state.store is not None and state.environment is not None
     entries = []
@@ -546,7 +545,6 @@ def _update_baselines(state: SessionState, results: list[MeasurementResult]) -> 
                 m,
                 state.environment,
                 state.provenance,
-                noise=recorded_noise(m.round_medians_ns, m.process_medians_ns),
                 recorded_at=state.started_at,
             )
         )

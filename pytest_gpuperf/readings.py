@@ -138,14 +138,24 @@ def baseline_write_done(threshold: float, noise_multiplier: float) -> Callable[[
             return True  # no fresh reading could be taken: keep what there is
         if len(medians) == 2:
             return abs(medians[1] / medians[0] - 1.0) <= threshold / 2
-        return spread_threshold(medians, noise_multiplier) <= NOISY_WRITE_FACTOR * threshold
+        return not too_noisy(spread_threshold(medians, noise_multiplier), threshold)
 
     return done
 
 
-def spread_threshold(medians: Sequence[float], noise_multiplier: float) -> float:
-    """The threshold that the readings' spread alone would set for the entry (stats.noise_floor)."""
-    return stats.noise_floor(stats.between_process_noise(medians), 0.0, noise_multiplier)
+def spread_threshold(medians: Sequence[float], noise_multiplier: float, round_medians: Sequence[float] = ()) -> float:
+    """The threshold that the entry's recorded noise alone sets (stats.recorded_noise through stats.noise_floor).
+
+    The one answer to how much a baseline's spread raises its threshold: the
+    write plan asks it of the readings' medians, the write note of the kept
+    reading's rounds and the medians together, as the store records them.
+    """
+    return stats.noise_floor(stats.recorded_noise(round_medians, medians), 0.0, noise_multiplier)
+
+
+def too_noisy(raised: float, threshold: float) -> bool:
+    """A threshold raised past ``NOISY_WRITE_FACTOR`` times the configured one: the readings were noisy."""
+    return raised > NOISY_WRITE_FACTOR * threshold
 
 
 def chosen_reading(medians: Sequence[float]) -> int:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_gpuperf.allocator import settle_allocator
 from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import MeasurementError, MeasurementTimeout
 from pytest_gpuperf.model import Measurement, Metric, ProfileSummary, Throughput
@@ -492,6 +493,7 @@ class Runner:
     def __init__(self, options: RunnerOptions) -> None:
         from pytest_gpuperf.host import guard_for
 
+        settle_allocator()  # every measuring process in one allocator state (allocator.py)
         self.options = options
         self.guard: HostGuard = options.guard or guard_for(options.device, mode="baseline", pin_cpu="off")
 

@@ -110,3 +110,22 @@ def test_a_side_that_stops_ends_the_alternation_incomplete() -> None:
 def test_rounds_are_short_and_clamped() -> None:
     assert round_seconds(MeasureSettings(max_time_s=2.0)) == 0.025
     assert round_seconds(MeasureSettings(min_time_s=0.0, max_time_s=0.1)) == 0.005
+
+
+def test_a_pair_that_lets_the_base_lead_starts_baab() -> None:
+    from pytest_gpuperf.abtest.confirm import base_leads
+
+    seen: list[str] = []
+
+    def head(b: float) -> list[float]:
+        seen.append("h")
+        return [103.0] * 5
+
+    def base(b: float) -> list[float]:
+        seen.append("b")
+        return [100.0] * 5
+
+    alternate(head, base, MeasureSettings(min_time_s=0.0, max_time_s=60.0), base_first=True)
+    assert "".join(seen[:8]) == "bhhbbhhb"
+    # fresh pairs take turns: whatever leading carries lands on each side in half of them
+    assert [base_leads(j) for j in range(6)] == [False, True, False, True, False, True]

@@ -179,7 +179,7 @@ def test_fresh_pairs_that_read_an_improvement_leave_the_suspected_regression_unc
 SLOW_IN_THE_SECOND_HEAD_WORKER = SPIN_WITH_ENVIRONMENT.format(
     setup="""
 def _slot():
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.environ["SLOTS_DIR"]  # not the file's folder: head workers run from a copy of the checkout
     n = 0
     while True:  # a unique number per head worker, in the order they import this file
         try:
@@ -194,7 +194,10 @@ WORK = (80000 if _slot() == 1 else 20000) if "GPUPERF_WORKER_FD" in os.environ e
 )
 
 
-def test_an_open_verdict_of_the_fresh_pairs_measures_more_pairs(pytester: pytest.Pytester) -> None:
+def test_an_open_verdict_of_the_fresh_pairs_measures_more_pairs(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SLOTS_DIR", str(pytester.path))
     result, time_result = run_confirming(pytester, SLOW_IN_THE_SECOND_HEAD_WORKER, pairs=3)
     assert result.ret == 0, result.stdout.str()
     assert time_result["verdict"] == "unchanged"

@@ -31,7 +31,7 @@ def test_resolve_gpuperf_marker_beats_benchmark_marker_and_min_rounds_never_lowe
 
 
 def test_resolve_names_the_benchmark_marker_in_its_errors() -> None:
-    with pytest.raises(ConfigError, match=r"t\.py::t: @pytest\.mark\.benchmark: --gpuperf-target-precision must be in \(0, 1\)"):
+    with pytest.raises(ConfigError, match=r"t\.py::t: @pytest\.mark\.benchmark: --gpuperf-target-precision must be in"):
         cfg.resolve(cfg.GpuperfConfig(enabled=True), benchmark=cfg.BenchmarkOptions(precision=2.0), test_id="t.py::t")
 
 

@@ -61,3 +61,28 @@ def test_compare_files_reads_both_and_names_a_bad_one(tmp_path: Path) -> None:
     head.write_text("[]")
     with pytest.raises(ResultsError, match=r"head\.json"):
         compare_files(base, head)
+
+
+def test_gpuperf_compare_judges_with_the_noise_the_store_would_record() -> None:
+    from pytest_gpuperf import stats
+    from pytest_gpuperf.compare import base_entries
+
+    first = BASE_SESSION.results[0]
+    spread = dataclasses.replace(first.measurement, process_medians_ns=(1000.0, 1300.0, 1600.0))
+    base = dataclasses.replace(BASE_SESSION, results=(dataclasses.replace(first, measurement=spread),))
+    entry = base_entries(base)[spread.key]
+    assert entry.noise == stats.recorded_noise(spread.round_medians_ns, spread.process_medians_ns)
+    assert entry.noise == stats.between_process_noise(spread.process_medians_ns)  # the processes' spread counts
+
+
+def test_strict_fails_the_cli_compare_on_what_could_not_be_judged(tmp_path: Path) -> None:
+    import io
+
+    from pytest_gpuperf.cli import main
+
+    elsewhere = dataclasses.replace(BASE_SESSION, environment=dataclasses.replace(ENV, device_class="cpu-x86"))
+    base = write_results(tmp_path / "base.json", elsewhere)
+    head = write_results(tmp_path / "head.json", HEAD_SESSION)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["compare", str(base), str(head)], stdout=out, stderr=err) == 0  # not comparable: passes
+    assert main(["compare", str(base), str(head), "--strict"], stdout=out, stderr=err) == 1

@@ -75,3 +75,13 @@ def test_an_interim_look_is_stricter_than_the_final_one() -> None:
     assert readings.confirmed(ratios, 0.02, 0.95)
     assert not readings.confirmed(ratios, 0.02, readings.INTERIM_CONFIDENCE)
     assert not readings.pairs_done(ratios, 3, pairs=6, threshold=0.02, confidence=0.95)
+
+
+def test_one_answer_to_how_much_a_spread_raises_the_threshold() -> None:
+    from pytest_gpuperf import stats
+
+    medians, rounds = [100.0, 112.0, 125.0], [100.0, 101.0, 99.0, 100.5, 99.5, 100.2]
+    expected = stats.noise_floor(stats.recorded_noise(rounds, medians), 0.0, 3.0)
+    assert readings.spread_threshold(medians, 3.0, rounds) == expected
+    assert readings.spread_threshold(medians, 3.0) == stats.noise_floor(stats.between_process_noise(medians), 0.0, 3.0)
+    assert readings.too_noisy(0.16, 0.10) and not readings.too_noisy(0.15, 0.10)

@@ -113,3 +113,41 @@ def test_the_failure_message_keeps_its_lines_and_strips_control_characters() -> 
     result = judged(measurement(1500.0, name="a\x1b[31mred"), entry(1000.0))
     text = failure_message(result, "cpu")
     assert "\x1b" not in text and len(text.splitlines()) > 5
+
+
+def test_a_suspected_improvement_is_confirmed_like_a_regression(tmp_path: Path) -> None:
+    again = Remeasurer(520.0)
+    result = evaluate(measurement(500.0), again, tmp_path=tmp_path)
+    assert again.calls == 1 and result.verdict is Verdict.IMPROVEMENT
+    assert "confirmed by 1 re-measure" in time_of(result.comparisons).note
+
+
+def test_an_unconfirmed_improvement_is_not_reported_as_one(tmp_path: Path) -> None:
+    result = evaluate(measurement(500.0), Remeasurer(1002.0), tmp_path=tmp_path)
+    time = time_of(result.comparisons)
+    assert result.verdict is Verdict.UNCHANGED
+    assert "suspected improvement not confirmed on re-measure 1" in time.note
+
+
+def test_a_reading_the_other_way_clears_a_suspicion_and_claims_nothing(tmp_path: Path) -> None:
+    result = evaluate(measurement(1500.0), Remeasurer(500.0), tmp_path=tmp_path)
+    assert result.verdict is Verdict.UNCHANGED
+    assert "suspected regression not confirmed" in time_of(result.comparisons).note
+
+
+def test_suspicion_comes_from_the_steps_flag_not_the_rules_name() -> None:
+    from pytest_gpuperf.model import Comparison, Kind, RuleNote
+    from pytest_gpuperf.verdict.confirmation import suspicion
+
+    def comparison(*steps: RuleNote) -> Comparison:
+        return Comparison(key=KEY, metric="time.p50", verdict=steps[-1].verdict, current=1.0, baseline=1.0,
+                          unit="ns", kind=Kind.TIME, explanation=steps)  # fmt: skip
+
+    named = comparison(RuleNote("significance", Verdict.REGRESSION, "called"))
+    flagged = comparison(RuleNote("my-rule", Verdict.IMPROVEMENT, "called", suspect=True))
+    doubted = comparison(RuleNote("x", Verdict.REGRESSION, "", suspect=True), RuleNote("g", Verdict.UNSTABLE, ""))
+    cleared = comparison(RuleNote("x", Verdict.REGRESSION, "", suspect=True), RuleNote("g", Verdict.UNCHANGED, ""))
+    assert suspicion(named) is None
+    assert suspicion(flagged) is Verdict.IMPROVEMENT
+    assert suspicion(doubted) is Verdict.REGRESSION
+    assert suspicion(cleared) is None

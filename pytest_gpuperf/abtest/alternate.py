@@ -70,11 +70,14 @@ def stopping_rule(settings: MeasureSettings) -> StoppingRule:
     return StoppingRule.from_settings(settings, round_s=round_seconds(settings), precision_samples=MIN_PAIRS)
 
 
-def alternate(head: RoundFn, base: RoundFn, settings: MeasureSettings, *, spent_s: float = 0.0) -> Alternation:
+def alternate(
+    head: RoundFn, base: RoundFn, settings: MeasureSettings, *, spent_s: float = 0.0, base_first: bool = False
+) -> Alternation:
     """Alternate rounds until the stopping rule says enough, or a side stops.
 
     ``spent_s``: what the measurement took before the first round (the head's
-    warm-up), which counts against the time limit.
+    warm-up), which counts against the time limit. ``base_first`` starts the
+    ABBA order with the base (BAAB...): confirmation pairs take turns.
     """
     rule = stopping_rule(settings)
     result = Alternation()
@@ -88,7 +91,7 @@ def alternate(head: RoundFn, base: RoundFn, settings: MeasureSettings, *, spent_
         if result.stop is not None:
             result.note = rule.shortfall_note(result.pairs, "pair") or ""
             return result
-        head_first = result.pairs % 2 == 0
+        head_first = (result.pairs % 2 == 0) != base_first
         for side in (head, base) if head_first else (base, head):
             samples = side(rule.round_s)
             if not samples:

@@ -30,7 +30,9 @@ from pytest_gpuperf.abtest.alternate import alternate
 from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch, spawn_worker
 from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
+from pytest_gpuperf.model import Verdict
 from pytest_gpuperf.report.progress import Progress
+from pytest_gpuperf.verdict.confirmation import oriented, oriented_threshold
 
 
 @dataclass
@@ -84,13 +86,7 @@ class ConfirmationPool:
         started: list[tuple[RemoteSide, RemoteSide]] = []
         try:
             for j in range(len(self._sides), count):
-                head = RemoteSide(spawn_worker(self._head_launch(j)), "at the head's checkout")
-                try:
-                    base = RemoteSide(spawn_worker(self._base_launch(j)), f"at {self.ref}")
-                except BaseException:
-                    head.close()
-                    raise
-                started.append((head, base))
+                started.append(self._start_pair(j))
         except BaseException:
             for head, base in started:
                 head.close()
@@ -99,13 +95,28 @@ class ConfirmationPool:
         self._sides.extend(started)
         return self._sides[:count]
 
+    def _start_pair(self, j: int) -> tuple[RemoteSide, RemoteSide]:
+        """Pair ``j``'s workers, launched in turn order (``base_leads``): the base first in odd pairs."""
+        launches = [(self._head_launch(j), "at the head's checkout"), (self._base_launch(j), f"at {self.ref}")]
+        sides: list[RemoteSide] = []
+        try:
+            for launch, where in reversed(launches) if base_leads(j) else launches:
+                sides.append(RemoteSide(spawn_worker(launch), where))
+        except BaseException:
+            for side in sides:
+                side.close()
+            raise
+        return (sides[1], sides[0]) if base_leads(j) else (sides[0], sides[1])
+
     def confirm(
         self, test_id: str, key: str, settings: MeasureSettings, threshold: float,
-        confidence: float = stats.DEFAULT_CONFIDENCE,
+        confidence: float = stats.DEFAULT_CONFIDENCE, suspected: Verdict = Verdict.REGRESSION,
     ) -> Confirmation:  # fmt: skip
         """Measure ``key`` of ``test_id`` in fresh pairs, as many as the readings plan asks for.
 
-        A pair that cannot measure is named in ``problems``, not fatal.
+        The plan stops early in the direction of ``suspected`` (a regression, or an
+        improvement: its ratios are turned, verdict/confirmation.py). A pair that
+        cannot measure is named in ``problems``, not fatal.
         """
         result = Confirmation(planned=self.pairs)
         settings = confirming_settings(settings)
@@ -123,7 +134,10 @@ class ConfirmationPool:
             return self._measure_pair(j, *sides[j], test_id, key, settings, result)
 
         def done(ratios: list[float], planned: int) -> bool:
-            return readings.pairs_done(ratios, planned, pairs=self.pairs, threshold=threshold, confidence=confidence)
+            return readings.pairs_done(
+                oriented(ratios, suspected), planned, pairs=self.pairs,
+                threshold=oriented_threshold(threshold, suspected), confidence=confidence,
+            )  # fmt: skip
 
         result.ratios = readings.take_readings(take, waves, done)
         return result
@@ -135,7 +149,7 @@ class ConfirmationPool:
         if j in self._broken:
             return None
         try:
-            ratio, problem = self._one_pair(head, base, test_id, key, settings)
+            ratio, problem = self._one_pair(head, base, test_id, key, settings, base_first=base_leads(j))
         except WorkerError as exc:
             self._broken.add(j)
             result.problems.append(f"pair {j + 1}: {str(exc).splitlines()[0]}")
@@ -146,16 +160,17 @@ class ConfirmationPool:
 
     @staticmethod
     def _one_pair(
-        head: RemoteSide, base: RemoteSide, test_id: str, key: str, settings: MeasureSettings
+        head: RemoteSide, base: RemoteSide, test_id: str, key: str, settings: MeasureSettings, *, base_first: bool
     ) -> tuple[float | None, str]:
-        for side in (head, base):
+        first, second = (base, head) if base_first else (head, base)
+        for side in (first, second):
             side.wait_ready()
-        problem = head.open(test_id, key) or base.open(test_id, key)
+        problem = first.open(test_id, key) or second.open(test_id, key)
         if problem:
             head.drain()
             base.drain()
             return None, problem
-        rounds = alternate(head.round, base.round, settings)
+        rounds = alternate(head.round, base.round, settings, base_first=base_first)
         if not rounds.complete:
             head.drain()
             base.drain()
@@ -178,6 +193,17 @@ class ConfirmationPool:
         for side in sides:
             with contextlib.suppress(Exception):
                 side.wait_stopped()
+
+
+def base_leads(j: int) -> bool:
+    """Whether the base side goes first in fresh pair ``j``: launched first, warmed up first, measured first.
+
+    Counterbalanced: whatever the process started or measuring first carries (an
+    earlier start on a busy machine, a warmer cache) lands on the head in half of
+    the pairs and on the base in the other half, so it shows up as spread between
+    pair ratios, which widens their interval, instead of as a change.
+    """
+    return j % 2 == 1
 
 
 def confirming_settings(settings: MeasureSettings) -> MeasureSettings:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from pytest_gpuperf.abtest import protocol
 from pytest_gpuperf.abtest.alternate import alternate
 from pytest_gpuperf.abtest.confirm import ConfirmationPool, describe
+from pytest_gpuperf.abtest.headtree import head_checkout
 from pytest_gpuperf.abtest.prestart import BASE_WORKER, EarlyBase, ref_checkout_dir
 from pytest_gpuperf.abtest.protocol import handover_pause_s
 from pytest_gpuperf.abtest.remote import (
@@ -43,8 +44,9 @@ from pytest_gpuperf.abtest.remote import (
     worker_argv,
 )
 from pytest_gpuperf.abtest.worktree import BaseRef, RefWorktree
+from pytest_gpuperf.baseline.record import entry_from_measurement
 from pytest_gpuperf.config import GateSettings, MeasureSettings, Settings
-from pytest_gpuperf.engine import ProfiledSide, profile_here, regressed, time_of, with_confirmation, with_profile_diff
+from pytest_gpuperf.engine import ProfiledSide, profile_here, regressed, with_profile_diff
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import (
     BaselineEntry,
@@ -53,13 +55,20 @@ from pytest_gpuperf.model import (
     Measurement,
     MeasurementResult,
     Provenance,
-    SampleStats,
     Verdict,
     measurement_key,
 )
 from pytest_gpuperf.report.progress import Progress
 from pytest_gpuperf.verdict import Reference, judge
 from pytest_gpuperf.verdict import evidence as ev
+from pytest_gpuperf.verdict.confirmation import (
+    confirmed,
+    pairs_note,
+    suspicion,
+    time_of,
+    unconfirmed_verdict,
+    unusable_note,
+)
 from pytest_gpuperf.verdict.judge import time_comparison
 from pytest_gpuperf.verdict.rulesets import RuleSet
 
@@ -127,6 +136,7 @@ class CompareRefEngine:
         self._started = False
         self._pairs: dict[str, _Pair] = {}
         self._confirmation: ConfirmationPool | None = None
+        self._head_checkout: Path | None = None  # the confirming head workers' checkout (headtree.py)
         self._early = early  # a worktree and base process started before collection (prestart.py)
         self.progress = progress or Progress()
 
@@ -197,7 +207,7 @@ class CompareRefEngine:
         if self.confirm_pairs > 0:
             self._confirmation = ConfirmationPool(
                 self.confirm_pairs,
-                lambda j: dataclasses.replace(self._launch_at_head(f"confirm-head-{j + 1}"), time_only=True),
+                lambda j: dataclasses.replace(self._launch_at_head_checkout(f"confirm-head-{j + 1}"), time_only=True),
                 lambda j: dataclasses.replace(self._launch_at_ref(f"confirm-base-{j + 1}"), time_only=True),
                 self.ref,
                 self.progress,
@@ -211,9 +221,13 @@ class CompareRefEngine:
         assert worktree is not None and worktree.path is not None
         return self._launch(name, ref_checkout_dir(self.rootdir, worktree), worktree.path)
 
-    def _launch_at_head(self, name: str) -> WorkerLaunch:
-        assert self._worktree is not None and self._worktree.repo_root is not None
-        return self._launch(name, self.rootdir, self._worktree.repo_root)
+    def _launch_at_head_checkout(self, name: str) -> WorkerLaunch:
+        """A head worker run from a checkout shaped like the base's worktree (headtree.py), made once."""
+        worktree = self._worktree
+        assert worktree is not None and worktree.repo_root is not None
+        if self._head_checkout is None:
+            self._head_checkout = head_checkout(worktree.repo_root, worktree.tmp_dir)
+        return self._launch(name, _mapped(self.rootdir, worktree.repo_root, self._head_checkout), self._head_checkout)
 
     def _launch(self, name: str, cwd: Path, checkout: Path) -> WorkerLaunch:
         """A worker in ``cwd`` that imports ``checkout``'s code first; its files live next to the worktree."""
@@ -257,8 +271,9 @@ class CompareRefEngine:
         if base is not None:
             base.close()
         if self._worktree is not None:
-            self._worktree.close()
+            self._worktree.close()  # the head's checkout lies in its scratch folder: removed with it
             self._worktree = None
+            self._head_checkout = None
 
     # -- measuring --------------------------------------------------------------------------
 
@@ -354,66 +369,64 @@ class CompareRefEngine:
         evidence = ev.paired_rounds(head_rounds, base.round_medians, gate, self.ref)
         reference = Reference(entry=entry, time_evidence=evidence, label=self.ref)
         result = judge(m, reference, gate, rules, self.environment)
-        if time_of(result).verdict is Verdict.REGRESSION and self._confirmation is not None and pair is not None:
-            result = self._confirmed(result, reference, pair, gate, rules)
+        suspected = suspicion(time_of(result))
+        if suspected is not None and self._confirmation is not None and pair is not None:
+            result = self._confirmed(result, suspected, reference, pair, gate, rules)
         return result
 
     def _confirmed(
-        self, result: MeasurementResult, reference: Reference, pair: _Pair, gate: GateSettings, rules: RuleSet
-    ) -> MeasurementResult:
-        """The verdict of fresh process pairs on a regression that the first pair suspected."""
+        self, result: MeasurementResult, suspected: Verdict, reference: Reference, pair: _Pair,
+        gate: GateSettings, rules: RuleSet,
+    ) -> MeasurementResult:  # fmt: skip
+        """The verdict of fresh process pairs on a change that the first pair suspected (verdict/confirmation.py)."""
         assert self._confirmation is not None
         m = result.measurement
         first = time_of(result)
         confirmation = self._confirmation.confirm(
-            m.test_id, m.key, pair.settings or MeasureSettings(), gate.threshold, gate.confidence
+            m.test_id, m.key, pair.settings or MeasureSettings(), gate.threshold, gate.confidence, suspected
         )
         first_ratio = 1.0 + (first.change or 0.0)
         if not confirmation.usable():
             problems = "; ".join(confirmation.problems) or "no pair measured"
-            note = f"not confirmed in fresh process pairs ({len(confirmation.ratios)} measured: {problems})"
-            return with_confirmation(result, note)
+            note = unusable_note(suspected, len(confirmation.ratios), problems)
+            return confirmed(result, note, unconfirmed_verdict(suspected, first.verdict))
         detail = describe(confirmation.ratios, first_ratio)
         if confirmation.extended:
             detail += f"; {confirmation.extended} more after the first {confirmation.planned} left the verdict open"
         if confirmation.problems:
             detail += f"; {len(confirmation.problems)} pair(s) could not measure: {confirmation.problems[0]}"
         evidence = ev.replicates(confirmation.ratios, gate, detail)
-        judged = time_comparison(m, reference, gate, rules, self.environment, confirmation=evidence)
+        judged = time_comparison(m, reference, gate, rules, self.environment, confirmation=evidence,
+                                 suspicion=suspected)  # fmt: skip
         verdict = judged.verdict
-        if verdict is Verdict.REGRESSION:
-            note = f"confirmed by {len(confirmation.ratios)} fresh process pairs"
-        elif confirmation.stopped_early:
-            note = (
-                f"the first pair's suspected regression was not confirmed: {len(confirmation.ratios)} fresh pairs "
-                f"left no room for a change above {gate.threshold:.1%}, the other pairs were not measured"
-            )
-        else:
-            note = "the first pair's suspected regression was not confirmed"
+        note = pairs_note(suspected, verdict, len(confirmation.ratios), stopped_early=confirmation.stopped_early,
+                          threshold=gate.threshold)  # fmt: skip
         # the confirmation's evidence replaces the first pair's: it is what decided
         replaced = dataclasses.replace(
             first, change=judged.change, ci_low=judged.ci_low, ci_high=judged.ci_high, p_value=judged.p_value,
             evidence=judged.evidence, explanation=(*first.explanation, *judged.explanation),
         )  # fmt: skip
         comparisons = tuple(replaced if c is first else c for c in result.comparisons)
-        return with_confirmation(dataclasses.replace(result, comparisons=comparisons), note, verdict)
+        return confirmed(dataclasses.replace(result, comparisons=comparisons), note, verdict)
 
     def _base_entry(self, m: Measurement, base: _BaseSide) -> BaselineEntry:
+        """The base's side as the entry a store would keep of it (baseline/record.py), every sample kept."""
         final = (self._base.final.get(m.key) if self._base is not None else None) or base.measurement
-        return BaselineEntry(
-            key=m.key,
-            stats=SampleStats.from_samples(base.samples),
-            samples_ns=tuple(base.samples),
-            calls_per_sample=final.calls_per_sample if final else 1,
-            device=final.device if final else m.device,
-            timer=final.timer if final else m.timer,
-            round_medians_ns=tuple(base.round_medians),
-            peak_allocated_bytes=final.peak_allocated_bytes if final else None,
-            peak_reserved_bytes=final.peak_reserved_bytes if final else None,
-            metrics=final.metrics if final else (),
-            environment=self.environment,
-            provenance=Provenance(commit=self.base_commit, branch=self.ref),
-        )
+        measured = dataclasses.replace(
+            final or dataclasses.replace(m, metrics=(), peak_allocated_bytes=None, peak_reserved_bytes=None),
+            samples_ns=tuple(base.samples), round_medians_ns=tuple(base.round_medians),
+        )  # fmt: skip
+        provenance = Provenance(commit=self.base_commit, branch=self.ref)
+        return entry_from_measurement(measured, self.environment, provenance, recorded_at=None,
+                                      max_samples=max(1, len(base.samples)))  # fmt: skip
+
+
+def _mapped(rootdir: Path, repo_root: Path, checkout: Path) -> Path:
+    """The folder in ``checkout`` that corresponds to ``rootdir`` in the repository at ``repo_root``."""
+    try:
+        return checkout / rootdir.resolve().relative_to(repo_root.resolve())
+    except ValueError:
+        return checkout
 
 
 def _with_note(c: Comparison, why: str) -> Comparison:

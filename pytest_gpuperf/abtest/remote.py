@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_gpuperf.abtest import protocol
+from pytest_gpuperf.abtest import lifeline, protocol
 from pytest_gpuperf.abtest.protocol import HeadChannel
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import Measurement, OpProfile
@@ -58,6 +58,8 @@ _LAUNCHER = f"""
 import os, sys
 harness = os.environ[{protocol.ENV_HARNESS!r}]
 sys.path[:] = [harness, *(os.getcwd() if p == "" else p for p in sys.path if p != harness)]
+import pytest_gpuperf.abtest.lifeline
+pytest_gpuperf.abtest.lifeline.die_with_parent()  # before the slow imports: a killed head ends this process
 import pytest_gpuperf.abtest.worker_plugin
 from multiprocessing.connection import Connection
 import torch
@@ -122,6 +124,7 @@ def launch_worker(cwd: Path, import_roots: Sequence[Path], log_path: Path, *, ti
     # the head's PYTEST_ADDOPTS carries --gpuperf-compare-ref: the worker must not recurse
     env.pop("PYTEST_ADDOPTS", None)
     env[protocol.ENV_FD] = str(child.fileno())
+    env[lifeline.ENV_PARENT] = str(os.getpid())
     env[protocol.ENV_TIME_ONLY] = "1" if time_only else "0"
     harness = head_harness_dir(log_path.parent)
     env[protocol.ENV_HARNESS] = str(harness)

@@ -1,12 +1,27 @@
-"""Turn a fresh Measurement into the BaselineEntry the store keeps."""
+"""Turn a Measurement into a BaselineEntry: the one way, for the store, compare-ref's base and ``gpuperf compare``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
+from pytest_gpuperf import stats
 from pytest_gpuperf.model import BaselineEntry, Environment, Measurement, Provenance
 
 DEFAULT_MAX_SAMPLES = 100
+
+
+class _Measured:
+    """``noise``'s default: the measurement's own between-run noise (``measured_noise``)."""
+
+
+MEASURED: Final = _Measured()
+
+
+def measured_noise(m: Measurement) -> float | None:
+    """The between-run noise an entry records for ``m``: its rounds' spread, and its fresh processes'
+    (``stats.recorded_noise``). The store writes it and ``gpuperf compare`` judges with it."""
+    return stats.recorded_noise(m.round_medians_ns, m.process_medians_ns)
 
 
 def thin_evenly(values: Sequence[float], limit: int) -> tuple[float, ...]:
@@ -27,11 +42,13 @@ def entry_from_measurement(
     environment: Environment,
     provenance: Provenance,
     *,
-    noise: float | None,
     recorded_at: str | None,
+    noise: float | _Measured | None = MEASURED,
     max_samples: int = DEFAULT_MAX_SAMPLES,
 ) -> BaselineEntry:
     """The baseline record of ``m``: statistics of all samples, a bounded subset of the samples.
+
+    ``noise`` defaults to ``measured_noise(m)``; a value given is recorded as it is.
 
     The kept samples are evenly spaced order statistics (picked from the sorted
     samples), so they follow the full distribution closely, which is what a
@@ -48,7 +65,7 @@ def entry_from_measurement(
         device=m.device,
         timer=m.timer,
         round_medians_ns=thin_evenly(m.round_medians_ns, max_samples),
-        noise=noise,
+        noise=measured_noise(m) if isinstance(noise, _Measured) else noise,
         calibration_ns=m.calibration_ns,
         speed_probe_ns=m.speed_probe_ns,
         speed_probe_spread=m.speed_probe_spread,

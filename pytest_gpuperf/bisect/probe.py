@@ -28,12 +28,13 @@ def judge_session(commit: str, subject: str, session: SessionResults, pytest_exi
     """A step's verdict from its compare-ref results, by the gate's own rule (``verdict.fails``)."""
     from pytest_gpuperf.config import GateSettings
     from pytest_gpuperf.verdict import fails
+    from pytest_gpuperf.verdict.judge import failing as failing_comparisons
 
     settings = GateSettings()  # not strict: only a regression makes a commit bad
     failing = [r for r in session.results if fails(r, settings)]
     if failing:
-        regressions = [Finding.of(r.measurement.key, c) for r in failing for c in r.comparisons
-                       if c.verdict.value == "regression"]  # fmt: skip
+        regressions = [Finding.of(r.measurement.key, c) for r in failing
+                       for c in failing_comparisons(r.comparisons, strict=False)]  # fmt: skip
         return Step(commit, subject, StepVerdict.BAD, tuple(regressions))
     if not session.results:
         return Step(commit, subject, StepVerdict.SKIP, reason="no measurement in the selected tests")

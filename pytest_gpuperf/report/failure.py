@@ -8,7 +8,7 @@ from pytest_gpuperf.model import Comparison, MeasurementResult
 from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.report.units import format_value
 from pytest_gpuperf.report.why import why_lines
-from pytest_gpuperf.verdict.judge import STRICT_VERDICTS
+from pytest_gpuperf.verdict.judge import failing as failing_comparisons
 
 
 def explain_lines(c: Comparison, indent: str = "    ") -> list[str]:
@@ -20,9 +20,9 @@ def failure_message(result: MeasurementResult, device: str, only: Sequence[Compa
     """One clear message for the failing comparisons of a measurement (``only``: those), with the deciding rules."""
     key = result.measurement.key
     lines = [f"performance regression in {key}"]
-    failing = list(only) or [c for c in result.comparisons if c.verdict.fails]
+    failing = list(only) or failing_comparisons(result.comparisons, strict=False)
     if not failing:
-        failing = [c for c in result.comparisons if c.verdict in STRICT_VERDICTS]
+        failing = failing_comparisons(result.comparisons, strict=True)
         lines[0] = f"{key}: {', '.join(sorted({c.verdict.value for c in failing}))} (--gpuperf-strict)"
     for c in failing:
         change = f" ({c.change:+.1%})" if c.change is not None else ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_gpuperf.config import GateSettings
-from pytest_gpuperf.model import BaselineEntry, Environment, Kind, Measurement, Metric
+from pytest_gpuperf.model import BaselineEntry, Environment, Kind, Measurement, Metric, Verdict
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,7 @@ class Case:
     other_classes: tuple[str, ...] = ()  # device classes that have a baseline when this one has none
     reference_label: str = "baseline"  # "baseline", or "main" (compare-ref's base)
     unmeasured: str = ""  # the reference side has this test but could not measure it: why (compare-ref)
+    suspicion: Verdict | None = None  # judging a confirmation: the change the first reading suspected
 
     @property
     def key(self) -> str:

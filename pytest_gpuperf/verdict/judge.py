@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pytest_gpuperf.config import GateSettings
@@ -21,16 +22,23 @@ from pytest_gpuperf.verdict.pipeline import run_pipeline
 from pytest_gpuperf.verdict.rules import MetricBounds
 from pytest_gpuperf.verdict.rulesets import RuleSet
 
-# What fails a test under --gpuperf-strict besides a regression.
+# What fails a test: a regression always; under --gpuperf-strict (``gpuperf compare --strict``)
+# also what could not be judged. The plugin, the reports and the CLI all ask ``failing``.
+FAILING_VERDICTS = frozenset({Verdict.REGRESSION})
 STRICT_VERDICTS = frozenset({Verdict.NOT_COMPARABLE, Verdict.UNSTABLE, Verdict.NOT_GATED})
 # Rules whose regression needs no reference: they fail the test in every mode, --gpuperf-update-baseline too.
 ABSOLUTE_RULES = frozenset({MetricBounds().name})
 
 
+def failing(comparisons: Iterable[Comparison], *, strict: bool) -> list[Comparison]:
+    """The comparisons that fail their test: regressions, and with ``strict`` what could not be judged."""
+    verdicts = FAILING_VERDICTS | (STRICT_VERDICTS if strict else frozenset())
+    return [c for c in comparisons if c.verdict in verdicts]
+
+
 def fails(result: MeasurementResult, settings: GateSettings) -> bool:
-    """Any regression fails; with ``strict`` also not comparable, unstable and not gated."""
-    failing = {Verdict.REGRESSION} | (STRICT_VERDICTS if settings.strict else frozenset())
-    return any(c.verdict in failing for c in result.comparisons)
+    """Whether ``result`` fails its test under ``settings`` (``failing``)."""
+    return bool(failing(result.comparisons, strict=settings.strict))
 
 
 def absolute_failures(result: MeasurementResult) -> tuple[Comparison, ...]:
@@ -91,8 +99,10 @@ def time_comparison(
     environment: Environment,
     *,
     confirmation: Evidence | None = None,
+    suspicion: Verdict | None = None,
 ) -> Comparison:
-    """The time comparison alone; with ``confirmation``, judged on that evidence by the confirmation rules."""
+    """The time comparison alone; with ``confirmation``, judged on that evidence by the confirmation rules
+    (``suspicion``: the change the first reading suspected)."""
     evidence = confirmation or reference.time_evidence
     entry = reference.entry
     comparable = entry is not None and (
@@ -102,17 +112,18 @@ def time_comparison(
         evidence = ev.against_baseline(measurement, entry, settings)
     current = measurement.stats.get(settings.statistic)
     case = _case(Kind.TIME, f"time.{settings.statistic.value}", current, "ns", measurement, reference, settings,
-                 environment, evidence=evidence)  # fmt: skip
+                 environment, evidence=evidence, suspicion=suspicion)  # fmt: skip
     return run_pipeline(case, rules.confirmation if confirmation is not None else rules.time)
 
 
 def _case(
     kind: Kind, name: str, current: float, unit: str, measurement: Measurement, reference: Reference,
     settings: GateSettings, environment: Environment, *, evidence: Evidence | None = None,
-    metric: Metric | None = None,
+    metric: Metric | None = None, suspicion: Verdict | None = None,
 ) -> Case:  # fmt: skip
     return Case(
         kind=kind, name=name, current=current, unit=unit, measurement=measurement, entry=reference.entry,
         settings=settings, environment=environment, evidence=evidence, metric=metric,
         other_classes=reference.other_classes, reference_label=reference.label, unmeasured=reference.unmeasured,
+        suspicion=suspicion,
     )  # fmt: skip

@@ -16,7 +16,9 @@ class Step:
     """What a rule did: a new verdict or threshold (None: unchanged), why, and whether the pipeline ends.
 
     ``quiet`` steps (the significance test's routine finding) go into the
-    explanation but not into the comparison's short note.
+    explanation but not into the comparison's short note. A ``suspect`` step's
+    change is confirmed or cleared by the mode's confirmation readings
+    (confirmation.py).
     """
 
     note: str
@@ -24,6 +26,7 @@ class Step:
     threshold: float | None = None
     final: bool = False
     quiet: bool = False
+    suspect: bool = False
 
 
 class Rule(Protocol):
@@ -92,5 +95,5 @@ def apply_step(draft: Comparison, rule: str, step: Step) -> Comparison:
     note = draft.note
     if not step.quiet and step.note:
         note = f"{note}; {step.note}" if note else step.note
-    explanation = (*draft.explanation, RuleNote(rule, verdict, step.note))
+    explanation = (*draft.explanation, RuleNote(rule, verdict, step.note, step.suspect))
     return dataclasses.replace(draft, verdict=verdict, threshold=threshold, note=note, explanation=explanation)

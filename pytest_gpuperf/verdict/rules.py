@@ -124,9 +124,13 @@ def _pct(noise: float | None) -> str:
 
 @dataclass(frozen=True)
 class Significance:
-    """Large enough (|change| above the threshold) and significant (the CI of the ratio excludes 1)."""
+    """Large enough (|change| above the threshold) and significant (the CI of the ratio excludes 1).
+
+    ``suspects``: a change it calls awaits confirmation (off where it judges the confirmation itself).
+    """
 
     name: str = "significance"
+    suspects: bool = True
 
     def apply(self, case: Case, draft: Comparison) -> Step | None:
         ev = case.evidence
@@ -137,7 +141,8 @@ class Significance:
         side = "excludes 1" if ev.low > 1.0 or ev.high < 1.0 else "includes 1"
         size = "above" if abs(ev.change) > threshold else "within"
         note = f"{ev.change:+.1%} is {size} the threshold {threshold:.1%}; the CI [{ev.low:.3f}, {ev.high:.3f}] {side}"
-        return Step(note, verdict, threshold=threshold, quiet=True)
+        suspect = self.suspects and verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT)
+        return Step(note, verdict, threshold=threshold, quiet=True, suspect=suspect)
 
 
 def time_verdict(change: float, ci_low: float, ci_high: float, threshold: float) -> Verdict:
@@ -150,14 +155,20 @@ def time_verdict(change: float, ci_low: float, ci_high: float, threshold: float)
 
 @dataclass(frozen=True)
 class ConfirmOnly:
-    """A confirmation may confirm or clear a suspected regression, never turn it into an improvement."""
+    """A confirmation may confirm or clear a suspected change, never turn it into the opposite one."""
 
     name: str = "confirm-only"
 
     def apply(self, case: Case, draft: Comparison) -> Step | None:
-        if draft.verdict is not Verdict.IMPROVEMENT:
+        speed_up = case.suspicion is Verdict.IMPROVEMENT
+        if draft.verdict is not (Verdict.REGRESSION if speed_up else Verdict.IMPROVEMENT):
             return None
-        return Step("the first reading suspected a slowdown: a faster confirmation only clears it", Verdict.UNCHANGED)
+        note = (
+            "the first reading suspected a speed-up: a slower confirmation only clears it"
+            if speed_up
+            else ("the first reading suspected a slowdown: a faster confirmation only clears it")
+        )
+        return Step(note, Verdict.UNCHANGED)
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ def baseline_rules(guard: GuardRules = GuardRules()) -> RuleSet:
         time=(MinimumSamples(), Reference(), NoiseFloor(), Significance(), *guard.time, Health()),
         memory=(Reference(), MemoryGrowth()),
         metric=(MetricBounds(), Reference(), MetricTolerance(), *guard.metric),
-        confirmation=(MinimumSamples(), Reference(), NoiseFloor(), Significance(), *guard.time, Health()),
+        confirmation=(MinimumSamples(), Reference(), NoiseFloor(), Significance(suspects=False), *guard.time, Health()),
     )
 
 
@@ -58,7 +58,7 @@ def compare_ref_rules(guard: GuardRules = GuardRules()) -> RuleSet:
         time=(MinimumSamples(), Reference(), Significance(), Health()),
         memory=(Reference(), MemoryGrowth()),
         metric=(MetricBounds(), Reference(), MetricTolerance()),
-        confirmation=(Significance(), ConfirmOnly(), Health()),
+        confirmation=(Significance(suspects=False), ConfirmOnly(), Health()),
     )
 
 

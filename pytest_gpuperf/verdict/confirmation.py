@@ -1,0 +1,96 @@
+"""Confirmation as a step of the verdict: what is suspected, and what the extra readings made of it.
+
+The engines gather readings (fresh processes in baseline mode, fresh process
+pairs in compare-ref); everything they mean is decided here. A comparison is
+*suspected* when a rule whose step is flagged ``suspect`` (the significance
+test) called a change, a regression or an improvement, and no later rule
+cleared it (a host guard may have doubted it: then it reads unstable, still
+suspected). A suspicion is confirmed or cleared by the mode's confirmation
+readings, in the same direction only: readings faster than the base never turn
+a suspected regression into an improvement, nor slower ones a suspected
+improvement into a regression. Improvements are reported, so they are held to
+the same standard as regressions.
+
+``confirmed`` writes the outcome as the comparison's last step (``confirmation``),
+with the wording the reports show.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pytest_gpuperf.model import Comparison, Kind, MeasurementResult, RuleNote, Verdict
+
+SUSPECTED = frozenset({Verdict.REGRESSION, Verdict.IMPROVEMENT})
+
+
+def suspicion(c: Comparison) -> Verdict | None:
+    """The change a suspecting step called, if it still stands (REGRESSION or IMPROVEMENT); else None."""
+    called = next((step.verdict for step in reversed(c.explanation) if step.suspect), None)
+    if called not in SUSPECTED:
+        return None
+    return called if c.verdict in (called, Verdict.UNSTABLE) else None
+
+
+def time_of(result: MeasurementResult) -> Comparison:
+    """The time comparison of ``result``: the one confirmations are about."""
+    return next(c for c in result.comparisons if c.kind is Kind.TIME)
+
+
+def oriented(ratios: list[float], suspected: Verdict) -> list[float]:
+    """Ratios turned so that the suspected change reads above 1 (an improvement's are inverted)."""
+    return ratios if suspected is Verdict.REGRESSION else [1.0 / r for r in ratios]
+
+
+def oriented_threshold(threshold: float, suspected: Verdict) -> float:
+    """The threshold on ``oriented`` ratios: an improvement needs a ratio below ``1 - threshold``."""
+    return threshold if suspected is Verdict.REGRESSION else threshold / max(1e-9, 1.0 - threshold)
+
+
+def confirmed(result: MeasurementResult, note: str, verdict: Verdict | None = None) -> MeasurementResult:
+    """``result`` with a ``confirmation`` step on its time comparison (and the note on the measurement)."""
+    time_c = time_of(result)
+    verdict = verdict or time_c.verdict
+    explained = dataclasses.replace(
+        time_c, verdict=verdict, note=f"{time_c.note}; {note}" if time_c.note else note,
+        explanation=(*time_c.explanation, RuleNote("confirmation", verdict, note)),
+    )  # fmt: skip
+    comparisons = tuple(explained if c is time_c else c for c in result.comparisons)
+    measured = dataclasses.replace(result.measurement, notes=(*result.measurement.notes, note))
+    return dataclasses.replace(result, measurement=measured, comparisons=comparisons)
+
+
+def _word(suspected: Verdict) -> str:
+    return "regression" if suspected is Verdict.REGRESSION else "improvement"
+
+
+def remeasure_note(suspected: Verdict, verdict: Verdict, count: int, history: str) -> str:
+    """Baseline mode: what ``count`` re-measures in fresh processes made of the suspicion."""
+    if verdict is suspected:
+        return f"confirmed by {count} re-measure(s) in fresh processes: {history}"
+    if verdict is Verdict.UNSTABLE:
+        return f"not judged on re-measure {count}: {history}"
+    return f"suspected {_word(suspected)} not confirmed on re-measure {count}: {history}"
+
+
+def pairs_note(suspected: Verdict, verdict: Verdict, count: int, *, stopped_early: bool, threshold: float) -> str:
+    """Compare-ref: what ``count`` fresh process pairs made of the first pair's suspicion."""
+    if verdict is suspected:
+        return f"confirmed by {count} fresh process pairs"
+    if stopped_early:
+        return (
+            f"the first pair's suspected {_word(suspected)} was not confirmed: {count} fresh pairs "
+            f"left no room for a change beyond {threshold:.1%}, the other pairs were not measured"
+        )
+    return f"the first pair's suspected {_word(suspected)} was not confirmed"
+
+
+def unusable_note(suspected: Verdict, measured: int, problems: str) -> str:
+    """Compare-ref: too few pairs could measure. A suspected improvement is then not reported as one."""
+    return f"{_word(suspected)} not confirmed in fresh process pairs ({measured} measured: {problems})"
+
+
+def unconfirmed_verdict(suspected: Verdict, current: Verdict) -> Verdict:
+    """What stands when no confirmation could be taken: a regression stays (the gate errs on the safe
+    side), an improvement is not claimed."""
+    return Verdict.UNCHANGED if suspected is Verdict.IMPROVEMENT and current is Verdict.IMPROVEMENT else current

@@ -1,0 +1,87 @@
+"""Workers end with their head: a SIGKILLed head leaves no worker spinning."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from pytest_gpuperf.abtest import protocol
+from tests.test_abtest_compare_ref import ARGS, make_repo
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the workers"),
+]
+
+# The base's test module keeps its worker busy in collection, away from the pipe.
+BUSY_AT_COLLECTION = """
+import time
+
+_end = time.monotonic() + 120
+while time.monotonic() < _end:
+    pass
+
+def test_spin(gpu_bench):
+    gpu_bench(lambda: sum(range(1000)))
+"""
+
+
+def tagged(tag: str) -> dict[int, bool]:
+    """Live processes whose environment carries ``tag``: pid -> whether it is a worker."""
+    found: dict[int, bool] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and f"GPUPERF_LIFELINE_TAG={tag}".encode() in environ:
+            found[int(entry.name)] = any(v.startswith(protocol.ENV_FD.encode()) for v in environ)
+    return found
+
+
+def wait_for(condition, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return bool(condition())
+
+
+def test_workers_end_within_seconds_of_a_sigkilled_head(pytester: pytest.Pytester) -> None:
+    root = make_repo(pytester, head_work=20000, base_files={"test_perf.py": BUSY_AT_COLLECTION})
+    tag = uuid.uuid4().hex
+    env = {**os.environ, "GPUPERF_LIFELINE_TAG": tag, "PYTHONPATH": os.pathsep.join(sys.path)}
+    head = subprocess.Popen(
+        [sys.executable, "-m", "pytest", *ARGS, "--gpuperf-confirm-pairs=0"],
+        cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert wait_for(lambda: any(tagged(tag).values()), 120), "no worker started"
+        workers = [pid for pid, worker in tagged(tag).items() if worker]
+        head.send_signal(signal.SIGKILL)
+        head.wait()
+        gone = wait_for(lambda: not set(workers) & set(tagged(tag)), 5)
+        assert gone, f"workers {sorted(set(workers) & set(tagged(tag)))} outlived their head by 5 s"
+    finally:
+        for pid in tagged(tag):
+            os.kill(pid, signal.SIGKILL)
+        head.kill()
+        head.wait()
+
+
+def test_a_process_whose_parent_is_already_gone_ends_at_once(tmp_path: Path) -> None:
+    code = "from pytest_gpuperf.abtest import lifeline; lifeline.die_with_parent(1); print('alive')"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (1, ""), done.stderr
