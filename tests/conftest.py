@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+from postgres_server import postgres_server  # noqa: F401  (a session fixture: the history store's real server)
 
 # Imported once, before any test: pytester's in-process runs restore sys.modules afterwards, so
 # a torch first imported inside one (by a test project's conftest) would be dropped, and

@@ -128,8 +128,8 @@ class HistoryStore:
         value_rows = [_value_row(run.run_id, v) for v in run.values if math.isfinite(v.value)]
         writer = self.engine.connect().execution_options(gpuperf_write=True)
         with self._errors(f"cannot store run {run.run_id[:12]}"), writer as conn, conn.begin():
-            insert = _insert_ignoring_duplicates(conn, schema.runs)
-            if conn.execute(insert.values(**run_row)).rowcount == 0:
+            insert = _insert_ignoring_duplicates(conn, schema.runs).values(**run_row)
+            if conn.execute(insert.returning(schema.runs.c.run_id)).first() is None:
                 return False  # stored before, by this or another process: its values are there too
             if value_rows:
                 conn.execute(schema.values.insert(), value_rows)
@@ -185,8 +185,22 @@ class HistoryStore:
                 if entry is None:
                     entry = grouped[key] = (row[3], row[4], [])
                 entry[2].append(
-                    Point(row[7], row[8], row[9], row[10], row[11], row[12], row[13], row[14], row[15], row[16],
-                          row[17], bool(row[18]), bool(row[19]), row[20])  # fmt: skip
+                    Point(
+                        row[7],
+                        row[8],
+                        row[9],
+                        row[10],
+                        row[11],
+                        row[12],
+                        row[13],
+                        row[14],
+                        row[15],
+                        row[16],
+                        row[17],
+                        bool(row[18]),
+                        bool(row[19]),
+                        row[20],
+                    )
                 )
         series = [Series(key, unit, better, tuple(points)) for key, (unit, better, points) in grouped.items()]
         series.sort(key=lambda s: (s.key.test, s.key.measurement, s.key.statistic, s.key.device_class, s.key.branch))
