@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 import pytest
-from postgres_server import postgres_server  # noqa: F401  (a session fixture: the history store's real server)
 
 # Imported once, before any test: pytester's in-process runs restore sys.modules afterwards, so
 # a torch first imported inside one (by a test project's conftest) would be dropped, and
 # importing its C extension again later crashes the interpreter.
 import torch  # noqa: F401
+from postgres_server import postgres_server  # noqa: F401  (a session fixture: the history store's real server)
 
 # Budgets that keep measured runs in tests short; tests assert behaviour, never timings.
 FAST = ["--gpuperf-warmup-time=0.02", "--gpuperf-min-time=0.05", "--gpuperf-max-time=0.4"]

@@ -176,8 +176,13 @@ def test_concurrent_writers_from_several_processes_lose_nothing_and_store_each_r
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     start = time.time() + 3.0  # time to import before the race
     procs = [
-        subprocess.Popen([sys.executable, "-c", WRITER, store_url, str(i), str(start)], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, store_url, str(i), str(start)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for i in range(6)
     ]
     outputs = [p.communicate(timeout=120) for p in procs]
@@ -222,4 +227,3 @@ def test_a_file_that_is_not_a_database_is_refused(tmp_path: Path) -> None:
     bogus.write_text(json.dumps({"not": "a database"}) * 100)
     with pytest.raises(StoreError, match=r"notes\.db: cannot open: file is not a database"):
         open_store(str(bogus))
-
