@@ -602,7 +602,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tw.write_line(message, yellow=True)
         with contextlib.suppress(GpuperfWarning):  # raised under -W error; the line above said it
             warnings.warn(GpuperfWarning(message), stacklevel=1)
-    _record_history(tw, config, session)
+    if state.worker is None:  # under xdist the controller records the merged session, once
+        _record_history(tw, config, session)
 
 
 def _record_history(tw: Any, config: pytest.Config, session: SessionResults) -> None:

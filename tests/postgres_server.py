@@ -22,7 +22,11 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+# Imported before any test, as torch is in conftest.py: pytester drops the modules first imported
+# during a test, and SQLAlchemy warns (an error here) when its dialects register their functions twice.
 import pytest
+import sqlalchemy.dialects.postgresql.psycopg
+import sqlalchemy.dialects.sqlite.pysqlite  # noqa: F401
 
 ENV_VAR = "GPUPERF_TEST_POSTGRES"
 
@@ -114,3 +118,13 @@ def fresh_database(server_url: str) -> Iterator[str]:
         with admin.connect() as conn:
             conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty store of each kind: a SQLite file, and a fresh database on the real PostgreSQL server."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'history.db'}"
+        return
+    with fresh_database(request.getfixturevalue("postgres_server")) as url:
+        yield url

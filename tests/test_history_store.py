@@ -8,11 +8,9 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from postgres_server import fresh_database
 
 from pytest_gpuperf.errors import StoreError
 from pytest_gpuperf.history.model import RecordedValue, RunRecord
@@ -20,16 +18,6 @@ from pytest_gpuperf.history.store import NO_BRANCH, SeriesFilter, known_revision
 from pytest_gpuperf.history.url import parse_url, redact
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty store of each kind: a SQLite file, and a fresh database on the real PostgreSQL server."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'history.db'}"
-        return
-    with fresh_database(request.getfixturevalue("postgres_server")) as url:
-        yield url
 
 
 def value(test: str, statistic: str = "time.p50", number: float = 100.0, **extra: object) -> RecordedValue:

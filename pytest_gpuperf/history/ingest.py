@@ -48,8 +48,22 @@ def run_identity(session: SessionResults) -> str:
     """A stable id for ``session``: the SHA-256 of its canonical results JSON (summary excluded)."""
     from pytest_gpuperf.report import codec
 
-    text = json.dumps(codec.to_json(session), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    document = _numbers_as_floats(codec.to_json(session))
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _numbers_as_floats(value: object) -> object:
+    """Every number as a float: a float field given an int in memory reads back as a float from its file."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, Mapping):
+        return {k: _numbers_as_floats(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_numbers_as_floats(v) for v in value]
+    return value
 
 
 def environment_record(environment: Environment, *, gpu_count: int | None = None) -> dict[str, object]:
