@@ -229,15 +229,15 @@ def _since(text: str | None, store: HistoryStore) -> str | None:
 
 
 def _cmd_changes(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from pytest_gpuperf.history.model import ChangeKind
-    from pytest_gpuperf.history.render import render_changes
-
-    store = _open(args, stderr)
+    store = _open(args, stderr)  # first: an unusable store is an error before anything else is done
     if store is None:
         return EXIT_USAGE
     with store:
         series = _series(args, store)
         since = _since(args.since, store)
+    from pytest_gpuperf.history.model import ChangeKind
+    from pytest_gpuperf.history.render import render_changes
+
     by_key = {s.key: s for s in series}
     changes = find_all_changes(series)
     if since is not None:
@@ -262,13 +262,13 @@ def _first_bad_time(series: Series, change: ChangePoint) -> str:
 
 
 def _cmd_dashboard(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from pytest_gpuperf.history.dashboard import build_site
-
     store = _open(args, stderr)
     if store is None:
         return EXIT_USAGE
     with store:
         series = _series(args, store)
+    from pytest_gpuperf.history.dashboard import build_site
+
     changes = find_all_changes(series)
     options = {"title": args.title} if args.title else {}
     index = build_site(series, changes, args.out, **options)

@@ -118,7 +118,8 @@ def test_a_bad_file_among_good_ones_is_refused_whole_and_the_good_ones_are_store
     tmp_path: Path, store_url: str
 ) -> None:
     good = write_results(tmp_path / "good.json", make_session())
-    other = write_results(tmp_path / "other.json", dataclasses.replace(make_session(), started_at="2026-01-03T00:00:00"))
+    later = dataclasses.replace(make_session(), started_at="2026-01-03T00:00:00")
+    other = write_results(tmp_path / "other.json", later)
     doc = json.loads(good.read_text())
     doc["results"][1]["measurement"]["calls_per_sample"] = 0  # valid JSON, invalid file: fails late in its results
     bad = tmp_path / "bad.json"
