@@ -108,7 +108,7 @@ def test_corrupt_and_unknown_version_files_are_refused_naming_the_file(tmp_path:
     doc["schema_version"] = 99
     future = tmp_path / "future.json"
     future.write_text(json.dumps(doc))
-    with pytest.raises(ResultsError, match=r"future\.json"):
+    with pytest.raises(ResultsError, match=r"future\.json at \$\.schema_version: format version 99 is newer"):
         load_run(future)
     with pytest.raises(ResultsError, match=r"missing\.json: cannot read"):
         load_run(tmp_path / "missing.json")

@@ -105,6 +105,10 @@ def loads_results(text: str, path: Path | str = "<results>") -> SessionResults:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResultsError(path, f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    version = document.get("schema_version") if isinstance(document, dict) else None
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        message = f"format version {version} is newer than this pytest-gpuperf reads (up to {SCHEMA_VERSION})"
+        raise ResultsError(path, f"{message}: upgrade pytest-gpuperf to read it", json_path="$.schema_version")
     validate_document(_upgrade(document), path)
     return session_from_json(document)
 
