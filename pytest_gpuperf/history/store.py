@@ -146,63 +146,59 @@ class HistoryStore:
     def load_series(self, where: SeriesFilter | None = None) -> list[Series]:
         """Every series matching ``where``, each in commit order (commit date, then run time).
 
-        One query, grouped here: a store of 500 series of 1,000 runs is read in one pass.
-        Runs without a commit are stored but left out: a change point is named by commits.
+        Two reads grouped here, not a query per series: the runs (few, in their order), then
+        every selected value in one fetch, without a join or a sort in the database (the
+        points are put in their runs' order here). Runs without a commit are stored but left
+        out: a change point is named by commits.
         """
-        from sqlalchemy import and_, func, select
+        from sqlalchemy import func, select
 
         where = where or SeriesFilter()
         r, v = schema.runs, schema.values
-        order = func.coalesce(r.c.commit_date, r.c.started_at)
-        columns = (
-            v.c.test, v.c.measurement, v.c.statistic, v.c.unit, v.c.better, r.c.device_class, r.c.branch,
-            r.c.run_id, r.c.commit, r.c.started_at, r.c.runner, v.c.value, v.c.ci_low, v.c.ci_high,
-            v.c.p10, v.c.p90, v.c.samples, v.c.verdict, r.c.baseline_update,
-            v.c.profile_diff.is_not(None), r.c.commit_date,
-        )  # fmt: skip
-        conditions: list[Any] = [r.c.commit.is_not(None)]
-        if where.test:
-            conditions.append(v.c.test.contains(where.test, autoescape=True))
+        run_query = select(
+            r.c.run_id, r.c.commit, r.c.started_at, r.c.runner, r.c.baseline_update, r.c.commit_date,
+            r.c.device_class, r.c.branch,
+        ).where(r.c.commit.is_not(None))  # fmt: skip
         if where.device_class:
-            conditions.append(r.c.device_class == where.device_class)
+            run_query = run_query.where(r.c.device_class == where.device_class)
         if where.branch:
-            conditions.append(r.c.branch.is_(None) if where.branch == NO_BRANCH else r.c.branch == where.branch)
+            branch = r.c.branch.is_(None) if where.branch == NO_BRANCH else r.c.branch == where.branch
+            run_query = run_query.where(branch)
+        run_query = run_query.order_by(func.coalesce(r.c.commit_date, r.c.started_at), r.c.started_at, r.c.run_id)
+        value_query = select(
+            v.c.run_id, v.c.test, v.c.measurement, v.c.statistic, v.c.unit, v.c.better, v.c.value, v.c.ci_low,
+            v.c.ci_high, v.c.p10, v.c.p90, v.c.samples, v.c.verdict, v.c.profile_diff.is_not(None),
+        )  # fmt: skip
+        if where.test:
+            value_query = value_query.where(v.c.test.contains(where.test, autoescape=True))
         if where.statistic:
             stat = where.statistic
-            conditions.append(v.c.statistic.startswith(stat, autoescape=True) if stat.endswith(".") else
-                              v.c.statistic == stat)  # fmt: skip
-        query = (
-            select(*columns)
-            .select_from(v.join(r, v.c.run_id == r.c.run_id))
-            .where(and_(*conditions))
-            .order_by(order, r.c.started_at, r.c.run_id)
-        )
-        grouped: dict[SeriesKey, tuple[str, str, list[Point]]] = {}
-        with self._errors("cannot read series"), self.engine.connect() as conn:
-            for row in conn.execute(query):
-                key = SeriesKey(row[0], row[1], row[2], row[5], row[6] or NO_BRANCH)
-                entry = grouped.get(key)
-                if entry is None:
-                    entry = grouped[key] = (row[3], row[4], [])
-                entry[2].append(
-                    Point(
-                        row[7],
-                        row[8],
-                        row[9],
-                        row[10],
-                        row[11],
-                        row[12],
-                        row[13],
-                        row[14],
-                        row[15],
-                        row[16],
-                        row[17],
-                        bool(row[18]),
-                        bool(row[19]),
-                        row[20],
-                    )
-                )
-        series = [Series(key, unit, better, tuple(points)) for key, (unit, better, points) in grouped.items()]
+            value_query = value_query.where(
+                v.c.statistic.startswith(stat, autoescape=True) if stat.endswith(".") else v.c.statistic == stat
+            )
+        if where.device_class or where.branch:
+            value_query = value_query.where(v.c.run_id.in_(run_query.with_only_columns(r.c.run_id).order_by(None)))
+        with self._errors("cannot read series"), self.engine.connect() as conn, conn.begin():
+            run_rows = conn.execute(run_query).all()
+            value_rows = conn.execute(value_query).all()  # one fetch: far faster than a row at a time
+        runs = {row[0]: (rank, row) for rank, row in enumerate(run_rows)}
+        grouped: dict[tuple[str, ...], tuple[str, str, list[tuple[int, Point]]]] = {}
+        for row in value_rows:
+            found = runs.get(row[0])
+            if found is None:
+                continue  # a run without a commit
+            rank, run = found
+            key = (row[1], row[2], row[3], run[6], run[7] or NO_BRANCH)
+            entry = grouped.get(key)
+            if entry is None:
+                entry = grouped[key] = (row[4], row[5], [])
+            point = Point(run[0], run[1], run[2], run[3], row[6], row[7], row[8], row[9], row[10], row[11], row[12],
+                          bool(run[4]), bool(row[13]), run[5])  # fmt: skip
+            entry[2].append((rank, point))
+        series = []
+        for k, (unit, better, ranked) in grouped.items():
+            ranked.sort(key=_first)
+            series.append(Series(SeriesKey(*k), unit, better, tuple(p for _, p in ranked)))
         series.sort(key=lambda s: (s.key.test, s.key.measurement, s.key.statistic, s.key.device_class, s.key.branch))
         return series
 
@@ -236,6 +232,10 @@ class HistoryStore:
         with self._errors("cannot look a commit up"), self.engine.connect() as conn:
             found = conn.execute(query).scalar_one_or_none()
         return str(found) if found is not None else None
+
+
+def _first(pair: tuple[int, Point]) -> int:
+    return pair[0]
 
 
 def utc_timestamp(text: str | None) -> str | None:
