@@ -267,11 +267,18 @@ def _cmd_dashboard(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
         return EXIT_USAGE
     with store:
         series = _series(args, store)
-    from pytest_gpuperf.history.dashboard import build_site
+        recorded = store.load_profile_diffs(series)
+    from pytest_gpuperf.history.dashboard import build_site, diff_key
 
     changes = find_all_changes(series)
+    diffs = {
+        diff_key(p.run_id, s.key): recorded[(p.run_id, s.key.test, s.key.measurement)]
+        for s in series
+        for p in s.points
+        if (p.run_id, s.key.test, s.key.measurement) in recorded
+    }
     options = {"title": args.title} if args.title else {}
-    index = build_site(series, changes, args.out, **options)
+    index = build_site(series, changes, args.out, profile_diffs=diffs, **options)
     stdout.write(f"dashboard of {len(series)} series, {len(changes)} change points written to {index}\n")
     return EXIT_OK
 

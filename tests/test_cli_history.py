@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -67,3 +68,64 @@ def test_a_store_written_by_a_newer_version_is_refused(tmp_path: Path) -> None:
     code, _, err = run("history", "changes", "--history", url)
     assert code == EXIT_INVALID_INPUT and "written by a newer pytest-gpuperf" in err
     assert "Traceback" not in err
+
+
+def _step_store(url: str) -> list[str]:
+    """20 commits; test_step's median rises 30% at commit 12 (runs of 1% noise), test_flat never moves."""
+    import random
+
+    from pytest_gpuperf.history.model import RecordedValue, RunRecord
+
+    rng = random.Random(7)
+    commits = [f"{i:02d}".ljust(40, "c") for i in range(20)]
+    with open_store(url) as store:
+        for i, commit in enumerate(commits):
+            level = 1.3e6 if i >= 12 else 1.0e6
+            values = []
+            for test, centre in (("t.py::test_step", level), ("t.py::test_flat", 2.0e6)):
+                v = centre * (1 + rng.gauss(0, 0.01))
+                values.append(RecordedValue(test, "default", "time.p50", v, "ns", ci_low=v * 0.99, ci_high=v * 1.01,
+                                            p10=v * 0.97, p90=v * 1.03, samples=60))  # fmt: skip
+            day = f"2026-04-{i + 1:02d}"
+            store.record(RunRecord(f"run-{i}", commit, "main", f"{day}T12:00:00+00:00", "r1", "cpu-x", "baseline", {},
+                                   tuple(values), commit_date=f"{day}T10:00:00+00:00"))  # fmt: skip
+    return commits
+
+
+def test_changes_names_the_commit_range_and_exits_1_for_a_recent_regression(tmp_path: Path, store_url: str) -> None:
+    commits = _step_store(store_url)
+    code, out, err = run("history", "changes", "--history", store_url, "--format", "json")
+    assert code == EXIT_OK, err  # the step is 8 runs old: older than --recent 3
+    [change] = json.loads(out)
+    assert (change["test"], change["statistic"], change["kind"]) == ("t.py::test_step", "time.p50", "regression")
+    assert (change["last_good"], change["first_bad"]) == (commits[11], commits[12])
+    assert change["device_class"] == "cpu-x" and change["branch"] == "main"
+    code, _, err = run("history", "changes", "--history", store_url, "--recent", "8")
+    assert code == 1
+    assert f"new regression t.py::test_step::default time.p50 [cpu-x, main]: first bad {commits[12][:12]}" in err
+    # --since: a date or a commit; the detector still sees the whole series
+    assert json.loads(run("history", "changes", "--history", store_url, "--format", "json", "--since",
+                          "2026-04-14")[1]) == []  # fmt: skip
+    assert len(json.loads(run("history", "changes", "--history", store_url, "--format", "json", "--since",
+                              commits[12][:10])[1])) == 1  # fmt: skip
+    code, _, err = run("history", "changes", "--history", store_url, "--since", "nonsense")
+    assert code == EXIT_INVALID_INPUT and "--since 'nonsense' is neither an ISO 8601 date nor a commit" in err
+    # filters
+    assert json.loads(run("history", "changes", "--history", store_url, "--format", "json", "-k", "flat")[1]) == []
+    assert json.loads(run("history", "changes", "--history", store_url, "--format", "json", "--device-class",
+                          "cuda-h100")[1]) == []  # fmt: skip
+    code, out, _ = run("history", "changes", "--history", store_url, "--format", "markdown")
+    assert code == EXIT_OK and "test_step" in out and commits[12][:7] in out
+    output = tmp_path / "changes.txt"
+    assert run("history", "changes", "--history", store_url, "--output", str(output))[0] == EXIT_OK
+    assert "test_step" in output.read_text()
+
+
+def test_dashboard_writes_a_site_of_the_stores_series(tmp_path: Path) -> None:
+    url = str(tmp_path / "h.db")
+    _step_store(url)
+    code, out, err = run("history", "dashboard", "--history", url, "--out", str(tmp_path / "site"), "--title", "Perf")
+    assert code == EXIT_OK, err
+    assert "dashboard of 2 series, 1 change points written to" in out
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert "Perf" in index and "test_step" in index and "test_flat" in index

@@ -221,6 +221,25 @@ class HistoryStore:
             found = conn.execute(query).scalar_one_or_none()
         return found if isinstance(found, Mapping) else None
 
+    def load_profile_diffs(self, series: Sequence[Series]) -> dict[tuple[str, str, str], Mapping[str, object]]:
+        """Every profile diff recorded for the points of ``series``, by (run id, test, measurement).
+
+        One query over the (few) values that carry a diff, for the dashboard's links.
+        """
+        from sqlalchemy import select
+
+        wanted = {(p.run_id, s.key.test, s.key.measurement) for s in series for p in s.points if p.has_profile_diff}
+        if not wanted:
+            return {}
+        v = schema.values
+        query = select(v.c.run_id, v.c.test, v.c.measurement, v.c.profile_diff).where(v.c.profile_diff.is_not(None))
+        found: dict[tuple[str, str, str], Mapping[str, object]] = {}
+        with self._errors("cannot read profile diffs"), self.engine.connect() as conn:
+            for run_id, test, measurement, diff in conn.execute(query):
+                if (run_id, test, measurement) in wanted and isinstance(diff, Mapping):
+                    found.setdefault((run_id, test, measurement), diff)
+        return found
+
     def commit_date_of(self, commit: str) -> str | None:
         """The commit date the store has for ``commit`` (a full hash or a unique prefix), else None."""
         from sqlalchemy import func, select
