@@ -129,3 +129,14 @@ def test_dashboard_writes_a_site_of_the_stores_series(tmp_path: Path) -> None:
     assert "dashboard of 2 series, 1 change points written to" in out
     index = (tmp_path / "site" / "index.html").read_text()
     assert "Perf" in index and "test_step" in index and "test_flat" in index
+
+
+def test_the_dashboard_links_a_recorded_profile_diff(tmp_path: Path) -> None:
+    from test_report_profile_helpers import cpu_extra_op_diff, regressed, session_of
+
+    url = str(tmp_path / "h.db")
+    results = write_results(tmp_path / "r.json", session_of(regressed(cpu_extra_op_diff(), "t.py::test_x")))
+    assert run("history", "ingest", "--history", url, str(results))[0] == EXIT_OK
+    assert run("history", "dashboard", "--history", url, "--out", str(tmp_path / "site"))[0] == EXIT_OK
+    [page] = (tmp_path / "site" / "diffs").glob("*.html")
+    assert "Why it got slower" in page.read_text()
