@@ -111,6 +111,7 @@ def test_points_carry_interval_spread_verdict_update_and_the_profile_diff(store_
         assert (point.verdict, point.baseline_update, point.has_profile_diff) == ("regression", True, True)
         assert store.load_profile_diff("r1", "t.py::test_a", "default") == diff
         assert store.load_profile_diff("r1", "t.py::test_a", "other") is None
+        assert store.load_profile_diffs([series]) == {("r1", "t.py::test_a", "default"): diff}
 
 
 def test_a_store_from_a_newer_version_is_refused_and_an_empty_one_is_created(store_url: str) -> None:
