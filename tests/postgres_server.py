@@ -23,7 +23,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 # Imported before any test, as torch is in conftest.py: pytester drops the modules first imported
-# during a test, and SQLAlchemy warns (an error here) when its dialects register their functions twice.
+# during a test, and then SQLAlchemy warns (an error here) when its dialects register their
+# functions again, and does not recognise the error classes of a psycopg imported again.
+import alembic.command
+import alembic.runtime.migration
+import alembic.script  # noqa: F401
+import psycopg  # noqa: F401
 import pytest
 import sqlalchemy.dialects.postgresql.psycopg
 import sqlalchemy.dialects.sqlite.pysqlite  # noqa: F401
