@@ -78,9 +78,10 @@ class HistoryStore:
         """Database errors as StoreError naming the store (password hidden) and what failed."""
         from sqlalchemy.exc import SQLAlchemyError
 
+        driver_error = getattr(self.engine.dialect.loaded_dbapi, "Error", SQLAlchemyError)
         try:
             yield
-        except SQLAlchemyError as exc:
+        except (SQLAlchemyError, driver_error) as exc:  # the driver's own: one SQLAlchemy did not wrap
             raise StoreError(self.url, f"{doing}: {self._reason(exc)}") from None
 
     def _reason(self, exc: Exception) -> str:
