@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import run
 from test_report_helpers import make_session
+from test_report_history import history_repo  # noqa: F401  (a git repository of baseline versions)
 
 from pytest_gpuperf.cli import EXIT_INVALID_INPUT, EXIT_OK, EXIT_USAGE
 from pytest_gpuperf.history.store import open_store
@@ -140,3 +141,19 @@ def test_the_dashboard_links_a_recorded_profile_diff(tmp_path: Path) -> None:
     assert run("history", "dashboard", "--history", url, "--out", str(tmp_path / "site"))[0] == EXIT_OK
     [page] = (tmp_path / "site" / "diffs").glob("*.html")
     assert "Why it got slower" in page.read_text()
+
+
+def test_ingest_of_the_baselines_git_history(
+    history_repo: tuple[Path, list[str]],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    root, shas = history_repo
+    url = str(tmp_path / "h.db")
+    code, out, _ = run("history", "ingest", "--history", url, "--baselines", str(root))
+    assert code == EXIT_OK and f"stored {len(shas)} of {len(shas)} baseline versions from {root}" in out
+    code, out, _ = run("history", "ingest", "--history", url, "--baselines", str(root))
+    assert code == EXIT_OK and f"stored 0 of {len(shas)} baseline versions" in out
+    outside = tmp_path / "not-git"
+    outside.mkdir()
+    code, _, err = run("history", "ingest", "--history", url, "--baselines", str(outside))
+    assert code == EXIT_INVALID_INPUT and "not inside a git repository" in err
