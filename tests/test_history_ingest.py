@@ -155,6 +155,7 @@ def test_the_baselines_git_history_becomes_update_runs(
     assert [p.commit for p in series.points] == shas[:4]
     assert series.points[2].value == pytest.approx(1_500_000.0, rel=0.05)
     assert all(p.baseline_update for p in series.points)
+    assert all(p.p10 is not None and p.p10 <= p.value <= p.p90 for p in series.points)  # type: ignore[operator]
 
 
 def test_the_runner_is_named_by_the_environment_else_the_host(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,6 +17,7 @@ processes at once, are one run.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -265,9 +266,15 @@ def _baseline_run(commit: str, device_class: str, points: Iterable[Any], runner:
 
 
 def _entry_values(entry: BaselineEntry) -> list[RecordedValue]:
+    import numpy as np
+
     test, _, name = entry.key.rpartition("::")
     stats = entry.stats
     out = [RecordedValue(test, name, f"time.{s}", stats.get(s), "ns", samples=stats.count) for s in _TIME_STATISTICS]
+    if entry.samples_ns:  # the entry keeps a thinned subset of its samples: the band and interval come from it
+        p10, p90 = (float(x) for x in np.percentile(np.asarray(entry.samples_ns, dtype=float), [10, 90]))
+        low, high = _median_interval(entry.samples_ns, stats.median_ns, None)
+        out[0] = dataclasses.replace(out[0], ci_low=low, ci_high=high, p10=p10, p90=p90)
     for statistic, number in (
         ("peak_allocated", entry.peak_allocated_bytes),
         ("peak_reserved", entry.peak_reserved_bytes),
