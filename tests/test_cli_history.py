@@ -30,9 +30,7 @@ def test_ingest_stores_good_files_refuses_a_bad_one_and_exits_3(tmp_path: Path, 
     assert code == EXIT_OK and f"already stored {good}" in out
 
 
-def test_the_store_comes_from_gpuperf_history_when_not_given(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_store_comes_from_gpuperf_history_when_not_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     good = write_results(tmp_path / "good.json", make_session())
     monkeypatch.delenv("GPUPERF_HISTORY", raising=False)
     code, _, err = run("history", "ingest", str(good))

@@ -23,7 +23,7 @@ def runs(url: str) -> list[tuple[str, bool, str | None, str]]:
     import sqlalchemy
 
     with open_store(url) as store, store.engine.connect() as conn:
-        rows = conn.execute(sqlalchemy.text("SELECT mode, baseline_update, \"commit\", source FROM gpuperf_runs"))
+        rows = conn.execute(sqlalchemy.text('SELECT mode, baseline_update, "commit", source FROM gpuperf_runs'))
         return sorted((r[0], bool(r[1]), r[2], r[3]) for r in rows)
 
 
