@@ -37,6 +37,7 @@ from pytest_gpuperf.errors import (
 )
 from pytest_gpuperf.fixture import GpuBench
 from pytest_gpuperf.model import Measurement, measurement_key
+from pytest_gpuperf.outcome import fail
 from pytest_gpuperf.state_key import STATE_KEY
 
 MEASUREMENT = "benchmark"  # the measurement's name: apart from gpu_bench's "default" in the same test
@@ -332,7 +333,7 @@ def benchmark(gpu_bench: GpuBench, request: pytest.FixtureRequest) -> Generator[
     try:
         choice = MarkerChoice.from_item(item)
     except ConfigError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        fail(str(exc))
 
     def remember(fixture: BenchmarkFixture, measurement: Measurement) -> None:
         session.fixtures[measurement_key(measurement.test_id, measurement.name)] = fixture

@@ -7,7 +7,8 @@ an HTML page, and none of them may act there: no colours, cursor moves or line
 rewrites in a terminal; no @mentions, issue references, links, images, HTML or
 code spans broken open in the comment; no markup in the page.
 
-- :func:`plain`: ANSI escape sequences and C0/C1 control characters removed
+- :func:`plain`: ANSI escape sequences, C0/C1 control characters and bidirectional
+  formatting characters (U+202E and its kin) removed
   (a tab becomes a space; a newline too unless kept). The base of the others.
 - :func:`md_code`: a Markdown code span that holds any text; nothing inside a
   code span is a mention, link or tag, and its fence is longer than any run of
@@ -39,7 +40,10 @@ _ESCAPES = re.compile(
     r"|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
     r"|\x1b[ -/]*[0-~]"
 )
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 and C1 controls, and the bidirectional formatting characters (U+202A-U+202E embeddings
+# and overrides, U+2066-U+2069 isolates, the LRM/RLM/ALM marks), with which an id such as
+# "test_\u202etxt.exe" would display reversed: a reader must see the characters in their order.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 # The punctuation that makes markup mid-line: emphasis, code, links, images, tags, entities.
 # A string never starts a line of the comment, so list and heading markers need nothing.
 # An underscore inside a word (peak_allocated) is never emphasis in GFM and stays as it is.
