@@ -23,6 +23,7 @@ import dataclasses
 import inspect
 import math
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -73,6 +74,33 @@ class MeasureSpec:
     # its per-round setup, run before each block outside the timed region
     calls_per_sample: int | None = None
     before_block: Callable[[], None] | None = None
+    # (grad enabled, inference mode) where the test asked for the measurement, for later passes
+    autograd: tuple[bool, bool] | None = field(default_factory=lambda: autograd_mode())
+
+
+def autograd_mode() -> tuple[bool, bool] | None:
+    """(grad enabled, inference mode) now; None before torch is loaded."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    return bool(torch.is_grad_enabled()), bool(torch.is_inference_mode_enabled())
+
+
+@contextlib.contextmanager
+def in_autograd_mode(mode: tuple[bool, bool] | None) -> Iterator[None]:
+    """Run the block in ``mode`` (autograd_mode): a profile after the test body runs what was measured.
+
+    Out of the test's ``torch.inference_mode()`` the call would record autograd graphs
+    the measured calls never did, and a compiled function would be compiled again.
+    """
+    if mode is None:
+        yield
+        return
+    import torch
+
+    grad, inference = mode
+    with torch.inference_mode(inference), torch.set_grad_enabled(grad):
+        yield
 
 
 @dataclass(frozen=True)
@@ -482,7 +510,7 @@ class Runner:
         timeout = MeasurementTimeout(
             spec.test_id, f"profiling {spec.name!r} ran past its {spec.settings.time_limit_s:g} s time limit"
         )
-        with hard_limit(deadline, lambda: timeout):
+        with hard_limit(deadline, lambda: timeout), in_autograd_mode(spec.autograd):
             return capture_calls(spec.fn, spec.args, dict(spec.kwargs), trace_path=trace_path, label=label,
                                  device=self.options.device, detailed=False)  # fmt: skip
 

@@ -171,6 +171,10 @@ def entry_to_json(entry: BaselineEntry) -> dict[str, Any]:
     }
     if entry.profile is not None:  # optional: an entry without one keeps its bytes
         raw["profile"] = profile_to_json(entry.profile)
+    if entry.speed_probe_spread is not None:  # optional likewise
+        raw["speed_probe_spread"] = float(entry.speed_probe_spread)
+    if entry.written_busy is not None:
+        raw["written_busy"] = entry.written_busy
     result: dict[str, Any] = canonical(raw)
     return result
 
@@ -213,6 +217,8 @@ def decode_entry(d: dict[str, Any], key: str) -> BaselineEntry:
         noise=_opt_float(d["noise"]),
         calibration_ns=_opt_float(d["calibration_ns"]),
         speed_probe_ns=_opt_float(d.get("speed_probe_ns")),  # optional: entries written before it existed
+        speed_probe_spread=_opt_float(d.get("speed_probe_spread")),  # optional too
+        written_busy=d.get("written_busy"),  # optional too
         peak_allocated_bytes=_opt_int(d["memory"]["peak_allocated_bytes"]),
         peak_reserved_bytes=_opt_int(d["memory"]["peak_reserved_bytes"]),
         throughput=Throughput(

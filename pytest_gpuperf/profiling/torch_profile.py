@@ -29,7 +29,7 @@ from pytest_gpuperf.errors import WriteError
 from pytest_gpuperf.files import export_atomic
 from pytest_gpuperf.gpu.device import cuda_synchronize
 from pytest_gpuperf.model import OpProfile, OpStat, ProfileSummary
-from pytest_gpuperf.profiling.quiet import quiet_profiler
+from pytest_gpuperf.profiling.quiet import quiet_profiler, torch_warnings_stay_warnings
 from pytest_gpuperf.report.units import format_time
 
 if TYPE_CHECKING:
@@ -116,17 +116,18 @@ def capture_calls(
         activities.append(ProfilerActivity.CUDA)
     call_kwargs = dict(kwargs)
 
-    fn(*args, **call_kwargs)  # lazy initialization stays out of the profile
-    cuda_synchronize(device)
-    steps = schedule(wait=0, warmup=1, active=calls, repeat=1)
-    with quiet_profiler(), profile(activities=activities, schedule=steps, record_shapes=detailed,
-                                   profile_memory=detailed) as prof:  # fmt: skip
-        for i in range(calls + 1):
-            with record_function(f"{RANGE_PREFIX}{label}#{i}"):
-                fn(*args, **call_kwargs)
-            if i == calls:
-                cuda_synchronize(device)  # the last kernels finish inside the recorded window
-            prof.step()
+    with torch_warnings_stay_warnings():  # a compiled fn may be traced again here (quiet.py)
+        fn(*args, **call_kwargs)  # lazy initialization stays out of the profile
+        cuda_synchronize(device)
+        steps = schedule(wait=0, warmup=1, active=calls, repeat=1)
+        with quiet_profiler(), profile(activities=activities, schedule=steps, record_shapes=detailed,
+                                       profile_memory=detailed) as prof:  # fmt: skip
+            for i in range(calls + 1):
+                with record_function(f"{RANGE_PREFIX}{label}#{i}"):
+                    fn(*args, **call_kwargs)
+                if i == calls:
+                    cuda_synchronize(device)  # the last kernels finish inside the recorded window
+                prof.step()
 
     trace, trace_error = None, None
     if trace_path is not None:
