@@ -1,8 +1,10 @@
-"""``gpuperf``: compare results files, render reports, show baseline history, a runner's stability, validate baselines.
+"""``gpuperf``: compare results files, render reports, the performance history, a runner's stability, validate
+baselines.
 
 Exit codes (docs/cli.md): 0 ok; 1 ``compare`` found a regression; 2 usage
 error (bad arguments or option values); 3 invalid input (a results or baseline
-file that cannot be read or fails its schema, or a folder without git history).
+file that cannot be read or fails its schema, a folder without git history, a
+history store that cannot be reached or used).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from pytest_gpuperf import __version__
+from pytest_gpuperf import __version__, cli_history
 from pytest_gpuperf.errors import GpuperfError
 from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import SessionResults, Statistic
@@ -71,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpuperf",
         description="Reports and baseline tools of pytest-gpuperf (docs/cli.md).",
-        epilog="exit codes: 0 ok, 1 regressions found (compare), 2 usage error, 3 invalid input files",
+        epilog="exit codes: 0 ok, 1 regressions found (compare, history changes), 2 usage error, 3 invalid input "
+        "files or an unusable history store",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -101,24 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="table (default), markdown, html (self-contained page) or benchmark-json")  # fmt: skip
     _output_option(report)
 
-    history = commands.add_parser(
-        "history",
-        help="show how each baseline changed over the git history, marking step changes",
-        description="Walk the commits that touched the baselines folder, oldest first, and show each "
-        "measurement's trend; a step is a change beyond max(threshold, noise) that persists.",
-    )
-    history.add_argument("--baselines", type=Path, default=Path(DEFAULT_BASELINES), metavar="DIR",
-                         help=f"baselines folder inside a git work tree (default {DEFAULT_BASELINES})")  # fmt: skip
-    history.add_argument("-k", "--match", default=None, metavar="TEXT",
-                         help="only measurements whose key contains TEXT")  # fmt: skip
-    history.add_argument("--metric", default="p50", metavar="STAT", choices=[s.value for s in Statistic],
-                         help="statistic to follow (default p50)")  # fmt: skip
-    history.add_argument("--threshold", type=_fraction, default=0.10, metavar="FRACTION",
-                         help="smallest relative change that is a step (default 0.10)")  # fmt: skip
-    history.add_argument("--persist", type=int, default=1, metavar="N",
-                         help="versions a change must last to count as a step (default 1)")  # fmt: skip
-    history.add_argument("--rev", default="HEAD", help="history up to this revision (default HEAD)")
-    history.add_argument("--plot", type=Path, default=None, metavar="PATH", help="also write a PNG plot")
+    cli_history.add_parser(commands, fraction=_fraction)
 
     stability = commands.add_parser(
         "stability",
@@ -235,27 +221,6 @@ def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
     return EXIT_OK
 
 
-def _cmd_history(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from pytest_gpuperf.report.history import collect_history, plot_history, render_history
-
-    if args.persist < 0:
-        stderr.write("gpuperf history: error: --persist must be >= 0\n")
-        return EXIT_USAGE
-    history = collect_history(
-        args.baselines,
-        metric=args.metric,
-        threshold=args.threshold,
-        persist=args.persist,
-        match=args.match,
-        rev=args.rev,
-    )
-    stdout.write(render_history(history, metric=args.metric))
-    if args.plot is not None:
-        stdout.write(f"plot written to {plot_history(history, args.plot, metric=args.metric)}\n")
-    # Unreadable old versions are listed, not fatal: one bad commit must not end all history.
-    return EXIT_OK
-
-
 def _cmd_stability(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from pytest_gpuperf.errors import NoChanges
     from pytest_gpuperf.report.results_json import load_results
@@ -326,7 +291,7 @@ def _cmd_bisect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
 _COMMANDS = {
     "compare": _cmd_compare,
     "report": _cmd_report,
-    "history": _cmd_history,
+    "history": cli_history.run,
     "stability": _cmd_stability,
     "validate": _cmd_validate,
     "bisect": _cmd_bisect,
@@ -348,7 +313,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     argv, pytest_args = _pytest_args(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     try:
-        args = parser.parse_args(list(argv) if argv is not None else None)
+        args = parser.parse_args(cli_history.normalise_argv(argv))
     except SystemExit as exc:  # --help, --version (0) and usage errors (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     args.pytest_args = pytest_args  # bisect's, after its first --

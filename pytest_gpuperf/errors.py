@@ -92,6 +92,17 @@ class HistoryError(GpuperfError):
         super().__init__(message)
 
 
+class StoreError(GpuperfError):
+    """The performance history's store cannot be opened, migrated, read or written.
+
+    ``url`` is the store's address with any password replaced by ``***``: it is safe to print.
+    """
+
+    def __init__(self, url: str, message: str) -> None:
+        self.url = url
+        super().__init__(f"history store {url}: {message}")
+
+
 class NoChanges(GpuperfError, ValueError):
     """The ``sessions`` results hold no time change against a baseline to measure the spread from.
 

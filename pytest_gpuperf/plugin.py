@@ -211,6 +211,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--gpuperf-markdown", metavar="PATH", default=None, help="write a Markdown PR comment")
     add("--gpuperf-benchmark-json", metavar="PATH", default=None, help="write pytest-benchmark compatible JSON")
     add("--gpuperf-html", metavar="PATH", default=None, help="write a self-contained HTML report")
+    add("--gpuperf-history", metavar="URL", default=None, ini="gpuperf_history", ini_type="string",
+        help="record the session in a history store: sqlite:///PATH, a file path or postgresql://... "
+        "(env GPUPERF_HISTORY beats the ini value; docs/history.md)")
 
 
 def _value(config: pytest.Config, dest: str, ini: str | None, default: Any, convert: Any = None) -> Any:
@@ -628,7 +631,24 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tw.write_line(message, yellow=True)
         with contextlib.suppress(GpuperfWarning):  # raised under -W error; the line above said it
             warnings.warn(GpuperfWarning(message), stacklevel=1)
+    if state.worker is None:  # under xdist the controller records the merged session, once
+        _record_history(tw, config, session)
 
+
+def _record_history(tw: Any, config: pytest.Config, session: SessionResults) -> None:
+    """``--gpuperf-history``: store the session (history/record.py); a store that fails is a warning."""
+    from pytest_gpuperf.history.record import history_url, record_session
+
+    url = history_url(config.getoption("gpuperf_history"), config.getini("gpuperf_history"))
+    if url is None:
+        return
+    try:
+        tw.write_line(record_session(url, session))
+    except GpuperfError as exc:  # the verdicts and exit code stand; the results file can be ingested later
+        message = f"gpuperf: the run was not recorded: {exc}"
+        tw.write_line(message, yellow=True)
+        with contextlib.suppress(GpuperfWarning):
+            warnings.warn(GpuperfWarning(message), stacklevel=1)
 
 
 def _relative(path: Path, config: pytest.Config) -> str:

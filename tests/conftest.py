@@ -6,6 +6,7 @@ import pytest
 # a torch first imported inside one (by a test project's conftest) would be dropped, and
 # importing its C extension again later crashes the interpreter.
 import torch  # noqa: F401
+from postgres_server import postgres_server, store_url  # noqa: F401  (the history store: a real server, both kinds)
 
 # Budgets that keep measured runs in tests short; tests assert behaviour, never timings.
 FAST = ["--gpuperf-warmup-time=0.02", "--gpuperf-min-time=0.05", "--gpuperf-max-time=0.4"]

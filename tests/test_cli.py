@@ -21,7 +21,11 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
     return write_results(tmp_path / "base.json", BASE_SESSION), write_results(tmp_path / "head.json", HEAD_SESSION)
 
 
-@pytest.mark.parametrize("command", [[], ["compare"], ["report"], ["history"], ["stability"], ["validate"]])
+@pytest.mark.parametrize(
+    "command",
+    [[], ["compare"], ["report"], ["history"], ["history", "ingest"], ["history", "changes"], ["history", "dashboard"],
+     ["history", "baselines"], ["stability"], ["validate"]],
+)  # fmt: skip
 def test_help_for_every_command(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*command, "--help"]) == EXIT_OK
     out = capsys.readouterr().out
@@ -128,14 +132,18 @@ def test_history(tmp_path: Path) -> None:
     repo.git.add(A=True)
     repo.index.commit("baselines", author=actor, committer=actor)
     plot = tmp_path / "history.png"
-    code, out, _ = run("history", "--baselines", str(tmp_path / "baselines"), "-k", "test_a", "--plot", str(plot))
+    baselines = str(tmp_path / "baselines")
+    code, out, _ = run("history", "baselines", "--baselines", baselines, "-k", "test_a", "--plot", str(plot))
     assert code == EXIT_OK
     assert out.startswith("1 measurement over 1 commit (p50)")
     assert plot.read_bytes().startswith(b"\x89PNG")
-    assert run("history", "--baselines", str(tmp_path / "baselines"), "--persist", "-1")[0] == EXIT_USAGE
+    # the spelling from before the history group is the same view
+    assert run("history", "--baselines", baselines, "-k", "test_a") == run("history", "baselines", "--baselines",
+                                                                        baselines, "-k", "test_a")  # fmt: skip
+    assert run("history", "baselines", "--baselines", baselines, "--persist", "-1")[0] == EXIT_USAGE
     outside = tmp_path.parent / f"{tmp_path.name}-not-git"
     outside.mkdir()
-    code, _, err = run("history", "--baselines", str(outside))
+    code, _, err = run("history", "baselines", "--baselines", str(outside))
     assert code == EXIT_INVALID_INPUT and "not inside a git repository" in err
 
 

@@ -37,3 +37,7 @@ def test_the_wheel_builds_without_warnings_and_declares_its_license(tmp_path: Pa
     with zipfile.ZipFile(wheel) as archive:
         metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
         assert "License-Expression: MIT" in archive.read(metadata).decode().splitlines()
+        names = set(archive.namelist())
+    # the history store's migrations run from the installed package (history/store.py)
+    assert {"pytest_gpuperf/history/migrations/env.py",
+            "pytest_gpuperf/history/migrations/versions/0001_runs_and_values.py"} <= names  # fmt: skip

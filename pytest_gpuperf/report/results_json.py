@@ -106,6 +106,10 @@ def loads_results(text: str, path: Path | str = "<results>") -> SessionResults:
     except json.JSONDecodeError as exc:
         what = exc.msg.removesuffix(" at")  # "Unterminated string starting at": the place follows
         raise ResultsError(path, f"not JSON: {what} at line {exc.lineno}, column {exc.colno}") from None
+    version = document.get("schema_version") if isinstance(document, dict) else None
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        message = f"format version {version} is newer than this pytest-gpuperf reads (up to {SCHEMA_VERSION})"
+        raise ResultsError(path, f"{message}: upgrade pytest-gpuperf to read it", json_path="$.schema_version")
     bad = _first_non_finite(document)  # Python's json reads NaN and Infinity, which no schema type refuses
     if bad is not None:
         raise ResultsError(path, "NaN or infinity is not a number a results file may hold", json_path=bad)

@@ -1,0 +1,287 @@
+"""Results files, sessions and the baselines' git history as :class:`RunRecord` for the store.
+
+What a run records for every measurement (``measurement_values``):
+
+- ``time.p50`` with its 95% interval (order statistics of the run's own samples, else its
+  recorded precision), the samples' 10th and 90th percentiles and their count;
+  ``time.mean``, ``time.min``, ``time.p90``, ``time.p99``;
+- ``memory.peak_allocated`` and ``memory.peak_reserved`` (bytes) where measured;
+- ``metric.NAME`` for each metric, with its unit and direction;
+- the gate's verdict on each statistic it judged, and on the judged time statistic of a
+  confirmed regression, its differential profile.
+
+A run's identity (``run_identity``) is a hash of the session's content, so a session recorded
+by pytest and its results file ingested later, or one file ingested twice or by several
+processes at once, are one run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import socket
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_gpuperf.errors import GpuperfError, ResultsError
+from pytest_gpuperf.history.model import RecordedValue, RunRecord
+from pytest_gpuperf.model import BaselineEntry, Environment, Kind, MeasurementResult, SessionResults, Verdict
+
+RUNNER_ENV = "GPUPERF_RUNNER"
+SOURCE_SESSION = "session"
+SOURCE_FILE = "results-file"
+SOURCE_BASELINES = "baselines-git"
+_TIME_STATISTICS = ("p50", "mean", "min", "p90", "p99")
+
+
+def runner_name(environ: Mapping[str, str] | None = None) -> str:
+    """This machine's name in the history: ``GPUPERF_RUNNER``, else the host name."""
+    env = os.environ if environ is None else environ
+    return env.get(RUNNER_ENV, "").strip() or socket.gethostname() or "unknown"
+
+
+def run_identity(session: SessionResults) -> str:
+    """A stable id for ``session``: the SHA-256 of its canonical results JSON (summary excluded)."""
+    from pytest_gpuperf.report import codec
+
+    document = _numbers_as_floats(codec.to_json(session))
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _numbers_as_floats(value: object) -> object:
+    """Every number as a float: a float field given an int in memory reads back as a float from its file."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, Mapping):
+        return {k: _numbers_as_floats(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_numbers_as_floats(v) for v in value]
+    return value
+
+
+def environment_record(environment: Environment, *, gpu_count: int | None = None) -> dict[str, object]:
+    """What the store keeps of the environment: driver, CUDA, torch, GPU model and count, and the rest."""
+    from pytest_gpuperf.report import codec
+
+    record: dict[str, object] = codec.to_json(environment)
+    record["gpu_model"] = environment.device_name if environment.device_type == "cuda" else None
+    count = gpu_count if gpu_count is not None else environment.extra.get("gpu_count")
+    record["gpu_count"] = int(count) if count is not None else (0 if environment.device_type == "cpu" else None)
+    return record
+
+
+def run_from_session(
+    session: SessionResults,
+    *,
+    source: str = SOURCE_SESSION,
+    runner: str | None = None,
+    gpu_count: int | None = None,
+) -> RunRecord:
+    """The run a measuring session makes: its commit, mode, environment and every measurement's values."""
+    values: list[RecordedValue] = []
+    for result in session.results:
+        values.extend(measurement_values(result))
+    provenance = session.provenance
+    return RunRecord(
+        run_id=run_identity(session),
+        commit=provenance.commit,
+        branch=provenance.branch,
+        started_at=session.started_at,
+        runner=runner or session.environment.extra.get("runner") or runner_name(),
+        device_class=session.environment.device_class,
+        mode=session.mode,
+        environment=environment_record(session.environment, gpu_count=gpu_count),
+        values=tuple(values),
+        source=source,
+        commit_date=provenance.commit_date,
+        baseline_update=session.mode == "update",
+    )
+
+
+def measurement_values(result: MeasurementResult) -> list[RecordedValue]:
+    """Every statistic the store keeps of one measurement (see the module's docstring)."""
+    import numpy as np
+
+    m = result.measurement
+    verdicts = {c.metric.replace("time.median", "time.p50"): c.verdict.value for c in result.comparisons}
+    diff_on = _profile_diff_statistic(result)
+    diff = _profile_diff_json(result) if diff_on else None
+    stats = m.stats
+    p10, p90 = (float(x) for x in np.percentile(np.asarray(m.samples_ns, dtype=float), [10, 90]))
+    low, high = _median_interval(m.samples_ns, stats.median_ns, m.precision)
+
+    def value(statistic: str, number: float, unit: str, better: str = "lower", **extra: Any) -> RecordedValue:
+        return RecordedValue(
+            test=m.test_id, measurement=m.name, statistic=statistic, value=float(number), unit=unit, better=better,
+            verdict=verdicts.get(statistic), profile_diff=diff if statistic == diff_on else None, **extra,
+        )  # fmt: skip
+
+    out = [value("time.p50", stats.median_ns, "ns", ci_low=low, ci_high=high, p10=p10, p90=p90, samples=stats.count)]
+    for name in _TIME_STATISTICS[1:]:
+        out.append(value(f"time.{name}", stats.get(name), "ns", samples=stats.count))
+    for name, number in (("peak_allocated", m.peak_allocated_bytes), ("peak_reserved", m.peak_reserved_bytes)):
+        if number is not None:
+            out.append(value(f"memory.{name}", number, "bytes"))
+    for metric in m.metrics:
+        if math.isfinite(metric.value):
+            out.append(value(f"metric.{metric.name}", metric.value, metric.unit, metric.better))
+    return out
+
+
+def _median_interval(
+    samples: Sequence[float], median: float, precision: float | None
+) -> tuple[float | None, float | None]:
+    """The 95% interval of the median: order statistics of the samples, else the recorded precision, else none."""
+    from pytest_gpuperf.stats import median_ci
+
+    low, high = median_ci(samples)
+    if math.isfinite(low) and math.isfinite(high):
+        return low, high
+    if precision is not None and math.isfinite(precision):
+        return median * (1 - precision), median * (1 + precision)
+    return None, None  # too few samples for an interval: say nothing rather than something wrong
+
+
+def _profile_diff_statistic(result: MeasurementResult) -> str | None:
+    """The time statistic a confirmed regression's profile diff belongs to (the one the gate judged)."""
+    if result.profile_diff is None:
+        return None
+    judged = [c.metric for c in result.comparisons if c.kind is Kind.TIME and c.verdict is Verdict.REGRESSION]
+    statistic = judged[0].replace("time.median", "time.p50") if judged else "time.p50"
+    return statistic if statistic.removeprefix("time.") in _TIME_STATISTICS else "time.p50"
+
+
+def _profile_diff_json(result: MeasurementResult) -> Mapping[str, object] | None:
+    from pytest_gpuperf.report import codec
+
+    document: Mapping[str, object] = codec.to_json(result.profile_diff)
+    return document
+
+
+# -- results files --------------------------------------------------------------------------
+
+
+def load_run(path: Path | str, *, runner: str | None = None) -> RunRecord:
+    """The run recorded in a results file (every format version the project reads).
+
+    ResultsError naming the file when it cannot be read, is not JSON, has an unknown
+    format version or fails its schema.
+    """
+    from pytest_gpuperf.report.results_json import FORMAT, load_results
+
+    source = Path(path)
+    try:
+        session = load_results(source)
+    except ResultsError:
+        raise
+    except (GpuperfError, ValueError, TypeError, KeyError) as exc:  # a valid document the model still rejects
+        raise ResultsError(source, f"cannot be read as a {FORMAT} document: {exc}") from None
+    return run_from_session(session, source=SOURCE_FILE, runner=runner)
+
+
+@dataclass(frozen=True)
+class IngestOutcome:
+    """What an ingest of several files did: runs stored, runs already there, files refused (with why)."""
+
+    stored: tuple[Path, ...]
+    already: tuple[Path, ...]
+    refused: tuple[tuple[Path, str], ...]
+
+
+def ingest_files(store: Any, paths: Sequence[Path | str], *, runner: str | None = None) -> IngestOutcome:
+    """Read every file, then store each readable one as its own transaction.
+
+    A file that cannot be read is refused and none of it is stored; the other files are
+    stored all the same (their run ids are content-derived, so ingesting the whole set again
+    once the bad file is fixed adds only what is new).
+    """
+    runs: list[tuple[Path, RunRecord]] = []
+    refused: list[tuple[Path, str]] = []
+    for raw in paths:
+        path = Path(raw)
+        try:
+            runs.append((path, load_run(path, runner=runner)))
+        except ResultsError as exc:
+            refused.append((path, str(exc)))
+    stored: list[Path] = []
+    already: list[Path] = []
+    for path, run in runs:
+        (stored if store.record(run) else already).append(path)
+    return IngestOutcome(tuple(stored), tuple(already), tuple(refused))
+
+
+# -- the baselines' git history ---------------------------------------------------------------
+
+
+def runs_from_baselines(baselines: Path | str, *, rev: str = "HEAD", runner: str = "baselines") -> list[RunRecord]:
+    """One run per commit and device class that wrote baseline entries, from git (``report.history``).
+
+    Each run holds the entries that commit changed, marked as a baseline update; its commit is
+    the one that wrote them, its time the entry's ``recorded_at`` (else the commit date).
+    """
+    from pytest_gpuperf.report.history import collect_history
+
+    history = collect_history(baselines, rev=rev)
+    grouped: dict[tuple[str, str], list[Any]] = {}
+    for series in history.series:
+        for point in series.points:
+            grouped.setdefault((point.commit, series.device_class), []).append(point)
+    runs = [_baseline_run(commit, device_class, points, runner) for (commit, device_class), points in grouped.items()]
+    runs.sort(key=lambda r: (r.commit_date or "", r.device_class))
+    return runs
+
+
+def _baseline_run(commit: str, device_class: str, points: Iterable[Any], runner: str) -> RunRecord:
+    from pytest_gpuperf.report import codec
+
+    points = sorted(points, key=lambda p: p.entry.key)
+    entries: list[BaselineEntry] = [p.entry for p in points]
+    identity = json.dumps([commit, device_class, codec.to_json(entries)], sort_keys=True, allow_nan=False)
+    values = [v for entry in entries for v in _entry_values(entry)]
+    first = entries[0]
+    environment = environment_record(first.environment) if first.environment is not None else {}
+    environment["measured_commit"] = first.provenance.commit
+    return RunRecord(
+        run_id=hashlib.sha256(f"{SOURCE_BASELINES}\n{identity}".encode()).hexdigest(),
+        commit=commit,
+        branch=first.provenance.branch,
+        started_at=first.recorded_at or points[0].date,
+        runner=runner,
+        device_class=device_class,
+        mode="update",
+        environment=environment,
+        values=tuple(values),
+        source=SOURCE_BASELINES,
+        commit_date=points[0].date,
+        baseline_update=True,
+    )
+
+
+def _entry_values(entry: BaselineEntry) -> list[RecordedValue]:
+    import numpy as np
+
+    test, _, name = entry.key.rpartition("::")
+    stats = entry.stats
+    out = [RecordedValue(test, name, f"time.{s}", stats.get(s), "ns", samples=stats.count) for s in _TIME_STATISTICS]
+    if entry.samples_ns:  # the entry keeps a thinned subset of its samples: the band and interval come from it
+        p10, p90 = (float(x) for x in np.percentile(np.asarray(entry.samples_ns, dtype=float), [10, 90]))
+        low, high = _median_interval(entry.samples_ns, stats.median_ns, None)
+        out[0] = dataclasses.replace(out[0], ci_low=low, ci_high=high, p10=p10, p90=p90)
+    for statistic, number in (
+        ("peak_allocated", entry.peak_allocated_bytes),
+        ("peak_reserved", entry.peak_reserved_bytes),
+    ):
+        if number is not None:
+            out.append(RecordedValue(test, name, f"memory.{statistic}", float(number), "bytes"))
+    for metric in entry.metrics:
+        if math.isfinite(metric.value):
+            out.append(RecordedValue(test, name, f"metric.{metric.name}", metric.value, metric.unit, metric.better))
+    return out

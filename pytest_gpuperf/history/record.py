@@ -1,0 +1,53 @@
+"""Recording a pytest session in the history store (``--gpuperf-history``), without pytest.
+
+The plugin calls :func:`record_session` once per session, where the session's results
+exist (beside ``--gpuperf-json``), on the xdist controller only. A store that cannot be
+reached raises StoreError; the plugin turns it into a warning, so the gate's verdict and
+exit code stand and the results file can be ingested later (``gpuperf history ingest``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+
+from pytest_gpuperf.history.ingest import run_from_session
+from pytest_gpuperf.model import SessionResults
+
+ENV_VAR = "GPUPERF_HISTORY"
+
+
+def history_url(option: str | None, ini: str | None, environ: Mapping[str, str] | None = None) -> str | None:
+    """The store to record into: the option, else ``GPUPERF_HISTORY``, else the ini value; None: no recording.
+
+    The environment variable beats the ini file so that a CI secret (a PostgreSQL URL with its
+    password) can override a team's default without ever being written into a file.
+    """
+    env = os.environ if environ is None else environ
+    for candidate in (option, env.get(ENV_VAR), ini):
+        if candidate is not None and candidate.strip():
+            return candidate.strip()
+    return None
+
+
+def record_session(url: str, session: SessionResults) -> str:
+    """Store ``session`` in the store at ``url``; the line to show (the address's password hidden)."""
+    from pytest_gpuperf.history.store import open_store
+
+    run = run_from_session(session, gpu_count=_gpu_count(session))
+    with open_store(url) as store:
+        stored = store.record(run)
+    what = "recorded" if stored else "already recorded"
+    return f"gpuperf: {what} run {run.run_id[:12]} ({len(run.values)} values) in {store.url}"
+
+
+def _gpu_count(session: SessionResults) -> int | None:
+    """The GPUs this machine has, from torch where the session already imported it (never imported here)."""
+    if session.environment.device_type != "cuda":
+        return 0
+    torch = sys.modules.get("torch")
+    try:
+        return int(torch.cuda.device_count()) if torch is not None else None
+    except Exception:  # a probe never fails a run
+        return None

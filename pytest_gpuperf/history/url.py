@@ -1,0 +1,91 @@
+"""A history store's address: parsed, made safe to print, turned into a SQLAlchemy engine.
+
+Accepted: ``sqlite:///path`` (or a plain path, the embedded default that needs nothing
+installed) and ``postgresql://user:password@host/db`` (psycopg 3; ``postgres://`` and
+``postgresql+psycopg://`` are the same). A password is only ever shown as ``***``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from pytest_gpuperf.errors import StoreError
+
+CONNECT_TIMEOUT_S = 5  # PostgreSQL: an unreachable server is an error within seconds, not minutes
+SQLITE_BUSY_TIMEOUT_S = 60  # SQLite: how long a writer waits for another process's transaction
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_POSTGRES_SCHEMES = {"postgres", "postgresql", "postgresql+psycopg"}
+
+
+def parse_url(text: str) -> Any:
+    """``text`` as a SQLAlchemy URL; a plain path is a SQLite file. StoreError on anything else."""
+    from sqlalchemy.engine import URL, make_url
+    from sqlalchemy.exc import ArgumentError
+
+    if not text.strip():
+        raise StoreError("''", "empty store address: give sqlite:///PATH, a file path or postgresql://...")
+    if not _SCHEME.match(text) and not text.startswith("sqlite:"):
+        return URL.create("sqlite", database=str(Path(text).expanduser().absolute()))
+    try:
+        url = make_url(text)
+    except ArgumentError:
+        raise StoreError(redact(text), "not a database address") from None
+    if url.drivername in _POSTGRES_SCHEMES:
+        return url.set(drivername="postgresql+psycopg")
+    if url.drivername == "sqlite":
+        if not url.database or url.database == ":memory:":
+            raise StoreError(redact(text), "a history store needs a file: sqlite:///PATH")
+        return url
+    raise StoreError(redact(text), f"unsupported database {url.drivername!r}: use sqlite:///PATH or postgresql://...")
+
+
+def redact(url: object) -> str:
+    """The address with its password hidden, for messages and logs."""
+    if hasattr(url, "render_as_string"):
+        return str(url.render_as_string(hide_password=True))
+    text = str(url)
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", text)
+
+
+def create_engine(url: Any) -> Any:
+    """An engine for ``url`` (from :func:`parse_url`) with the store's connection settings."""
+    import sqlalchemy
+
+    if url.drivername == "sqlite":
+        folder = Path(url.database).parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(redact(url), f"cannot create the folder {folder}: {exc.strerror or exc}") from None
+        engine = sqlalchemy.create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+        _sqlite_transactions(engine)
+        return engine
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        raise StoreError(redact(url), "PostgreSQL needs psycopg 3: pip install 'pytest-gpuperf[postgres]'") from None
+    return sqlalchemy.create_engine(url, connect_args={"connect_timeout": CONNECT_TIMEOUT_S}, pool_pre_ping=True)
+
+
+def _sqlite_transactions(engine: Any) -> None:
+    """Let SQLite transactions be real ones: BEGIN issued by us, IMMEDIATE for writers.
+
+    Python's sqlite3 module (before 3.12's ``autocommit``) begins transactions lazily and
+    not before DDL; SQLAlchemy's documented recipe hands BEGIN back to SQLAlchemy. A writer
+    takes the write lock at BEGIN IMMEDIATE, so two processes never both read and then
+    fail to upgrade their lock: the second waits (busy timeout) instead of erroring.
+    """
+    from sqlalchemy import event
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        dbapi_connection.execute("PRAGMA foreign_keys = ON")
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Any) -> None:
+        writer = connection.get_execution_options().get("gpuperf_write", False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if writer else "BEGIN")
