@@ -167,3 +167,7 @@ class FixtureAlreadyUsed(Exception):
 
 class PytestBenchmarkWarning(UserWarning):
     """pytest-benchmark's warning (an unused ``benchmark`` fixture), where it is not installed."""
+
+
+class BisectError(GpuperfError):
+    """Input ``gpuperf bisect`` cannot work with: an unknown or unsafe ref, an empty range."""

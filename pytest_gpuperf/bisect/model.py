@@ -6,7 +6,9 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from pytest_gpuperf.errors import GpuperfError
+from pytest_gpuperf.errors import BisectError
+
+__all__ = ["BisectError"]  # defined in errors.py with the plugin's other exceptions
 from pytest_gpuperf.model import Comparison
 
 EXIT_FOUND = 0
@@ -14,10 +16,6 @@ EXIT_NOT_REPRODUCED = 1  # BAD is not slower than GOOD, or BAD itself cannot be 
 EXIT_USAGE = 2
 EXIT_BAD_INPUT = 3  # an unknown ref, GOOD not an ancestor of BAD, not a git repository
 EXIT_RANGE = 4  # skipped commits hide which of a range is the first bad one
-
-
-class BisectError(GpuperfError):
-    """Input ``gpuperf bisect`` cannot work with: an unknown or unsafe ref, an empty range."""
 
 
 class StepVerdict(str, enum.Enum):
