@@ -40,6 +40,10 @@ _ESCAPES = re.compile(
     r"|\x1b[ -/]*[0-~]"
 )
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Text without any of these has nothing for ``plain`` to do (every escape sequence starts with one):
+# the common case, tested first because the dashboard escapes a hover title per point.
+_ANY_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_ANY_CONTROL_BUT_NEWLINE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 # The punctuation that makes markup mid-line: emphasis, code, links, images, tags, entities.
 # A string never starts a line of the comment, so list and heading markers need nothing.
 # An underscore inside a word (peak_allocated) is never emphasis in GFM and stays as it is.
@@ -53,6 +57,8 @@ _BACKTICKS = re.compile(r"`+")
 
 def plain(text: str, *, keep_newlines: bool = False) -> str:
     """``text`` without escape sequences or control characters; tabs (and newlines) as spaces."""
+    if not (_ANY_CONTROL_BUT_NEWLINE if keep_newlines else _ANY_CONTROL).search(text):
+        return text
     text = _ESCAPES.sub("", text)
     text = text.replace("\t", " ").replace("\r\n", "\n")
     if not keep_newlines:

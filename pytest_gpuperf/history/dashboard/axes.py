@@ -106,7 +106,10 @@ class ValueScale:
         return f"{value / self.factor:.6g}"
 
     def exact(self, value: float) -> str:
-        return format_value(value, self.unit)
+        """``value`` in the axis's unit, four significant digits (hover titles: thousands per page, so cheap)."""
+        if self.factor == 1.0 and self.label_unit == self.unit:
+            return format_value(value, self.unit)
+        return f"{value / self.factor:.4g} {self.label_unit}"
 
 
 def _axis_unit(top: float, unit: str) -> tuple[float, str]:

@@ -7,7 +7,9 @@ file in it, and no page asks for anything outside it.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from pytest_gpuperf.history.dashboard.layout import ASSETS_DIR, DIFFS_DIR, SERIE
 from pytest_gpuperf.history.model import ChangePoint, Series
 
 INDEX = "index.html"
+WRITERS = 8
 
 
 def build_site(
@@ -40,20 +43,48 @@ def build_site(
     """
     out = Path(out_dir)
     site = plan(series, changes, profile_diffs)
-    written: set[Path] = set()
-
-    def put(relative: str, text: str) -> None:
-        written.add(write_atomic(out / relative, text))
-
-    for name in (STYLE_FILE, SCRIPT_FILE):
-        put(f"{ASSETS_DIR}/{name}", resources.files(__package__).joinpath(f"assets/{name}").read_text("utf-8"))
-    for group in site.groups:
-        put(group.path, render_group(group, site, title))
-    for page in site.diffs.values():
-        put(page.path, render_diff(page, title))
-    put(INDEX, render_index(site, title))
+    with _Writer(out) as writer:
+        assets = resources.files(__package__)
+        for name in (STYLE_FILE, SCRIPT_FILE):
+            writer.put(f"{ASSETS_DIR}/{name}", assets.joinpath(f"assets/{name}").read_text("utf-8"))
+        for group in site.groups:
+            writer.put(group.path, render_group(group, site, title))
+        for page in site.diffs.values():
+            writer.put(page.path, render_diff(page, title))
+        written = writer.finish()
+    # the index last: while a build runs, the old index links only pages that exist
+    written.add(write_atomic(out / INDEX, render_index(site, title)))
     _remove_stale(out, written)
     return out / INDEX
+
+
+class _Writer:
+    """``write_atomic`` on a few threads: each file's fsync waits on the disk, not on the next page's rendering.
+
+    At most ``2 * WRITERS`` rendered pages wait in memory, so a large site is never held whole.
+    """
+
+    def __init__(self, out: Path) -> None:
+        self._out = out
+        self._pool = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="gpuperf-dashboard")
+        self._pending: deque[Future[Path]] = deque()
+        self._written: set[Path] = set()
+
+    def __enter__(self) -> _Writer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def put(self, relative: str, text: str) -> None:
+        if len(self._pending) >= 2 * WRITERS:
+            self._written.add(self._pending.popleft().result())  # a WriteError surfaces here
+        self._pending.append(self._pool.submit(write_atomic, self._out / relative, text))
+
+    def finish(self) -> set[Path]:
+        while self._pending:
+            self._written.add(self._pending.popleft().result())
+        return self._written
 
 
 def _remove_stale(out: Path, written: set[Path]) -> None:

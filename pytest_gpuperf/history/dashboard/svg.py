@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pytest_gpuperf.history.dashboard.axes import CommitAxis, ValueScale, point_time
+from pytest_gpuperf.history.dashboard.axes import CommitAxis, ValueScale
 from pytest_gpuperf.history.model import ChangeKind, ChangePoint, Point, Series
 from pytest_gpuperf.report.text import html_text as escape
 from pytest_gpuperf.report.units import format_change
@@ -59,8 +59,10 @@ def change_title(change: ChangePoint) -> str:
 
 
 def point_title(point: Point, series: Series, scale: ValueScale) -> str:
+    """A point's hover title, raw text: the commit and its date, the runner, the value and its spread."""
+    day = (point.commit_date or point.started_at)[:10]  # the ISO date, in the time's own offset (checked by the axis)
     lines = [
-        f"commit {short(point.commit)} ({point_time(point, series).date().isoformat()})",
+        f"commit {short(point.commit)} ({day})",
         f"runner {point.runner}, {series.key.device_class}",
         f"{series.key.statistic} {scale.exact(point.value)}",
     ]

@@ -1,0 +1,180 @@
+"""Build time and size of the history dashboard at fleet scale, and how they grow with the number of runs.
+
+    python benchmarks/history_scale.py [--series 500] [--runs 125,250,500,1000] [--repeat 1] [--json out.json]
+
+Synthetic series built in memory: per test, the median time (with its p10-p90 band) and
+the peak memory on two device classes, so 500 series are 125 tests, each a page with two
+charts of two lines. Every fifth test has a planted 12% step with its change point and a
+profile diff at the first bad run (a page of its own). For each number of runs the
+script builds the whole site into a fresh folder and prints the wall time (the best of
+``--repeat`` builds), the files written and their size; the last lines fit
+``time ~ runs^k`` and ``size ~ runs^k`` over the sizes measured: k <= 1 is linear or
+better. A benchmark, not a test: CI does not run it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import random
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from test_report_profile_helpers import cpu_extra_op_diff  # noqa: E402
+
+from pytest_gpuperf.history.dashboard import build_site, diff_key  # noqa: E402
+from pytest_gpuperf.history.model import ChangeKind, ChangePoint, Point, Series, SeriesKey  # noqa: E402
+from pytest_gpuperf.report.codec import to_json  # noqa: E402
+
+PROFILE_DIFF = to_json(cpu_extra_op_diff())  # a results file's ProfileDiff: an extra op in a forward pass
+DEVICE_CLASSES = ("nvidia-h100-80gb-hbm3", "nvidia-a100-sxm4-80gb")
+STATISTICS = (("time.p50", "ns", 850_000.0), ("memory.peak_allocated", "bytes", 6.0 * 2**30))
+SERIES_PER_TEST = len(DEVICE_CLASSES) * len(STATISTICS)
+STEP = 0.12  # the planted regression
+NOISE = 0.01  # run-to-run, relative
+START = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class Fleet:
+    series: list[Series]
+    changes: list[ChangePoint]
+    profile_diffs: dict[str, dict[str, object]]
+
+    @property
+    def points(self) -> int:
+        return sum(len(s.points) for s in self.series)
+
+
+def _commit(i: int) -> str:
+    return hashlib.sha1(f"commit {i}".encode()).hexdigest()
+
+
+def synthetic(series: int, runs: int, seed: int = 0) -> Fleet:
+    """``series`` series (a multiple of four) of ``runs`` runs each, with planted steps."""
+    rng = random.Random(seed)
+    commits = [_commit(i) for i in range(runs)]
+    dates = [(START + timedelta(hours=8 * i)).isoformat() for i in range(runs)]
+    all_series, changes, diffs = [], [], {}
+    for t in range(math.ceil(series / SERIES_PER_TEST)):
+        test = f"tests/perf/test_model_{t // 10}.py::test_layer[{t}-bf16]"
+        step_at = rng.randrange(runs // 4, runs - 2) if t % 5 == 0 else None
+        for device_class in DEVICE_CLASSES:
+            for statistic, unit, base in STATISTICS:
+                if len(all_series) == series:
+                    break
+                key = SeriesKey(test, "default", statistic, device_class, "main")
+                timed = statistic.startswith("time.")
+                points = []
+                for i in range(runs):
+                    stepped = timed and step_at is not None and i >= step_at
+                    value = base * (1 + STEP if stepped else 1) * (1 + rng.gauss(0, NOISE))
+                    points.append(Point(
+                        run_id=f"{device_class}-{i}", commit=commits[i], started_at=dates[i], commit_date=dates[i],
+                        runner=f"{device_class}-runner-{i % 4}", value=value,
+                        p10=value * 0.985 if timed else None, p90=value * 1.02 if timed else None, samples=80,
+                        baseline_update=i % 97 == 0, has_profile_diff=timed and i == step_at,
+                    ))  # fmt: skip
+                s = Series(key, unit, "lower", tuple(points))
+                all_series.append(s)
+                if timed and step_at is not None:
+                    before, after = base, base * (1 + STEP)
+                    changes.append(ChangePoint(
+                        key=key, last_good=commits[step_at - 1], first_bad=commits[step_at], index=step_at,
+                        before=before, after=after, change=STEP, ci_low=STEP - 0.01, ci_high=STEP + 0.01,
+                        p_value=1e-9, kind=ChangeKind.REGRESSION, runs_after=runs - step_at,
+                    ))  # fmt: skip
+                    diffs[diff_key(points[step_at].run_id, key)] = PROFILE_DIFF
+    return Fleet(all_series, changes, diffs)
+
+
+@dataclass(frozen=True)
+class Build:
+    runs: int
+    series: int
+    points: int
+    seconds: float  # wall clock
+    cpu_seconds: float  # the process's CPU time (all threads): steadier than the wall clock on a shared machine
+    files: int
+    bytes: int
+
+    @property
+    def us_per_point(self) -> float:
+        """Wall time per point."""
+        return self.seconds / self.points * 1e6
+
+    @property
+    def bytes_per_point(self) -> float:
+        return self.bytes / self.points
+
+
+def measure(series: int, runs: int, repeat: int, work: Path) -> Build:
+    fleet = synthetic(series, runs)
+    best, best_cpu = math.inf, math.inf
+    out = work / f"site-{runs}"
+    for _ in range(repeat):
+        shutil.rmtree(out, ignore_errors=True)
+        started, cpu = time.perf_counter(), time.process_time()
+        build_site(fleet.series, fleet.changes, out, title="Scale", profile_diffs=fleet.profile_diffs)
+        best = min(best, time.perf_counter() - started)
+        best_cpu = min(best_cpu, time.process_time() - cpu)
+    files = [p for p in out.rglob("*") if p.is_file()]
+    size = sum(p.stat().st_size for p in files)
+    return Build(runs, len(fleet.series), fleet.points, best, best_cpu, len(files), size)
+
+
+def growth(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """The exponent k of ``y ~ x^k`` fitted by least squares on the logs."""
+    import numpy as np
+
+    return float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--series", type=int, default=500)
+    parser.add_argument("--runs", default="125,250,500,1000", help="comma-separated numbers of runs per series")
+    parser.add_argument("--repeat", type=int, default=1, help="builds per size; the fastest counts")
+    parser.add_argument("--keep", type=Path, help="build into this folder and keep the sites")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args(argv)
+    sizes = [int(n) for n in args.runs.split(",")]
+    work = args.keep or Path(tempfile.mkdtemp(prefix="gpuperf-dashboard-scale-"))
+    builds = []
+    print(f"{'runs':>6} {'series':>6} {'points':>9} {'wall s':>7} {'CPU s':>7} {'us/point':>9} {'files':>6} "
+          f"{'MB':>8} {'B/point':>8}")  # fmt: skip
+    try:
+        for runs in sizes:
+            b = measure(args.series, runs, args.repeat, work)
+            builds.append(b)
+            print(f"{b.runs:>6} {b.series:>6} {b.points:>9} {b.seconds:>7.2f} {b.cpu_seconds:>7.2f} "
+                  f"{b.us_per_point:>9.1f} {b.files:>6} {b.bytes / 1e6:>8.1f} {b.bytes_per_point:>8.1f}",
+                  flush=True)  # fmt: skip
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    if len(builds) > 1:
+        runs = [b.runs for b in builds]
+        k_wall, k_cpu = growth(runs, [b.seconds for b in builds]), growth(runs, [b.cpu_seconds for b in builds])
+        k_size = growth(runs, [b.bytes for b in builds])
+        print(f"growth with the number of runs (1.00 = linear): wall time ~ runs^{k_wall:.2f}, "
+              f"CPU time ~ runs^{k_cpu:.2f}, size ~ runs^{k_size:.2f}")  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps([b.__dict__ for b in builds], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
