@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import math
 import random
@@ -171,6 +172,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         k_size = growth(runs, [b.bytes for b in builds])
         print(f"growth with the number of runs (1.00 = linear): wall time ~ runs^{k_wall:.2f}, "
               f"CPU time ~ runs^{k_cpu:.2f}, size ~ runs^{k_size:.2f}")  # fmt: skip
+        # what one more point costs between consecutive sizes: flat or falling is linear or better
+        for a, b in itertools.pairwise(builds):
+            added = b.points - a.points
+            print(f"from {a.runs} to {b.runs} runs: +{(b.cpu_seconds - a.cpu_seconds) / added * 1e6:.1f} us CPU "
+                  f"and +{(b.bytes - a.bytes) / added:.0f} B per added point")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps([b.__dict__ for b in builds], indent=2))
     return 0

@@ -547,3 +547,15 @@ def test_browser_helper_fails_in_ci_without_chromium(monkeypatch: pytest.MonkeyP
     monkeypatch.delenv("CI")
     with pytest.raises(pytest.skip.Exception):
         chromium.chromium_path()
+
+
+def test_the_scale_benchmark_builds_its_synthetic_fleet(tmp_path: Path) -> None:
+    from benchmark_scripts import benchmark_script
+
+    with benchmark_script("history_scale") as script:
+        fleet = script.synthetic(8, 20)
+        assert len(fleet.series) == 8 and fleet.points == 160
+        assert len(fleet.changes) == 2 and len(fleet.profile_diffs) == 2  # the first test's step, on both classes
+        build = script.measure(8, 20, 1, tmp_path)
+        assert (build.points, build.files) == (160, 2 + 2 + 2 + 1)  # assets, two pages, two diffs, the index
+        assert script.growth([1, 2, 4], [3, 6, 12]) == pytest.approx(1.0)
