@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pytest_gpuperf.history.dashboard.axes import CommitAxis, point_time
+from pytest_gpuperf.history.dashboard.axes import CommitAxis
 from pytest_gpuperf.history.dashboard.frame import code, document, swatch
 from pytest_gpuperf.history.dashboard.layout import Group, Site, StatisticChart
-from pytest_gpuperf.history.dashboard.svg import KIND_COLOUR, NARROW, WIDE, Line, chart, short
+from pytest_gpuperf.history.dashboard.svg import KIND_COLOUR, NARROW, WIDE, Line, chart, day, short
 from pytest_gpuperf.history.model import ChangePoint, Series
 from pytest_gpuperf.report.text import html_text as escape
 from pytest_gpuperf.report.units import format_change, format_value
@@ -74,8 +74,8 @@ def _changes_table(group: Group, site: Site) -> str:
                 rows.append(_change_row(change, s, site))
     if not rows:
         return "<p>No change points in these series.</p>"
-    heads = ("statistic", "device class", "kind", "last good", "first bad", "change", "95% CI", "p", "runs since",
-             "before", "after", "profile diff")  # fmt: skip
+    heads = ("statistic", "device class", "kind", "last good", "first bad", "first bad on", "change", "95% CI", "p",
+             "runs since", "before", "after", "profile diff")  # fmt: skip
     header = "".join(f"<th>{h}</th>" for h in heads)
     return f'<table class="changes"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
@@ -90,6 +90,7 @@ def _change_row(change: ChangePoint, series: Series, site: Site) -> str:
         f'<span class="kind {change.kind.value}">{escape(kind)}</span>',
         f'<code title="{escape(change.last_good)}">{escape(short(change.last_good))}</code>',
         f'<code title="{escape(change.first_bad)}">{escape(short(change.first_bad))}</code>',
+        escape(day(series.points[change.index])),
         escape(format_change(change.change)),
         escape(f"{format_change(change.ci_low)} to {format_change(change.ci_high)}"),
         f"{change.p_value:.2g}",
@@ -115,7 +116,7 @@ def _updates_table(group: Group) -> str:
         point = next(p for p in s.points if p.commit == commit and p.runner == runner and p.baseline_update)
         rows.append(
             f'<tr><td><code title="{escape(commit)}">{escape(short(commit))}</code></td>'
-            f"<td>{point_time(point, s).date().isoformat()}</td><td>{escape(runner)}</td>"
+            f"<td>{escape(day(point))}</td><td>{escape(runner)}</td>"
             f"<td>{escape(device_class)}</td></tr>"
         )
     header = "<tr><th>commit</th><th>date</th><th>runner</th><th>device class</th></tr>"

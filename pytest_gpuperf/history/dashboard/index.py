@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from pytest_gpuperf.history.dashboard.frame import code, document, swatch
 from pytest_gpuperf.history.dashboard.layout import Group, Site, StatisticChart
-from pytest_gpuperf.history.dashboard.svg import KIND_COLOUR, change_text, change_title
+from pytest_gpuperf.history.dashboard.svg import KIND_COLOUR, change_text, change_title, day
 from pytest_gpuperf.history.model import ChangeKind, ChangePoint, Series
 from pytest_gpuperf.report.text import html_text as escape
 from pytest_gpuperf.report.units import format_value
@@ -76,7 +76,7 @@ def _filters(site: Site) -> str:
 
 def _table(ordered: Sequence[Row], site: Site) -> str:
     heads = ("test", "measurement", "statistic", "device class", "branch", "runs", "latest", "latest change",
-             "kind", "runs since")  # fmt: skip
+             "first bad on", "kind", "runs since")  # fmt: skip
     body = "".join(_row(row, site) for row in ordered)
     header = "".join(f"<th>{h}</th>" for h in heads)
     return f'<table id="series"><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>'
@@ -93,8 +93,9 @@ def _row(row: Row, site: Site) -> str:
             f'<span title="{escape(change_title(latest))}">{escape(change_text(latest))}</span>'
         )
         since = str(latest.runs_after)
+        when = escape(day(s.points[latest.index]))
     else:
-        change, since = "-", "-"
+        change, since, when = "-", "-", "-"
     cells = [
         f'<td><a href="{escape(row.href)}">{code(key.test)}</a></td>',
         f"<td>{escape(key.measurement)}</td>",
@@ -104,6 +105,7 @@ def _row(row: Row, site: Site) -> str:
         f'<td class="num">{len(s.points)}</td>',
         f'<td class="num">{escape(format_value(last.value, s.unit)) if last is not None else "-"}</td>',
         f'<td class="nowrap">{change}</td>',
+        f'<td class="nowrap">{when}</td>',
         f"<td>{kind if latest is not None else '-'}</td>",
         f'<td class="num">{since}</td>',
     ]

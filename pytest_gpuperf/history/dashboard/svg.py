@@ -47,6 +47,11 @@ def change_text(change: ChangePoint) -> str:
     return f"{short(change.last_good)}..{short(change.first_bad)} {format_change(change.change)}"
 
 
+def day(point: Point) -> str:
+    """The ISO date of a point's commit (of its run where the store has no commit date)."""
+    return (point.commit_date or point.started_at)[:10]  # an ISO time's own date; the axis checked the format
+
+
 def change_title(change: ChangePoint) -> str:
     """A change point's hover title: kind, commit range in full, change with its interval, significance."""
     interval = f"{format_change(change.ci_low)} to {format_change(change.ci_high)}"
@@ -60,9 +65,8 @@ def change_title(change: ChangePoint) -> str:
 
 def point_title(point: Point, series: Series, scale: ValueScale) -> str:
     """A point's hover title, raw text: the commit and its date, the runner, the value and its spread."""
-    day = (point.commit_date or point.started_at)[:10]  # the ISO date, in the time's own offset (checked by the axis)
     lines = [
-        f"commit {short(point.commit)} ({day})",
+        f"commit {short(point.commit)} ({day(point)})",
         f"runner {point.runner}, {series.key.device_class}",
         f"{series.key.statistic} {scale.exact(point.value)}",
     ]
