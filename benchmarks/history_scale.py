@@ -142,6 +142,13 @@ class Build:
         return self.bytes / self.points
 
 
+def warm_up(work: Path) -> None:
+    """One small untimed build: the first size should not pay for importing matplotlib and the rest."""
+    fleet = synthetic(SERIES_PER_TEST * 5, 8)
+    build_site(fleet.series, fleet.changes, work / "warm-up", profile_diffs=fleet.profile_diffs)
+    shutil.rmtree(work / "warm-up", ignore_errors=True)
+
+
 def measure(series: int, runs: int, repeat: int, work: Path) -> Build:
     fleet = synthetic(series, runs)
     best, best_cpu = math.inf, math.inf
@@ -283,6 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = [int(n) for n in args.runs.split(",")]
     work = args.keep or Path(tempfile.mkdtemp(prefix="gpuperf-dashboard-scale-"))
     builds = []
+    warm_up(work)
     print(f"{'runs':>6} {'series':>6} {'points':>9} {'wall s':>7} {'CPU s':>7} {'us/point':>9} {'files':>6} "
           f"{'MB':>8} {'B/point':>8}")  # fmt: skip
     try:
