@@ -559,3 +559,7 @@ def test_the_scale_benchmark_builds_its_synthetic_fleet(tmp_path: Path) -> None:
         build = script.measure(8, 20, 1, tmp_path)
         assert (build.points, build.files) == (160, 2 + 2 + 2 + 1)  # assets, two pages, two diffs, the index
         assert script.growth([1, 2, 4], [3, 6, 12]) == pytest.approx(1.0)
+        # the same points as the sessions that recorded them, for the stores: a run per device class and commit
+        runs = script.runs_of(fleet)
+        assert len(runs) == 2 * 20 and {len(r.values) for r in runs} == {4}
+        assert sum(v.profile_diff is not None for r in runs for v in r.values) == 2
