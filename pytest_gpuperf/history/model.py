@@ -137,4 +137,5 @@ class ChangePoint:
     kind: ChangeKind
     runs_after: int
     gradual: bool = False  # a creep spread over several commits rather than one step
+    unit: str = ""  # the series' unit ("ns", "bytes", a metric's), for ``before``/``after``
     details: Mapping[str, object] = field(default_factory=dict)

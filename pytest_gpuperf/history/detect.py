@@ -1,0 +1,460 @@
+"""Change points in a performance series: where its level moved, named by commit range.
+
+The detector (docs/change-points.md explains it and the measurements behind it):
+
+1. **Pool by commit.** Runs of one commit (several runners of a device class, reruns) become
+   one level, so a change point always falls between two commits.
+2. **Weigh by precision.** Each run's own 95% interval gives its within-run variance; the
+   series' between-run noise is estimated robustly from successive runs (the scaled MAD of
+   first differences, which a few steps cannot inflate). A run weighs
+   ``1 / (between-run variance + its own variance)``: a run whose samples scattered widely
+   counts less, something a detector fed one number per run cannot do.
+3. **Binary segmentation with a permutation test.** In a stretch of commits, the split that
+   maximises the weighted two-level statistic ``(mean_left - mean_right)^2 /
+   (1/W_left + 1/W_right)`` is the candidate; its significance is the share of seeded random
+   orderings of the same commits whose best split scores as high. A significant split is
+   kept and both sides are searched again. Levels are winsorised around the stretch's
+   weighted median before testing, so one wild run cannot carry a split.
+4. **Creeps.** Neighbouring change points in the same direction, and every single one, are
+   also fitted as a ramp (old level, a linear slide over several commits, new level); when
+   the ramp explains the data clearly better than the steps, one change point with
+   ``gradual=True`` spans the slide.
+
+Values are compared in log space (relative changes) when all are positive, else as they are.
+Everything is numpy; the permutations are seeded, so the same series gives the same answer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pytest_gpuperf.history.model import ChangeKind, ChangePoint, Point, Series
+
+_Z95 = 1.959963984540054
+# Below this relative spread two values are the same number (float noise, identical memory peaks).
+_TINY = 1e-9
+# Permutations are drawn in batches; a batch that already settles "not significant" ends the test.
+_PERMUTATION_BATCH = 100
+
+
+@dataclass(frozen=True)
+class DetectorConfig:
+    """The detector's settings; the defaults are the ones measured in docs/change-points.md."""
+
+    alpha: float = 0.005  # a split is kept when its permutation p-value is at most this
+    permutations: int = 399  # per test; the smallest reachable p-value is 1 / (permutations + 1)
+    min_runs: int = 2  # runs needed on each side of a change (a lone run never makes one)
+    clip: float = 4.0  # winsorise levels this many standard errors from the stretch's median
+    max_ramp: int = 30  # the most commits a creep may span
+    ramp_threshold: float = 12.0  # chi-square units a ramp must gain over the steps it replaces
+    min_change: float = 0.0  # drop change points smaller than this relative change
+    use_precision: bool = True  # weigh runs by their own intervals (off: the between-run noise only)
+    seed: int = 20261126
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not 0.0 < self.alpha < 1.0:
+            problems.append(f"alpha must lie in (0, 1), got {self.alpha!r}")
+        if self.permutations < 19:
+            problems.append(f"permutations must be at least 19, got {self.permutations!r}")
+        elif 0.0 < self.alpha < 1.0 and self.alpha * (self.permutations + 1) < 1:
+            problems.append(
+                f"alpha {self.alpha} is below the smallest p-value {self.permutations} permutations can give"
+                f" (1/{self.permutations + 1}); raise permutations"
+            )
+        if self.min_runs < 1:
+            problems.append(f"min_runs must be at least 1, got {self.min_runs!r}")
+        if self.clip <= 0:
+            problems.append(f"clip must be positive, got {self.clip!r}")
+        if self.max_ramp < 2:
+            problems.append(f"max_ramp must be at least 2, got {self.max_ramp!r}")
+        if self.min_change < 0:
+            problems.append(f"min_change must not be negative, got {self.min_change!r}")
+        if problems:
+            raise ValueError("DetectorConfig: " + "; ".join(problems))
+
+
+@dataclass
+class _Commits:
+    """The series pooled by commit: one level and its variance per commit."""
+
+    commits: list[str]
+    first_index: list[int]  # index in Series.points of each commit's first run
+    runs: np.ndarray  # runs per commit
+    level: np.ndarray  # weighted mean of the runs (log space when ``log``)
+    var: np.ndarray  # its variance
+    log: bool
+    noise: float  # the between-run noise (standard deviation, same space as level)
+    run_y: np.ndarray  # the runs' values grouped by commit, in commit order
+    run_var: np.ndarray  # their variances (between-run noise plus their own)
+    run_start: np.ndarray  # index in run_y of each commit's first run, plus the total at the end
+    baseline_update: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+
+    @property
+    def weight(self) -> np.ndarray:
+        return 1.0 / self.var
+
+
+@dataclass(frozen=True)
+class _Step:
+    at: int  # commit index of the first commit at the new level
+    p_value: float
+
+
+def _mad_sd(values: np.ndarray) -> float:
+    if values.size == 0:
+        return 0.0
+    return float(1.4826 * np.median(np.abs(values - np.median(values))))
+
+
+def _run_sd(point: Point, log: bool) -> float:
+    """A run's own standard error from its 95% interval (0 when it has none)."""
+    lo, hi = point.ci_low, point.ci_high
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)) or hi < lo:
+        return 0.0
+    if log:
+        if lo <= 0:
+            return 0.0
+        return (math.log(hi) - math.log(lo)) / (2 * _Z95)
+    return (hi - lo) / (2 * _Z95)
+
+
+def _pool(series: Series, config: DetectorConfig) -> _Commits | None:
+    points = series.points
+    values = np.array([p.value for p in points], dtype=float)
+    if values.size == 0 or not np.all(np.isfinite(values)):
+        bad = [p.run_id for p in points if not math.isfinite(p.value)]
+        if bad:
+            raise ValueError(f"{series.key.label}: non-finite values in runs {', '.join(bad[:5])}")
+        return None
+    log = bool(np.all(values > 0))
+    y = np.log(values) if log else values
+    own = np.array([_run_sd(p, log) if config.use_precision else 0.0 for p in points])
+    # Between-run noise from successive runs: a step moves one difference, a creep a few,
+    # the median absolute difference ignores both.
+    diff_sd = _mad_sd(np.diff(y)) / math.sqrt(2) if y.size > 2 else 0.0
+    between2 = max(diff_sd**2 - float(np.median(own**2)), 0.0)
+    scale = float(np.median(np.abs(y))) if not log else 1.0
+    floor = (_TINY * max(scale, 1.0)) ** 2
+    run_var = between2 + own**2 + floor
+
+    codes: dict[str, int] = {}
+    commit_of = np.array([codes.setdefault(p.commit, len(codes)) for p in points])
+    w = 1.0 / run_var
+    total_w = np.bincount(commit_of, weights=w)
+    first = np.full(len(codes), len(points))
+    np.minimum.at(first, commit_of, np.arange(len(points)))
+    update = np.bincount(commit_of, weights=[p.baseline_update for p in points]) > 0
+    grouped = np.argsort(commit_of, kind="stable")
+    runs = np.bincount(commit_of)
+    return _Commits(
+        commits=list(codes),
+        first_index=[int(i) for i in first],
+        runs=runs,
+        level=np.bincount(commit_of, weights=w * y) / total_w,
+        var=1.0 / total_w,
+        log=log,
+        noise=math.sqrt(between2 + floor),
+        run_y=y[grouped],
+        run_var=run_var[grouped],
+        run_start=np.concatenate([[0], np.cumsum(runs)]),
+        baseline_update=update,
+    )
+
+
+def _weighted_median(y: np.ndarray, w: np.ndarray) -> float:
+    order = np.argsort(y)
+    cum = np.cumsum(w[order])
+    return float(y[order][np.searchsorted(cum, cum[-1] / 2)])
+
+
+def _split_scores(sums: np.ndarray, w: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """The two-level statistic for a split before each commit 1..n-1 (rows: orderings).
+
+    ``sums`` are the commits' sums of ``w * y`` with ``y`` centred on the weighted mean and
+    ``w`` their weights, so with ``S`` the left sum of ``sums`` and
+    ``W_l``/``W`` the left and total weights, ``(mean_l - mean_r)^2 / (1/W_l + 1/W_r)``
+    is ``S^2 W / (W_l (W - W_l))``: a few array passes per ordering.
+    ``allowed`` masks the split positions that leave enough runs on both sides.
+    Returns (orderings, n-1), -inf where not allowed.
+    """
+    w_left = np.cumsum(w, axis=-1)[..., :-1]
+    s_left = np.cumsum(sums, axis=-1)[..., :-1]
+    total = float(w.sum(axis=-1).flat[0])
+    score = s_left * s_left * total / (w_left * (total - w_left))
+    return np.where(allowed, score, -np.inf)
+
+
+def _allowed_splits(runs: np.ndarray, min_runs: int) -> np.ndarray:
+    """Split positions (along the last axis) that leave ``min_runs`` runs on each side."""
+    cum = np.cumsum(runs, axis=-1)
+    left = cum[..., :-1]
+    right = cum[..., -1:] - left
+    return (left >= min_runs) & (right >= min_runs)
+
+
+def _best_split(pooled: _Commits, lo: int, hi: int, config: DetectorConfig, rng: np.random.Generator) -> _Step | None:
+    """The most likely split of commits [lo, hi) and its permutation p-value, if any is allowed.
+
+    The permutations shuffle runs, not commits, over the same commit slots: three runners
+    agreeing on one new commit are as unlikely under "nothing changed" as three in a row.
+    """
+    runs = pooled.runs[lo:hi]
+    if runs.size < 2:
+        return None
+    allowed = _allowed_splits(runs, config.min_runs)
+    if not allowed.any():
+        return None
+    first, last = int(pooled.run_start[lo]), int(pooled.run_start[hi])
+    y, var = pooled.run_y[first:last], pooled.run_var[first:last]
+    w = 1.0 / var
+    centre = _weighted_median(y, w)
+    if float(np.max(y) - np.min(y)) <= _TINY * max(abs(centre), 1.0):
+        return None  # one value throughout: nothing can have changed
+    sd = np.sqrt(var)
+    y = centre + np.clip((y - centre) / sd, -config.clip, config.clip) * sd
+    y = y - float((w * y).sum() / w.sum())
+    slots = pooled.run_start[lo:hi] - first  # each commit's first run in the slice
+
+    def scores(yy: np.ndarray, ww: np.ndarray) -> np.ndarray:
+        return _split_scores(np.add.reduceat(ww * yy, slots, axis=-1), np.add.reduceat(ww, slots, axis=-1), allowed)
+
+    observed_scores = scores(y, w)
+    k = int(np.argmax(observed_scores))
+    observed = float(observed_scores[k])
+    # Batches stop as soon as the p-value cannot reach alpha any more.
+    exceed, done = 0, 0
+    limit = math.floor(config.alpha * (config.permutations + 1)) - 1  # most exceedances still significant
+    while done < config.permutations:
+        batch = min(_PERMUTATION_BATCH, config.permutations - done)
+        perm = rng.permuted(np.tile(np.arange(y.size), (batch, 1)), axis=1)
+        best = scores(y[perm], w[perm]).max(axis=1)
+        exceed += int(np.count_nonzero(best >= observed * (1 - 1e-12)))
+        done += batch
+        if exceed > limit:
+            break
+    p_value = (exceed + 1) / (done + 1)
+    return _Step(at=lo + k + 1, p_value=p_value)
+
+
+def _segment(pooled: _Commits, config: DetectorConfig, rng: np.random.Generator) -> list[_Step]:
+    steps: list[_Step] = []
+    stack = [(0, pooled.level.size)]
+    while stack:
+        lo, hi = stack.pop()
+        step = _best_split(pooled, lo, hi, config, rng)
+        if step is None or step.p_value > config.alpha:
+            continue
+        steps.append(step)
+        stack += [(lo, step.at), (step.at, hi)]
+    return sorted(steps, key=lambda s: s.at)
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """Two levels over commits [lo, hi): ``before`` up to ``start``, ``after`` from ``end``."""
+
+    start: int  # last commit at the old level
+    end: int  # first commit at the new level
+    before: float
+    after: float
+    diff_var: float  # variance of after - before
+    ssr: float  # weighted residual sum of squares (chi-square units)
+
+
+def _ramp_fits(y: np.ndarray, w: np.ndarray, starts: range, ends: range) -> _Fit | None:
+    """The best ramp (a linear slide from ``start`` to ``end``, local indices) by weighted least squares.
+
+    Every (start, end) pair is fitted at once: ``y = a + d * shape`` with ``shape`` 0 up to
+    ``start``, 1 from ``end``, linear between.
+    """
+    pairs = np.array([(s, e) for s in starts for e in ends if e - s >= 2], dtype=float).reshape(-1, 2)
+    if pairs.size == 0:
+        return None
+    centre = float((w * y).sum() / w.sum())
+    y = y - centre  # the expanded sum of squares below would lose digits on raw log levels
+    idx = np.arange(y.size, dtype=float)
+    shape = np.clip((idx[None, :] - pairs[:, :1]) / (pairs[:, 1:] - pairs[:, :1]), 0.0, 1.0)
+    sw, sy = w.sum(), (w * y).sum()
+    sx, sxx, sxy = shape @ w, (shape * shape) @ w, shape @ (w * y)
+    det = sw * sxx - sx * sx
+    ok = det > 1e-12 * sw * sw
+    if not ok.any():
+        return None
+    det = np.where(ok, det, 1.0)
+    d = (sw * sxy - sx * sy) / det
+    a = (sy - d * sx) / sw
+    # ssr = sum w (y - a - d x)^2, expanded so no residual matrix is built
+    syy = (w * y * y).sum()
+    ssr = syy - 2 * a * sy - 2 * d * sxy + a * a * sw + 2 * a * d * sx + d * d * sxx
+    ssr = np.where(ok, ssr, np.inf)
+    best = int(np.argmin(ssr))
+    start, end = int(pairs[best, 0]), int(pairs[best, 1])
+    before, after = float(a[best]) + centre, float(a[best] + d[best]) + centre
+    return _Fit(start, end, before, after, float(sw / det[best]), float(max(ssr[best], 0.0)))
+
+
+def _staircase_ssr(y: np.ndarray, w: np.ndarray, cuts: list[int]) -> float:
+    total = 0.0
+    bounds = [0, *cuts, y.size]
+    for lo, hi in itertools.pairwise(bounds):
+        yy, ww = y[lo:hi], w[lo:hi]
+        mean = (ww * yy).sum() / ww.sum()
+        total += float((ww * (yy - mean) ** 2).sum())
+    return total
+
+
+def _ramp_gain_needed(steps: int, config: DetectorConfig) -> float:
+    """How much better (chi-square units) a ramp must fit than the ``steps`` it would replace.
+
+    One step (3 parameters: two levels, a commit) against a ramp (4: two levels, start and
+    end) needs the ramp to gain ``ramp_threshold``; a staircase of m steps spends 2m + 1
+    parameters, so from two steps on the simpler ramp may fit somewhat worse and still win.
+    """
+    if steps == 1:
+        return config.ramp_threshold
+    return -config.ramp_threshold * (2 * steps - 3) / 2
+
+
+@dataclass(frozen=True)
+class _Change:
+    last_good: int  # commit indices
+    first_bad: int
+    before: float
+    after: float
+    diff_var: float
+    p_value: float
+    gradual: bool
+
+
+def _two_levels(pooled: _Commits, lo: int, at: int, hi: int) -> tuple[float, float, float]:
+    w = pooled.weight
+    wl, wr = w[lo:at].sum(), w[at:hi].sum()
+    before = float((w[lo:at] * pooled.level[lo:at]).sum() / wl)
+    after = float((w[at:hi] * pooled.level[at:hi]).sum() / wr)
+    return before, after, float(1 / wl + 1 / wr)
+
+
+def _changes(pooled: _Commits, steps: list[_Step], config: DetectorConfig) -> list[_Change]:
+    """Steps grouped into creeps where a ramp explains them better, each with its levels."""
+    cuts = [s.at for s in steps]
+    bounds = [0, *cuts, pooled.level.size]
+    sign = []
+    for i in range(len(cuts)):
+        before, after, _ = _two_levels(pooled, bounds[i], cuts[i], bounds[i + 2])
+        sign.append(np.sign(after - before))
+    # Clusters: consecutive steps in one direction, close enough to be one slide.
+    clusters: list[list[int]] = []
+    for i in range(len(cuts)):
+        if clusters and sign[i] == sign[clusters[-1][-1]] and cuts[i] - cuts[clusters[-1][-1]] <= config.max_ramp:
+            clusters[-1].append(i)
+        else:
+            clusters.append([i])
+    changes: list[_Change] = []
+    for cluster in clusters:
+        first, last = cluster[0], cluster[-1]
+        # The fit looks at most two ramp lengths either side: enough to pin both levels, and
+        # the cost stays flat however long the series.
+        lo = max(bounds[first], cuts[first] - 2 * config.max_ramp)
+        hi = min(bounds[last + 2], cuts[last] + 2 * config.max_ramp)
+        p_value = min(steps[i].p_value for i in cluster)
+        y, w = pooled.level[lo:hi], pooled.weight[lo:hi]
+        local = [cuts[i] - lo for i in cluster]
+        stair = _staircase_ssr(y, w, local)
+        starts = range(max(0, local[0] - config.max_ramp), local[0])
+        ends = range(local[-1], min(y.size, local[-1] + config.max_ramp))
+        ramp = _ramp_fits(y, w, starts, ends)
+        if ramp is not None and stair - ramp.ssr > _ramp_gain_needed(len(cluster), config):
+            changes.append(
+                _Change(lo + ramp.start, lo + ramp.end, ramp.before, ramp.after, ramp.diff_var, p_value, gradual=True)
+            )
+            continue
+        for i in cluster:
+            before, after, var = _two_levels(pooled, bounds[i], cuts[i], bounds[i + 2])
+            changes.append(_Change(cuts[i] - 1, cuts[i], before, after, var, steps[i].p_value, gradual=False))
+    return changes
+
+
+def _relative(pooled: _Commits, before: float, after: float) -> float:
+    if pooled.log:
+        return math.expm1(after - before)
+    return (after - before) / abs(before) if before else math.inf
+
+
+def _level(pooled: _Commits, level: float) -> float:
+    return math.exp(level) if pooled.log else level
+
+
+def _dispersion(pooled: _Commits, changes: list[_Change]) -> float:
+    """How much wider the residuals are than the weights say (at least 1): widens the intervals."""
+    n = pooled.level.size
+    cuts = sorted({c.first_bad for c in changes})
+    dof = n - len(cuts) - 1
+    if dof < 3:
+        return 1.0
+    ssr = _staircase_ssr(pooled.level, pooled.weight, cuts)
+    return max(1.0, ssr / dof)
+
+
+def find_changes(series: Series, config: DetectorConfig | None = None) -> list[ChangePoint]:
+    """The change points of ``series``, oldest first.
+
+    Each names ``last_good``/``first_bad`` commits, the levels before and after (in the
+    series' unit), the relative change with its 95% interval, the permutation p-value, and
+    whether it is a regression or an improvement for the series' ``better`` direction.
+    A series with fewer than ``2 * min_runs`` runs or a single commit has none.
+    """
+    config = config or DetectorConfig()
+    if series.better not in ("lower", "higher"):
+        raise ValueError(f"{series.key.label}: better must be 'lower' or 'higher', got {series.better!r}")
+    pooled = _pool(series, config)
+    if pooled is None or pooled.level.size < 2:
+        return []
+    rng = np.random.default_rng(config.seed)
+    steps = _segment(pooled, config, rng)
+    if not steps:
+        return []
+    changes = _changes(pooled, steps, config)
+    inflate = math.sqrt(_dispersion(pooled, changes))
+    total_runs = len(series.points)
+    found: list[ChangePoint] = []
+    for change in changes:
+        rel = _relative(pooled, change.before, change.after)
+        if abs(rel) < config.min_change:
+            continue
+        half = _Z95 * math.sqrt(change.diff_var) * inflate
+        diff = change.after - change.before
+        lo_rel, hi_rel = (
+            _relative(pooled, change.before, change.after - half),
+            _relative(pooled, change.before, change.after + half),
+        )
+        worse = diff > 0 if series.better == "lower" else diff < 0
+        index = pooled.first_index[change.first_bad]
+        found.append(
+            ChangePoint(
+                key=series.key,
+                last_good=pooled.commits[change.last_good],
+                first_bad=pooled.commits[change.first_bad],
+                index=index,
+                before=_level(pooled, change.before),
+                after=_level(pooled, change.after),
+                change=rel,
+                ci_low=min(lo_rel, hi_rel),
+                ci_high=max(lo_rel, hi_rel),
+                p_value=change.p_value,
+                kind=ChangeKind.REGRESSION if worse else ChangeKind.IMPROVEMENT,
+                runs_after=total_runs - index,
+                gradual=change.gradual,
+                unit=series.unit,
+                details={
+                    "commits_spanned": change.first_bad - change.last_good,
+                    "noise": pooled.noise,
+                    "baseline_update": bool(pooled.baseline_update[change.last_good + 1 : change.first_bad + 1].any()),
+                },
+            )
+        )
+    return found

@@ -1,0 +1,157 @@
+"""Change points for people and for scripts: an aligned table, Markdown, JSON.
+
+Each format renders what ``detect.find_changes`` decided and decides nothing itself. Values go
+through ``report.units`` so a time reads the same here as in every other report. The JSON is a
+list of objects whose fields are documented in docs/change-points.md; ``last_good`` and
+``first_bad`` are full commit hashes there (the table and Markdown shorten them).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+
+from pytest_gpuperf.history.model import ChangePoint
+from pytest_gpuperf.report.text import md_code, md_text, plain
+from pytest_gpuperf.report.units import format_change, format_value
+
+FORMATS = ("table", "markdown", "json")
+_SHORT = 10  # commit hash characters shown in the table and Markdown
+_HEADERS = ("kind", "change", "95% CI", "commits", "before", "after", "p", "runs after", "series")
+
+
+def _short(commit: str) -> str:
+    return commit[:_SHORT]
+
+
+def _range(c: ChangePoint) -> str:
+    arrow = "~>" if c.gradual else ".."
+    return f"{_short(c.last_good)}{arrow}{_short(c.first_bad)}"
+
+
+def _interval(c: ChangePoint) -> str:
+    return f"{format_change(c.ci_low)} .. {format_change(c.ci_high)}"
+
+
+def _p(p: float) -> str:
+    return f"{p:.2g}" if p >= 0.001 else f"{p:.1e}"
+
+
+def _kind(c: ChangePoint) -> str:
+    return c.kind.value + (" (gradual)" if c.gradual else "")
+
+
+def _cells(c: ChangePoint) -> list[str]:
+    return [
+        _kind(c),
+        format_change(c.change),
+        _interval(c),
+        _range(c),
+        format_value(c.before, c.unit),
+        format_value(c.after, c.unit),
+        _p(c.p_value),
+        str(c.runs_after),
+        c.key.label,
+    ]
+
+
+def render_table(changes: Sequence[ChangePoint]) -> str:
+    """Aligned columns for a terminal, one change point a line; numbers right-aligned."""
+    if not changes:
+        return "no change points\n"
+    rows = [list(_HEADERS)] + [[plain(cell) for cell in _cells(c)] for c in changes]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADERS))]
+    numeric = {1, 2, 4, 5, 6, 7}
+    lines = []
+    for row in rows:
+        cells = [
+            cell.rjust(w) if i in numeric else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        lines.append("  ".join(cells).rstrip())
+    regressions = sum(c.kind.value == "regression" for c in changes)
+    lines.append(f"{len(changes)} change point(s), {regressions} regression(s)")
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(changes: Sequence[ChangePoint]) -> str:
+    """A GitHub-flavoured Markdown table; test names as code spans, commits shortened."""
+    if not changes:
+        return "No change points.\n"
+    lines = [
+        "| Series | Kind | Change | 95% CI | Commits | Before | After | p | Runs after |",
+        "|---|---|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    for c in changes:
+        k = c.key
+        where = f"({md_text(k.device_class)}, {md_text(k.branch)})"
+        series = f"{md_code(k.test)} {md_code(k.measurement)} {md_code(k.statistic)} {where}"
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    series,
+                    _kind(c),
+                    format_change(c.change),
+                    _interval(c),
+                    md_code(_range(c)),
+                    format_value(c.before, c.unit),
+                    format_value(c.after, c.unit),
+                    _p(c.p_value),
+                    str(c.runs_after),
+                ]
+            )
+            + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def change_to_json(c: ChangePoint) -> dict[str, object]:
+    """One change point as a JSON object (docs/change-points.md lists the fields)."""
+    k = c.key
+    return {
+        "test": k.test,
+        "measurement": k.measurement,
+        "statistic": k.statistic,
+        "device_class": k.device_class,
+        "branch": k.branch,
+        "last_good": c.last_good,
+        "first_bad": c.first_bad,
+        "change": _finite(c.change),
+        "ci_low": _finite(c.ci_low),
+        "ci_high": _finite(c.ci_high),
+        "kind": c.kind.value,
+        "p_value": c.p_value,
+        "before": _finite(c.before),
+        "after": _finite(c.after),
+        "unit": c.unit,
+        "runs_after": c.runs_after,
+        "gradual": c.gradual,
+        "index": c.index,
+        "details": {name: value for name, value in c.details.items() if isinstance(value, (str, int, float, bool))},
+    }
+
+
+def render_json(changes: Sequence[ChangePoint]) -> str:
+    return json.dumps([change_to_json(c) for c in changes], indent=2, allow_nan=False) + "\n"
+
+
+_RENDERERS: dict[str, Callable[[Sequence[ChangePoint]], str]] = {
+    "table": render_table,
+    "markdown": render_markdown,
+    "json": render_json,
+}
+
+
+def render_changes(changes: Sequence[ChangePoint], fmt: str) -> str:
+    """``changes`` in ``fmt`` (one of :data:`FORMATS`), ending with a newline."""
+    try:
+        renderer = _RENDERERS[fmt]
+    except KeyError:
+        raise ValueError(f"unknown change-point format {fmt!r}; choose one of {', '.join(FORMATS)}") from None
+    return renderer(changes)

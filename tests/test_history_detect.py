@@ -1,0 +1,269 @@
+"""The change-point detector on series with known answers (fixed seeds), and its renderings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pytest_gpuperf.history.detect import DetectorConfig, find_changes
+from pytest_gpuperf.history.model import ChangeKind, ChangePoint, Point, Series, SeriesKey
+from pytest_gpuperf.history.render import render_changes
+
+KEY = SeriesKey("tests/test_model.py::test_forward", "default", "time.p50", "nvidia-h100", "main")
+NOISE = 0.01  # between-run noise of the synthetic series (relative standard deviation)
+PRECISION = 0.002  # each run's own 95% half-width (relative)
+
+
+def commit(i: int) -> str:
+    return f"{i:040x}"
+
+
+def series(
+    levels: list[float] | np.ndarray,
+    *,
+    seed: int = 0,
+    runners: int = 1,
+    better: str = "lower",
+    precision: list[float] | None = None,
+    unit: str = "ns",
+) -> Series:
+    """One run per commit and runner; ``levels[i]`` is commit i's true value."""
+    rng = np.random.default_rng(seed)
+    points = []
+    for i, level in enumerate(levels):
+        for r in range(runners):
+            value = float(level * np.exp(rng.normal(0, NOISE)))
+            half = PRECISION if precision is None else precision[i]
+            points.append(
+                Point(
+                    run_id=f"run-{i}-{r}",
+                    commit=commit(i),
+                    started_at=f"2026-11-{1 + i // 24:02d}T{i % 24:02d}:00:00+00:00",
+                    runner=f"runner-{r}",
+                    value=value,
+                    ci_low=value * (1 - half),
+                    ci_high=value * (1 + half),
+                    samples=200,
+                )
+            )
+    return Series(KEY, unit, better, tuple(points))
+
+
+def step_levels(n: int, at: int, change: float, base: float = 1e6) -> np.ndarray:
+    levels = np.full(n, base)
+    levels[at:] *= 1 + change
+    return levels
+
+
+def test_a_step_is_found_at_its_commit() -> None:
+    changes = find_changes(series(step_levels(40, 25, 0.06), seed=1))
+    assert len(changes) == 1
+    (c,) = changes
+    assert (c.last_good, c.first_bad) == (commit(24), commit(25))
+    assert c.index == 25 and c.runs_after == 15
+    assert c.kind is ChangeKind.REGRESSION and not c.gradual
+    assert c.ci_low < 0.06 < c.ci_high and c.ci_low > 0.03
+    assert c.p_value <= DetectorConfig().alpha
+    assert c.before == pytest.approx(1e6, rel=0.01) and c.after == pytest.approx(1.06e6, rel=0.01)
+    assert c.unit == "ns"
+
+
+def test_a_creep_is_one_gradual_change_over_its_commits() -> None:
+    # 1% per commit over ten commits (commits 20..29), then the new level stays.
+    levels = np.full(50, 1e6)
+    levels[20:30] *= 1.01 ** np.arange(1, 11)
+    levels[30:] = levels[29]
+    changes = find_changes(series(levels, seed=2))
+    assert len(changes) == 1
+    (c,) = changes
+    assert c.gradual and c.kind is ChangeKind.REGRESSION
+    last_good, first_bad = int(c.last_good, 16), int(c.first_bad, 16)
+    assert 17 <= last_good <= 21 and 27 <= first_bad <= 31
+    assert c.change == pytest.approx(0.105, abs=0.03)
+
+
+def test_a_step_is_not_called_gradual() -> None:
+    for seed in range(5):
+        (c,) = find_changes(series(step_levels(50, 20, -0.08), seed=seed))
+        assert not c.gradual and int(c.first_bad, 16) == 20
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_flat_noisy_series_has_no_change_point(seed: int) -> None:
+    rng = np.random.default_rng(100 + seed)
+    # heavy-tailed noise on top: a few runs 3-8% off, as a busy runner gives
+    levels = np.full(50, 2e6) * np.where(rng.random(50) < 0.06, 1 + rng.uniform(0.03, 0.08, 50), 1.0)
+    assert find_changes(series(levels, seed=seed)) == []
+
+
+def test_runs_of_one_commit_are_pooled() -> None:
+    changes = find_changes(series(step_levels(20, 12, 0.05), seed=3, runners=3))
+    (c,) = changes
+    assert (c.last_good, c.first_bad) == (commit(11), commit(12))
+    assert c.index == 36  # the first run of commit 12
+    assert c.runs_after == 24
+
+
+def test_three_runners_agreeing_on_the_newest_commit_make_a_change() -> None:
+    # A new level seen only at the last commit, but by three runners: the permutations
+    # shuffle runs, so three agreeing runs are as strong as three commits.
+    assert find_changes(series(step_levels(30, 29, 0.10), seed=4, runners=3))
+    assert not find_changes(series(step_levels(30, 29, 0.10), seed=4, runners=1))
+
+
+def test_a_run_that_reports_itself_noisy_counts_less() -> None:
+    # The last commit's three runs read +30%, but their own intervals are +-60%: they carry
+    # little weight and make no change point. The same values with tight intervals do.
+    levels = step_levels(30, 29, 0.30)
+    noisy = [PRECISION] * 29 + [0.60]
+    assert find_changes(series(levels, seed=5, runners=3, precision=noisy)) == []
+    (c,) = find_changes(series(levels, seed=5, runners=3))
+    assert c.first_bad == commit(29)
+    # Without the runs' own precision the noisy runs count like any other.
+    ignored = DetectorConfig(use_precision=False)
+    assert find_changes(series(levels, seed=5, runners=3, precision=noisy), ignored)
+
+
+def test_improvement_or_regression_follows_the_better_direction() -> None:
+    faster = step_levels(40, 20, -0.07)
+    (c,) = find_changes(series(faster, seed=6, better="lower"))
+    assert c.kind is ChangeKind.IMPROVEMENT and c.change < 0
+    (c,) = find_changes(series(faster, seed=6, better="higher"))
+    assert c.kind is ChangeKind.REGRESSION
+
+
+def test_two_steps_in_opposite_directions() -> None:
+    levels = step_levels(60, 20, 0.08)
+    levels[40:] = 1e6 * 0.95
+    changes = find_changes(series(levels, seed=7))
+    assert [(int(c.first_bad, 16), c.kind) for c in changes] == [
+        (20, ChangeKind.REGRESSION),
+        (40, ChangeKind.IMPROVEMENT),
+    ]
+
+
+def test_a_noise_free_series_steps_exactly() -> None:
+    # Peak memory: identical values, one allocation more from commit 8 on.
+    values = [1048576.0] * 8 + [1310720.0] * 8
+    points = tuple(Point(f"r{i}", commit(i), "2026-11-01T00:00:00+00:00", "m", v) for i, v in enumerate(values))
+    (c,) = find_changes(Series(KEY, "bytes", "lower", points))
+    assert c.first_bad == commit(8) and c.change == pytest.approx(0.25)
+    same = tuple(Point(f"r{i}", commit(i), "2026-11-01T00:00:00+00:00", "m", 7.0) for i in range(10))
+    assert find_changes(Series(KEY, "bytes", "lower", same)) == []
+
+
+def test_short_series_and_the_same_answer_twice() -> None:
+    assert find_changes(series([1e6])) == []
+    assert find_changes(Series(KEY, "ns", "lower", ())) == []
+    s = series(step_levels(40, 25, 0.04), seed=8)
+    assert find_changes(s) == find_changes(s)
+
+
+def test_bad_settings_are_named() -> None:
+    with pytest.raises(ValueError, match="alpha must lie in"):
+        DetectorConfig(alpha=0)
+    with pytest.raises(ValueError, match="below the smallest p-value 99 permutations"):
+        DetectorConfig(alpha=0.001, permutations=99)
+    with pytest.raises(ValueError, match="better must be"):
+        find_changes(series([1.0, 2.0], better="up"))
+
+
+def _sample_change(**kw: object) -> ChangePoint:
+    fields: dict[str, object] = dict(
+        key=KEY,
+        last_good="a" * 40,
+        first_bad="b" * 40,
+        index=25,
+        before=1_250_000.0,
+        after=1_337_500.0,
+        change=0.07,
+        ci_low=0.052,
+        ci_high=0.088,
+        p_value=0.0025,
+        kind=ChangeKind.REGRESSION,
+        runs_after=15,
+        unit="ns",
+        details={"commits_spanned": 1, "noise": 0.01, "baseline_update": False},
+    )
+    fields.update(kw)
+    return ChangePoint(**fields)  # type: ignore[arg-type]
+
+
+def test_json_has_the_documented_fields() -> None:
+    (obj,) = json.loads(render_changes([_sample_change()], "json"))
+    assert obj == {
+        "test": KEY.test,
+        "measurement": "default",
+        "statistic": "time.p50",
+        "device_class": "nvidia-h100",
+        "branch": "main",
+        "last_good": "a" * 40,
+        "first_bad": "b" * 40,
+        "change": 0.07,
+        "ci_low": 0.052,
+        "ci_high": 0.088,
+        "kind": "regression",
+        "p_value": 0.0025,
+        "before": 1_250_000.0,
+        "after": 1_337_500.0,
+        "unit": "ns",
+        "runs_after": 15,
+        "gradual": False,
+        "index": 25,
+        "details": {"commits_spanned": 1, "noise": 0.01, "baseline_update": False},
+    }
+    assert render_changes([], "json") == "[]\n"
+
+
+def test_json_from_the_detector() -> None:
+    changes = find_changes(series(step_levels(40, 25, 0.06), seed=1))
+    (obj,) = json.loads(render_changes(changes, "json"))
+    assert obj["first_bad"] == commit(25) and obj["kind"] == "regression" and obj["gradual"] is False
+
+
+GOLDEN = Path(__file__).parent / "data"
+
+
+def _two() -> list[ChangePoint]:
+    creep = _sample_change(
+        first_bad="c" * 40,
+        before=3 * 2**30,
+        after=2.88 * 2**30,
+        change=-0.04,
+        ci_low=-0.05,
+        ci_high=-0.03,
+        p_value=0.0001,
+        kind=ChangeKind.IMPROVEMENT,
+        runs_after=3,
+        gradual=True,
+        unit="bytes",
+    )
+    return [_sample_change(), creep]
+
+
+def test_table_is_aligned_with_human_units() -> None:
+    assert render_changes(_two(), "table") == (GOLDEN / "history_changes_table.txt").read_text()
+    assert render_changes([], "table") == "no change points\n"
+
+
+def test_markdown_table() -> None:
+    assert render_changes(_two(), "markdown") == (GOLDEN / "history_changes.md").read_text()
+    assert render_changes([], "markdown") == "No change points.\n"
+
+
+def test_unknown_format_is_named() -> None:
+    with pytest.raises(ValueError, match=r"'html'.*table, markdown, json"):
+        render_changes([], "html")
+
+
+def test_a_series_with_negative_values_is_compared_as_is() -> None:
+    # A metric that can be negative (a score, a margin) is not log-transformed.
+    rng = np.random.default_rng(9)
+    values = [-10.0 + rng.normal(0, 0.1) for _ in range(20)] + [-12.0 + rng.normal(0, 0.1) for _ in range(20)]
+    points = tuple(Point(f"r{i}", commit(i), "2026-11-01T00:00:00+00:00", "m", v) for i, v in enumerate(values))
+    (c,) = find_changes(Series(KEY, "points", "higher", points))
+    assert c.first_bad == commit(20) and c.kind is ChangeKind.REGRESSION
+    assert c.change == pytest.approx(-0.2, abs=0.02) and c.before == pytest.approx(-10, abs=0.1)
