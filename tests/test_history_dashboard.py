@@ -563,3 +563,20 @@ def test_the_scale_benchmark_builds_its_synthetic_fleet(tmp_path: Path) -> None:
         runs = script.runs_of(fleet)
         assert len(runs) == 2 * 20 and {len(r.values) for r in runs} == {4}
         assert sum(v.profile_diff is not None for r in runs for v in r.values) == 2
+
+
+def test_the_detectors_change_points_are_drawn_at_their_commits(tmp_path: Path) -> None:
+    """End to end with the real detector: a planted step is marked at its commit; a flat series has no mark."""
+    from pytest_gpuperf.history.detect import find_changes
+
+    stepped, flat = series(ATTN, step_at=30, step=0.15), series(CONV)
+    changes = [c for s in (stepped, flat) for c in find_changes(s)]
+    assert [(c.key, c.first_bad) for c in changes] == [(stepped.key, commit(30))]
+    index = build_site([stepped, flat], changes, tmp_path / "site")
+    rows = tags(index.read_text(), "tr")[1:]
+    assert [(row["data-test"], row["data-kind"]) for row in rows] == [(ATTN, "regression"), (CONV, "none")]
+    pages = {p.name: p.read_text() for p in (index.parent / "series").glob("*.html")}
+    attn = next(html for name, html in pages.items() if "test_attn" in name)
+    conv = next(html for name, html in pages.items() if "test_conv" in name)
+    assert f"first bad {commit(30)}" in attn and f"last good {commit(29)}" in attn
+    assert 'class="change ' not in conv
