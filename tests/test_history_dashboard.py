@@ -409,6 +409,14 @@ def test_a_broken_profile_diff_is_refused_naming_its_key(tmp_path: Path) -> None
         build_site([s], [], tmp_path / "site", profile_diffs=broken)
 
 
+def test_a_run_time_that_is_not_iso_8601_is_refused_naming_the_run(tmp_path: Path) -> None:
+    s = series(MLP)
+    bad = dataclasses.replace(s, points=(*s.points[:3], dataclasses.replace(s.points[3], commit_date="yesterday")))
+    with pytest.raises(DashboardError, match=f"run {s.points[3].run_id} of {re.escape(s.key.label)}: 'yesterday'"):
+        build_site([bad], [], tmp_path / "site")
+    assert not (tmp_path / "site").exists()
+
+
 def test_a_series_given_twice_is_refused(tmp_path: Path) -> None:
     s = series(MLP)
     with pytest.raises(DashboardError, match="is given twice"):

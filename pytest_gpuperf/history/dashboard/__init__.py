@@ -10,7 +10,8 @@ it decides nothing (change points come from ``history.detect``).
 
 from __future__ import annotations
 
-from pytest_gpuperf.history.dashboard.layout import DashboardError, diff_key
+from pytest_gpuperf.history.dashboard.errors import DashboardError
+from pytest_gpuperf.history.dashboard.layout import diff_key
 from pytest_gpuperf.history.dashboard.site import build_site
 
 __all__ = ["DashboardError", "build_site", "diff_key"]

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from pytest_gpuperf.history.dashboard.errors import DashboardError
 from pytest_gpuperf.history.model import Point, Series
 from pytest_gpuperf.report.units import format_value
 
@@ -23,11 +24,11 @@ _BYTE_UNITS = (("GiB", 1024.0**3), ("MiB", 1024.0**2), ("KiB", 1024.0), ("B", 1.
 
 
 def parse_time(text: str, *, what: str) -> datetime:
-    """An ISO 8601 time; a naive one is read as UTC. ValueError names ``what`` when it is not one."""
+    """An ISO 8601 time; a naive one is read as UTC. DashboardError names ``what`` when it is not one."""
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))  # 3.10 does not read "Z"
-    except ValueError:
-        raise ValueError(f"{what}: {text!r} is not an ISO 8601 time") from None
+    except (ValueError, TypeError, AttributeError):
+        raise DashboardError(f"{what}: {text!r} is not an ISO 8601 time") from None
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
 
 

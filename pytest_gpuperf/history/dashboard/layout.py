@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pytest_gpuperf.baseline.naming import safe_name
-from pytest_gpuperf.errors import GpuperfError
+from pytest_gpuperf.history.dashboard.axes import parse_time
+from pytest_gpuperf.history.dashboard.errors import DashboardError
 from pytest_gpuperf.history.model import ChangeKind, ChangePoint, Point, Series, SeriesKey
 from pytest_gpuperf.model import ProfileDiff
 from pytest_gpuperf.report.codec import from_json
@@ -23,10 +24,6 @@ SERIES_DIR, DIFFS_DIR, ASSETS_DIR = "series", "diffs", "assets"
 # Device classes' colours, in the order of their names; red and green are the change points'.
 PALETTE = ("#1f77b4", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22")
 _FAMILIES = ("time.", "memory.", "metric.")
-
-
-class DashboardError(GpuperfError, ValueError):
-    """Input the dashboard cannot show: names the series, change point or profile diff at fault."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +140,7 @@ def plan(
         if s.key in by_key:
             raise DashboardError(f"series {s.key.label} is given twice")
         by_key[s.key] = s
+        _check_times(s)
     groups: dict[GroupKey, Group] = {}
     for s in sorted(by_key.values(), key=lambda s: (statistic_order(s.key.statistic), s.key.device_class)):
         group = groups.setdefault(GroupKey.of(s.key), Group(GroupKey.of(s.key)))
@@ -161,6 +159,14 @@ def plan(
     colours = {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(classes)}
     ordered = sorted(groups.values(), key=lambda g: (g.key.test, g.key.measurement, g.key.branch))
     return Site(ordered, _diff_pages(by_key.values(), profile_diffs or {}), colours)
+
+
+def _check_times(series: Series) -> None:
+    """Every run's times are ISO 8601: the pages order and date the runs by them."""
+    for p in series.points:
+        for text in (p.started_at, p.commit_date):
+            if text is not None:
+                parse_time(text, what=f"run {p.run_id} of {series.key.label}")
 
 
 def _check_change(change: ChangePoint, by_key: Mapping[SeriesKey, Series]) -> None:
