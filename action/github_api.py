@@ -22,11 +22,14 @@ _LINK = re.compile(r'<(?P<url>[^>]+)>\s*;\s*rel="(?P<rel>[^"]+)"')
 class ApiError(Exception):
     """A call GitHub refused or that never reached it."""
 
-    def __init__(self, method: str, url: str, status: int | None, message: str) -> None:
+    def __init__(
+        self, method: str, url: str, status: int | None, message: str, headers: Mapping[str, str] | None = None
+    ) -> None:
         self.method = method
         self.url = url
         self.status = status
         self.message = message
+        self.headers: Mapping[str, str] = dict(headers or {})  # rate-limit headers, for one
         where = f"HTTP {status}" if status is not None else "no response"
         super().__init__(f"{method} {url}: {where}: {message}")
 
@@ -82,7 +85,7 @@ class GitHub:
                 raw = reply.read()
                 return Response(reply.status, dict(reply.headers.items()), json.loads(raw) if raw else None)
         except urllib.error.HTTPError as exc:
-            raise ApiError(method, url, exc.code, _message(exc.read())) from None
+            raise ApiError(method, url, exc.code, _message(exc.read()), dict(exc.headers.items())) from None
         except (urllib.error.URLError, TimeoutError, OSError) as exc:
             raise ApiError(method, url, None, str(getattr(exc, "reason", exc))) from None
 

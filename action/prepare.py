@@ -3,7 +3,12 @@
 Run by action.yml after the checkout. It fetches the one base commit the gate compares
 against (not the whole history), writes ``gate.json`` with no exit code yet, and sets
 the step outputs ``key``, ``slug``, ``results-dir``, ``venv``, ``base-ref`` (what
-``--gpuperf-compare-ref`` gets), ``cache-key`` and ``cache-prefix``.
+``--gpuperf-compare-ref`` gets), ``cache-key``, ``cache-prefix`` and ``flow``.
+
+``flow`` is ``gate`` (the pull-request gate, compare-ref against a base) or, with the
+``history`` input, ``history`` for a push to the default branch, a scheduled run and a
+manual run on the default branch without a base-ref: the suite is recorded in the store
+named by ``GPUPERF_HISTORY`` and regressions become issues (alerts.py). No base is fetched then.
 """
 
 from __future__ import annotations
@@ -72,6 +77,23 @@ def slug(key: str) -> str:
 class Base:
     refspec: str  # what `git fetch origin` is given
     compare_ref: str  # what --gpuperf-compare-ref is given, once fetched
+
+
+GATE, HISTORY = "gate", "history"
+HISTORY_ENV = "GPUPERF_HISTORY"
+
+
+def flow(event_name: str, payload: Mapping[str, Any], ref: str, history: bool, explicit_base: str) -> str:
+    """``history`` for the runs that build the performance history, else ``gate``."""
+    if not history or event_name not in ("push", "schedule", "workflow_dispatch"):
+        return GATE
+    if event_name == "schedule":  # runs on the default branch
+        return HISTORY
+    default = (payload.get("repository") or {}).get("default_branch")
+    on_default = isinstance(default, str) and bool(default) and ref == f"refs/heads/{default}"
+    if event_name == "push":
+        return HISTORY if on_default else GATE
+    return HISTORY if on_default and not explicit_base.strip() else GATE  # a manual nightly
 
 
 def base(event_name: str, payload: Mapping[str, Any], explicit: str) -> Base:
@@ -157,7 +179,10 @@ def main(env: Mapping[str, str]) -> int:
         print(workflow.annotation("error", str(exc)))
         return 1
     workflow.set_outputs(env, outputs)
-    print(f"pytest-gpuperf: comment key {outputs['key']!r}, comparing against {outputs['base-ref']}")
+    if outputs["flow"] == HISTORY:
+        print(f"pytest-gpuperf: recording the suite in the performance history ({outputs['key']!r})")
+    else:
+        print(f"pytest-gpuperf: comment key {outputs['key']!r}, comparing against {outputs['base-ref']}")
     return 0
 
 
@@ -173,10 +198,20 @@ def prepare(env: Mapping[str, str]) -> dict[str, str]:
     name = slug(key)
     temp = Path(workflow.require(env, "RUNNER_TEMP"))
     results = temp / f"gpuperf-{name}"
-    target = base(event_name, payload, env.get("INPUT_BASE_REF", ""))
-    workspace = Path(env.get("GITHUB_WORKSPACE") or ".")
-    server = env.get("GITHUB_SERVER_URL") or "https://github.com"
-    fetch_base(target, workspace, auth_env(env.get("GITHUB_TOKEN", ""), server, workspace))
+    history = env.get("INPUT_HISTORY", "false").strip().lower() == "true"
+    chosen = flow(event_name, payload, env.get("GITHUB_REF", ""), history, env.get("INPUT_BASE_REF", ""))
+    if chosen == HISTORY:
+        if not env.get(HISTORY_ENV, "").strip():
+            raise ActionError(
+                f"history: true needs the store's URL in the environment variable {HISTORY_ENV}, from a "
+                f"secret: env: {HISTORY_ENV}: ${{{{ secrets.{HISTORY_ENV} }}}} (docs/action.md)"
+            )
+        target = Base(refspec="", compare_ref="")
+    else:
+        target = base(event_name, payload, env.get("INPUT_BASE_REF", ""))
+        workspace = Path(env.get("GITHUB_WORKSPACE") or ".")
+        server = env.get("GITHUB_SERVER_URL") or "https://github.com"
+        fetch_base(target, workspace, auth_env(env.get("GITHUB_TOKEN", ""), server, workspace))
     number = workflow.pull_request_number(event_name, payload)
     record.write(
         results, record.GateRecord(key=key, pull_request=number, exit_code=None, compare_ref=target.compare_ref)
@@ -198,6 +233,7 @@ def prepare(env: Mapping[str, str]) -> dict[str, str]:
         "base-ref": target.compare_ref,
         "cache-key": key_full,
         "cache-prefix": prefix,
+        "flow": chosen,
     }
 
 

@@ -2,9 +2,12 @@
 
 Runs ``pytest <suite> --gpuperf --gpuperf-compare-ref=<base> --gpuperf-json
 --gpuperf-markdown --gpuperf-html [--gpuperf-profile] <pytest-args>`` with the
-action's virtual environment, records the exit code in ``gate.json`` and in the step
-output ``exit-code``, and itself ends with 0: the summary, the upload and the comment
-come first, and the action's last step ends the job with pytest's code.
+action's virtual environment (in the history flow, ``FLOW=history``, baseline mode
+instead of compare-ref: the session is recorded in the store ``GPUPERF_HISTORY`` names,
+which reaches pytest through the environment, never its command line), records the
+exit code in ``gate.json`` and in the step output ``exit-code``, and itself ends with 0:
+the summary, the upload and the comment come first, and the action's last step ends the
+job with pytest's code.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ from workflow import ActionError
 TRACES = "traces"
 
 
-def pytest_command(python: str, suite: str, compare_ref: str, results: Path, profile: bool, extra: str) -> list[str]:
+def pytest_command(
+    python: str, suite: str, compare_ref: str, results: Path, profile: bool, extra: str, *, history: bool = False
+) -> list[str]:
     """The command line; ``suite`` and ``extra`` are split like a shell would, never run by one."""
     try:
         paths = shlex.split(suite)
@@ -36,7 +41,7 @@ def pytest_command(python: str, suite: str, compare_ref: str, results: Path, pro
     command = [
         python, "-m", "pytest", *paths,
         "--gpuperf",
-        f"--gpuperf-compare-ref={compare_ref}",
+        *([] if history else [f"--gpuperf-compare-ref={compare_ref}"]),
         f"--gpuperf-json={results / 'results.json'}",
         f"--gpuperf-markdown={results / record.REPORT}",
         f"--gpuperf-html={results / 'report.html'}",
@@ -65,6 +70,7 @@ def main(env: Mapping[str, str], cwd: Path | None = None) -> int:
             results,
             env.get("PROFILE", "false").strip().lower() == "true",
             env.get("PYTEST_ARGS", ""),
+            history=env.get("FLOW") == "history",
         )
     except ActionError as exc:
         print(workflow.annotation("error", str(exc)))

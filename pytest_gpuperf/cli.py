@@ -137,7 +137,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("baselines", type=Path, nargs="?", default=Path(DEFAULT_BASELINES), metavar="DIR",
                           help=f"baselines folder (default {DEFAULT_BASELINES})")  # fmt: skip
+    _bisect_parser(commands)
     return parser
+
+
+def _bisect_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    bisect = commands.add_parser(
+        "bisect",
+        usage="gpuperf bisect [options] GOOD BAD -- [PYTEST_ARGS ...]",
+        help="find the first commit between GOOD and BAD where the selected tests got slower",
+        description="Measure commits between GOOD and BAD, each against GOOD in one compare-ref run "
+        "(pytest --gpuperf-compare-ref=GOOD PYTEST_ARGS in a temporary worktree), and name the first "
+        "one that regressed. Exit codes: 0 found, 1 BAD is not slower (or cannot be measured), "
+        "2 usage, 3 bad input (an unknown ref), 4 skipped commits leave a range (docs/cli.md).",
+    )
+    bisect.add_argument("good", metavar="GOOD", help="a commit where the tests were fast")
+    bisect.add_argument("bad", metavar="BAD", help="a later commit where they are slow")
+    bisect.add_argument("--json", type=Path, default=None, metavar="FILE", dest="json_path",
+                        help="also write the steps and the result as JSON")  # fmt: skip
+    bisect.add_argument("--log-dir", type=Path, default=None, metavar="DIR",
+                        help="keep each step's pytest output as DIR/<commit>.log")  # fmt: skip
+    bisect.add_argument("--step-timeout", type=float, default=None, metavar="SECONDS",
+                        help="skip a commit whose run takes longer (default: no limit)")  # fmt: skip
 
 
 def _emit(text: str, output: Path | None, stdout: TextIO) -> None:
@@ -276,24 +297,57 @@ def _cmd_validate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     return EXIT_OK
 
 
+def _cmd_bisect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from pytest_gpuperf import bisect
+    from pytest_gpuperf.errors import ConfigError
+
+    if args.step_timeout is not None and args.step_timeout <= 0:
+        stderr.write("gpuperf bisect: error: --step-timeout must be > 0\n")
+        return EXIT_USAGE
+    try:
+        bisect.check_pytest_args(args.pytest_args)
+    except ConfigError as exc:
+        stderr.write(f"gpuperf bisect: error: {exc}\n")
+        return EXIT_USAGE
+    request = bisect.Request(args.good, args.bad, tuple(args.pytest_args), args.json_path, args.log_dir,
+                             args.step_timeout)  # fmt: skip
+
+    def out(text: str) -> None:
+        stdout.write(text)
+        stdout.flush()
+
+    return bisect.run(request, out).status.exit_code
+
+
 _COMMANDS = {
     "compare": _cmd_compare,
     "report": _cmd_report,
     "history": _cmd_history,
     "stability": _cmd_stability,
     "validate": _cmd_validate,
+    "bisect": _cmd_bisect,
 }
+
+
+def _pytest_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``bisect``'s own arguments and what follows its first ``--``, kept whole (argparse drops a second ``--``)."""
+    if argv[:1] != ["bisect"] or "--" not in argv:
+        return argv, []
+    cut = argv.index("--")
+    return argv[:cut], argv[cut + 1 :]
 
 
 def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """Run ``gpuperf`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
+    argv, pytest_args = _pytest_args(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     try:
         args = parser.parse_args(list(argv) if argv is not None else None)
     except SystemExit as exc:  # --help, --version (0) and usage errors (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    args.pytest_args = pytest_args  # bisect's, after its first --
     try:
         return _COMMANDS[args.command](args, out, err)
     except GpuperfError as exc:

@@ -185,28 +185,35 @@ def test_action_contract() -> None:
     assert "MATRIX: ${{ toJSON(matrix) }}" in text
     # Upload, summary and comment run after a failed gate too; the last step passes its code on.
     names = [s.split("\n", 1)[0] for s in steps[1:]]
-    assert names[-4:] == [
+    assert names[-5:] == [
         "Upload the results, HTML report and traces",
         "Write the job summary",
         "Post or update the pull-request comment",
+        "Open or update the regression alerts",
         "End with the gate's result",
     ]
-    for step in steps[-4:]:
+    for step in steps[-5:]:
         assert "if: ${{ !cancelled()" in step
+    # The history flow's steps run only in it, so a pull request's gate is as it was.
+    for name in ("Find the change points of the performance history", "Open or update the regression alerts"):
+        step = next(s for s in steps if s.startswith(name))
+        assert "steps.prepare.outputs.flow == 'history'" in step
     assert 'exit "$EXIT_CODE"' in steps[-1]
     # The token reaches the steps that need it (fetch, comment), never the one running the suite.
     gate = next(s for s in steps if s.startswith("Run the perf gate"))
     assert "github-token" not in gate and "GITHUB_TOKEN" not in gate
-    assert sum("GITHUB_TOKEN: ${{ inputs.github-token }}" in s for s in steps) == 2
+    assert sum("GITHUB_TOKEN: ${{ inputs.github-token }}" in s for s in steps) == 3  # fetch, comment, alerts
+    # The store's URL (GPUPERF_HISTORY, from a secret) is never an input, an argument or a step's env value.
+    assert "GPUPERF_HISTORY:" not in text and "--gpuperf-history" not in text
     scripts = [line.strip() for line in text.splitlines() if line.strip().startswith("run: python")]
-    assert len(scripts) == 4
+    assert len(scripts) == 6
     assert all(line.startswith('run: python3 -E -s "$GITHUB_ACTION_PATH/action/') for line in scripts)
 
 
 def test_the_complete_workflows_in_docs_action_md_pass_actionlint(tmp_path: Path) -> None:
     blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "docs" / "action.md").read_text(), re.S)
     complete = [b for b in blocks if b.startswith("name: ")]
-    assert len(complete) == 2  # the minimal gate and the workflow_run comment workflow
+    assert len(complete) == 3  # the minimal gate, the workflow_run comment workflow, the history workflow
     folder = tmp_path / ".github" / "workflows"
     folder.mkdir(parents=True)
     for i, block in enumerate(complete):
