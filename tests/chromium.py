@@ -101,12 +101,17 @@ class Browser:
         self._buffer = b""
         self._next_id = 0
         self._events: list[dict[str, Any]] = []
-        targets = self.call("Target.getTargets")["targetInfos"]
-        page = next(t for t in targets if t["type"] == "page")
-        attached = self.call("Target.attachToTarget", {"targetId": page["targetId"], "flatten": True})
-        self._session: str = attached["sessionId"]
-        for domain in ("Network", "Page", "Runtime", "Log"):
-            self.call(f"{domain}.enable", session=self._session)
+        self._session: str | None = None
+        try:
+            targets = self.call("Target.getTargets")["targetInfos"]
+            page = next(t for t in targets if t["type"] == "page")
+            attached = self.call("Target.attachToTarget", {"targetId": page["targetId"], "flatten": True})
+            self._session = attached["sessionId"]
+            for domain in ("Network", "Page", "Runtime", "Log"):
+                self.call(f"{domain}.enable", session=self._session)
+        except BaseException:  # a browser that would not start: no process or descriptor left behind
+            self.close()
+            raise
 
     # -- the protocol -------------------------------------------------------------------------
     def _send(self, method: str, params: dict[str, Any] | None, session: str | None) -> int:
