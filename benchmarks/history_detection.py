@@ -14,8 +14,10 @@ multiplies the deviations for a noisier fleet.
 
 **Planted changes** (seeded): flat series; one step of 2-20% up or down; a creep (1% per
 commit over ten commits, or 2% over five); long series (200 commits) with two steps and a
-creep. A quarter of the 50-commit series have two runners per commit (two runs at each
-commit: gpuperf pools them; asv and Otava get the per-commit mean, as asv's own graphs do).
+creep; fleets of three runners where the third, reading 3-8% apart, joins at commit 10-20
+(half of them with a 5-10% step later). A quarter of the 50-commit flat and step series have
+two runners per commit (two runs at each commit: gpuperf pools them; asv and Otava get the
+per-commit mean, as asv's own graphs do).
 
 **Scoring.** A detection is ``(last_good, first_bad)`` in commit indices. It matches a step
 planted at commit k when ``|first_bad - k| <= --tolerance``, a creep when its commit range
@@ -39,6 +41,7 @@ It is a benchmark, not a test: CI does not run it. Results: docs/change-points.m
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -141,13 +144,21 @@ def _series(
     scale: float,
     rng: np.random.Generator,
     disturbed: float = 0.0,
+    offsets: Sequence[float] = (),
+    joins: Sequence[int] = (),
 ) -> Series:
+    """Runs at each commit from ``runners`` runners; runner r reads ``offsets[r]`` apart and
+    measures from commit ``joins[r]`` on (defaults: alike, from the start)."""
     points = []
     for i, level in enumerate(levels):
         commit = f"{i:040x}"
         for r in range(runners):
+            if joins and i < joins[r]:
+                continue
             deviation, half = noise.draw(rng)
             deviation *= scale
+            if offsets:
+                deviation = (1 + deviation) * (1 + offsets[r]) - 1
             if rng.random() < disturbed:
                 # A disturbed run (throttling, a noisy neighbour mid-run): far off, and its own
                 # samples say so, as gpuperf's interval of a run whose samples scatter does.
@@ -203,6 +214,22 @@ def make_cases(pools: Sequence[Noise], scale: float, seed: int, disturbed: float
         levels[c : c + 10] *= 1.01 ** np.arange(1, 11)
         levels[c + 10 :] *= 1.01**10
         add("long", levels, [(a, sa), (b, sb)], [(c - 1, c + 9)])
+    for n in range(40):
+        # A fleet: runners 0 and 1 at every commit; runner 2, reading 3-8% apart, joins at
+        # commit 10-20. Half the series also step by 5-10% at a later commit.
+        noise = pools[int(rng.integers(len(pools)))]
+        joins = int(rng.integers(10, 21))
+        offset = float(rng.uniform(0.03, 0.08)) * (1 if rng.random() < 0.5 else -1)
+        levels = np.full(50, 1e6)
+        steps: list[tuple[int, float]] = []
+        if n % 2:
+            at = int(rng.integers(joins + 8, 43))
+            change = float(rng.uniform(0.05, 0.10)) * (1 if rng.random() < 0.5 else -1)
+            levels[at:] *= 1 + change
+            steps.append((at, change))
+        name = f"fleet-{len(cases)}"
+        series = _series(name, levels, 3, noise, scale, rng, offsets=(0.0, 0.0, offset), joins=(0, 0, joins))
+        cases.append(Case(name, "fleet", series, steps, [], noise.sd * scale))
     return cases
 
 
@@ -303,10 +330,12 @@ class Score:
     creeps_found: int = 0
     step_distances: list[int] = field(default_factory=list)
     by_size: dict[float, list[int]] = field(default_factory=dict)  # planted |size| -> [found, planted]
+    fp_by_kind: dict[str, int] = field(default_factory=dict)
 
     def sizes_line(self) -> str:
         cells = [f"{size:.0%}: {found / total:.0%}" for size, (found, total) in sorted(self.by_size.items())]
-        return "  steps found by size: " + ", ".join(cells)
+        fps = ", ".join(f"{kind} {count}" for kind, count in self.fp_by_kind.items())
+        return "  steps found by size: " + ", ".join(cells) + f"; false positives in {fps}"
 
     @property
     def precision(self) -> float:
@@ -356,6 +385,7 @@ def score(cases: Sequence[Case], detections: Sequence[list[tuple[int, int]]], to
             else:
                 s.fn += 1
         s.fp += len(free)
+        s.fp_by_kind[case.kind] = s.fp_by_kind.get(case.kind, 0) + len(free)
     return s
 
 
@@ -405,6 +435,18 @@ def _cpu_model() -> str:
     return platform.processor()
 
 
+def _config(settings: Sequence[str]) -> DetectorConfig:
+    defaults = DetectorConfig()
+    changes: dict[str, object] = {}
+    for setting in settings:
+        name, _, value = setting.partition("=")
+        if not hasattr(defaults, name):
+            raise SystemExit(f"--set {setting}: DetectorConfig has no setting {name!r}")
+        kind = type(getattr(defaults, name))
+        changes[name] = value.lower() in ("1", "true", "yes") if kind is bool else kind(value)
+    return dataclasses.replace(defaults, **changes)  # type: ignore[arg-type]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=2026)
@@ -420,8 +462,12 @@ def main() -> None:
     parser.add_argument("--tools", default="gpuperf,gpuperf-unweighted,asv,otava")
     parser.add_argument("--scale", metavar="SERIESxRUNS", help="also time find_changes, e.g. 500x1000")
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="a DetectorConfig setting for gpuperf's rows"
+    )
     args = parser.parse_args()
 
+    config = _config(args.set)
     pools = load_noise(args.noise)
     cases = [
         case
@@ -430,16 +476,16 @@ def main() -> None:
     ]
     for pool in pools:
         print(f"noise: {pool.test}: {pool.deviations.size} sessions, robust sd {pool.sd * args.noise_scale:.2%}")
-    kinds = {k: sum(c.kind == k for c in cases) for k in ("flat", "step", "creep", "long")}
+    kinds = {k: sum(c.kind == k for c in cases) for k in ("flat", "step", "creep", "long", "fleet")}
     print(f"{len(cases)} series: {kinds}; {args.repeats} set(s) of series; tolerance {args.tolerance} commits")
     print(HEADER)
     results: dict[str, dict[str, object]] = {}
     for tool in args.tools.split(","):
         shapes = None
         if tool == "gpuperf":
-            found, seconds, shapes = run_gpuperf(cases, DetectorConfig())
+            found, seconds, shapes = run_gpuperf(cases, config)
         elif tool == "gpuperf-unweighted":
-            found, seconds, shapes = run_gpuperf(cases, DetectorConfig(use_precision=False))
+            found, seconds, shapes = run_gpuperf(cases, dataclasses.replace(config, use_precision=False))
         else:
             found, seconds = run_external(tool, cases)
         s = score(cases, found, args.tolerance)
@@ -450,6 +496,7 @@ def main() -> None:
         results[tool] = {
             "shapes": vars(shapes) if shapes is not None else None,
             "found_by_step_size": {f"{size:.2f}": v for size, v in sorted(s.by_size.items())},
+            "false_positives_by_kind": s.fp_by_kind,
             "tp": s.tp,
             "fp": s.fp,
             "fn": s.fn,

@@ -169,6 +169,9 @@ def test_bad_settings_are_named() -> None:
         DetectorConfig(alpha=0.001, permutations=99)
     with pytest.raises(ValueError, match="better must be"):
         find_changes(series([1.0, 2.0], better="up"))
+    broken = Point("run-nan", commit(1), "", "m", float("nan"))
+    with pytest.raises(ValueError, match=r"test_forward::default time.p50 .*non-finite values in runs run-nan"):
+        find_changes(Series(KEY, "ns", "lower", (*series([1.0]).points, broken)))
 
 
 def _sample_change(**kw: object) -> ChangePoint:
@@ -267,3 +270,87 @@ def test_a_series_with_negative_values_is_compared_as_is() -> None:
     (c,) = find_changes(Series(KEY, "points", "higher", points))
     assert c.first_bad == commit(20) and c.kind is ChangeKind.REGRESSION
     assert c.change == pytest.approx(-0.2, abs=0.02) and c.before == pytest.approx(-10, abs=0.1)
+
+
+def test_a_creep_down_is_a_gradual_improvement() -> None:
+    levels = np.full(50, 1e6)
+    levels[15:25] *= 0.99 ** np.arange(1, 11)
+    levels[25:] = levels[24]
+    (c,) = find_changes(series(levels, seed=10))
+    assert c.gradual and c.kind is ChangeKind.IMPROVEMENT and c.change < -0.06
+
+
+def test_commits_with_different_numbers_of_runs() -> None:
+    # Nightly runs on three runners, merges on one: the commit, not the run, is the unit.
+    rng = np.random.default_rng(11)
+    points = []
+    for i in range(40):
+        level = 1e6 * (1.05 if i >= 24 else 1.0)
+        for r in range(3 if i % 4 == 0 else 1):
+            value = float(level * np.exp(rng.normal(0, NOISE)))
+            points.append(Point(f"r{i}-{r}", commit(i), "", f"runner-{r}", value, value * 0.998, value * 1.002))
+    (c,) = find_changes(Series(KEY, "ns", "lower", tuple(points)))
+    assert (c.last_good, c.first_bad) == (commit(23), commit(24))
+    assert c.index == next(n for n, p in enumerate(points) if p.commit == commit(24))
+    assert c.runs_after == sum(p.commit >= commit(24) for p in points)
+
+
+def _step_with_wild_runs() -> Series:
+    # Runs from an older results format carry no interval; three of them are 10-20% off.
+    rng = np.random.default_rng(0)
+    values = 1e6 * np.exp(rng.normal(0, NOISE, 50))
+    values[25:] *= 1.03
+    wild = rng.choice(50, 3, replace=False)
+    values[wild] *= 1 + rng.choice([-1, 1], 3) * rng.uniform(0.1, 0.2, 3)
+    points = tuple(Point(f"r{i}", commit(i), "", "m", float(v)) for i, v in enumerate(values))
+    return Series(KEY, "ns", "lower", points)
+
+
+def test_wild_runs_without_intervals_do_not_hide_a_step() -> None:
+    # Winsorising keeps the wild runs from drowning a 3% step; without it the step is missed.
+    s = _step_with_wild_runs()
+    assert [c.first_bad for c in find_changes(s)] == [commit(25)]
+    assert commit(25) not in [c.first_bad for c in find_changes(s, DetectorConfig(clip=1e9))]
+
+
+def test_a_split_whose_interval_spans_no_change_is_not_reported() -> None:
+    # After the real step, noise makes a second split pass the permutation test at its
+    # limit (p = 0.005), but its level interval includes zero: it is dropped.
+    s = _step_with_wild_runs()
+    loose = find_changes(s, DetectorConfig(confirm=False))
+    assert [c.first_bad for c in loose] == [commit(25), commit(41)]
+    assert loose[1].ci_low < 0 < loose[1].ci_high
+    assert [c.first_bad for c in find_changes(s)] == [commit(25)]
+
+
+def _fleet(step: float) -> Series:
+    """Runners a and b at every commit; runner c, reading 8% slower, joins at commit 10; a step at 20."""
+    rng = np.random.default_rng(1)
+    points = []
+    for i in range(30):
+        level = 1e6 * (1 + step if i >= 20 else 1.0)
+        for runner in ("a", "b", "c") if i >= 10 else ("a", "b"):
+            value = float(level * (1.08 if runner == "c" else 1.0) * np.exp(rng.normal(0, NOISE)))
+            points.append(Point(f"{i}-{runner}", commit(i), "", runner, value, value * 0.998, value * 1.002))
+    return Series(KEY, "ns", "lower", tuple(points))
+
+
+def test_a_runner_that_reads_slower_is_aligned_before_pooling() -> None:
+    # Runner c's offset shows on the commits it shares with a and b and is removed: its
+    # joining is no change, and the real 2% step is found at its commit.
+    (c,) = find_changes(_fleet(0.02))
+    assert c.first_bad == commit(20) and c.change == pytest.approx(0.02, abs=0.007)
+    assert c.before == pytest.approx(1e6, rel=0.01)
+    # Without the alignment the runner's arrival reads as the change, and the step is lost.
+    blurred = find_changes(_fleet(0.02), DetectorConfig(runner_offsets=False))
+    assert [x.first_bad for x in blurred] == [commit(10)]
+    assert find_changes(_fleet(0.0)) == []
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_one_run_at_a_new_level_is_no_change_two_are(seed: int) -> None:
+    # The newest run reads 8% slower: a mean can move for one wild run, a level has not
+    # moved until two runs have.
+    assert find_changes(series(step_levels(41, 40, 0.08), seed=seed)) == []
+    (c,) = find_changes(series(step_levels(42, 40, 0.08), seed=seed))
+    assert c.first_bad == commit(40) and c.runs_after == 2

@@ -3,7 +3,8 @@
 The detector (docs/change-points.md explains it and the measurements behind it):
 
 1. **Pool by commit.** Runs of one commit (several runners of a device class, reruns) become
-   one level, so a change point always falls between two commits.
+   one level, so a change point always falls between two commits. Runners that read
+   systematically apart are aligned first, from the commits they measured together.
 2. **Weigh by precision.** Each run's own 95% interval gives its within-run variance; the
    series' between-run noise is estimated robustly from successive runs (the scaled MAD of
    first differences, which a few steps cannot inflate). A run weighs
@@ -12,13 +13,18 @@ The detector (docs/change-points.md explains it and the measurements behind it):
 3. **Binary segmentation with a permutation test.** In a stretch of commits, the split that
    maximises the weighted two-level statistic ``(mean_left - mean_right)^2 /
    (1/W_left + 1/W_right)`` is the candidate; its significance is the share of seeded random
-   orderings of the same commits whose best split scores as high. A significant split is
+   orderings of the same runs over the commits' slots whose best split scores as high. A significant split is
    kept and both sides are searched again. Levels are winsorised around the stretch's
    weighted median before testing, so one wild run cannot carry a split.
 4. **Creeps.** Neighbouring change points in the same direction, and every single one, are
    also fitted as a ramp (old level, a linear slide over several commits, new level); when
    the ramp explains the data clearly better than the steps, one change point with
    ``gradual=True`` spans the slide.
+5. **Levels and interval.** Each change's levels come from the stretches either side (or the
+   ramp); its 95% interval from their variances.
+6. **Confirmation.** A split needs ``min_runs`` runs on each side closer to their own level
+   than to the other's (one wild run can move a mean, not a level), and a change whose
+   interval includes zero is not reported.
 
 Values are compared in log space (relative changes) when all are positive, else as they are.
 Everything is numpy; the permutations are seeded, so the same series gives the same answer.
@@ -39,6 +45,8 @@ _Z95 = 1.959963984540054
 _TINY = 1e-9
 # Permutations are drawn in batches; a batch that already settles "not significant" ends the test.
 _PERMUTATION_BATCH = 100
+# Commits a runner must share with others before its offset from them is estimated.
+_MIN_SHARED = 3
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,8 @@ class DetectorConfig:
     max_ramp: int = 30  # the most commits a creep may span
     ramp_threshold: float = 12.0  # chi-square units a ramp must gain over the steps it replaces
     min_change: float = 0.0  # drop change points smaller than this relative change
+    confirm: bool = True  # a change needs an interval without zero and min_runs runs on each side of it
+    runner_offsets: bool = True  # align runners that read systematically apart (from shared commits)
     use_precision: bool = True  # weigh runs by their own intervals (off: the between-run noise only)
     seed: int = 20261126
 
@@ -123,6 +133,30 @@ def _run_sd(point: Point, log: bool) -> float:
     return (hi - lo) / (2 * _Z95)
 
 
+def _runner_offsets(y: np.ndarray, commit_of: np.ndarray, runners: list[str]) -> dict[str, float]:
+    """Each runner's systematic offset from the others, from the commits they measured together.
+
+    At every commit with runs from two or more runners, a run's difference from that commit's
+    median is one reading of its runner's offset; a runner's offset is the median of its
+    readings (at least ``_MIN_SHARED`` of them, else it is taken to measure like the rest).
+    Runners seen only on commits of their own cannot be compared and keep offset 0.
+    """
+    names = sorted(set(runners))
+    if len(names) < 2:
+        return {}
+    runner_of = np.array([names.index(r) for r in runners])
+    readings: dict[int, list[float]] = {}
+    order = np.argsort(commit_of, kind="stable")
+    bounds = np.flatnonzero(np.diff(commit_of[order])) + 1
+    for group in np.split(order, bounds):
+        if np.unique(runner_of[group]).size < 2:
+            continue
+        centre = float(np.median(y[group]))
+        for i in group:
+            readings.setdefault(int(runner_of[i]), []).append(float(y[i]) - centre)
+    return {names[r]: float(np.median(d)) for r, d in readings.items() if len(d) >= _MIN_SHARED}
+
+
 def _pool(series: Series, config: DetectorConfig) -> _Commits | None:
     points = series.points
     values = np.array([p.value for p in points], dtype=float)
@@ -134,6 +168,11 @@ def _pool(series: Series, config: DetectorConfig) -> _Commits | None:
     log = bool(np.all(values > 0))
     y = np.log(values) if log else values
     own = np.array([_run_sd(p, log) if config.use_precision else 0.0 for p in points])
+    codes: dict[str, int] = {}
+    commit_of = np.array([codes.setdefault(p.commit, len(codes)) for p in points])
+    offsets = _runner_offsets(y, commit_of, [p.runner for p in points]) if config.runner_offsets else {}
+    if offsets:
+        y = y - np.array([offsets.get(p.runner, 0.0) for p in points])
     # Between-run noise from successive runs: a step moves one difference, a creep a few,
     # the median absolute difference ignores both.
     diff_sd = _mad_sd(np.diff(y)) / math.sqrt(2) if y.size > 2 else 0.0
@@ -142,8 +181,6 @@ def _pool(series: Series, config: DetectorConfig) -> _Commits | None:
     floor = (_TINY * max(scale, 1.0)) ** 2
     run_var = between2 + own**2 + floor
 
-    codes: dict[str, int] = {}
-    commit_of = np.array([codes.setdefault(p.commit, len(codes)) for p in points])
     w = 1.0 / run_var
     total_w = np.bincount(commit_of, weights=w)
     first = np.full(len(codes), len(points))
@@ -241,6 +278,22 @@ def _best_split(pooled: _Commits, lo: int, hi: int, config: DetectorConfig, rng:
     return _Step(at=lo + k + 1, p_value=p_value)
 
 
+def _supported(pooled: _Commits, lo: int, at: int, hi: int, min_runs: int) -> bool:
+    """Whether ``min_runs`` runs on each side of the split sit on their side's half.
+
+    A mean can move for one wild run; a level has moved when several runs moved. Each side
+    needs ``min_runs`` runs closer to its own level than to the other's.
+    """
+    first, mid, last = (int(pooled.run_start[i]) for i in (lo, at, hi))
+    y, w = pooled.run_y, 1.0 / pooled.run_var
+    before = float((w[first:mid] * y[first:mid]).sum() / w[first:mid].sum())
+    after = float((w[mid:last] * y[mid:last]).sum() / w[mid:last].sum())
+    middle, up = (before + after) / 2, after > before
+    left = int(np.count_nonzero((y[first:mid] < middle) == up))
+    right = int(np.count_nonzero((y[mid:last] > middle) == up))
+    return left >= min_runs and right >= min_runs
+
+
 def _segment(pooled: _Commits, config: DetectorConfig, rng: np.random.Generator) -> list[_Step]:
     steps: list[_Step] = []
     stack = [(0, pooled.level.size)]
@@ -248,6 +301,8 @@ def _segment(pooled: _Commits, config: DetectorConfig, rng: np.random.Generator)
         lo, hi = stack.pop()
         step = _best_split(pooled, lo, hi, config, rng)
         if step is None or step.p_value > config.alpha:
+            continue
+        if config.confirm and not _supported(pooled, lo, step.at, hi, config.min_runs):
             continue
         steps.append(step)
         stack += [(lo, step.at), (step.at, hi)]
@@ -266,13 +321,13 @@ class _Fit:
     ssr: float  # weighted residual sum of squares (chi-square units)
 
 
-def _ramp_fits(y: np.ndarray, w: np.ndarray, starts: range, ends: range) -> _Fit | None:
+def _ramp_fits(y: np.ndarray, w: np.ndarray, starts: range, ends: range, max_span: int) -> _Fit | None:
     """The best ramp (a linear slide from ``start`` to ``end``, local indices) by weighted least squares.
 
     Every (start, end) pair is fitted at once: ``y = a + d * shape`` with ``shape`` 0 up to
     ``start``, 1 from ``end``, linear between.
     """
-    pairs = np.array([(s, e) for s in starts for e in ends if e - s >= 2], dtype=float).reshape(-1, 2)
+    pairs = np.array([(s, e) for s in starts for e in ends if 2 <= e - s <= max_span], dtype=float).reshape(-1, 2)
     if pairs.size == 0:
         return None
     centre = float((w * y).sum() / w.sum())
@@ -365,9 +420,11 @@ def _changes(pooled: _Commits, steps: list[_Step], config: DetectorConfig) -> li
         y, w = pooled.level[lo:hi], pooled.weight[lo:hi]
         local = [cuts[i] - lo for i in cluster]
         stair = _staircase_ssr(y, w, local)
-        starts = range(max(0, local[0] - config.max_ramp), local[0])
-        ends = range(local[-1], min(y.size, local[-1] + config.max_ramp))
-        ramp = _ramp_fits(y, w, starts, ends)
+        # Both full levels keep min_runs commits: a ramp's end level resting on one run
+        # would bend to fit that run's noise.
+        starts = range(max(config.min_runs - 1, local[0] - config.max_ramp), local[0])
+        ends = range(local[-1], min(y.size - config.min_runs + 1, local[-1] + config.max_ramp))
+        ramp = _ramp_fits(y, w, starts, ends, config.max_ramp)
         if ramp is not None and stair - ramp.ssr > _ramp_gain_needed(len(cluster), config):
             changes.append(
                 _Change(lo + ramp.start, lo + ramp.end, ramp.before, ramp.after, ramp.diff_var, p_value, gradual=True)
@@ -432,6 +489,8 @@ def find_changes(series: Series, config: DetectorConfig | None = None) -> list[C
             _relative(pooled, change.before, change.after - half),
             _relative(pooled, change.before, change.after + half),
         )
+        if config.confirm and lo_rel <= 0 <= hi_rel:
+            continue  # significant by rank of orderings, but its level interval spans no change
         worse = diff > 0 if series.better == "lower" else diff < 0
         index = pooled.first_index[change.first_bad]
         found.append(
