@@ -66,6 +66,14 @@ def gate_line(exit_code: int | None) -> str:
     return f"Gate **{word}** (pytest exit code {exit_code}: {meaning})"
 
 
+def run_line(conclusion: str) -> str:
+    """The outcome line from GitHub's conclusion of the workflow run (never from an artifact)."""
+    word = {"success": "passed", "failure": "failed"}.get(conclusion)
+    if word is not None:
+        return f"Gate **{word}** (the workflow run's conclusion, from GitHub: {conclusion})"
+    return f"Gate result **unknown** (the workflow run's conclusion, from GitHub: {code(conclusion)})"
+
+
 @dataclass(frozen=True)
 class Outcome:
     """One gate job's result, as the comment and the summary report it."""
@@ -74,6 +82,7 @@ class Outcome:
     exit_code: int | None  # None: pytest never ran
     report: str | None  # the --gpuperf-markdown file's text; None where none was written
     link: str  # the results artifact, or the run's page
+    verdict: str | None = None  # the outcome line, where it comes from elsewhere than exit_code (from-artifacts)
 
 
 def _content(report: str | None) -> str:
@@ -93,7 +102,7 @@ def _content(report: str | None) -> str:
 def _head(outcome: Outcome) -> str:
     return (
         f"## pytest-gpuperf · {code(outcome.key)}\n\n"
-        f"{gate_line(outcome.exit_code)} · [results, HTML report and traces]({outcome.link})\n\n"
+        f"{outcome.verdict or gate_line(outcome.exit_code)} · [results, HTML report and traces]({outcome.link})\n\n"
     )
 
 

@@ -10,7 +10,11 @@ the gate's result is the job's result.
 ``comment.py from-artifacts DIR`` (``.github/workflows/gpuperf-comment.yml``, on
 ``workflow_run``): posts the comments of a finished run from its downloaded artifacts,
 with the base repository's token. The artifacts were written by the pull request's
-code, so each claims a pull request that must have the run's head commit as its head.
+code, so each claims a pull request that must have the run's head commit as its head,
+and nothing of their text is posted: the comment is rebuilt from the results data
+(``results.json``, schema-checked, rendered and sanitised by pytest-gpuperf's own
+report code from the checkout beside this script), and its outcome line is GitHub's
+conclusion of the workflow run (``RUN_CONCLUSION``), not the artifact's exit code.
 """
 
 from __future__ import annotations
@@ -30,6 +34,9 @@ from github_api import ApiError, GitHub, from_env
 from workflow import ActionError
 
 _REPOSITORY = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+_CONCLUSION = re.compile(r"[a-z_]{1,32}")
+RESULTS = "results.json"  # run_gate.py's --gpuperf-json
+RESULTS_MAX_BYTES = 64 * 1024 * 1024  # far above any run's results; a bigger artifact file is refused
 
 
 def is_sticky(comment: Mapping[str, Any], marker: str, author: str) -> bool:
@@ -133,6 +140,9 @@ def main_from_artifacts(env: Mapping[str, str], folder: Path) -> int:
         repo = repository(env)
         head_sha = workflow.require(env, "HEAD_SHA")
         link = workflow.require(env, "RUN_URL")
+        conclusion = workflow.require(env, "RUN_CONCLUSION")
+        if not _CONCLUSION.fullmatch(conclusion):
+            raise ActionError(f"RUN_CONCLUSION {conclusion!r} is not a workflow run's conclusion")
         client = from_env(env, workflow.require(env, "GITHUB_TOKEN"))
     except ActionError as exc:
         print(workflow.annotation("error", str(exc)))
@@ -143,14 +153,14 @@ def main_from_artifacts(env: Mapping[str, str], folder: Path) -> int:
         print(f"pytest-gpuperf: no {record.FILE} under {folder}: nothing to post")
     for results in gates:
         try:
-            _post_artifact(client, repo, results, head_sha, link)
+            _post_artifact(client, repo, results, head_sha, link, conclusion)
         except (ActionError, ApiError) as exc:
             print(workflow.annotation("error", f"{results.name}: {exc}"))
             failed += 1
     return 1 if failed else 0
 
 
-def _post_artifact(client: GitHub, repo: str, results: Path, head_sha: str, link: str) -> None:
+def _post_artifact(client: GitHub, repo: str, results: Path, head_sha: str, link: str, conclusion: str) -> None:
     gate = record.load(results)
     if gate.pull_request is None:
         print(f"pytest-gpuperf: {results.name}: not a pull request's run")
@@ -160,8 +170,41 @@ def _post_artifact(client: GitHub, repo: str, results: Path, head_sha: str, link
         stale = f"{results.name}: pull request #{gate.pull_request} does not have {head_sha[:12]} as its head"
         print(workflow.annotation("notice", stale + "; not posted"))
         return
-    done = post(client, repo, gate.pull_request, body.Outcome(gate.key, gate.exit_code, record.report(results), link))
+    report = rebuilt_report(results)  # the artifact's comment.md is the pull request's text: never posted
+    outcome = body.Outcome(gate.key, None, report, link, verdict=body.run_line(conclusion))
+    done = post(client, repo, gate.pull_request, outcome)
     print(f"pytest-gpuperf: {results.name}: comment {done.action} ({done.comment_id}) {done.url}")
+
+
+def rebuilt_report(results: Path) -> str | None:
+    """The comment's report rendered from the artifact's results data (None: it holds none).
+
+    pytest-gpuperf's own loader checks the file against its schema, and its Markdown
+    renderer makes every string from the tests inert, as in the plugin's comment.
+    ActionError names the file and the JSON path of a bad one.
+    """
+    path = results / RESULTS
+    if not path.is_file() or path.is_symlink():
+        return None
+    if path.stat().st_size > RESULTS_MAX_BYTES:
+        raise ActionError(f"{path}: over {RESULTS_MAX_BYTES} bytes; not read")
+    _plugin_importable()
+    from pytest_gpuperf.errors import GpuperfError
+    from pytest_gpuperf.report.markdown import render_comment
+    from pytest_gpuperf.report.results_json import load_results
+
+    try:
+        session = load_results(path)
+    except GpuperfError as exc:
+        raise ActionError(str(exc)) from None
+    return render_comment(session)
+
+
+def _plugin_importable() -> None:
+    """pytest-gpuperf's package from the checkout this script is in (the base's, never the artifact's)."""
+    root = str(Path(__file__).resolve().parent.parent)
+    if (Path(root) / "pytest_gpuperf").is_dir() and root not in sys.path:
+        sys.path.insert(1, root)
 
 
 def main(argv: list[str], env: Mapping[str, str]) -> int:

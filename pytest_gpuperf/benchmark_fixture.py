@@ -37,6 +37,7 @@ from pytest_gpuperf.errors import (
 )
 from pytest_gpuperf.fixture import GpuBench
 from pytest_gpuperf.model import Measurement, measurement_key
+from pytest_gpuperf.outcome import fail
 from pytest_gpuperf.state_key import STATE_KEY
 
 MEASUREMENT = "benchmark"  # the measurement's name: apart from gpu_bench's "default" in the same test
@@ -110,8 +111,6 @@ def install(config: pytest.Config) -> None:
         f"{MARKER}({', '.join(f'{k}=None' for k in KNOWN_KEYWORDS)}): pytest-benchmark's per-test settings, "
         "mapped by pytest-gpuperf (docs/migration.md)",
     )
-    for message in options.ignored():
-        config.issue_config_time_warning(GpuperfWarning(message), stacklevel=2)
     config.pluginmanager.register(sys.modules[__name__], PLUGIN_NAME)
 
 
@@ -332,7 +331,7 @@ def benchmark(gpu_bench: GpuBench, request: pytest.FixtureRequest) -> Generator[
     try:
         choice = MarkerChoice.from_item(item)
     except ConfigError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        fail(str(exc))
 
     def remember(fixture: BenchmarkFixture, measurement: Measurement) -> None:
         session.fixtures[measurement_key(measurement.test_id, measurement.name)] = fixture
@@ -374,11 +373,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Who measures the ``benchmark`` fixture, and the ``--benchmark-*`` options ignored or overridden here.
+
+    Notes, not warnings: a warning issued while pytest configures goes through the
+    project's own filters, and under ``filterwarnings = error`` it ends the session
+    with an INTERNALERROR before a test runs.
+    """
     session = config.stash[BENCHMARK_KEY]
-    if not session.took_over:
-        return None
-    return "gpuperf: the benchmark fixture measures through pytest-gpuperf (pytest-benchmark's plugin is off)"
+    lines = [f"gpuperf: {note}" for note in session.options.notes()]
+    if session.took_over:
+        lines.insert(0, "gpuperf: the benchmark fixture measures through pytest-gpuperf "
+                        "(pytest-benchmark's plugin is off)")  # fmt: skip
+    return lines
 
 
 @pytest.hookimpl(trylast=True)  # after pytest-gpuperf's summary, beside its other files

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import os
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,8 +73,19 @@ def given_options(config: pytest.Config) -> tuple[str, ...]:
     """
     args = [*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *config.getini("addopts"),
             *config.invocation_params.args]  # fmt: skip
+    return _benchmark_names(args)
+
+
+def _benchmark_names(args: Sequence[object]) -> tuple[str, ...]:
     names = (str(arg).split("=", 1)[0] for arg in args)
     return tuple(dict.fromkeys(name for name in names if name.startswith("--benchmark-")))
+
+
+# Said when a project's settings disable benchmarks and --gpuperf measures them anyway.
+DISABLE_OVERRIDDEN = (
+    "--benchmark-disable (from the ini file's addopts or PYTEST_ADDOPTS) is overridden under --gpuperf: "
+    "the benchmarks are measured (give it on the command line to call each once and measure nothing)"
+)
 
 
 @dataclass(frozen=True)
@@ -88,6 +99,7 @@ class SessionOptions:
     disable_gc: bool = False
     json_path: Path | None = None
     mapped: BenchmarkOptions = field(default_factory=BenchmarkOptions)
+    disable_overridden: bool = False  # --benchmark-disable came from the project's settings (DISABLE_OVERRIDDEN)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> SessionOptions:
@@ -99,6 +111,10 @@ class SessionOptions:
 
         only = bool(option("benchmark_only", False))
         disabled = bool(option("benchmark_disable", False)) and not option("benchmark_enable", False)
+        # A project that disables benchmarks in its addopts keeps plain `pytest` fast; asking for
+        # --gpuperf is asking for measurements, so only the command line's own --benchmark-disable stands.
+        overridden = disabled and "--benchmark-disable" not in _benchmark_names(config.invocation_params.args)
+        disabled = disabled and not overridden
         if only and disabled:
             raise pytest.UsageError("Can't have both --benchmark-only and --benchmark-disable options.")
         max_time = option("benchmark_max_time")
@@ -108,6 +124,7 @@ class SessionOptions:
             only=only,
             skip=bool(option("benchmark_skip", False)) and not only,  # as pytest-benchmark: --only wins
             disabled=disabled,
+            disable_overridden=overridden,
             disable_gc=bool(option("benchmark_disable_gc", False)),
             json_path=Path(json_path).absolute() if json_path else None,
             mapped=BenchmarkOptions(
@@ -118,12 +135,16 @@ class SessionOptions:
         )
 
     def ignored(self) -> list[str]:
-        """One warning per given option that has no meaning here, naming it and saying why."""
+        """One note per given option that has no meaning here, naming it and saying why."""
         return [
             f"{name} is ignored under --gpuperf: {_IGNORED_OPTIONS.get(name, _IGNORED_DEFAULT)}"
             for name in self.given
             if name not in _USED_OPTIONS
         ]
+
+    def notes(self) -> list[str]:
+        """What the session header says about the ``--benchmark-*`` options: ignored and overridden ones."""
+        return [*self.ignored(), *([DISABLE_OVERRIDDEN] if self.disable_overridden else [])]
 
 
 @dataclass(frozen=True)

@@ -198,7 +198,7 @@ def _cmd_compare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     outcome = compare_files(args.base, args.head, settings)
     session = outcome.session
     if args.format == "markdown":
-        text = render_comment(session)
+        text = render_comment(session, args.output.absolute().parent if args.output else None)
     elif args.format == "json":
         text = dumps_results(session, args.output or "<stdout>")
     else:
@@ -216,7 +216,7 @@ def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
     if args.format == "markdown":
         from pytest_gpuperf.report.markdown import render_comment
 
-        text = render_comment(session)
+        text = render_comment(session, args.output.absolute().parent if args.output else None)
     elif args.format == "html":
         from pytest_gpuperf.report.html import render_html
 

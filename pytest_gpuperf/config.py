@@ -65,20 +65,35 @@ class MeasureSettings:
     def __post_init__(self) -> None:
         if self.rounds is not None and self.rounds < 1:
             raise ConfigError(f"fixed rounds must be >= 1, got {self.rounds}")
-        if not (math.isfinite(self.time_limit_s) and self.time_limit_s > 0):
-            raise ConfigError(
-                f"time limit (--gpuperf-time-limit) must be a positive number of seconds, got {self.time_limit_s}"
-            )
         if self.min_samples < 1:
             raise ConfigError(f"min samples must be >= 1, got {self.min_samples}")
-        if self.warmup_time_s < 0:
-            raise ConfigError(f"warm-up time must be >= 0, got {self.warmup_time_s}")
-        if self.min_time_s < 0 or self.max_time_s <= 0:
-            raise ConfigError(f"time budget must be positive, got min={self.min_time_s} max={self.max_time_s}")
+        # Each problem names the option; the plugin swaps in the ini key where the value came from there.
+        for option, value, positive in (
+            ("--gpuperf-warmup-time", self.warmup_time_s, False),
+            ("--gpuperf-min-time", self.min_time_s, False),
+            ("--gpuperf-max-time", self.max_time_s, True),
+            ("--gpuperf-time-limit", self.time_limit_s, True),
+        ):
+            problem = seconds_problem(value, positive=positive)
+            if problem:
+                raise ConfigError(f"{option} {problem}")
         if self.min_time_s > self.max_time_s:
             raise ConfigError(f"min time {self.min_time_s}s exceeds max time {self.max_time_s}s")
         if not 0 < self.target_precision < 1:
-            raise ConfigError(f"target precision must be in (0, 1), got {self.target_precision}")
+            raise ConfigError(f"--gpuperf-target-precision must be in (0, 1), got {self.target_precision}")
+
+
+def seconds_problem(value: object, *, positive: bool) -> str | None:
+    """Why ``value`` is no time setting (None: it is one): a finite number of seconds, >= 0 or > 0.
+
+    NaN and infinity are refused: every comparison with NaN is false, so a NaN
+    budget would never end a measurement before its time limit.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"must be a number, got {value!r}"
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        return f"must be a {'positive' if positive else 'finite, non-negative'} number of seconds, got {value!r}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -292,25 +307,55 @@ class MarkerOptions:
                 f"known: {', '.join(sorted(known))}",
                 test_id=test_id,
             )
-        numeric = ("threshold", "memory_threshold", "warmup_time", "min_time", "max_time", "target_precision",
-                   "time_limit")  # fmt: skip
-        for name in numeric:
-            value = kwargs.get(name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise ConfigError(f"@pytest.mark.gpuperf({name}=...) must be a number, got {value!r}", test_id=test_id)
-        limit = kwargs.get("time_limit")
-        if limit is not None and not (math.isfinite(limit) and limit > 0):
-            raise ConfigError(
-                f"@pytest.mark.gpuperf(time_limit=...) must be a positive number of seconds, got {limit!r}",
-                test_id=test_id,
-            )
-        metric = kwargs.get("metric")
-        if metric is not None:
-            try:
-                Statistic.parse(metric, what="@pytest.mark.gpuperf(metric=...)")
-            except ValueError as exc:
-                raise ConfigError(str(exc), test_id=test_id) from None
+        for name, value in kwargs.items():
+            problem = None if value is None else _MARKER_CHECKS[name](value)
+            if problem:
+                raise ConfigError(f"@pytest.mark.gpuperf({name}=...) {problem}", test_id=test_id)
         return cls(**kwargs)
+
+
+def _fraction(value: object, *, upper: float, open_low: bool = False) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"must be a number, got {value!r}"
+    low_ok = value > 0 if open_low else value >= 0
+    if not (math.isfinite(value) and low_ok and value < upper):
+        return f"must be a number in {'(' if open_low else '['}0, {upper:g}), got {value!r}"
+    return None
+
+
+def _flag(value: object) -> str | None:
+    return None if isinstance(value, bool) else f"must be True or False, got {value!r}"
+
+
+def _count(value: object) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return f"must be a whole number >= 0, got {value!r}"
+    return None
+
+
+def _statistic(value: object) -> str | None:
+    try:
+        Statistic.parse(value, what="")  # type: ignore[arg-type]
+    except ValueError as exc:
+        return str(exc).strip()
+    return None
+
+
+# Each @pytest.mark.gpuperf keyword's type and range, checked at collection (MarkerOptions.from_kwargs).
+_MARKER_CHECKS: dict[str, Any] = {
+    "threshold": lambda v: _fraction(v, upper=10),
+    "memory_threshold": lambda v: _fraction(v, upper=10),
+    "metric": _statistic,
+    "warmup_time": lambda v: seconds_problem(v, positive=False),
+    "min_time": lambda v: seconds_problem(v, positive=False),
+    "max_time": lambda v: seconds_problem(v, positive=True),
+    "target_precision": lambda v: _fraction(v, upper=1, open_low=True),
+    "time_limit": lambda v: seconds_problem(v, positive=True),
+    "l2_flush": _flag,
+    "cuda_graph": _flag,
+    "calibrate": _flag,
+    "remeasure": _count,
+}
 
 
 def resolve(

@@ -212,6 +212,9 @@ class LocalEngine:
             drift = describe_drift(baseline.environment if baseline else None, self.environment)
             if drift:
                 m = dataclasses.replace(m, notes=(*m.notes, drift))
+            if baseline is not None and baseline.written_busy and settings.mode != "update":
+                told = f"the baseline was written while the runner was busy ({baseline.written_busy}): write it again"
+                m = dataclasses.replace(m, notes=(*m.notes, f"{told} in a quieter hour"))
             reference = Reference(entry=baseline, other_classes=others)
             result = judge(m, reference, settings.gate, rules, self.environment)
             result = self._confirm(result, reference, settings, rules)
@@ -310,6 +313,9 @@ class LocalEngine:
         medians = [r.stats.median_ns for r in taken]
         chosen = taken[readings.chosen_reading(medians)]
         note = self._write_note(chosen, medians, gate)
+        busy = next((b for b in (self.guard.busy(r.health) for r in taken) if b), None)
+        if busy is not None:  # recorded in the entry, and said each time it is gated against
+            note += f"; written while the runner was busy ({busy}): write it again in a quieter hour"
         probes = [r.speed_probe_ns for r in taken if r.speed_probe_ns is not None]
         calibration = chosen.calibration_ns if chosen.calibration_ns is not None else m.calibration_ns
         notes = (*chosen.notes, note)
@@ -319,8 +325,13 @@ class LocalEngine:
             profile = side.profile
             notes = notes if profile is not None else (*notes, side.problem)
         return dataclasses.replace(
-            chosen, speed_probe_ns=min(probes, default=None), calibration_ns=calibration, metrics=m.metrics,
+            chosen, speed_probe_ns=min(probes, default=None),
+            # the probe's spread on a quiet host: a busy write's spread is the load's, and would hide a slow machine
+            speed_probe_spread=self.guard.probe_spread(probes) if busy is None else None,
+            written_busy=busy,
+            calibration_ns=calibration, metrics=m.metrics,
             notes=notes, process_medians_ns=tuple(medians), op_profile=profile,
+            profile=chosen.profile or m.profile,  # --gpuperf-profile's capture is taken in the first reading only
         )  # fmt: skip
 
     @staticmethod

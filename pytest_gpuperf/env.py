@@ -5,20 +5,17 @@ from __future__ import annotations
 import functools
 import os
 import platform
-import re
 import sys
 from typing import TYPE_CHECKING
 
+from pytest_gpuperf import device_class
 from pytest_gpuperf.model import Environment
 
 if TYPE_CHECKING:
     import torch
 
 
-def slug(text: str) -> str:
-    """Lower-case, dash-separated, filesystem-safe: ``NVIDIA H100 80GB HBM3`` -> ``nvidia-h100-80gb-hbm3``."""
-    cleaned = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return cleaned or "unknown"
+slug = device_class.slug
 
 
 @functools.lru_cache(maxsize=1)
@@ -45,9 +42,9 @@ def cpu_model() -> str:
     return info.get("model name") or info.get("hardware") or platform.processor() or platform.machine() or "unknown-cpu"
 
 
-# CPU features that give torch's low-precision kernels a native path: a bfloat16 autocast step
-# runs several times faster with them, on a CPU whose model name reads the same.
-_NATIVE_LOW_PRECISION = ("avx512_bf16", "avx512_fp16", "amx_bf16", "amx_fp16", "amx_int8")
+def _cpu_flags() -> set[str]:
+    info = _cpuinfo()
+    return set((info.get("flags") or info.get("features") or "").split())  # x86 "flags", ARM "Features"
 
 
 @functools.lru_cache(maxsize=1)
@@ -55,17 +52,51 @@ def cpu_isa() -> str:
     """The kernels torch's CPU backend dispatches to here: its capability, plus native low-precision features.
 
     ``AVX512+avx512_bf16+avx512_fp16``; a VM's masked model name ("AMD EPYC") does not tell them apart.
+    torch reads ``ATEN_CPU_CAPABILITY`` to run lower kernels than the CPU has; its capability says so.
     """
     import torch
 
     capability = str(torch.backends.cpu.get_cpu_capability())
-    flags = set(_cpuinfo().get("flags", "").split())
-    return "+".join([capability, *(f for f in _NATIVE_LOW_PRECISION if f in flags)])
+    flags = _cpu_flags()
+    return "+".join([capability, *(f for f in device_class.NATIVE_LOW_PRECISION if f in flags)])
 
 
-def device_class_for(device_type: str, device_name: str) -> str:
-    """The key baselines are filed under: runners of one class compare with each other only."""
-    return f"{device_type}-{slug(device_name)}"
+def device_class_for(device_type: str, device_name: str, kernels: str | None = None) -> str:
+    """The key baselines are filed under: runners of one class compare with each other only.
+
+    A CPU's class includes the kernels torch dispatches to (``cpu_kernels()``; see device_class.py).
+    """
+    return device_class.class_for(device_type, device_name, kernels)
+
+
+def cpu_kernels() -> str:
+    """The kernel tag of this CPU's class: ``avx512-bf16-fp16`` (device_class.kernel_tag of ``cpu_isa()``)."""
+    return device_class.kernel_tag_of_isa(cpu_isa())
+
+
+_ENV_CAPABILITY = {"default": "DEFAULT", "avx2": "AVX2", "avx512": "AVX512", "sve256": "SVE256"}
+
+
+def expected_cpu_kernels() -> str:
+    """``cpu_kernels()`` without importing torch (the session header is printed before torch starts).
+
+    Where torch is loaded already this is its answer. Otherwise torch's own choice is
+    followed from the CPU flags (aten's DispatchStub: AVX512 needs avx512 vl, bw, dq and
+    fma; AVX2 needs avx2 and fma) and ``ATEN_CPU_CAPABILITY``; tests/test_device_class.py
+    checks that the two agree here.
+    """
+    if "torch" in sys.modules:
+        return cpu_kernels()
+    flags = _cpu_flags()
+    capability = _ENV_CAPABILITY.get(os.environ.get("ATEN_CPU_CAPABILITY", "").lower())
+    if capability is None:
+        if {"avx512vl", "avx512bw", "avx512dq", "fma"} <= flags:
+            capability = "AVX512"
+        elif {"avx2", "fma"} <= flags:
+            capability = "AVX2"
+        else:
+            capability = "DEFAULT"
+    return device_class.kernel_tag(capability, flags)
 
 
 def probe_environment(device: torch.device) -> Environment:
@@ -90,7 +121,7 @@ def probe_environment(device: torch.device) -> Environment:
         extra["cpu_isa"] = cpu_isa()
     kind = "cuda" if device.type == "cuda" else "cpu"
     return Environment(
-        device_class=device_class_for(kind, device_name),
+        device_class=device_class_for(kind, device_name, cpu_kernels() if kind == "cpu" else None),
         device_type=kind,
         device_name=device_name,
         cpu_model=cpu,

@@ -10,14 +10,25 @@ outright (SIGKILL, power loss) can leave one behind. The baseline store, which
 holds a lock per file (``baseline/atomic.py``), removes those of its files under
 that lock; a report has no lock, since nothing reads and merges it, so nothing can
 tell a dead writer's temporary file from a live one's there.
+
+A non-regular file is never replaced. A symbolic link is written through: the
+file it points to is replaced as above and the link stays. A device or a FIFO
+(``--gpuperf-json=/dev/null``, ``/dev/stdout``, a named pipe) is written into,
+as a shell redirection would: the content is first made whole in a private
+temporary folder, then copied in; a FIFO that no process reads is an error, not
+a wait. A folder or a socket at the path is a WriteError naming it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import secrets
+import shutil
+import stat
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -92,7 +103,15 @@ def export_atomic(path: Path | str, export: Callable[[str], object]) -> Path:
     return _replace(Path(path), fill)
 
 
-def _replace(target: Path, fill: Callable[[int, Path], None]) -> Path:
+def _replace(path: Path, fill: Callable[[int, Path], None]) -> Path:
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path  # through a link, not over it
+    try:
+        mode = target.stat().st_mode
+    except OSError:
+        mode = None  # nothing there yet (or unreadable: the write below says why)
+    if mode is not None and not stat.S_ISREG(mode):
+        _write_into(path, target, mode, fill)
+        return path
     temp = target.with_name(f".{target.name}.{secrets.token_hex(8)}.tmp")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -109,8 +128,29 @@ def _replace(target: Path, fill: Callable[[int, Path], None]) -> Path:
             raise
         _fsync_dir(target.parent)
     except OSError as exc:
-        raise WriteError(target, exc.strerror or str(exc)) from None
-    return target
+        raise WriteError(path, exc.strerror or str(exc)) from None
+    return path
+
+
+def _write_into(path: Path, target: Path, mode: int, fill: Callable[[int, Path], None]) -> None:
+    """Write into the device or FIFO at ``target``, whole; a folder or socket there is a WriteError."""
+    if not (stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode)):
+        what = "a folder" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+        where = "it" if target == path else f"{target}, where it links,"
+        raise WriteError(path, f"{where} is {what}; give the path of a file")
+    try:
+        with tempfile.TemporaryDirectory(prefix="gpuperf-") as folder:
+            temp = Path(folder) / target.name
+            fill(os.open(temp, _CREATE, 0o666), temp)
+            # O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of waiting for one forever
+            fd = os.open(target, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0))
+            if hasattr(os, "set_blocking"):
+                os.set_blocking(fd, True)
+            with open(temp, "rb") as src, os.fdopen(fd, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+    except OSError as exc:
+        reason = "no process reads this FIFO" if exc.errno == errno.ENXIO else exc.strerror or str(exc)
+        raise WriteError(path, reason) from None
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -7,11 +7,10 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-import pytest
-
 from pytest_gpuperf.config import Settings, with_call_options, with_fixed_rounds
 from pytest_gpuperf.errors import ConfigError, GpuperfError
 from pytest_gpuperf.model import DEFAULT_MEASUREMENT, Direction, Measurement, Metric, Throughput
+from pytest_gpuperf.outcome import fail
 from pytest_gpuperf.runner import MeasureSpec
 
 if TYPE_CHECKING:
@@ -124,7 +123,7 @@ class GpuBench:
                 measurement = self._engine.measure(spec, settings)
         except GpuperfError as exc:
             # Our own errors already say what is wrong and where; the plugin's stack adds nothing.
-            pytest.fail(str(exc), pytrace=False)
+            fail(str(exc))
         except Exception as exc:
             _explain_oom(exc, self._device)
             raise
@@ -201,7 +200,7 @@ class GpuBench:
         try:
             self._new_name(measurement.name)
         except GpuperfError as exc:
-            pytest.fail(str(exc), pytrace=False)
+            fail(str(exc))
         own = dataclasses.replace(measurement, test_id=self.test_id)
         if remeasure is not None:
             test_id = self.test_id
@@ -215,7 +214,7 @@ class GpuBench:
 
     def _fail(self, message: str) -> NoReturn:
         __tracebackhide__ = True
-        pytest.fail(f"{self.test_id}: {message}", pytrace=False)
+        fail(f"{self.test_id}: {message}")
 
     def _new_name(self, name: str | None) -> str:
         label = name if name is not None else DEFAULT_MEASUREMENT

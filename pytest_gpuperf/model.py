@@ -353,6 +353,9 @@ class Measurement:
     precision: float | None = None  # relative half-width of the 95% CI of the median
     calibration_ns: float | None = None  # 10th percentile of the calibration workload, same process
     speed_probe_ns: float | None = None  # the machine's speed before this process measured (speed_probe.py)
+    # the probe's own spread where a baseline is written from this: slowest / fastest reading (speed_probe.py)
+    speed_probe_spread: float | None = None
+    written_busy: str | None = None  # where a baseline is written from this: the contention it was written under
     peak_allocated_bytes: int | None = None
     peak_reserved_bytes: int | None = None
     throughput: Throughput = field(default_factory=Throughput)
@@ -397,6 +400,8 @@ class BaselineEntry:
     noise: float | None = None  # relative between-run spread of the median
     calibration_ns: float | None = None
     speed_probe_ns: float | None = None  # the writing session's speed probe (speed_probe.py)
+    speed_probe_spread: float | None = None  # the probe's own spread while it was written (speed_probe.py)
+    written_busy: str | None = None  # the host guard's evidence that the runner was busy while it was written
     peak_allocated_bytes: int | None = None
     peak_reserved_bytes: int | None = None
     throughput: Throughput = field(default_factory=Throughput)

@@ -31,6 +31,7 @@ from pytest_gpuperf.model import (
     Statistic,
     Verdict,
 )
+from pytest_gpuperf.outcome import fail
 from pytest_gpuperf.parallel import WorkerInfo, measurement_lock, needs_lock, pinned_device
 from pytest_gpuperf.report.progress import Progress
 from pytest_gpuperf.state_key import STATE_KEY
@@ -241,7 +242,10 @@ def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
     opt = config.getoption
     bench = benchmark_fixture.session_mapping(config)  # --benchmark-* options: defaults for ours
     max_time = bench.max_time or cfg.DEFAULT_MAX_TIME_S
-    baseline_dir = Path(_value(config, "gpuperf_baseline_dir", "gpuperf_baseline_dir", cfg.DEFAULT_BASELINE_DIR))
+    raw_dir = _value(config, "gpuperf_baseline_dir", "gpuperf_baseline_dir", cfg.DEFAULT_BASELINE_DIR)
+    if not str(raw_dir).strip():  # Path("") is the rootdir: every test would be "new" there
+        raise pytest.UsageError("--gpuperf-baseline-dir is empty; give a folder (default: baselines)")
+    baseline_dir = Path(raw_dir)
 
     def path(dest: str) -> Path | None:
         raw = opt(dest)
@@ -283,11 +287,18 @@ def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
         benchmark_json_path=path("gpuperf_benchmark_json"),
         html_path=path("gpuperf_html"),
         profile_dir=path("gpuperf_profile"),
-        profile_diff=not opt("gpuperf_no_profile_diff") and bool(config.getini("gpuperf_profile_diff")),
+        profile_diff=not opt("gpuperf_no_profile_diff") and _ini_bool(config, "gpuperf_profile_diff"),
         nsight=bool(opt("gpuperf_nsight")),
         nvtx=not opt("gpuperf_no_nvtx"),
         plugin_args=_plugin_args(config),
     )
+
+
+def _ini_bool(config: pytest.Config, name: str) -> bool:
+    try:
+        return bool(config.getini(name))
+    except (ValueError, pytest.UsageError) as exc:  # pytest's own message names the value, not the key
+        raise pytest.UsageError(f"{name} (ini) must be true or false: {exc}") from None
 
 
 def _plugin_args(config: pytest.Config) -> tuple[str, ...]:
@@ -444,7 +455,7 @@ def gpu_bench(request: pytest.FixtureRequest) -> GpuBench:
         engine = state.ensure_started()
         settings = _test_settings(item, state.config)
     except GpuperfError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        fail(str(exc))
     assert state.device is not None
     bench = GpuBench(item.nodeid, settings, engine, state.device, guard=state.guard)
     item.stash[BENCH_KEY] = bench
@@ -467,20 +478,37 @@ def _judge(state: SessionState, bench: GpuBench) -> None:
     __tracebackhide__ = True
     from pytest_gpuperf.report.failure import failure_message
     from pytest_gpuperf.verdict import fails
+    from pytest_gpuperf.verdict.judge import absolute_failures
 
     assert state.engine is not None and state.environment is not None
     try:
         with state.guard():  # a re-measure is a measurement too
             results = state.engine.evaluate(bench.measurements, bench.settings)
     except GpuperfError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        fail(str(exc))
     state.results.extend(results)
+    missing = _missing_baselines(state.config)
+    if missing and bench.settings.gate.strict:
+        fail(f"{bench.test_id}: nothing is gated: {missing} (--gpuperf-strict)")
     if bench.settings.mode == "update":
+        # A violated hard bound fails an update run too, and nothing of the test is written.
+        violated = [failure_message(r, str(state.device), only) for r in results if (only := absolute_failures(r))]
+        if violated:
+            fail("\n\n".join(violated))
         _update_baselines(state, results)
         return
     failures = [failure_message(r, str(state.device)) for r in results if fails(r, bench.settings.gate)]
     if failures:
-        pytest.fail("\n\n".join(failures), pytrace=False)
+        fail("\n\n".join(failures))
+
+
+def _missing_baselines(config: cfg.GpuperfConfig) -> str | None:
+    """Why a gating run has no baselines folder to judge against (None: it has one, or it does not gate)."""
+    if config.mode != "baseline" or config.baseline_dir.is_dir():
+        return None
+    what = "is not a folder" if config.baseline_dir.exists() else "does not exist"
+    return (f"the baselines folder {config.baseline_dir} {what}, so every test is new; record baselines with "
+            "--gpuperf-update-baseline, or check --gpuperf-baseline-dir / gpuperf_baseline_dir")  # fmt: skip
 
 
 def _update_baselines(state: SessionState, results: list[MeasurementResult]) -> None:
@@ -525,7 +553,7 @@ def _update_baselines(state: SessionState, results: list[MeasurementResult]) -> 
     try:
         state.changes.extend(state.store.update(state.environment.device_class, entries))
     except GpuperfError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        fail(str(exc))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -574,6 +602,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     tw = terminalreporter
     render_summary(session, config.get_terminal_writer())
     render_notes(tw, session, cfg.resolve(state.config).gate.threshold)
+    missing = _missing_baselines(state.config)
+    if missing and session.results:
+        tw.write_line(f"gpuperf: nothing gated: {missing}", yellow=True)
     if state.config.explain:
         render_explanations(tw, session)
     render_top_ops(tw, session)

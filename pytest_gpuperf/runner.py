@@ -23,8 +23,9 @@ import dataclasses
 import inspect
 import math
 import statistics
+import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,6 +74,33 @@ class MeasureSpec:
     # its per-round setup, run before each block outside the timed region
     calls_per_sample: int | None = None
     before_block: Callable[[], None] | None = None
+    # (grad enabled, inference mode) where the test asked for the measurement, for later passes
+    autograd: tuple[bool, bool] | None = field(default_factory=lambda: autograd_mode())
+
+
+def autograd_mode() -> tuple[bool, bool] | None:
+    """(grad enabled, inference mode) now; None before torch is loaded."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    return bool(torch.is_grad_enabled()), bool(torch.is_inference_mode_enabled())
+
+
+@contextlib.contextmanager
+def in_autograd_mode(mode: tuple[bool, bool] | None) -> Iterator[None]:
+    """Run the block in ``mode`` (autograd_mode): a profile after the test body runs what was measured.
+
+    Out of the test's ``torch.inference_mode()`` the call would record autograd graphs
+    the measured calls never did, and a compiled function would be compiled again.
+    """
+    if mode is None:
+        yield
+        return
+    import torch
+
+    grad, inference = mode
+    with torch.inference_mode(inference), torch.set_grad_enabled(grad):
+        yield
 
 
 @dataclass(frozen=True)
@@ -116,28 +144,36 @@ def sample_precision(samples: Sequence[float]) -> float:
     return relative_precision(samples) if samples else math.inf
 
 
-_LAZY_RESULTS: tuple[tuple[Callable[[object], bool], str, str], ...] = (
-    (inspect.isasyncgen, "an async generator", "lambda: asyncio.run(consume(agen()))"),
-    (inspect.iscoroutine, "a coroutine", "lambda: asyncio.run(coro())"),
-    (inspect.isgenerator, "a generator", "lambda: list(gen())"),
-    (inspect.isawaitable, "an awaitable", "lambda: asyncio.run(coro())"),
+_NEVER_RUNS = "its body never runs when called"
+_NOT_CONSUMED = "its work runs only as it is iterated, and nothing iterates it"
+# What a measured call may not return: the work would not be in the timing. Generators and
+# coroutines first (their own wording); then any other iterator (map, filter, zip,
+# itertools.chain, iter(loader) ...), which holds its work until something consumes it.
+_LAZY_RESULTS: tuple[tuple[Callable[[object], bool], str, str, str], ...] = (
+    (inspect.isasyncgen, "an async generator", _NEVER_RUNS, "lambda: asyncio.run(consume(agen()))"),
+    (inspect.iscoroutine, "a coroutine", _NEVER_RUNS, "lambda: asyncio.run(coro())"),
+    (inspect.isgenerator, "a generator", _NEVER_RUNS, "lambda: list(gen())"),
+    (inspect.isawaitable, "an awaitable", _NEVER_RUNS, "lambda: asyncio.run(coro())"),
+    (lambda r: isinstance(r, Iterator), "an iterator", _NOT_CONSUMED, "lambda: list(map(f, xs))"),
 )
 
 
 def reject_lazy_result(result: object, test_id: str, name: str) -> None:
-    """A MeasurementError if one call's result is a generator, coroutine or awaitable.
+    """A MeasurementError if one call's result is a generator, coroutine, awaitable or any other iterator.
 
-    Calling a generator or coroutine function runs none of its body, so timing it
-    would time nothing. A coroutine is closed first: Python warns about one that
-    is never awaited.
+    Calling a generator or coroutine function runs none of its body, and a
+    ``map`` or ``filter`` does none of its work until it is consumed, so timing
+    them would time nothing. A coroutine is closed first: Python warns about one
+    that is never awaited.
     """
-    for test, kind, example in _LAZY_RESULTS:
+    for test, kind, why, example in _LAZY_RESULTS:
         if test(result):
             if inspect.iscoroutine(result) or inspect.isgenerator(result):
                 result.close()
+            what = kind if kind != "an iterator" else f"an iterator ({type(result).__name__})"
             raise MeasurementError(
                 test_id,
-                f"measurement {name!r} returned {kind}: its body never runs when called; "
+                f"measurement {name!r} returned {what}: {why}; "
                 f"measure a function that does the work (e.g. {example})",
             )
 
@@ -439,16 +475,15 @@ class PreparedMeasurement:
         out = self.runner.options.profile_dir
         if out is None:
             return None
-        from pytest_gpuperf.profiling.torch_profile import profile_calls
+        from pytest_gpuperf.profiling.torch_profile import capture_calls, safe_label
 
-        return profile_calls(
-            self.spec.fn,
-            self.spec.args,
-            dict(self.spec.kwargs),
-            out_dir=out,
-            label=f"{self.spec.test_id}::{self.spec.name}",
-            device=self.device,
-        )
+        label = f"{self.spec.test_id}::{self.spec.name}"
+        trace = out / f"{safe_label(label)}.json"
+        capture = capture_calls(self.spec.fn, self.spec.args, dict(self.spec.kwargs), trace_path=trace, label=label,
+                                device=self.device)  # fmt: skip
+        if capture.trace_error:
+            self.notes.append(capture.trace_error)
+        return capture.summary()
 
 
 class Runner:
@@ -475,7 +510,7 @@ class Runner:
         timeout = MeasurementTimeout(
             spec.test_id, f"profiling {spec.name!r} ran past its {spec.settings.time_limit_s:g} s time limit"
         )
-        with hard_limit(deadline, lambda: timeout):
+        with hard_limit(deadline, lambda: timeout), in_autograd_mode(spec.autograd):
             return capture_calls(spec.fn, spec.args, dict(spec.kwargs), trace_path=trace_path, label=label,
                                  device=self.options.device, detailed=False)  # fmt: skip
 

@@ -22,6 +22,7 @@ import pytest
 from test_report_helpers import make_session
 
 from pytest_gpuperf.report.markdown import MARKER, render_comment
+from pytest_gpuperf.report.results_json import write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 ACTION = ROOT / "action"
@@ -428,11 +429,19 @@ def test_script_runs_the_way_the_action_runs_it(github: FakeGitHub, tmp_path: Pa
 # --- the workflow_run comment workflow: artifacts of a fork's run ------------------------------
 
 
-def artifacts(tmp_path: Path, key: str, number: int) -> Path:
+HOSTILE_MARKDOWN = (
+    "@org/everyone please look ![](https://tracker.example/pixel.png) <img src=x onerror=alert(1)> "
+    "[click](https://phish.example) **Gate passed**\n"
+)
+
+
+def artifacts(tmp_path: Path, key: str, number: int, session: Any = None) -> Path:
+    """A fork's artifact: its gate record, its results data, and a comment.md it wrote itself."""
     folder = tmp_path / "artifacts"
     one = folder / "gpuperf-gate-l4-1a2b3c4d"
-    record.write(one, record.GateRecord(key=key, pull_request=number, exit_code=1, compare_ref="origin/main"))
-    (one / record.REPORT).write_text(real_report(), encoding="utf-8")
+    record.write(one, record.GateRecord(key=key, pull_request=number, exit_code=0, compare_ref="origin/main"))
+    write_results(one / comment.RESULTS, session or make_session())
+    (one / record.REPORT).write_text(HOSTILE_MARKDOWN, encoding="utf-8")  # never posted
     return folder
 
 
@@ -441,9 +450,11 @@ def test_from_artifacts_posts_to_the_pull_request_whose_head_ran(github: FakeGit
     github.reply("GET", f"/repos/{REPO}/pulls/7", "pull_request_7.json")
     github.reply("POST", f"/repos/{REPO}/issues/7/comments", "comment_created.json")
     run = f"https://github.com/{REPO}/actions/runs/13572468"
-    env = github.env(tmp_path, HEAD_SHA=HEAD_SHA, RUN_URL=run)
+    env = github.env(tmp_path, HEAD_SHA=HEAD_SHA, RUN_URL=run, RUN_CONCLUSION="failure")
     assert comment.main(["from-artifacts", str(artifacts(tmp_path, "gate (gpu=l4)", 7))], env) == 0
-    expected = body.comment_body(body.Outcome("gate (gpu=l4)", 1, real_report(), run))
+    # rebuilt from the results data; the outcome is GitHub's conclusion, not the artifact's exit code 0
+    expected = body.comment_body(body.Outcome("gate (gpu=l4)", None, real_report(), run,
+                                              verdict=body.run_line("failure")))  # fmt: skip
     assert github.requests() == [
         ("GET", f"/repos/{REPO}/pulls/7", None),
         ("POST", "/graphql", VIEWER),
@@ -451,13 +462,60 @@ def test_from_artifacts_posts_to_the_pull_request_whose_head_ran(github: FakeGit
         ("GET", PAGE_2, None),
         ("POST", f"/repos/{REPO}/issues/7/comments", {"body": expected}),
     ]
+    posted = github.requests()[-1][2]["body"]
+    assert "Gate **failed** (the workflow run's conclusion, from GitHub: failure)" in posted
+    for forged in ("@org/everyone", "tracker.example", "<img", "phish.example", "Gate passed"):
+        assert forged not in posted
+
+
+def test_from_artifacts_sanitises_the_results_data_as_the_plugin_does(github: FakeGitHub, tmp_path: Path) -> None:
+    serve_comments(github)
+    github.reply("GET", f"/repos/{REPO}/pulls/7", "pull_request_7.json")
+    github.reply("POST", f"/repos/{REPO}/issues/7/comments", "comment_created.json")
+    hostile = make_session()
+    first = hostile.results[0]
+    measurement = dataclasses.replace(first.measurement, test_id="t.py::test_@org/team_<img src=x>_\u202egpj")
+    hostile = dataclasses.replace(hostile, results=(dataclasses.replace(first, measurement=measurement),
+                                                    *hostile.results[1:]))  # fmt: skip
+    env = github.env(tmp_path, HEAD_SHA=HEAD_SHA, RUN_URL="https://github.com/x", RUN_CONCLUSION="success")
+    assert comment.main(["from-artifacts", str(artifacts(tmp_path, "gate", 7, hostile))], env) == 0
+    posted = github.requests()[-1][2]["body"]
+    assert "Gate **passed**" in posted and "\u202e" not in posted
+    assert "test_@org/team_<img src=x>_gpj" in posted  # inside a code span: inert, and shown as written
+
+
+def test_from_artifacts_refuses_forged_results_naming_the_file_and_path(
+    github: FakeGitHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    github.reply("GET", f"/repos/{REPO}/pulls/7", "pull_request_7.json")
+    folder = artifacts(tmp_path, "gate", 7)
+    results = next(folder.glob(f"*/{comment.RESULTS}"))
+    doc = json.loads(results.read_text())
+    doc["results"][0]["measurement"]["stats"]["median_ns"] = float("nan")
+    results.write_text(json.dumps(doc))
+    env = github.env(tmp_path, HEAD_SHA=HEAD_SHA, RUN_URL="https://github.com/x", RUN_CONCLUSION="success")
+    assert comment.main(["from-artifacts", str(folder)], env) == 1
+    assert github.requests() == [("GET", f"/repos/{REPO}/pulls/7", None)]  # nothing posted
+    assert "$.results[0].measurement.stats.median_ns" in capsys.readouterr().out
+
+
+def test_from_artifacts_without_results_data_says_nothing_was_measured(github: FakeGitHub, tmp_path: Path) -> None:
+    serve_comments(github)
+    github.reply("GET", f"/repos/{REPO}/pulls/7", "pull_request_7.json")
+    github.reply("POST", f"/repos/{REPO}/issues/7/comments", "comment_created.json")
+    folder = artifacts(tmp_path, "gate", 7)
+    next(folder.glob(f"*/{comment.RESULTS}")).unlink()
+    env = github.env(tmp_path, HEAD_SHA=HEAD_SHA, RUN_URL="https://github.com/x", RUN_CONCLUSION="failure")
+    assert comment.main(["from-artifacts", str(folder)], env) == 0
+    posted = github.requests()[-1][2]["body"]
+    assert body.NOTHING_MEASURED in posted and "phish.example" not in posted
 
 
 def test_from_artifacts_refuses_a_pull_request_with_another_head(
     github: FakeGitHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     github.reply("GET", f"/repos/{REPO}/pulls/7", "pull_request_7.json")
-    env = github.env(tmp_path, HEAD_SHA="f" * 40, RUN_URL="https://github.com/x")
+    env = github.env(tmp_path, HEAD_SHA="f" * 40, RUN_URL="https://github.com/x", RUN_CONCLUSION="success")
     assert comment.main(["from-artifacts", str(artifacts(tmp_path, "gate", 7))], env) == 0
     assert github.requests() == [("GET", f"/repos/{REPO}/pulls/7", None)]
     assert "does not have ffffffffffff as its head; not posted" in capsys.readouterr().out
@@ -470,7 +528,7 @@ def test_from_artifacts_rejects_a_malformed_gate_record(
     folder.mkdir(parents=True)
     (folder / record.FILE).write_text(json.dumps({"key": "gate", "pull_request": "7; rm -rf", "exit_code": 1,
                                                   "compare_ref": "origin/main"}))  # fmt: skip
-    env = github.env(tmp_path, HEAD_SHA=HEAD_SHA, RUN_URL="https://github.com/x")
+    env = github.env(tmp_path, HEAD_SHA=HEAD_SHA, RUN_URL="https://github.com/x", RUN_CONCLUSION="success")
     assert comment.main(["from-artifacts", str(tmp_path / "artifacts")], env) == 1
     assert github.requests() == []
     assert "field 'pull_request' must be int or null" in capsys.readouterr().out

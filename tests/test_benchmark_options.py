@@ -93,10 +93,10 @@ def test_options_map_onto_settings_and_the_rest_warn(
         "--gpuperf", "-p", "no:cacheprovider", "--benchmark-max-time=0.3", "--benchmark-min-rounds", "8",
         "--benchmark-precision=0.04", "--benchmark-min-time=0.001", "--benchmark-compare-fail=mean:5%",
     )  # fmt: skip
-    result.assert_outcomes(passed=2, warnings=2)
+    result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([
-        "*GpuperfWarning: --benchmark-min-time is ignored under --gpuperf*",
-        "*GpuperfWarning: --benchmark-compare-fail is ignored under --gpuperf: the gate fails*",
+        "gpuperf: --benchmark-min-time is ignored under --gpuperf*",
+        "gpuperf: --benchmark-compare-fail is ignored under --gpuperf: the gate fails*",
         "*test_marker::benchmark: @pytest.mark.benchmark(timer=None) ignored: a custom timer cannot be CUDA-correct*",
     ])  # fmt: skip
     # pytest-gpuperf's own option wins over pytest-benchmark's
@@ -171,3 +171,32 @@ def test_unknown_marker_keyword_is_a_usage_error_naming_the_test(pytester: pytes
     result = pytester.runpytest_subprocess("--gpuperf", *FAST)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*test_typo.py::test_typo: unknown @pytest.mark.benchmark keyword(s) max_tme*"])
+
+
+def test_ignored_options_under_filterwarnings_error_are_notes_not_a_crash(pytester: pytest.Pytester) -> None:
+    # a project with pytest's strictest warning setting and pytest-benchmark options in its addopts
+    pytester.makeini("[pytest]\nfilterwarnings = error\naddopts = --benchmark-columns=min,max --benchmark-sort=mean\n")
+    pytester.makepyfile(test_select=SELECTION_TESTS)
+    result = pytester.runpytest_subprocess("--gpuperf", *FAST)
+    result.assert_outcomes(passed=3)
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines([
+        "gpuperf: --benchmark-columns is ignored under --gpuperf*",
+        "gpuperf: --benchmark-sort is ignored under --gpuperf*",
+    ])  # fmt: skip
+
+
+def test_benchmark_disable_in_addopts_is_overridden_by_gpuperf_and_said(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\naddopts = --benchmark-disable\n")
+    pytester.makepyfile(test_select=SELECTION_TESTS)
+    result = pytester.runpytest_subprocess("--gpuperf", *FAST)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["gpuperf: --benchmark-disable (from the ini file's addopts or PYTEST_ADDOPTS) is "
+                                 "overridden under --gpuperf: the benchmarks are measured*"])  # fmt: skip
+    result.stdout.fnmatch_lines(["*test_select.py::test_bench*"])  # measured: in the summary
+    assert "no measurements" not in result.stdout.str()
+    # on the command line it is the user's own choice for this run, and stands
+    explicit = pytester.runpytest_subprocess("--gpuperf", "--benchmark-disable", *FAST)
+    explicit.assert_outcomes(passed=3)
+    explicit.stdout.no_fnmatch_line("*test_select.py::test_bench*")
+    explicit.stdout.no_fnmatch_line("*is overridden under --gpuperf*")

@@ -153,3 +153,37 @@ def test_module_entry_point_in_a_subprocess(files: tuple[Path, Path]) -> None:
     )
     assert compared.returncode == EXIT_REGRESSION, compared.stderr
     assert "🔴 regression" in compared.stdout
+
+
+NOT_A_NUMBER = "NaN or infinity is not a number a results file may hold"
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "message"),
+    [
+        (("measurement", "samples_ns", 0), float("nan"), NOT_A_NUMBER),
+        (("measurement", "stats", "median_ns"), float("nan"), NOT_A_NUMBER),
+        (("measurement", "round_medians_ns", 0), float("inf"), NOT_A_NUMBER),
+        (("measurement", "stats", "median_ns"), 1e300, "is greater than the maximum"),
+        (("measurement", "samples_ns", 0), 1e300, "is greater than the maximum"),
+    ],
+)
+@pytest.mark.parametrize("command", ["compare", "report"])
+def test_nan_infinity_or_an_absurd_time_in_a_results_file_exits_3_naming_file_and_path(
+    files: tuple[Path, Path], where: tuple[str | int, ...], value: float, message: str, command: str
+) -> None:
+    base, head = files
+    doc = json.loads(head.read_text())
+    node = doc["results"][0]
+    for part in where[:-1]:
+        node = node[part]
+    if isinstance(node, list) and not node:
+        node.append(1.0)
+    node[where[-1]] = value
+    head.write_text(json.dumps(doc))  # Python writes NaN and Infinity bare, as a hand-edited file may hold them
+    code, _, err = run(command, *([str(base)] if command == "compare" else []), str(head))
+    assert code == EXIT_INVALID_INPUT, err
+    json_path = "$.results[0]." + ".".join(str(p) for p in where[:-1]) + (
+        f"[{where[-1]}]" if isinstance(where[-1], int) else f".{where[-1]}")  # fmt: skip
+    assert str(head) in err and json_path in err and message in err
+    assert "Traceback" not in err

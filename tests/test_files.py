@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -153,3 +156,72 @@ def test_text_that_utf8_cannot_encode_is_a_write_error(tmp_path: Path) -> None:
     with pytest.raises(WriteError, match="UTF-8"):
         write_atomic(tmp_path / "x.md", "test_\udcff")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_symlinked_report_is_written_through_the_link(tmp_path: Path) -> None:
+    real = tmp_path / "store" / "report.json"
+    real.parent.mkdir()
+    real.write_text("old")
+    link = tmp_path / "report.json"
+    link.symlink_to(real)
+    assert write_atomic(link, "new") == link
+    assert link.is_symlink() and real.read_text() == "new"
+    dangling = tmp_path / "later.json"
+    dangling.symlink_to(tmp_path / "store" / "later.json")
+    write_atomic(dangling, "made")
+    assert dangling.is_symlink() and (tmp_path / "store" / "later.json").read_text() == "made"
+    assert leftovers(tmp_path) == [] and leftovers(tmp_path / "store") == []
+
+
+def _device(tmp_path: Path, name: str, minor: int) -> Path:
+    path = tmp_path / name
+    try:  # a copy of /dev/null (1, 3) or /dev/full (1, 7): the real ones are not the tests' to risk
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
+    except (PermissionError, AttributeError, OSError):
+        pytest.skip("creating a device node needs root on a filesystem that allows devices")
+    return path
+
+
+def test_a_device_is_written_into_never_replaced(tmp_path: Path) -> None:
+    null = _device(tmp_path, "null", 3)
+    assert write_atomic(null, "results") == null
+    export_atomic(null, lambda name: Path(name).write_text("trace"))
+    assert stat.S_ISCHR(null.stat().st_mode)
+    full = _device(tmp_path, "full", 7)
+    with pytest.raises(WriteError, match=r"full.*No space left on device"):
+        write_atomic(full, "results")
+    assert stat.S_ISCHR(full.stat().st_mode)
+    assert leftovers(tmp_path) == []
+
+
+def test_a_fifo_gets_the_content_and_one_without_reader_is_an_error(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(WriteError, match="no process reads this FIFO"):
+        write_atomic(fifo, "lost?")
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    deadline = time.monotonic() + 10
+    while True:  # the reader opens the FIFO in its own time
+        try:
+            write_atomic(fifo, "x" * 200_000)
+            break
+        except WriteError:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    reader.join(10)
+    assert got == [b"x" * 200_000] and stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def test_a_folder_or_socket_at_the_path_is_refused_by_name(tmp_path: Path) -> None:
+    folder = tmp_path / "out.json"
+    folder.mkdir()
+    with pytest.raises(WriteError, match=r"out.json.*it is a folder; give the path of a file"):
+        write_atomic(folder, "x")
+    sock_path = tmp_path / "s"
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(sock_path))
+        with pytest.raises(WriteError, match="is a socket"):
+            write_atomic(sock_path, "x")
+        assert stat.S_ISSOCK(sock_path.stat().st_mode)

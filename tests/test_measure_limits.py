@@ -184,9 +184,9 @@ def test_a_bad_marker_time_limit_is_a_usage_error_naming_the_test(
     ("args", "ini", "message"),
     [
         (["--gpuperf-time-limit=-1"], "",
-         "*time limit (--gpuperf-time-limit) must be a positive number of seconds, got -1.0*"),
+         "*--gpuperf-time-limit must be a positive number of seconds, got -1.0*"),
         (["--gpuperf-time-limit=inf"], "",
-         "*time limit (--gpuperf-time-limit) must be a positive number of seconds, got inf*"),
+         "*--gpuperf-time-limit must be a positive number of seconds, got inf*"),
         (["--gpuperf-time-limit=soon"], "", "*argument --gpuperf-time-limit: invalid float value: 'soon'*"),
         ([], "gpuperf_time_limit = soon", "*ini value gpuperf_time_limit = 'soon' is not valid*"),
     ],

@@ -9,7 +9,7 @@ import git
 import pytest
 
 from pytest_gpuperf.config import GpuperfConfig
-from pytest_gpuperf.env import cpu_model, device_class_for
+from pytest_gpuperf.env import cpu_model, device_class_for, expected_cpu_kernels
 from pytest_gpuperf.report.header import render_header, session_header, sm_clock
 from tests.test_report_helpers import ENV
 
@@ -72,7 +72,7 @@ def test_session_header_from_a_probed_environment(tmp_path: Path) -> None:
 
 def test_a_cpu_request_is_named_before_torch_starts(tmp_path: Path) -> None:
     config = GpuperfConfig(enabled=True, rootdir=tmp_path, baseline_dir=tmp_path / "baselines", device="cpu")
-    folder = device_class_for("cpu", cpu_model())
+    folder = device_class_for("cpu", cpu_model(), expected_cpu_kernels())
     assert session_header(config) == f"gpuperf: baseline mode on cpu ({cpu_model()}) against baselines/{folder}"
     auto = GpuperfConfig(enabled=True, rootdir=tmp_path, baseline_dir=Path("/elsewhere/baselines"))
     assert session_header(auto) == (
@@ -114,7 +114,7 @@ def test_the_plugin_prints_the_header_without_starting_torch(pytester: pytest.Py
     pytester.makepyfile(test_plain=NO_TORCH_TEST)
     result = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-device=cpu", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
-    folder = device_class_for("cpu", cpu_model())
+    folder = device_class_for("cpu", cpu_model(), expected_cpu_kernels())
     result.stdout.fnmatch_lines([f"gpuperf: baseline mode on cpu (*) against baselines/{folder}"])
 
     update = pytester.runpytest_subprocess("--gpuperf-update-baseline", "-p", "no:cacheprovider")

@@ -28,7 +28,7 @@ def test_each_report_is_written_though_an_earlier_one_fails(tmp_path: Path) -> N
     assert reports.written == [tmp_path / "comment.md", tmp_path / "report.html"]
     assert [f.path for f in reports.failed] == [blocker / "results.json", folder]
     assert reports.failed[0].reason == f"cannot create the folder {blocker}: File exists"
-    assert reports.failed[1].reason == "Is a directory"
+    assert reports.failed[1].reason == "it is a folder; give the path of a file"
     assert (tmp_path / "comment.md").read_text().startswith("<!-- pytest-gpuperf-comment -->")
     assert (tmp_path / "report.html").is_file()
 

@@ -284,7 +284,10 @@ def test_comment_workflow_contract() -> None:
     # Its scripts come from the default branch (no ref:), the pull request's code is never checked out.
     assert "ref:" not in text and "persist-credentials: false" in text
     assert "HEAD_SHA: ${{ github.event.workflow_run.head_sha }}" in text
-    assert 'python3 -E -s action/comment.py from-artifacts "$RUNNER_TEMP/gpuperf-artifacts"' in text
+    assert '/bin/python" -E -s action/comment.py from-artifacts\n          "$RUNNER_TEMP/gpuperf-artifacts"' in text
+    # the comment is rebuilt by the default branch's report code; the outcome is GitHub's conclusion
+    assert "RUN_CONCLUSION: ${{ github.event.workflow_run.conclusion }}" in text
+    assert "sparse-checkout: |\n            action\n            pytest_gpuperf\n" in text
 
 
 def test_ci_matrix_matches_tox_envs() -> None:

@@ -87,6 +87,7 @@ class _Pair:
     note: str = ""
     settings: MeasureSettings | None = None  # how it was measured: a confirmation measures alike
     spec: MeasureSpec | None = None  # the head's side, profiled if the pair regressed
+    unmeasurable: bool = False  # the base has the test but could not measure it: not gated, not new
 
 
 class CompareRefEngine:
@@ -278,7 +279,7 @@ class CompareRefEngine:
         except BaseException:
             remote.abandon()
             raise
-        self._pairs[key] = _Pair(base, note, spec.settings, spec)
+        self._pairs[key] = _Pair(base, note, spec.settings, spec, unmeasurable=remote.unmeasurable)
         measurement = prepared.finish()
         label = f"compared with {self.ref} ({(self.base_commit or '')[:12]}) in alternating rounds"
         return dataclasses.replace(measurement, notes=(*measurement.notes, label))
@@ -344,6 +345,8 @@ class CompareRefEngine:
         base = pair.base if pair is not None else None
         if base is None or not base.samples or base.error:
             why = (pair.note if pair is not None else "") or f"not measured against {self.ref}"
+            if pair is not None and pair.unmeasurable:
+                return judge(m, Reference(label=self.ref, unmeasured=why), gate, rules, self.environment)
             result = judge(m, Reference(label=self.ref), gate, rules, self.environment)
             return dataclasses.replace(result, comparisons=tuple(_with_note(c, why) for c in result.comparisons))
         entry = self._base_entry(m, base)

@@ -12,9 +12,12 @@ timing code is otherwise measured by two harnesses.
 
 Head -> worker:  START argv (first, once) | RUN nodeid | ROUND budget_s | FINISH | SKIP |
                  PROBE | PROFILE key trace-path-or-None | QUIT
-Worker -> head:  HELLO info | MISSING nodeid | READY key | SAMPLES [ns...] |
+Worker -> head:  HELLO info | MISSING nodeid why-or-None | READY key | SAMPLES [ns...] |
                  FINISHED measurement | FAILED key text | MEASUREMENTS [m...] |
                  DONE nodeid outcome | PROBED ns-or-None | PROFILED op-profile-or-None trace-or-problem
+
+MISSING's why: the test's module (or a parent) exists at the base but could not be
+collected there; None: the base has no such test.
 
 START carries the worker's pytest command line; the process waits for it after
 importing torch, so it can start before the head knows its tests. HELLO's info:

@@ -170,6 +170,9 @@ class RemoteSide:
         self.test: str | None = None  # the test it runs now
         self.test_done = True
         self.test_note = ""
+        # the base has the test but could not measure it (collection error, failure, time limit):
+        # "not gated", where a test it lacks is "new"
+        self.unmeasurable = False
         self.open_key: str | None = None  # a measurement waiting for rounds
         self.final: dict[str, Measurement] = {}  # finished measurements, with their metrics
 
@@ -196,6 +199,7 @@ class RemoteSide:
             self.drain()
             self.channel.send(protocol.RUN, test_id)
             self.test, self.test_done, self.test_note = test_id, False, ""
+            self.unmeasurable = False
         while not self.test_done:
             message = self.channel.recv(self.recv_timeout_s, f"{key} {self.where}")
             if message[0] == protocol.READY and message[1] == key:
@@ -261,13 +265,19 @@ class RemoteSide:
             for m in message[1]:
                 self.final[m.key] = m
         elif kind == protocol.FAILED:
+            self.unmeasurable = True
             self.test_note = f"measurement {message[1]} failed {self.where}: {message[2]}"
         elif kind == protocol.MISSING:
             self.test_done = True
-            self.test_note = f"test {message[1]} does not exist {self.where}"
+            why = message[2] if len(message) > 2 else None
+            self.unmeasurable = why is not None
+            self.test_note = f"test {message[1]} cannot run {self.where}: {why}" if why else (
+                f"test {message[1]} does not exist {self.where}")  # fmt: skip
         elif kind == protocol.DONE:
             self.test_done = True
             outcome = message[2]
+            if outcome.get("outcome") == "failed":
+                self.unmeasurable = True
             if outcome.get("outcome") == "failed" and not self.test_note:
                 detail = outcome.get("detail", "").strip().splitlines()
                 self.test_note = f"the test failed {self.where}: {detail[-1] if detail else 'see the worker log'}"

@@ -60,6 +60,23 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # The outcome of the test the head asked for (a logreport hook has no config to stash it in).
 _CURRENT: dict[str, str] | None = None
+# Collectors (modules, classes, conftest folders) this checkout could not collect: node id -> why.
+_UNCOLLECTED: dict[str, str] = {}
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if report.failed:
+        lines = report.longreprtext.strip().splitlines()
+        last = lines[-1] if lines else "collection failed"
+        _UNCOLLECTED[report.nodeid] = last[1:].strip() if last.startswith("E ") else last  # pytest's "E   " gutter
+
+
+def uncollected_reason(nodeid: str, failed: dict[str, str]) -> str | None:
+    """Why this checkout has ``nodeid`` yet could not collect it (its module or a parent failed); None: absent."""
+    for collector, why in failed.items():
+        if not collector or nodeid == collector or nodeid.startswith((collector + "::", collector + "/")):
+            return f"{collector or 'the rootdir'} could not be collected: {why}"
+    return None
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -99,7 +116,7 @@ def pytest_runtestloop(session: pytest.Session) -> bool:
         nodeid = message[1]
         item = items.get(nodeid)
         if item is None:
-            channel.send(protocol.MISSING, nodeid)
+            channel.send(protocol.MISSING, nodeid, uncollected_reason(nodeid, _UNCOLLECTED))
             continue
         _CURRENT = {"outcome": "passed"}
         try:

@@ -57,10 +57,25 @@ def resolve_ref(repo_dir: Path | str, ref: str) -> BaseRef:
             # git itself, not GitPython's rev_parse, which lacks @{-1}, @{upstream} and more
             commit = repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}").strip()
         except git.GitCommandError:
-            raise ConfigError(
-                f"{OPTION}={ref}: no such commit, branch or tag in {root} (fetch it first, e.g. git fetch origin {ref})"
-            ) from None
+            hint = _fetch_hint(repo, ref)
+            raise ConfigError(f"{OPTION}={ref}: no such commit, branch or tag in {root} ({hint})") from None
     return BaseRef(ref, commit, root)
+
+
+def _fetch_hint(repo: Any, ref: str) -> str:
+    """What to fetch: in a shallow clone (CI's default) the base is usually history it does not hold."""
+    import git
+
+    try:
+        shallow = repo.git.rev_parse("--is-shallow-repository").strip() == "true"
+    except git.GitCommandError:
+        shallow = False
+    if shallow:
+        return (
+            f"this is a shallow clone, which may not hold it: fetch more history (git fetch --deepen=50 origin, "
+            f"or git fetch --unshallow; actions/checkout: fetch-depth: 0), or the ref itself (git fetch origin {ref})"
+        )
+    return f"fetch it first, e.g. git fetch origin {ref}"
 
 
 class RefWorktree:

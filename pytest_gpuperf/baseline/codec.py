@@ -171,6 +171,10 @@ def entry_to_json(entry: BaselineEntry) -> dict[str, Any]:
     }
     if entry.profile is not None:  # optional: an entry without one keeps its bytes
         raw["profile"] = profile_to_json(entry.profile)
+    if entry.speed_probe_spread is not None:  # optional likewise
+        raw["speed_probe_spread"] = float(entry.speed_probe_spread)
+    if entry.written_busy is not None:
+        raw["written_busy"] = entry.written_busy
     result: dict[str, Any] = canonical(raw)
     return result
 
@@ -213,6 +217,8 @@ def decode_entry(d: dict[str, Any], key: str) -> BaselineEntry:
         noise=_opt_float(d["noise"]),
         calibration_ns=_opt_float(d["calibration_ns"]),
         speed_probe_ns=_opt_float(d.get("speed_probe_ns")),  # optional: entries written before it existed
+        speed_probe_spread=_opt_float(d.get("speed_probe_spread")),  # optional too
+        written_busy=d.get("written_busy"),  # optional too
         peak_allocated_bytes=_opt_int(d["memory"]["peak_allocated_bytes"]),
         peak_reserved_bytes=_opt_int(d["memory"]["peak_reserved_bytes"]),
         throughput=Throughput(
@@ -255,15 +261,40 @@ def decode_entry(d: dict[str, Any], key: str) -> BaselineEntry:
     )
 
 
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a JSON number")
+def where_in_text(exc: json.JSONDecodeError) -> str:
+    """``Unterminated string starting at line 1 column 5``: json's message ends in "at" for some errors."""
+    return f"{exc.msg.removesuffix(' at')} at line {exc.lineno} column {exc.colno}"
 
 
-def _parse_float(text: str) -> float:
+class _NotANumber:
+    """Stands in for NaN, Infinity or an overflowing number while parsing, so the error can name its JSON path."""
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+
+
+def _reject_constant(name: str) -> _NotANumber:
+    return _NotANumber(f"{name} is not a JSON number")
+
+
+def _parse_float(text: str) -> float | _NotANumber:
     value = float(text)
     if not math.isfinite(value):
-        raise ValueError(f"number {text} is out of range")
+        return _NotANumber(f"number {text} is out of range")
     return value
+
+
+def _first_not_a_number(value: object, where: str = "$") -> tuple[str, str] | None:
+    """The JSON path and problem of the first ``_NotANumber`` in a parsed document (None: there is none)."""
+    if isinstance(value, _NotANumber):
+        return where, value.problem
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _first_not_a_number(item, f"{where}[{key}]" if isinstance(key, int) else f"{where}[{json.dumps(key)}]"
+                                    if not key.isidentifier() else f"{where}.{key}")  # fmt: skip
+        if found:
+            return found
+    return None
 
 
 def _parse_int(text: str) -> int:
@@ -284,16 +315,20 @@ def parse_json(text: str | bytes, path: Path) -> object:
     if not text.strip():
         raise BaselineError(path, "the file is empty (an interrupted copy or a bad merge?)")
     try:
-        return json.loads(text, parse_float=_parse_float, parse_int=_parse_int, parse_constant=_reject_constant)
+        document = json.loads(text, parse_float=_parse_float, parse_int=_parse_int, parse_constant=_reject_constant)
+        found = _first_not_a_number(document)
     except json.JSONDecodeError as exc:
         raise BaselineError(
             path,
-            f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno} (truncated, or a merge conflict?)",
+            f"not valid JSON: {where_in_text(exc)} (truncated, or a merge conflict?)",
         ) from None
     except ValueError as exc:
         raise BaselineError(path, f"not valid JSON: {exc}") from None
     except RecursionError:
         raise BaselineError(path, "not valid JSON: nested too deeply") from None
+    if found is not None:
+        raise BaselineError(path, f"not valid JSON: {found[1]}", json_path=found[0])
+    return document
 
 
 def parse_document(

@@ -16,16 +16,28 @@ A loader validates a document against the schema of *its* version, then walks
 it up one migration at a time. Migrations work in memory; a file is rewritten
 in the current version only when an update writes it. Migrations are frozen
 history: they spell the old defaults out instead of reading today's model.
+
+Device classes have a history too (``device_class.py``): a CPU class once was the
+model name alone (``cpu-amd-epyc``); it now names the kernels torch dispatches to
+(``cpu-amd-epyc--avx512-bf16``). An entry in such a folder that recorded its
+``cpu_isa`` belongs to the class of those kernels (``current_class``): the store
+reads it there at once and moves it into that class's folder when it next writes
+baselines of the model (``BaselineStore.migrate_legacy_class``). An entry that did
+not record it stays where it is, never lost, and reads "not comparable" with the
+reason to every run.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pytest_gpuperf import device_class
 from pytest_gpuperf.errors import BaselineError
+from pytest_gpuperf.model import BaselineEntry
 
 CURRENT_VERSION = 2
 OLDEST_VERSION = 1
@@ -118,3 +130,24 @@ def migrate(document: Document, version: int) -> Document:
         document = MIGRATIONS[version](document)
         version += 1
     return document
+
+
+def current_class(entry: BaselineEntry, filed_under: str) -> str:
+    """The device class ``entry`` (filed under ``filed_under``) belongs to today.
+
+    A CPU class without kernels gains them from the entry's recorded ``cpu_isa``;
+    without one it stays as it was (what ran there is unknown).
+    """
+    base, kernels = device_class.split(filed_under)
+    isa = entry.environment.extra.get("cpu_isa") if entry.environment is not None else None
+    if kernels is not None or not device_class.is_cpu(filed_under) or not isa:
+        return filed_under
+    return f"{base}{device_class.KERNEL_SEPARATOR}{device_class.kernel_tag_of_isa(isa)}"
+
+
+def in_current_class(entry: BaselineEntry, filed_under: str) -> BaselineEntry:
+    """``entry`` with its environment's class migrated (``current_class``); the same object when unchanged."""
+    cls = current_class(entry, filed_under)
+    if entry.environment is None or entry.environment.device_class == cls:
+        return entry
+    return dataclasses.replace(entry, environment=dataclasses.replace(entry.environment, device_class=cls))

@@ -51,6 +51,8 @@ def entry_from_measurement(
         noise=noise,
         calibration_ns=m.calibration_ns,
         speed_probe_ns=m.speed_probe_ns,
+        speed_probe_spread=m.speed_probe_spread,
+        written_busy=m.written_busy,
         peak_allocated_bytes=m.peak_allocated_bytes,
         peak_reserved_bytes=m.peak_reserved_bytes,
         throughput=m.throughput,

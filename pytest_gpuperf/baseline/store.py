@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from pytest_gpuperf import device_class as classes
 from pytest_gpuperf.baseline import atomic, codec, migrate, schema
 from pytest_gpuperf.baseline.naming import device_class_dir, module_file_name, module_of
 from pytest_gpuperf.baseline.record import entry_from_measurement
@@ -109,14 +110,29 @@ class BaselineStore:
         return parsed
 
     def load(self, device_class: str, test_id: str, name: str) -> BaselineEntry | None:
-        """The baseline of measurement ``name`` of ``test_id`` on ``device_class``, or None."""
+        """The baseline of measurement ``name`` of ``test_id`` on ``device_class``, or None.
+
+        A CPU class with kernels also finds an entry of its model's older class (without
+        kernels) that recorded the same ones (migrate.current_class), until it is moved.
+        """
+        key = measurement_key(test_id, name)
         path = self.file_for(device_class, test_id)
-        if not path.is_file():
+        if path.is_file() and key in self._cached(path).entries:
+            return self._cached(path).entries[key]
+        legacy, kernels = classes.split(device_class)
+        legacy_path = self.file_for(legacy, test_id)
+        if kernels is None or not legacy_path.is_file():
             return None
-        return self._cached(path).entries.get(measurement_key(test_id, name))
+        entry = self._cached(legacy_path).entries.get(key)
+        if entry is None or migrate.current_class(entry, legacy) != device_class:
+            return None
+        return migrate.in_current_class(entry, legacy)
 
     def load_other_classes(self, test_id: str, name: str, *, exclude: str | None = None) -> list[BaselineEntry]:
-        """The same measurement's baselines on every device class (but ``exclude``), by folder name."""
+        """The same measurement's baselines on every device class (but ``exclude``), by folder name.
+
+        Each in the class it belongs to today (migrate.current_class), so a CPU entry says which kernels ran.
+        """
         key = measurement_key(test_id, name)
         file_name = module_file_name(module_of(test_id))
         skip = device_class_dir(exclude) if exclude else None
@@ -126,7 +142,11 @@ class BaselineStore:
             if folder.name == skip or not path.is_file():
                 continue
             entry = self._cached(path).entries.get(key)
-            if entry is not None:
+            if entry is None:
+                continue
+            document_class = self._cached(path).document["device_class"]
+            entry = migrate.in_current_class(entry, document_class)
+            if exclude is None or migrate.current_class(entry, document_class) != exclude:
                 found.append(entry)
         return found
 
@@ -175,9 +195,50 @@ class BaselineStore:
                 )
             groups.setdefault(module_of(entry.key), []).append(entry)
         changes: list[EntryChange] = []
+        legacy, kernels = classes.split(device_class)
+        if kernels is not None:
+            changes += self.migrate_legacy_class(legacy)
         for module in sorted(groups):
             changes += self._update_file(device_class, module, groups[module])
         return changes
+
+    def migrate_legacy_class(self, legacy: str) -> list[EntryChange]:
+        """Move the entries of a CPU class without kernels that recorded theirs into their class's folder.
+
+        Each moved entry is written to its new file before it leaves the old one, so an
+        interrupted move leaves a copy, never a loss; entries that did not record their
+        kernels stay (migrate.py). Returns the entries added to their new files.
+        """
+        folder = self.root / device_class_dir(legacy)
+        if not folder.is_dir() or classes.split(legacy)[1] is not None or not classes.is_cpu(legacy):
+            return []
+        changes: list[EntryChange] = []
+        for path in self._baseline_files(folder):
+            parsed = self._cached(path)
+            moving: dict[str, list[BaselineEntry]] = {}
+            for entry in parsed.entries.values():
+                target = migrate.current_class(entry, legacy)
+                if target != legacy:
+                    moving.setdefault(target, []).append(migrate.in_current_class(entry, legacy))
+            for target in sorted(moving):
+                changes += self._update_file(target, parsed.document["module"], moving[target])
+            if moving:
+                self._remove_entries(path, {e.key for group in moving.values() for e in group})
+        return [c for c in changes if c.kind == "added"]
+
+    def _remove_entries(self, path: Path, keys: set[str]) -> None:
+        """Drop ``keys`` from the file (under its lock); an emptied file is deleted."""
+        with atomic.locked(path, self.lock_timeout_s):
+            existing = self._reread(path)
+            if existing is None:
+                return
+            kept = {k: v for k, v in existing.document["entries"].items() if k not in keys}
+            self._cache.pop(path, None)
+            if not kept:
+                path.unlink()
+                return
+            document = {**existing.document, "schema_version": migrate.CURRENT_VERSION, "entries": kept}
+            atomic.write(path, codec.dump_document(document))
 
     def _update_file(self, device_class: str, module: str, entries: list[BaselineEntry]) -> list[EntryChange]:
         path = self.file_for(device_class, module)

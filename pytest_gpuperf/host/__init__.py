@@ -10,7 +10,7 @@ guard's modules.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -86,6 +86,14 @@ class HostGuard(Protocol):
 
     def settle(self, take: Callable[[], float | None], reference_ns: float | None) -> tuple[float | None, str | None]:
         """``take`` a probe (in another process, say), again while it reads slow against ``reference_ns``."""
+        ...
+
+    def probe_spread(self, others: Sequence[float]) -> float | None:
+        """The probe's own spread over this session's readings and ``others`` (other processes'), or None."""
+        ...
+
+    def busy(self, health: Mapping[str, object]) -> str | None:
+        """The evidence that the host was contended while a measurement with this ``health`` data ran, or None."""
         ...
 
     @property

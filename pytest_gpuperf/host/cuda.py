@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
@@ -53,3 +53,9 @@ class CudaHostGuard:
 
     def settle(self, take: Callable[[], float | None], reference_ns: float | None) -> tuple[float | None, str | None]:
         return None, None
+
+    def probe_spread(self, others: Sequence[float]) -> float | None:
+        return None
+
+    def busy(self, health: Mapping[str, object]) -> str | None:
+        return None  # kernel times do not follow host load; throttling is NVML's (unstable_reason)

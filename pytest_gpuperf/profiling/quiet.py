@@ -1,4 +1,4 @@
-"""Keep the profiler's start/stop chatter out of a test's captured stderr.
+"""Keep the profiler's start/stop chatter out of a test's captured stderr, and torch's warnings warnings.
 
 Kineto (torch.profiler's C++ side) writes lines such as
 ``USDT:2026-01-01 12:00:00 123:123 SyncActivityProfilerHandler.cpp:52] profiler_start``
@@ -18,6 +18,7 @@ import os
 import re
 import sys
 import tempfile
+import warnings
 from collections.abc import Iterator
 
 # "USDT:" or "STAGE:", a date and time, pid:tid, a C++ source file and line, then "]".
@@ -51,3 +52,22 @@ def quiet_profiler(fd: int = 2) -> Iterator[None]:
             rest = without_chatter(held.read())
             while rest:
                 rest = rest[os.write(fd, rest) :]
+
+
+# Modules whose warnings are torch's own: dynamo and inductor warn from inside a compile.
+TORCH_MODULES = r"torch(\.|$)"
+
+
+@contextlib.contextmanager
+def torch_warnings_stay_warnings() -> Iterator[None]:
+    """Inside, a warning torch's own code issues is shown, never raised, whatever the filters say.
+
+    A profile pass re-runs the measured function, and a compiled one may be traced
+    again there; dynamo reads tensor attributes that warn as it traces (``.grad`` of
+    a non-leaf tensor), and under a project's ``filterwarnings = error`` that warning
+    becomes an exception inside dynamo (``InternalTorchDynamoError``), so the profile
+    is lost. Filters for other modules, the user's code included, are left as they are.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("default", module=TORCH_MODULES)
+        yield

@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_gpuperf.errors import WriteError
 from pytest_gpuperf.files import export_atomic
 from pytest_gpuperf.gpu.device import cuda_synchronize
 from pytest_gpuperf.model import OpProfile, OpStat, ProfileSummary
-from pytest_gpuperf.profiling.quiet import quiet_profiler
+from pytest_gpuperf.profiling.quiet import quiet_profiler, torch_warnings_stay_warnings
 from pytest_gpuperf.report.units import format_time
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ class ProfileCapture:
     top_ops: tuple[tuple[str, float, float], ...]
     activities: tuple[str, ...]
     table: OpProfile
+    trace_error: str | None = None  # why the trace asked for was not written (a read-only folder, a full disk)
 
     def summary(self) -> ProfileSummary:
         return ProfileSummary(trace_path=self.trace_path or "", top_ops=self.top_ops, activities=self.activities)
@@ -114,23 +116,30 @@ def capture_calls(
         activities.append(ProfilerActivity.CUDA)
     call_kwargs = dict(kwargs)
 
-    fn(*args, **call_kwargs)  # lazy initialization stays out of the profile
-    cuda_synchronize(device)
-    steps = schedule(wait=0, warmup=1, active=calls, repeat=1)
-    with quiet_profiler(), profile(activities=activities, schedule=steps, record_shapes=detailed,
-                                   profile_memory=detailed) as prof:  # fmt: skip
-        for i in range(calls + 1):
-            with record_function(f"{RANGE_PREFIX}{label}#{i}"):
-                fn(*args, **call_kwargs)
-            if i == calls:
-                cuda_synchronize(device)  # the last kernels finish inside the recorded window
-            prof.step()
+    with torch_warnings_stay_warnings():  # a compiled fn may be traced again here (quiet.py)
+        fn(*args, **call_kwargs)  # lazy initialization stays out of the profile
+        cuda_synchronize(device)
+        steps = schedule(wait=0, warmup=1, active=calls, repeat=1)
+        with quiet_profiler(), profile(activities=activities, schedule=steps, record_shapes=detailed,
+                                       profile_memory=detailed) as prof:  # fmt: skip
+            for i in range(calls + 1):
+                with record_function(f"{RANGE_PREFIX}{label}#{i}"):
+                    fn(*args, **call_kwargs)
+                if i == calls:
+                    cuda_synchronize(device)  # the last kernels finish inside the recorded window
+                prof.step()
 
-    trace = None if trace_path is None else str(export_atomic(trace_path, prof.export_chrome_trace))
+    trace, trace_error = None, None
+    if trace_path is not None:
+        try:
+            trace = str(export_atomic(trace_path, prof.export_chrome_trace))
+        except WriteError as exc:  # a trace is a report: one that cannot be written is a note, not a failure
+            trace_error = f"profile trace not written: could not write {exc.path}: {exc.reason}"
     averages = prof.key_averages()
     is_cuda_event = _is_cuda(torch)
     return ProfileCapture(
         trace_path=trace,
+        trace_error=trace_error,
         top_ops=top_operators(averages, on_cuda=on_cuda, is_cuda_event=is_cuda_event),
         activities=("cpu", "cuda") if on_cuda else ("cpu",),
         table=op_table(averages, calls=calls, on_cuda=on_cuda, is_cuda_event=is_cuda_event,

@@ -48,7 +48,7 @@ def _write_markdown(path: Path, session: SessionResults, history: History | None
     from pytest_gpuperf.files import write_atomic
     from pytest_gpuperf.report.markdown import render_comment
 
-    return write_atomic(path, render_comment(session))
+    return write_atomic(path, render_comment(session, path.absolute().parent))
 
 
 def _write_results(path: Path, session: SessionResults, history: History | None) -> Path:

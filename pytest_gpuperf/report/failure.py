@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pytest_gpuperf.model import Comparison, MeasurementResult
 from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.report.units import format_value
@@ -14,11 +16,11 @@ def explain_lines(c: Comparison, indent: str = "    ") -> list[str]:
     return [f"{indent}[{step.rule}] {step.note} -> {step.verdict.value}" for step in c.explanation if step.note]
 
 
-def failure_message(result: MeasurementResult, device: str) -> str:
-    """One clear message for the failing comparisons of one measurement, with the rules that decided."""
+def failure_message(result: MeasurementResult, device: str, only: Sequence[Comparison] = ()) -> str:
+    """One clear message for the failing comparisons of a measurement (``only``: those), with the deciding rules."""
     key = result.measurement.key
     lines = [f"performance regression in {key}"]
-    failing = [c for c in result.comparisons if c.verdict.fails]
+    failing = list(only) or [c for c in result.comparisons if c.verdict.fails]
     if not failing:
         failing = [c for c in result.comparisons if c.verdict in STRICT_VERDICTS]
         lines[0] = f"{key}: {', '.join(sorted({c.verdict.value for c in failing}))} (--gpuperf-strict)"

@@ -93,10 +93,10 @@ def session_header(
     if environment is not None:
         name, device_class = environment.device_name, environment.device_class
     elif config.device == "cpu":
-        from pytest_gpuperf.env import cpu_model, device_class_for
+        from pytest_gpuperf.env import cpu_model, device_class_for, expected_cpu_kernels
 
         name = cpu_model()
-        device_class = device_class_for("cpu", name)
+        device_class = device_class_for("cpu", name, expected_cpu_kernels())
     mhz, locked = sm_clock(environment.extra) if environment is not None else (None, False)
     folder = _relative(config.baseline_dir, config.rootdir) / (device_class or UNKNOWN_CLASS)
     commit = ref_commit

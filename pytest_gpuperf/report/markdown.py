@@ -8,7 +8,9 @@ it, so every string from the tests or the pull request goes through
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
+from pathlib import Path
 
 from pytest_gpuperf.model import (
     Comparison,
@@ -168,7 +170,19 @@ def _noise(session: SessionResults) -> list[str]:
     return lines
 
 
-def _profiles(session: SessionResults) -> list[str]:
+def trace_label(trace: str, folder: Path | None) -> str:
+    """A trace's path as the comment shows it: relative to ``folder`` (the report's, so the
+    artifact's) when it lies inside, else its file name: never a runner's absolute path."""
+    path = Path(trace)
+    if not path.is_absolute():
+        return path.as_posix()
+    if folder is not None:
+        with contextlib.suppress(ValueError):
+            return path.relative_to(folder).as_posix()
+    return path.name
+
+
+def _profiles(session: SessionResults, folder: Path | None) -> list[str]:
     lines: list[str] = []
     for r in ordered(session.results):
         profile = r.measurement.profile
@@ -176,7 +190,8 @@ def _profiles(session: SessionResults) -> list[str]:
             continue
         if lines:
             lines.append("")
-        lines += [f"**{md_code(r.measurement.key)}** ({md_code(profile.trace_path)})", ""]
+        trace = f" ({md_code(trace_label(profile.trace_path, folder))})" if profile.trace_path else ""
+        lines += [f"**{md_code(r.measurement.key)}**{trace}", ""]
         lines += ["| operator | time | share |", "|---|---:|---:|"]
         for name, ns, share in profile.top_ops[:TOP_OPS]:
             lines.append(f"| {_cell(md_code(name))} | {format_time(ns)} | {share * 100:.1f}% |")
@@ -253,8 +268,11 @@ def _comparisons_with_notes(session: SessionResults) -> list[Comparison]:
     return [c for r in ordered(session.results) for c in r.comparisons if c.note]
 
 
-def render_comment(session: SessionResults) -> str:
-    """The Markdown PR comment for ``session`` (ends with a newline)."""
+def render_comment(session: SessionResults, folder: Path | None = None) -> str:
+    """The Markdown PR comment for ``session`` (ends with a newline).
+
+    ``folder``: where the comment is written; trace paths are shown relative to it.
+    """
     counts = verdict_counts(session)
     icon = "🔴" if counts[Verdict.REGRESSION] else "🟢"
     against = f" against {md_code(session.compare_ref)}" if session.compare_ref else ""
@@ -279,7 +297,7 @@ def render_comment(session: SessionResults) -> str:
     lines += _details("Commits", _commits(session))
     if session.results:
         lines += _details("Noise and precision", _noise(session))
-    profiles = _profiles(session)
+    profiles = _profiles(session, folder)
     if profiles:
         lines += _details("Top operators", profiles)
     return "\n".join(lines) + "\n"

@@ -104,7 +104,11 @@ def loads_results(text: str, path: Path | str = "<results>") -> SessionResults:
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ResultsError(path, f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+        what = exc.msg.removesuffix(" at")  # "Unterminated string starting at": the place follows
+        raise ResultsError(path, f"not JSON: {what} at line {exc.lineno}, column {exc.colno}") from None
+    bad = _first_non_finite(document)  # Python's json reads NaN and Infinity, which no schema type refuses
+    if bad is not None:
+        raise ResultsError(path, "NaN or infinity is not a number a results file may hold", json_path=bad)
     validate_document(_upgrade(document), path)
     return session_from_json(document)
 

@@ -269,6 +269,7 @@ def render_top_ops(tw: Any, session: SessionResults) -> None:
     tw.write_sep("-", "gpuperf profile: top operators")
     for m in profiled:
         assert m.profile is not None
-        tw.write_line(plain(f"{m.key}  (trace: {m.profile.trace_path})"))
+        trace = f"trace: {m.profile.trace_path}" if m.profile.trace_path else "trace not written: see the notes"
+        tw.write_line(plain(f"{m.key}  ({trace})"))
         for line in format_top_ops(m.profile, n=8):
             tw.write_line(plain(f"  {line}"))

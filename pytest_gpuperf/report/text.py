@@ -7,7 +7,8 @@ an HTML page, and none of them may act there: no colours, cursor moves or line
 rewrites in a terminal; no @mentions, issue references, links, images, HTML or
 code spans broken open in the comment; no markup in the page.
 
-- :func:`plain`: ANSI escape sequences and C0/C1 control characters removed
+- :func:`plain`: ANSI escape sequences, C0/C1 control characters and bidirectional
+  formatting characters (U+202E and its kin) removed
   (a tab becomes a space; a newline too unless kept). The base of the others.
 - :func:`md_code`: a Markdown code span that holds any text; nothing inside a
   code span is a mention, link or tag, and its fence is longer than any run of
@@ -39,11 +40,15 @@ _ESCAPES = re.compile(
     r"|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
     r"|\x1b[ -/]*[0-~]"
 )
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 and C1 controls, and the bidirectional formatting characters (U+202A-U+202E embeddings
+# and overrides, U+2066-U+2069 isolates, the LRM/RLM/ALM marks), with which an id such as
+# "test_\u202etxt.exe" would display reversed: a reader must see the characters in their order.
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_CONTROLS = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
 # Text without any of these has nothing for ``plain`` to do (every escape sequence starts with one):
 # the common case, tested first because the dashboard escapes a hover title per point.
-_ANY_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_ANY_CONTROL_BUT_NEWLINE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+_ANY_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}]")
+_ANY_CONTROL_BUT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f\x7f-\x9f{_BIDI}]")
 # The punctuation that makes markup mid-line: emphasis, code, links, images, tags, entities.
 # A string never starts a line of the comment, so list and heading markers need nothing.
 # An underscore inside a word (peak_allocated) is never emphasis in GFM and stays as it is.

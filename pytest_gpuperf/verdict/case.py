@@ -26,6 +26,9 @@ class Evidence:
     method: str
     readings: int
     reference_readings: int
+    # The change is a median or mean of per-pair ratios (compare-ref), not current / a reference
+    # value: the reference shown beside it is then current / ratio (pipeline.draft_for).
+    paired: bool = False
 
     def describe(self, confidence: float) -> str:
         """``ratio 1.520 [1.470, 1.580] 95% CI, p=1e-12, bootstrap of medians``."""
@@ -54,6 +57,7 @@ class Case:
     metric: Metric | None = None  # metric only
     other_classes: tuple[str, ...] = ()  # device classes that have a baseline when this one has none
     reference_label: str = "baseline"  # "baseline", or "main" (compare-ref's base)
+    unmeasured: str = ""  # the reference side has this test but could not measure it: why (compare-ref)
 
     @property
     def key(self) -> str:

@@ -41,7 +41,7 @@ def paired_rounds(
     n = min(len(head_rounds), len(base_rounds))
     return Evidence(
         change=ratio - 1.0, ratio=ratio, low=low, high=high, p_value=p,
-        method=f"median of {n} round-pair ratios vs {label}", readings=n, reference_readings=n,
+        method=f"median of {n} round-pair ratios vs {label}", readings=n, reference_readings=n, paired=True,
     )  # fmt: skip
 
 
@@ -50,5 +50,5 @@ def replicates(ratios: Sequence[float], settings: GateSettings, method: str) -> 
     ratio, low, high, p = stats.replicate_ratio_ci(ratios, settings.confidence)
     return Evidence(
         change=ratio - 1.0, ratio=ratio, low=low, high=high, p_value=p, method=method,
-        readings=len(ratios), reference_readings=len(ratios),
+        readings=len(ratios), reference_readings=len(ratios), paired=True,
     )  # fmt: skip

@@ -18,16 +18,32 @@ from pytest_gpuperf.model import (
 from pytest_gpuperf.verdict import evidence as ev
 from pytest_gpuperf.verdict.case import Case, Evidence
 from pytest_gpuperf.verdict.pipeline import run_pipeline
+from pytest_gpuperf.verdict.rules import MetricBounds
 from pytest_gpuperf.verdict.rulesets import RuleSet
 
 # What fails a test under --gpuperf-strict besides a regression.
 STRICT_VERDICTS = frozenset({Verdict.NOT_COMPARABLE, Verdict.UNSTABLE, Verdict.NOT_GATED})
+# Rules whose regression needs no reference: they fail the test in every mode, --gpuperf-update-baseline too.
+ABSOLUTE_RULES = frozenset({MetricBounds().name})
 
 
 def fails(result: MeasurementResult, settings: GateSettings) -> bool:
     """Any regression fails; with ``strict`` also not comparable, unstable and not gated."""
     failing = {Verdict.REGRESSION} | (STRICT_VERDICTS if settings.strict else frozenset())
     return any(c.verdict in failing for c in result.comparisons)
+
+
+def absolute_failures(result: MeasurementResult) -> tuple[Comparison, ...]:
+    """The comparisons a rule of ``ABSOLUTE_RULES`` made a regression (a violated hard bound).
+
+    An update run records whatever it measures as the new reference, so a
+    relative regression does not fail it; a bound is not relative to anything,
+    so its violation fails the test there too, and the value is never written.
+    """
+    return tuple(
+        c for c in result.comparisons
+        if c.verdict is Verdict.REGRESSION and any(n.rule in ABSOLUTE_RULES for n in c.explanation)
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -44,6 +60,7 @@ class Reference:
     time_evidence: Evidence | None = None
     other_classes: tuple[str, ...] = ()
     label: str = "baseline"
+    unmeasured: str = ""  # the reference has the test but could not measure it (why): not gated, never new
 
 
 def judge(
@@ -97,5 +114,5 @@ def _case(
     return Case(
         kind=kind, name=name, current=current, unit=unit, measurement=measurement, entry=reference.entry,
         settings=settings, environment=environment, evidence=evidence, metric=metric,
-        other_classes=reference.other_classes, reference_label=reference.label,
+        other_classes=reference.other_classes, reference_label=reference.label, unmeasured=reference.unmeasured,
     )  # fmt: skip

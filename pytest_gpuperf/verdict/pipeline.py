@@ -39,6 +39,10 @@ def draft_for(case: Case) -> Comparison:
     """The comparison before any rule: the evidence's numbers, verdict unchanged."""
     ev = case.evidence
     baseline_value = _reference_value(case)
+    if ev is not None and ev.paired and ev.ratio > 0 and baseline_value is not None:
+        # Pooled medians of the two sides can disagree with the paired change (rounds in
+        # different machine states); show the reference the change says: current / ratio.
+        baseline_value = case.current / ev.ratio
     change = ev.change if ev is not None else _relative_change(case.current, baseline_value)
     return Comparison(
         key=case.key, metric=case.name, verdict=Verdict.UNCHANGED, current=case.current,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pytest_gpuperf import stats
+from pytest_gpuperf import device_class, stats
 from pytest_gpuperf.model import Comparison, Kind, Verdict
 from pytest_gpuperf.verdict.case import Case
 from pytest_gpuperf.verdict.pipeline import Step
@@ -29,25 +29,26 @@ class Reference:
         entry = case.entry
         there = entry.environment.device_class if entry is not None and entry.environment else None
         if entry is not None and there not in (None, here):
-            return Step(_other_class(there or "", here), Verdict.NOT_COMPARABLE, final=True)
+            return Step(_other_class((there or "",), here), Verdict.NOT_COMPARABLE, final=True)
         if entry is None and case.other_classes:
-            return Step(_other_class(", ".join(case.other_classes), here), Verdict.NOT_COMPARABLE, final=True)
+            return Step(_other_class(case.other_classes, here), Verdict.NOT_COMPARABLE, final=True)
         missing = entry is None
         if case.kind is Kind.MEMORY and entry is not None and entry.peak_allocated_bytes is None:
             missing = True
         if case.kind is Kind.METRIC and case.reference_metric is None:
             missing = True
+        if missing and case.unmeasured:  # the reference has the test: its absence of a number gates nothing
+            return Step(f"not gated: {case.unmeasured}", Verdict.NOT_GATED, final=True)
         if missing:
             what = "no baseline" if case.reference_label == "baseline" else f"not measured at {case.reference_label}"
             return Step(what, Verdict.NEW, final=True)
         return None
 
 
-def _other_class(there: str, here: str) -> str:
-    return (
-        f"baseline recorded on device class {there}, this run is {here}: not comparable "
-        f"(record one here with {UPDATE_HINT}; --gpuperf-strict makes this fail)"
-    )
+def _other_class(there: tuple[str, ...], here: str) -> str:
+    """Why each class's baseline is no reference here (device_class.why_not_comparable), and what to do."""
+    reasons = "; ".join(device_class.why_not_comparable(cls, here) for cls in there)
+    return f"not comparable: {reasons} (record one here with {UPDATE_HINT}; --gpuperf-strict makes this fail)"
 
 
 @dataclass(frozen=True)
@@ -76,9 +77,22 @@ class MinimumSamples:
         )
 
 
+# How far recorded noise may raise the threshold, as a multiple of the configured one (NoiseFloor).
+NOISE_FLOOR_CAP = 2.5
+
+
 @dataclass(frozen=True)
 class NoiseFloor:
-    """The threshold is never below what the recorded between-run noise allows (stats.noise_floor)."""
+    """The threshold is never below what the recorded between-run noise allows (stats.noise_floor), up to a cap.
+
+    The noise is an estimate from a few readings (two to five process medians, a
+    handful of rounds); a machine busy while they were taken makes it large, and a
+    floor that follows it makes the gate blind (a noise of 0.95 would ask for +285%).
+    Past 1.5x the configured threshold a baseline write already takes more readings
+    and calls its entry noisy; past ``NOISE_FLOOR_CAP`` times the threshold the
+    estimate is not what the gate leans on: the floor stops there and says so, and
+    the significance test and the fresh-process confirmation decide the rest.
+    """
 
     name: str = "noise-floor"
 
@@ -93,7 +107,19 @@ class NoiseFloor:
         configured = case.settings.threshold
         if floor <= configured:
             return Step(f"threshold {configured:.1%}", threshold=configured, quiet=True)
+        cap = NOISE_FLOOR_CAP * configured
+        if floor > cap:
+            return Step(
+                f"threshold raised from {configured:.1%} to {cap:.1%}, capped at {NOISE_FLOOR_CAP:g}x: the recorded "
+                f"noise (baseline {_pct(base_noise)}, this run {_pct(current_noise)}) would raise it to {floor:.1%}, "
+                "more than a few readings can support; write the baseline again on a quieter machine",
+                threshold=cap,
+            )
         return Step(f"threshold raised from {configured:.1%} to {floor:.1%} by run-to-run noise", threshold=floor)
+
+
+def _pct(noise: float | None) -> str:
+    return "unknown" if noise is None else f"{noise:.1%}"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ interface of ``pytest_gpuperf.host``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
@@ -56,7 +56,9 @@ class CpuHostGuard:
         return peak_tensor_bytes(call)
 
     def health_monitor(self) -> HealthMonitor | None:
-        return None
+        from pytest_gpuperf.host.cpu.contention import ContentionMonitor
+
+        return ContentionMonitor()  # evidence for the fast-end rule: PSI, steal, the run queue
 
     def calibration(self) -> Interleaved | None:
         from pytest_gpuperf.host.cpu.calibration import CalibrationWorkload
@@ -79,3 +81,13 @@ class CpuHostGuard:
 
     def settle(self, take: Callable[[], float | None], reference_ns: float | None) -> tuple[float | None, str | None]:
         return probes.settled_probe(take, reference_ns)
+
+    def busy(self, health: Mapping[str, object]) -> str | None:
+        from pytest_gpuperf.host.cpu.contention import Contention
+
+        contention = Contention.from_data(health)
+        return contention.describe() if contention is not None and contention.busy else None
+
+    def probe_spread(self, others: Sequence[float]) -> float | None:
+        session = self._session.readings if self._session is not None else []
+        return probes.probe_spread([*session, *others])

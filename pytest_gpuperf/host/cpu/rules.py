@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytest_gpuperf.host.cpu.speed_probe import explainable_change, is_slow, slowdown
+from pytest_gpuperf.host.cpu.contention import Contention
+from pytest_gpuperf.host.cpu.speed_probe import beyond_spread, explainable_change, is_slow, slowdown
 from pytest_gpuperf.model import Comparison, Kind, Verdict
 from pytest_gpuperf.verdict.case import Case
 from pytest_gpuperf.verdict.pipeline import Step
@@ -26,10 +27,15 @@ _DURATION_UNITS = frozenset({"s", "ms", "us", "ns"})
 
 @dataclass(frozen=True)
 class FastEnd:
-    """A time verdict stands only if the fastest calls moved too (by half the threshold).
+    """A time verdict stands only if the fastest calls moved too (by half the threshold), or the runner was quiet.
 
     More work makes every call slower, the fastest ones included; contention
     inflates the median and the tail while the fastest calls keep their speed.
+    That is a guess from the samples' shape, and the kernel counts contention
+    directly (contention.py): where it says the runner was quiet while the test
+    measured, the guess is not made (a deterministic slowdown can leave the fast
+    end nearly where it was); where it says busy, the verdict is "unstable: the
+    runner was busy", never "unchanged"; where it says nothing, the guess stands.
     """
 
     name: str = "fast-end"
@@ -49,6 +55,13 @@ class FastEnd:
         agrees = moved > needed if draft.verdict is Verdict.REGRESSION else moved < -needed
         if agrees:
             return Step(f"the fastest {quantile:.0%} of calls moved too ({moved:+.1%})", quiet=True)
+        contention = Contention.from_data(case.measurement.health)
+        only = f"the fastest {quantile:.0%} of calls moved only {moved:+.1%} (needs {needed:.1%})"
+        if contention is not None and contention.known and not contention.busy:
+            return Step(f"{only}, but the runner was quiet while it measured ({contention.describe()}): "
+                        "not contention, the verdict stands")  # fmt: skip
+        if contention is not None and contention.busy:
+            return Step(f"unstable: the runner was busy ({contention.describe()}); {only}", Verdict.UNSTABLE)
         return Step(
             f"the fastest {quantile:.0%} of calls moved only {moved:+.1%} (needs {needed:.1%}): "
             "contention on the machine, not a change in work",
@@ -88,35 +101,62 @@ class Calibration:
         )
 
 
-def _slow_regression(ratio: float, change: float | None, threshold: float, what: str) -> Step:
-    """A regression while the machine ran ``ratio`` times slower: unstable, unless larger than the machine explains."""
-    limit = explainable_change(ratio, threshold)
-    slower = f"the machine ran x{ratio:.2f} slower than when the baseline was written (speed probe)"
+def _beyond(ratio: float, spread: float | None) -> str:
+    """The evidence a slow-machine note adds: how far beyond the probe's own spread it read."""
+    if spread is None:
+        return ""
+    return f"; x{beyond_spread(ratio, spread) or ratio:.2f} beyond its own spread of x{spread:.2f} on this host"
+
+
+def _slow_regression(ratio: float, spread: float | None, change: float | None, threshold: float, what: str) -> Step:
+    """A regression while the machine ran ``ratio`` times slower: unstable, unless larger than the machine explains.
+
+    Only the slowdown beyond the probe's own spread counts (speed_probe.beyond_spread).
+    """
+    effective = beyond_spread(ratio, spread) or ratio
+    limit = explainable_change(effective, threshold)
+    evidence = _beyond(ratio, spread)
+    slower = f"the machine ran x{ratio:.2f} slower than when the baseline was written (speed probe{evidence})"
     if change is None or change <= limit:
         return Step(f"not judged: {slower}, which alone can explain {what} up to {limit:+.1%}", Verdict.UNSTABLE)
     return Step(f"{slower}, which explains at most {limit:+.1%}: {change:+.1%} is more than the machine")
 
 
+def _within_spread(ratio: float, spread: float | None, direction: str) -> Step | None:
+    """A note where the probe read a slow machine by the fixed ratio alone, but not beyond its own spread."""
+    if spread is None or not is_slow(ratio) or is_slow(ratio, spread):
+        return None
+    return Step(
+        f"speed probe x{ratio:.2f} {direction}, within its own spread of x{spread:.2f} on this host "
+        "while the baseline was written: not a slow machine"
+    )
+
+
 @dataclass(frozen=True)
 class SlowMachine:
-    """The speed probe: a regression while the machine reads x1.25 slower than at the baseline is unstable,
-    unless larger than such a machine explains; so is a pass against a baseline written while it read that
-    much slower (it hides regressions)."""
+    """The speed probe: a regression while the machine reads x1.25 slower than at the baseline, beyond the probe's
+    own spread, is unstable, unless larger than such a machine explains; so is a pass against a baseline written
+    while it read that much slower (it hides regressions)."""
 
     name: str = "slow-machine"
 
     def apply(self, case: Case, draft: Comparison) -> Step | None:
         entry = case.entry
         ratio = slowdown(case.measurement.speed_probe_ns, entry.speed_probe_ns if entry is not None else None)
-        if ratio is None:
+        if ratio is None or entry is None:
             return None
-        if draft.verdict is Verdict.REGRESSION and is_slow(ratio):
+        spread = entry.speed_probe_spread
+        if draft.verdict is Verdict.REGRESSION:
+            if not is_slow(ratio, spread):
+                return _within_spread(ratio, spread, "slower now")
             threshold = draft.threshold or case.settings.threshold
-            return _slow_regression(ratio, draft.change, threshold, "a regression")
-        if draft.verdict in (Verdict.UNCHANGED, Verdict.IMPROVEMENT) and is_slow(1.0 / ratio):
+            return _slow_regression(ratio, spread, draft.change, threshold, "a regression")
+        if draft.verdict in (Verdict.UNCHANGED, Verdict.IMPROVEMENT):
+            if not is_slow(1.0 / ratio, spread):
+                return _within_spread(1.0 / ratio, spread, "slower at the baseline")
             return Step(
                 f"not judged: the baseline was written while the machine ran x{1.0 / ratio:.2f} slower than now "
-                "(speed probes), so a regression could hide behind it; write it again",
+                f"(speed probes{_beyond(1.0 / ratio, spread)}), so a regression could hide behind it; write it again",
                 Verdict.UNSTABLE,
             )
         return None
@@ -135,8 +175,8 @@ class SlowDurations:
         if draft.verdict is not Verdict.REGRESSION or entry is None:
             return None
         ratio = slowdown(case.measurement.speed_probe_ns, entry.speed_probe_ns)
-        if not is_slow(ratio):
+        if not is_slow(ratio, entry.speed_probe_spread):
             return None
         assert ratio is not None
         threshold = draft.threshold or metric.tolerance or 0.0
-        return _slow_regression(ratio, draft.change, threshold, "a longer duration")
+        return _slow_regression(ratio, entry.speed_probe_spread, draft.change, threshold, "a longer duration")

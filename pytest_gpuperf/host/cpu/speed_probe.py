@@ -10,9 +10,17 @@ session, before its first measurement; before every measurement of a session
 that writes baselines (an entry keeps the fastest probe of its processes); and
 in the fresh re-measure process before it runs the suspected test. A suspected
 regression whose re-measure finds the machine ``SLOW_MACHINE_RATIO`` slower than
-when the baseline was written, even after waiting for it to recover, is
-reported as unstable rather than failed (host/cpu/rules.py), unless it is larger
-than such a machine can explain (``explainable_change``).
+when the baseline was written, beyond the probe's own spread, even after waiting
+for it to recover, is reported as unstable rather than failed (host/cpu/rules.py),
+unless it is larger than such a machine can explain (``explainable_change``).
+
+The probe has a spread of its own on a quiet host: a process's first reading, the
+CPU's frequency steps and where the process lands move it by a few percent to tens
+of percent, depending on the host. A baseline records the probe's spread while it
+was written (``probe_spread``: slowest over fastest of every reading the writing
+session and its fresh processes took), and only the part of a slowdown beyond
+that spread counts (``beyond_spread``): a quiet machine whose probe reads x1.3
+slower, on a host where the probe itself moves by x1.3, is not a slow machine.
 
 CPU only: on a GPU, kernel times do not follow host load, and the NVML health
 monitor watches the clocks instead (gpu/nvml.py).
@@ -23,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from pytest_gpuperf.host.cpu.calibration import CalibrationWorkload
@@ -80,8 +88,29 @@ def slowdown(current_ns: float | None, reference_ns: float | None) -> float | No
     return current_ns / reference_ns
 
 
-def is_slow(ratio: float | None) -> bool:
-    return ratio is not None and ratio >= SLOW_MACHINE_RATIO
+def probe_spread(readings: Sequence[float | None]) -> float | None:
+    """The probe's own spread over ``readings``: slowest / fastest (None with fewer than two)."""
+    known = [r for r in readings if r is not None and r > 0]
+    if len(known) < 2:
+        return None
+    return max(known) / min(known)
+
+
+def beyond_spread(ratio: float | None, spread: float | None) -> float | None:
+    """The part of a slowdown ``ratio`` beyond the probe's own ``spread`` (1.0 within it; None when unknown).
+
+    A baseline's probe is the fastest of its readings, so a later reading on the same,
+    equally quiet machine may read up to ``spread`` slower: that much is the probe, not the machine.
+    """
+    if ratio is None:
+        return None
+    return max(1.0, ratio / max(spread or 1.0, 1.0))
+
+
+def is_slow(ratio: float | None, spread: float | None = None) -> bool:
+    """Whether ``ratio`` is a slow machine: ``SLOW_MACHINE_RATIO`` beyond the probe's own spread."""
+    effective = beyond_spread(ratio, spread)
+    return effective is not None and effective >= SLOW_MACHINE_RATIO
 
 
 def explainable_change(ratio: float, threshold: float) -> float:
@@ -111,12 +140,12 @@ class SessionSpeedProbe:
         self._take = take
         self._taken = False
         self._fastest_ns: float | None = None
+        self.readings: list[float] = []  # every reading a measurement went ahead on (probe_spread)
 
     def once(self) -> float | None:
         """The session's first reading; later calls reuse it."""
         if not self._taken:
-            self._fastest_ns = self._take()
-            self._taken = True
+            self._keep(self._take())
         return self._fastest_ns
 
     def settled_fastest(self) -> tuple[float | None, str | None]:
@@ -138,6 +167,8 @@ class SessionSpeedProbe:
 
     def _keep(self, reading: float | None) -> float | None:
         self._taken = True
+        if reading is not None:
+            self.readings.append(reading)
         known = [p for p in (reading, self._fastest_ns) if p is not None]
         self._fastest_ns = min(known, default=None)
         return self._fastest_ns

@@ -1,0 +1,176 @@
+"""What the kernel knows about CPU contention during a measurement: pressure stalls, steal time, the run queue.
+
+The shape of a test's samples can only guess at contention (the fast-end rule's
+guess: the fastest calls kept their speed, so the rest was other processes). The
+kernel counts it directly, and the guard reads it before and after every
+measurement:
+
+- ``/proc/pressure/cpu`` (PSI, Linux 4.20+): the time at least one runnable task
+  waited for a CPU ("some" total, in microseconds). Its share of the measurement's
+  wall time is the *CPU pressure*.
+- ``/proc/stat``'s ``steal``: time the hypervisor gave this VM's CPUs to another
+  guest, as a share of all CPU time in the interval.
+- ``procs_running`` (``/proc/stat``): tasks runnable at the two instants, against
+  the CPUs this process may use.
+
+A probe that cannot be read (another OS, a kernel without PSI) leaves its figure
+unknown; it never fails a run. Hand-written: psutil has no PSI reader.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# A measurement is taken on a busy runner when, over its wall time, some task waited for a CPU
+# a tenth of the time, or the hypervisor took a twentieth of it, or more tasks were runnable
+# than there are CPUs. Below these, the fast end and the samples' shape tell the rest.
+BUSY_PRESSURE = 0.10
+BUSY_STEAL = 0.05
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The kernel's counters at one instant (None where one cannot be read)."""
+
+    wall_s: float
+    pressure_us: float | None
+    steal_ticks: int | None
+    total_ticks: int | None
+    runnable: int | None
+
+
+def _pressure_total_us(path: str = "/proc/pressure/cpu") -> float | None:
+    try:
+        with open(path, encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("some "):
+                    fields = dict(part.split("=", 1) for part in line.split()[1:])
+                    return float(fields["total"])
+    except (OSError, ValueError, KeyError):
+        pass
+    return None
+
+
+def _stat(path: str = "/proc/stat") -> tuple[int | None, int | None, int | None]:
+    """(steal ticks, all ticks, runnable tasks) from /proc/stat."""
+    steal = total = runnable = None
+    try:
+        with open(path, encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("cpu "):
+                    ticks = [int(x) for x in line.split()[1:]]
+                    total = sum(ticks[:8])  # user .. steal; guest time is already inside user
+                    steal = ticks[7] if len(ticks) > 7 else None
+                elif line.startswith("procs_running "):
+                    runnable = int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return steal, total, runnable
+
+
+def read_sample() -> Sample:
+    steal, total, runnable = _stat()
+    return Sample(time.monotonic(), _pressure_total_us(), steal, total, runnable)
+
+
+def _cpus() -> int:
+    getter = getattr(os, "sched_getaffinity", None)
+    return len(getter(0)) if getter is not None else (os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class Contention:
+    """CPU contention over one interval (None: not known here)."""
+
+    pressure: float | None  # share of the wall time some runnable task waited for a CPU
+    steal: float | None  # share of all CPU time the hypervisor gave to other guests
+    runnable: int | None  # the most tasks runnable at either end (this one included)
+    cpus: int = field(default_factory=_cpus)
+
+    @classmethod
+    def between(cls, before: Sample, after: Sample) -> Contention:
+        wall_us = (after.wall_s - before.wall_s) * 1e6
+        pressure = None
+        if before.pressure_us is not None and after.pressure_us is not None and wall_us > 0:
+            pressure = min(1.0, max(0.0, (after.pressure_us - before.pressure_us) / wall_us))
+        steal = None
+        if None not in (before.steal_ticks, after.steal_ticks, before.total_ticks, after.total_ticks):
+            assert before.total_ticks is not None and after.total_ticks is not None  # for mypy
+            ticks = after.total_ticks - before.total_ticks
+            if ticks > 0:
+                steal = max(0.0, ((after.steal_ticks or 0) - (before.steal_ticks or 0)) / ticks)
+        known = [n for n in (before.runnable, after.runnable) if n is not None]
+        return cls(pressure, steal, max(known) if known else None)
+
+    @property
+    def known(self) -> bool:
+        return self.pressure is not None or self.steal is not None
+
+    @property
+    def busy(self) -> bool:
+        """Whether the runner was contended while it measured, by any direct signal."""
+        return (
+            (self.pressure is not None and self.pressure >= BUSY_PRESSURE)
+            or (self.steal is not None and self.steal >= BUSY_STEAL)
+            or (self.pressure is None and self.runnable is not None and self.runnable > self.cpus)
+        )
+
+    def describe(self) -> str:
+        """``CPU pressure 34% of the time, steal 0.0%, 5 runnable tasks on 2 CPUs``: the evidence."""
+        parts = []
+        if self.pressure is not None:
+            parts.append(f"CPU pressure {self.pressure:.0%} of the time")
+        if self.steal is not None:
+            parts.append(f"steal {self.steal:.1%}")
+        if self.runnable is not None:
+            parts.append(f"{self.runnable} runnable tasks on {self.cpus} CPUs")
+        return ", ".join(parts) or "no contention signal on this system"
+
+    def as_data(self) -> dict[str, object]:
+        """For the measurement's ``health`` data (and back with ``from_data``)."""
+        return {"cpu_pressure": self.pressure, "cpu_steal": self.steal, "cpu_runnable": self.runnable,
+                "cpus": self.cpus}  # fmt: skip
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Contention | None:
+        """The contention a measurement recorded, or None where it recorded none (another host, older)."""
+        if "cpu_pressure" not in data and "cpu_steal" not in data:
+            return None
+        pressure, steal, runnable = data.get("cpu_pressure"), data.get("cpu_steal"), data.get("cpu_runnable")
+        return cls(
+            float(pressure) if pressure is not None else None,
+            float(steal) if steal is not None else None,
+            int(runnable) if runnable is not None else None,
+            int(data.get("cpus") or 1),
+        )
+
+
+@dataclass(frozen=True)
+class ContentionReport:
+    """What the monitor hands the runner (the shape of gpu/nvml.py's HealthReport): evidence, no verdict."""
+
+    unstable_reason: str | None = None
+    notes: tuple[str, ...] = ()
+    data: dict[str, object] = field(default_factory=dict)
+
+
+class ContentionMonitor:
+    """The CPU host guard's health monitor: the kernel's contention counters around one measurement."""
+
+    def __init__(self) -> None:
+        self._before: Sample | None = None
+
+    def start(self) -> None:
+        self._before = read_sample()
+
+    def stop(self) -> ContentionReport:
+        if self._before is None:
+            return ContentionReport()
+        contention = Contention.between(self._before, read_sample())
+        if not contention.known:
+            return ContentionReport()
+        return ContentionReport(data=contention.as_data())  # the rules that need it say it (rules.py)

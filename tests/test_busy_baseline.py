@@ -1,0 +1,59 @@
+"""A baseline written while the runner was busy records it, says so when written and whenever it is gated against."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from pytest_gpuperf.baseline import codec
+from pytest_gpuperf.config import GateSettings
+from pytest_gpuperf.host.cpu import CpuHostGuard
+from pytest_gpuperf.host.cpu.contention import Contention
+from tests.test_baseline_reading import engine_with_fresh_readings
+from tests.verdict_helpers import entry, measurement
+
+BUSY = Contention(pressure=0.45, steal=0.0, runnable=6, cpus=2).as_data()
+QUIET = Contention(pressure=0.01, steal=0.0, runnable=1, cpus=2).as_data()
+EVIDENCE = "CPU pressure 45% of the time, steal 0.0%, 6 runnable tasks on 2 CPUs"
+
+
+def test_the_cpu_guard_names_the_evidence_of_a_busy_runner() -> None:
+    guard = CpuHostGuard(torch.device("cpu"), mode="update", pin_cpu="off")
+    assert guard.busy(BUSY) == EVIDENCE
+    assert guard.busy(QUIET) is None and guard.busy({}) is None
+
+
+def test_a_baseline_written_busy_records_it_and_says_it_cannot_be_trusted(tmp_path: Path) -> None:
+    here = measurement(1000.0, speed_probe_ns=33_000.0, health=QUIET)
+    engine, _ = engine_with_fresh_readings(tmp_path, measurement(1010.0, speed_probe_ns=33_000.0, health=BUSY))
+    kept = engine._baseline_reading(here, GateSettings(threshold=0.10))
+    assert kept.written_busy == EVIDENCE
+    assert kept.speed_probe_spread is None  # the load's spread is not the probe's own: the fixed ratio decides
+    assert f"written while the runner was busy ({EVIDENCE}): write it again in a quieter hour" in kept.notes[-1]
+    quiet_engine, _ = engine_with_fresh_readings(tmp_path, measurement(1010.0, speed_probe_ns=33_000.0, health=QUIET))
+    quiet = quiet_engine._baseline_reading(here, GateSettings(threshold=0.10))
+    assert quiet.written_busy is None and quiet.speed_probe_spread is not None
+
+
+def test_the_record_survives_the_file() -> None:
+    busy = entry(1000.0, written_busy=EVIDENCE)
+    assert codec.entry_from_json(codec.entry_to_json(busy), path="x", key=busy.key).written_busy == EVIDENCE
+    assert "written_busy" not in codec.entry_to_json(entry(1000.0))  # an entry without one keeps its bytes
+
+
+def test_gating_against_it_says_so(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_b="def test_noop(gpu_bench):\n    gpu_bench(lambda: sum(range(100)))\n")
+    args = ["--gpuperf-warmup-time=0.01", "--gpuperf-min-time=0.03", "--gpuperf-max-time=0.2", "-p", "no:cacheprovider",
+            "--gpuperf-threshold=5"]  # fmt: skip
+    pytester.runpytest_subprocess("--gpuperf", "--gpuperf-update-baseline", *args).assert_outcomes(passed=1)
+    (path,) = (pytester.path / "baselines").rglob("*.json")
+    document = json.loads(path.read_text())
+    for written in document["entries"].values():
+        written["written_busy"] = EVIDENCE
+    path.write_text(json.dumps(document))
+    result = pytester.runpytest_subprocess("--gpuperf", *args)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"*the baseline was written while the runner was busy ({EVIDENCE}): write it again*"])
