@@ -5,12 +5,12 @@ import dataclasses
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import git
 import numpy as np
 import pytest
+from chromium import run_chromium
 from matplotlib import image as mpl_image
 from test_report_helpers import ENV, make_session
 
@@ -27,36 +27,6 @@ from pytest_gpuperf.report.html import (
 )
 from pytest_gpuperf.report.results_json import load_results, write_results
 from tests.verdict_helpers import compare
-
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    pytest.skip("headless Chromium is not installed (Debian: apt-get install -y chromium)")
-
-
-def _run_chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    profile = tmp_path / "chromium-profile"
-    profile.mkdir(exist_ok=True)
-    return subprocess.run(
-        [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_page_is_self_contained_with_one_figure_per_measurement() -> None:
@@ -86,13 +56,13 @@ def test_text_is_escaped() -> None:
 def test_chromium_renders_table_and_figures(tmp_path: Path) -> None:
     session = make_session()
     page = write_html(tmp_path / "report.html", session)
-    dom = _run_chromium(tmp_path, "--dump-dom", page.as_uri())
+    dom = run_chromium(tmp_path, "--dump-dom", page.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert '<table id="summary">' in dom.stdout
     assert dom.stdout.count('<section class="measurement') == len(session.results)
 
     shot = tmp_path / "shot.png"
-    done = _run_chromium(tmp_path, f"--screenshot={shot}", "--window-size=1200,1600", page.as_uri())
+    done = run_chromium(tmp_path, f"--screenshot={shot}", "--window-size=1200,1600", page.as_uri())
     assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
     pixels = mpl_image.imread(shot)[..., :3]
     # The regression row's pink background and the "now" samples' blue must both be on screen:
@@ -200,11 +170,11 @@ def test_trend_chart_per_measurement_from_the_baselines_history(tmp_path: Path) 
 def test_chromium_renders_the_shift_and_the_trend(tmp_path: Path) -> None:
     session, root = shifted_session(tmp_path)
     page = write_html(tmp_path / "report.html", session, collect_history(root))
-    dom = _run_chromium(tmp_path, "--dump-dom", page.as_uri())
+    dom = run_chromium(tmp_path, "--dump-dom", page.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert dom.stdout.count('<figure class="distribution">') == 1 and dom.stdout.count('<figure class="trend">') == 1
     shot = tmp_path / "shot.png"
-    done = _run_chromium(tmp_path, f"--screenshot={shot}", "--window-size=1100,1400", page.as_uri())
+    done = run_chromium(tmp_path, f"--screenshot={shot}", "--window-size=1100,1400", page.as_uri())
     assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
     pixels = mpl_image.imread(shot)[..., :3]
     blue = np.all(np.abs(pixels - np.array([0x1F, 0x77, 0xB4]) / 255) < 0.08, axis=-1)

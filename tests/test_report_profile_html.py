@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from chromium import run_chromium
 from matplotlib import image as mpl_image
 from matplotlib.colors import to_rgb
 from matplotlib.patches import Rectangle
-from test_report_html import _run_chromium
 from test_report_profile_helpers import (
     MLP_BASE,
     cpu_extra_op_diff,
@@ -147,7 +147,7 @@ def test_op_names_and_labels_are_escaped() -> None:
 def test_chromium_draws_the_bars(tmp_path: Path) -> None:
     page = write_html(tmp_path / "report.html", session_of(regressed(cuda_kernel_swap_diff())))
     shot = tmp_path / "shot.png"
-    done = _run_chromium(tmp_path, f"--screenshot={shot}", "--window-size=1200,2000", page.as_uri())
+    done = run_chromium(tmp_path, f"--screenshot={shot}", "--window-size=1200,2000", page.as_uri())
     if done.returncode != 0 or not shot.is_file():
         pytest.fail(done.stderr[-2000:])
     pixels = mpl_image.imread(shot)[..., :3]

@@ -347,14 +347,20 @@ def _why_table(diff: ProfileDiff) -> str:
 
 
 def _why(result: MeasurementResult) -> str:
-    """Why a regression got slower: the host/device split, a bar chart of the top changes, every row, the traces."""
     diff = result.profile_diff
-    if diff is None:
-        return ""
+    return "" if diff is None else why_section(diff, result.measurement.key)
+
+
+def why_section(diff: ProfileDiff, key: str) -> str:
+    """Why a regression got slower: the host/device split, a bar chart of the top changes, every row, the traces.
+
+    ``key`` names the measurement in the figure's alt text. The history dashboard's
+    profile-diff pages show the same section.
+    """
     facts = " ".join(sentence(text) for text in (heading(diff), split_text(diff)) if text)
     parts = [f"<h4>Why it got slower</h4><p>{escape(facts)}</p>"]
     if diff.changes:
-        figure = _img(_png(why_figure(diff)), f"why {result.measurement.key} got slower")
+        figure = _img(_png(why_figure(diff)), f"why {key} got slower")
         parts += [f'<figure class="why">{figure}</figure>', _why_table(diff)]
     else:
         parts.append(f"<p>{escape(sentence(UNCHANGED_OPS))}</p>")

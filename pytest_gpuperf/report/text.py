@@ -43,7 +43,12 @@ _ESCAPES = re.compile(
 # C0 and C1 controls, and the bidirectional formatting characters (U+202A-U+202E embeddings
 # and overrides, U+2066-U+2069 isolates, the LRM/RLM/ALM marks), with which an id such as
 # "test_\u202etxt.exe" would display reversed: a reader must see the characters in their order.
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_CONTROLS = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
+# Text without any of these has nothing for ``plain`` to do (every escape sequence starts with one):
+# the common case, tested first because the dashboard escapes a hover title per point.
+_ANY_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}]")
+_ANY_CONTROL_BUT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f\x7f-\x9f{_BIDI}]")
 # The punctuation that makes markup mid-line: emphasis, code, links, images, tags, entities.
 # A string never starts a line of the comment, so list and heading markers need nothing.
 # An underscore inside a word (peak_allocated) is never emphasis in GFM and stays as it is.
@@ -57,6 +62,8 @@ _BACKTICKS = re.compile(r"`+")
 
 def plain(text: str, *, keep_newlines: bool = False) -> str:
     """``text`` without escape sequences or control characters; tabs (and newlines) as spaces."""
+    if not (_ANY_CONTROL_BUT_NEWLINE if keep_newlines else _ANY_CONTROL).search(text):
+        return text
     text = _ESCAPES.sub("", text)
     text = text.replace("\t", " ").replace("\r\n", "\n")
     if not keep_newlines:

@@ -1,0 +1,113 @@
+"""The index page: every series with its latest change point, recent regressions first, and the filters.
+
+The table is complete without a script; ``dashboard.js`` adds the filters (device class,
+test, regressions only) over the rows' ``data-`` attributes and keeps them in the URL's
+fragment so a filtered view can be linked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pytest_gpuperf.history.dashboard.frame import code, document, swatch
+from pytest_gpuperf.history.dashboard.layout import Group, Site, StatisticChart
+from pytest_gpuperf.history.dashboard.svg import KIND_COLOUR, change_text, change_title, day
+from pytest_gpuperf.history.model import ChangeKind, ChangePoint, Series
+from pytest_gpuperf.report.text import html_text as escape
+from pytest_gpuperf.report.units import format_value
+
+
+@dataclass(frozen=True)
+class Row:
+    series: Series
+    latest: ChangePoint | None
+    href: str
+
+    @property
+    def urgency(self) -> tuple[int, int, float, str]:
+        """Regressions first, the most recent (fewest runs since) first among them; then improvements; then the rest."""
+        label = self.series.key.label
+        if self.latest is None:
+            return 2, 0, 0.0, label
+        rank = 0 if self.latest.kind is ChangeKind.REGRESSION else 1
+        return rank, self.latest.runs_after, -abs(self.latest.change), label
+
+
+def rows(site: Site) -> list[Row]:
+    """The index's rows in their order."""
+    found = []
+    for group in site.groups:
+        for chart in group.charts:
+            for s in chart.series:
+                changes = group.changes.get(s.key, [])
+                latest = max(changes, key=lambda c: c.index) if changes else None
+                found.append(Row(s, latest, _href(group, chart)))
+    return sorted(found, key=lambda row: row.urgency)
+
+
+def _href(group: Group, chart: StatisticChart) -> str:
+    return f"{group.path}#{chart.anchor}"
+
+
+def render_index(site: Site, title: str) -> str:
+    ordered = rows(site)
+    runs = sum(len(row.series.points) for row in ordered)
+    regressions = sum(1 for row in ordered if row.latest is not None and row.latest.kind is ChangeKind.REGRESSION)
+    summary = (
+        f"{len(ordered)} series on {len(site.groups)} pages, {runs} points, "
+        f"{len(site.colours)} device class{'' if len(site.colours) == 1 else 'es'}; "
+        f"{regressions} series whose latest change point is a regression"
+    )
+    body = f"<h1>{escape(title)}</h1><p class='summary'>{escape(summary)}</p>{_filters(site)}{_table(ordered, site)}"
+    return document(title, body, root="", script=True)
+
+
+def _filters(site: Site) -> str:
+    options = "".join(f'<option value="{escape(c)}">{escape(c)}</option>' for c in site.colours)
+    return (
+        '<form id="filters" class="filters" hidden>'
+        f'<label>device class <select name="device"><option value="">all</option>{options}</select></label>'
+        '<label>test <input name="test" type="search" placeholder="part of a test id" size="40"></label>'
+        '<label><input name="regressions" type="checkbox"> regressions only</label>'
+        '<output id="shown"></output></form>'
+    )
+
+
+def _table(ordered: Sequence[Row], site: Site) -> str:
+    heads = ("test", "measurement", "statistic", "device class", "branch", "runs", "latest", "latest change",
+             "first bad on", "kind", "runs since")  # fmt: skip
+    body = "".join(_row(row, site) for row in ordered)
+    header = "".join(f"<th>{h}</th>" for h in heads)
+    return f'<table id="series"><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _row(row: Row, site: Site) -> str:
+    s, latest = row.series, row.latest
+    key = s.key
+    last = s.points[-1] if s.points else None
+    kind = latest.kind.value if latest is not None else "none"
+    if latest is not None:
+        change = (
+            f"{swatch(KIND_COLOUR[latest.kind])} "
+            f'<span title="{escape(change_title(latest))}">{escape(change_text(latest))}</span>'
+        )
+        since = str(latest.runs_after)
+        when = escape(day(s.points[latest.index]))
+    else:
+        change, since, when = "-", "-", "-"
+    cells = [
+        f'<td><a href="{escape(row.href)}">{code(key.test)}</a></td>',
+        f"<td>{escape(key.measurement)}</td>",
+        f"<td>{escape(key.statistic)}</td>",
+        f'<td class="nowrap">{swatch(site.colours[key.device_class])} {escape(key.device_class)}</td>',
+        f"<td>{escape(key.branch)}</td>",
+        f'<td class="num">{len(s.points)}</td>',
+        f'<td class="num">{escape(format_value(last.value, s.unit)) if last is not None else "-"}</td>',
+        f'<td class="nowrap">{change}</td>',
+        f'<td class="nowrap">{when}</td>',
+        f"<td>{kind if latest is not None else '-'}</td>",
+        f'<td class="num">{since}</td>',
+    ]
+    data = f'data-device="{escape(key.device_class)}" data-test="{escape(key.test)}" data-kind="{kind}"'
+    return f'<tr class="{kind}" {data}>{"".join(cells)}</tr>'
