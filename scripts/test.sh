@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/system-packages.sh
 # shellcheck disable=SC1091
 . .venv/bin/activate
 exec python -m pytest -q "$@"

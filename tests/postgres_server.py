@@ -2,7 +2,7 @@
 
 ``GPUPERF_TEST_POSTGRES`` (a ``postgresql://`` URL whose role may create databases) names a
 server to use; without it a throwaway server is started from Debian's ``postgresql`` package
-(``/usr/lib/postgresql/*/bin``, which ``.ci/run`` installs): data and socket in a temporary
+(``/usr/lib/postgresql/*/bin``, which ``scripts/test.sh`` installs where it can): data and socket in a temporary
 folder, a free loopback port, run as the ``postgres`` user when the tests run as root (the
 server refuses root), stopped at the end. When no server can be had the tests fail, they do
 not skip: a store test that silently skipped PostgreSQL would prove nothing about it.
@@ -55,7 +55,7 @@ class ThrowawayServer:
         if bin_dir is None:
             raise RuntimeError(
                 "no PostgreSQL server binaries under /usr/lib/postgresql/*/bin: install Debian's postgresql "
-                f"package (.ci/run does) or set {ENV_VAR} to a server's postgresql:// URL"
+                f"package (scripts/test.sh does where it can) or set {ENV_VAR} to a server's postgresql:// URL"
             )
         self.bin = bin_dir
         self.folder = Path(tempfile.mkdtemp(prefix="gpuperf-pg-"))
