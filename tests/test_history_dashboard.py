@@ -588,3 +588,44 @@ def test_the_detectors_change_points_are_drawn_at_their_commits(tmp_path: Path) 
     conv = next(html for name, html in pages.items() if "test_conv" in name)
     assert f"first bad {commit(30)}" in attn and f"last good {commit(29)}" in attn
     assert 'class="change ' not in conv
+
+
+def test_gpuperf_history_dashboard_from_a_real_store_in_the_browser(tmp_path: Path, store_url: str) -> None:
+    """The command on SQLite and on PostgreSQL: the planted step on screen, offline, its profile diff linked."""
+    from cli_helpers import run
+
+    from pytest_gpuperf.history.model import RecordedValue, RunRecord
+    from pytest_gpuperf.history.store import open_store
+
+    stepped, flat = series(ATTN, step_at=30, step=0.15), series(CONV)
+    diff = to_json(cpu_extra_op_diff())
+    with open_store(store_url) as store:
+        for i in range(RUNS):
+            values = tuple(
+                RecordedValue(s.key.test, "default", "time.p50", s.points[i].value, "ns", p10=s.points[i].p10,
+                              p90=s.points[i].p90, samples=60, profile_diff=diff if s is stepped and i == 30 else None)
+                for s in (stepped, flat)
+            )  # fmt: skip
+            p = stepped.points[i]
+            store.record(RunRecord(f"run-{i}", p.commit, "main", p.started_at, "runner-1", H100, "baseline", {},
+                                   values, commit_date=p.commit_date, baseline_update=i == 12))  # fmt: skip
+    code, _, err = run("history", "dashboard", "--history", store_url, "--out", str(tmp_path / "site"))
+    assert code == 0, err
+    root = tmp_path / "site"
+    with browser(tmp_path) as chrome:
+        visit = chrome.visit((root / "index.html").as_uri())
+        assert _offline(visit.requests, root) == [] and _no_errors(visit.log) == []
+        kinds = chrome.evaluate("Array.from(document.querySelectorAll('#series tbody tr')).map(r => r.dataset.kind)")
+        assert kinds == ["regression", "none"]
+        href = chrome.evaluate("document.querySelector('#series tbody tr a').getAttribute('href')")
+        visit = chrome.visit((root / href.split("#")[0]).as_uri())
+        assert _offline(visit.requests, root) == [] and _no_errors(visit.log) == []
+        labels = chrome.evaluate("Array.from(document.querySelectorAll('.change-label')).map(t => t.textContent)")
+        assert len(labels) == 1 and labels[0].startswith(f"{commit(29)[:10]}..{commit(30)[:10]} +")
+        assert chrome.evaluate("document.querySelectorAll('svg.chart g.update').length") == 1
+        diff_href = chrome.evaluate(
+            "document.querySelector('a > text.change-label').parentElement.getAttribute('href')"
+        )
+        visit = chrome.visit((root / "series" / diff_href).resolve().as_uri())
+        assert _offline(visit.requests, root) == []
+        assert "aten::gelu" in chrome.evaluate("document.querySelector('section.why table').textContent")
