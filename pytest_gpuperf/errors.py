@@ -171,3 +171,7 @@ class PytestBenchmarkWarning(UserWarning):
 
 class BisectError(GpuperfError):
     """Input ``gpuperf bisect`` cannot work with: an unknown or unsafe ref, an empty range."""
+
+
+class DashboardError(GpuperfError, ValueError):
+    """Input the history dashboard cannot show: names the series, run, change point or profile diff at fault."""

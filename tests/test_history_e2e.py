@@ -101,7 +101,13 @@ def test_sqlite_sessions_and_postgres_ingest_find_the_planted_commit(tmp_path: P
     for series in lite_series:
         key, found = series.key, from_sessions[series.key]
         assert len(series.points) == COMMITS
-        if key.test.endswith("test_planted") and key.statistic in ("time.p50", "time.mean", "time.min"):
+        if key.test.endswith("test_planted") and key.statistic in ("time.p50", "time.min"):
             assert found == [(commits[PLANTED - 1], commits[PLANTED], ChangeKind.REGRESSION)], (key.label, found)
+        elif key.test.endswith("test_planted") and key.statistic == "time.mean":
+            # the mean carries a session's outlying calls: a disturbed run just before the step can
+            # make the change read as a short slide onto the planted commit, never past it
+            ((last_good, first_bad, kind),) = found
+            assert first_bad == commits[PLANTED] and kind is ChangeKind.REGRESSION, (key.label, found)
+            assert last_good in commits[PLANTED - 3 : PLANTED], (key.label, found)
         elif not key.test.endswith("test_planted"):
             assert found == [], (key.label, found)  # no change point on unchanged tests, whatever the statistic

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from profile_plants import DUMP_CONFTEST, MODELS, has_native_bf16
+from profile_plants import DUMP_CONFTEST, MODELS, autocast_is_faster
 
 # Re-measures off: the planted changes are several times the threshold, and the
 # confirmation's fresh processes are tested elsewhere.
@@ -53,7 +53,7 @@ def test_planted_regressions_put_the_responsible_operator_first(
     # test_custom: an entry written before profiles were stored, so the head's profile alone, and a note
     without_speed_probes(pytester.path, drop=("test_models.py::test_custom::default",))
 
-    amp = has_native_bf16()  # without native bfloat16, autocast off is no slowdown
+    amp = autocast_is_faster()  # where bf16 autocast is no faster, turning it off is no slowdown
     monkeypatch.setenv("PLANT", "extra,break,custom" + (",amp" if amp else ""))
     result = pytester.runpytest_subprocess("--gpuperf", *GATE)
     result.assert_outcomes(passed=1 if amp else 2, failed=4 if amp else 3)

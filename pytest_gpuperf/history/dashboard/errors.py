@@ -1,9 +1,7 @@
-"""The dashboard's error: input it cannot show, named."""
+"""The dashboard's error, defined in errors.py with the plugin's other exceptions."""
 
 from __future__ import annotations
 
-from pytest_gpuperf.errors import GpuperfError
+from pytest_gpuperf.errors import DashboardError
 
-
-class DashboardError(GpuperfError, ValueError):
-    """Input the dashboard cannot show: names the series, run, change point or profile diff at fault."""
+__all__ = ["DashboardError"]
