@@ -93,7 +93,7 @@ class _Commits:
     """The series pooled by commit: one level and its variance per commit."""
 
     commits: list[str]
-    first_index: list[int]  # index in Series.points of each commit's first run
+    first_index: list[int]  # index in Series.points of each commit's earliest run
     runs: np.ndarray  # runs per commit
     level: np.ndarray  # weighted mean of the runs (log space when ``log``)
     var: np.ndarray  # its variance
@@ -101,7 +101,7 @@ class _Commits:
     noise: float  # the between-run noise (standard deviation, same space as level)
     run_y: np.ndarray  # the runs' values grouped by commit, in commit order
     run_var: np.ndarray  # their variances (between-run noise plus their own)
-    run_start: np.ndarray  # index in run_y of each commit's first run, plus the total at the end
+    run_start: np.ndarray  # index in run_y of each commit's earliest run, plus the total at the end
     baseline_update: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
     @property
@@ -255,7 +255,7 @@ def _best_split(pooled: _Commits, lo: int, hi: int, config: DetectorConfig, rng:
     sd = np.sqrt(var)
     y = centre + np.clip((y - centre) / sd, -config.clip, config.clip) * sd
     y = y - float((w * y).sum() / w.sum())
-    slots = pooled.run_start[lo:hi] - first  # each commit's first run in the slice
+    slots = pooled.run_start[lo:hi] - first  # each commit's earliest run in the slice
 
     def scores(yy: np.ndarray, ww: np.ndarray) -> np.ndarray:
         return _split_scores(np.add.reduceat(ww * yy, slots, axis=-1), np.add.reduceat(ww, slots, axis=-1), allowed)
