@@ -29,14 +29,20 @@ from workloads import Sizes, active_plants, sizes_for  # noqa: E402
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Keep ``filterwarnings = error`` for the suite's code, not for torch's internals.
+    """``filterwarnings = error`` for the suite's code, not torch's internals; a wider DDP gate on a small CPU host.
 
     inductor imports torch modules that emit their own DeprecationWarnings (e.g.
     ``torch.jit.script_method`` from torch.utils.mkldnn); those are torch's to fix.
     """
+    few_cpus = not torch.cuda.is_available() and (os.cpu_count() or 1) < 4
     for item in items:
         if HERE in item.path.parents:
             item.add_marker(pytest.mark.filterwarnings("ignore::DeprecationWarning:torch"))
+        if few_cpus and item.name == "test_ddp_two_ranks":
+            # Two gloo ranks and their launcher on fewer than four CPUs contend for the cores:
+            # an unchanged step reads up to +/-50% between sessions there, so only a larger
+            # change is gated (on GPUs, and on CPU hosts with room, the default threshold holds).
+            item.add_marker(pytest.mark.gpuperf(threshold=0.75))
 
 
 def pytest_configure(config: pytest.Config) -> None:
