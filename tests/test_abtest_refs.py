@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
+from git_repo import git, init
 
 from pytest_gpuperf.abtest.worktree import BaseRef, RefWorktree, resolve_ref
 from pytest_gpuperf.errors import ConfigError
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def init(root: Path) -> None:
-    root.mkdir(parents=True, exist_ok=True)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.email", "t@example.com")
-    git(root, "config", "user.name", "t")
 
 
 @pytest.fixture

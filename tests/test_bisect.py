@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+from git_repo import git, init
 from test_report_helpers import make_session
 
 from pytest_gpuperf import bisect, cli
@@ -120,15 +120,6 @@ def test_pythonpath_into_the_repository_follows_the_worktree(tmp_path: Path) -> 
 # --- refs and ranges on a real repository ------------------------------------------------------------
 
 
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def init(root: Path) -> None:
-    root.mkdir(parents=True, exist_ok=True)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.email", "t@example.com")
-    git(root, "config", "user.name", "t")
 
 
 def commit(root: Path, files: dict[str, str], message: str) -> str:
