@@ -13,16 +13,20 @@ import pytest
 import torch
 
 from pytest_gpuperf.config import GpuperfConfig, resolve
+from pytest_gpuperf.profiling.diff import diff_profiles
 from pytest_gpuperf.profiling.quiet import without_chatter
 from pytest_gpuperf.profiling.torch_profile import OUTSIDE_OPS, capture_calls, op_table
+from pytest_gpuperf.report.why import why_lines
 from pytest_gpuperf.runner import HOST_TIME_METRIC, MeasureSpec, Runner, RunnerOptions
 from pytest_gpuperf.timers import WallTimer
 
 
-def event(key: str, count: int, *, cpu: float = 0.0, total: float = 0.0, device: float = 0.0,
+def event(key: str, start: float = 0.0, *, cpu: float = 0.0, total: float = 0.0, device: float = 0.0,
           cuda: bool = False) -> SimpleNamespace:  # fmt: skip
-    return SimpleNamespace(key=key, count=count, self_cpu_time_total=cpu, cpu_time_total=total,
-                           self_device_time_total=device, device_type="CUDA" if cuda else "CPU")  # fmt: skip
+    """One profiler event as ``prof.events()`` gives it: times in microseconds, ``start`` on the host's clock."""
+    return SimpleNamespace(key=key, time_range=SimpleNamespace(start=start, end=start + total),
+                           self_cpu_time_total=cpu, cpu_time_total=total, self_device_time_total=device,
+                           device_type="CUDA" if cuda else "CPU")  # fmt: skip
 
 
 def is_cuda(e: SimpleNamespace) -> bool:
@@ -30,19 +34,19 @@ def is_cuda(e: SimpleNamespace) -> bool:
 
 
 def test_a_cuda_pass_becomes_per_call_operators_kernels_and_host_time() -> None:
-    # five measured calls, each in its gpuperf: range; times in microseconds as torch reports them
-    events = [
-        event("gpuperf:t::m#1", 1, cpu=20.0, total=100.0),
-        event("gpuperf:t::m#2", 1, cpu=30.0, total=100.0),
-        event("gpuperf:t::m#3", 1, cpu=10.0, total=100.0),
-        event("gpuperf:t::m#4", 1, cpu=20.0, total=100.0),
-        event("gpuperf:t::m#5", 1, cpu=20.0, total=100.0),
-        event("ProfilerStep#2", 5, cpu=5.0, total=600.0),
-        event("aten::mm", 5, cpu=150.0, total=300.0, device=1000.0),
-        event("cudaLaunchKernel", 10, cpu=100.0, total=100.0),
-        event("ampere_sgemm_128x64_nn", 5, device=1000.0, cuda=True),
-        event("triton_poi_fused_add_0", 10, device=50.0, cuda=True),
-    ]
+    # five measured calls, each in its gpuperf: range 1000 us apart; times in microseconds as torch reports them
+    events = [event("ProfilerStep#2", 0.0, cpu=5.0, total=5000.0)]
+    for i, outside in enumerate((20.0, 30.0, 10.0, 20.0, 20.0)):
+        at = 1000.0 * i
+        events += [
+            event(f"gpuperf:t::m#{i + 1}", at, cpu=outside, total=100.0),
+            event("aten::mm", at + 1, cpu=30.0, total=60.0, device=200.0),
+            event("cudaLaunchKernel", at + 2, cpu=10.0, total=10.0),
+            event("cudaLaunchKernel", at + 3, cpu=10.0, total=10.0),
+            event("ampere_sgemm_128x64_nn", at + 50, device=200.0, cuda=True),
+            event("triton_poi_fused_add_0", at + 60, device=5.0, cuda=True),
+            event("triton_poi_fused_add_0", at + 70, device=5.0, cuda=True),
+        ]
     table = op_table(events, calls=5, on_cuda=True, is_cuda_event=is_cuda, torch_version="2.5")
     assert table.on_device and table.profiled_calls == 5
     assert table.host_ns == pytest.approx(100_000.0)  # the ranges' CPU time per call
@@ -53,13 +57,28 @@ def test_a_cuda_pass_becomes_per_call_operators_kernels_and_host_time() -> None:
     assert (sgemm.calls, sgemm.device_ns, sgemm.host_ns) == (1.0, pytest.approx(200_000.0), 0.0)
     assert triton.calls == 2.0  # launched twice per call
     assert rows[("operator", "aten::mm")].host_ns == pytest.approx(30_000.0)
+    assert rows[("operator", "cudaLaunchKernel")].host_ns == pytest.approx(20_000.0)  # twice in each call
     assert rows[("operator", OUTSIDE_OPS)].host_ns == pytest.approx(20_000.0)  # Python between the ops
     assert [s.name for s in table.ops[:2]] == ["aten::mm", "ampere_sgemm_128x64_nn"]  # by device time
 
 
+def test_host_times_are_the_median_call_not_the_mean() -> None:
+    # the first recorded call carries the profiler's start-up (or a preemption): 5 ms outside any operator
+    events = []
+    for i, outside in enumerate((5000.0, 20.0, 22.0, 18.0, 20.0)):
+        events += [event(f"gpuperf:t#{i + 1}", 10_000.0 * i, cpu=outside, total=outside + 40.0),
+                   event("aten::add", 10_000.0 * i + 1, cpu=40.0 if i else 400.0, total=40.0)]  # fmt: skip
+    table = op_table(events, calls=5, on_cuda=False, is_cuda_event=is_cuda)
+    rows = {s.name: s for s in table.ops}
+    assert rows[OUTSIDE_OPS].host_ns == pytest.approx(20_000.0)
+    assert rows["aten::add"].host_ns == pytest.approx(40_000.0) and rows["aten::add"].calls == 1.0
+    assert table.host_ns == pytest.approx(60_000.0)
+
+
 def test_the_table_is_bounded_and_keeps_the_slowest_host_side_ops_on_cuda() -> None:
-    events = [event(f"k{i}", 1, device=100.0 + i, cuda=True) for i in range(40)]
-    events.append(event("aten::slow_launch", 1, cpu=500.0))  # no device time: kept for its host time
+    events = [event(f"k{i}", device=100.0 + i, cuda=True) for i in range(40)]
+    events += [event("gpuperf:t#1", 0.0, total=1000.0),
+               event("aten::slow_launch", 1.0, cpu=500.0)]  # no device time: kept for its host time  # fmt: skip
     table = op_table(events, calls=1, on_cuda=True, is_cuda_event=is_cuda, limit=10)
     names = [s.name for s in table.ops]
     assert names[:10] == [f"k{i}" for i in range(39, 29, -1)]
@@ -67,6 +86,34 @@ def test_the_table_is_bounded_and_keeps_the_slowest_host_side_ops_on_cuda() -> N
     assert table.omitted_below_ns == pytest.approx(129_000.0)  # k29 was the slowest left out
     whole = op_table(events, calls=1, on_cuda=True, is_cuda_event=is_cuda, limit=50)
     assert whole.omitted_below_ns == 0.0
+
+
+def test_a_slow_first_call_does_not_make_host_time_the_why() -> None:
+    """Real profiles: the head's first recorded call stalls outside any operator (the profiler's start-up,
+    a preemption), and the head really does an extra ``aten::mm``: the diff's first row is the mm."""
+    x, a = torch.randn(64, 256), torch.randn(160, 160)
+    seen = {"head": 0}
+
+    def base() -> torch.Tensor:
+        return torch.relu(x)
+
+    def head() -> torch.Tensor:
+        seen["head"] += 1
+        if seen["head"] == 3:  # one unprofiled call, one the profiler discards, then the first recorded one
+            time.sleep(0.02)
+        return torch.relu(x) + torch.mm(a, a).sum()
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a busy shared host stalls a thread pool in every call alike
+    try:
+        cpu = torch.device("cpu")
+        base_table = capture_calls(base, (), {}, trace_path=None, label="b", device=cpu, detailed=False).table
+        head_table = capture_calls(head, (), {}, trace_path=None, label="h", device=cpu, detailed=False).table
+    finally:
+        torch.set_num_threads(threads)
+    diff = diff_profiles(head_table, base_table, base_label="base")
+    assert diff.changes[0].name == "aten::mm", [(c.name, c.delta_ns) for c in diff.changes]
+    assert "aten::mm" in why_lines(diff)[1]
 
 
 def test_a_cpu_capture_counts_calls_per_measured_call() -> None:

@@ -12,18 +12,21 @@ total kernel time; on the CPU it is by self CPU time.
 
 The same pass gives the compact per-call table a baseline entry keeps and a
 differential profile compares (``OpProfile``, ``op_table``): the profiler's
-first step only warms up (its own first-call costs stay out), the next
-``calls`` steps are averaged per measured call.
+first step only warms up, and of the next ``calls`` steps the host times
+of the median call count (``op_table``): one call that carried the
+profiler's start-up or a preemption does not become a row of the diff.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_gpuperf.errors import WriteError
 from pytest_gpuperf.files import export_atomic
@@ -142,7 +145,7 @@ def capture_calls(
         trace_error=trace_error,
         top_ops=top_operators(averages, on_cuda=on_cuda, is_cuda_event=is_cuda_event),
         activities=("cpu", "cuda") if on_cuda else ("cpu",),
-        table=op_table(averages, calls=calls, on_cuda=on_cuda, is_cuda_event=is_cuda_event,
+        table=op_table(prof.events(), calls=calls, on_cuda=on_cuda, is_cuda_event=is_cuda_event,
                        torch_version=str(torch.__version__)),
     )  # fmt: skip
 
@@ -194,8 +197,11 @@ def top_operators(
     return tuple((name, us * 1e3, min(1.0, us / total_us)) for name, us in rows[:limit])
 
 
+_Row = tuple[Literal["operator", "kernel"], str]
+
+
 def op_table(
-    averages: Sequence[Any],
+    events: Sequence[Any],
     *,
     calls: int,
     on_cuda: bool,
@@ -203,48 +209,59 @@ def op_table(
     limit: int = TABLE_OPS,
     torch_version: str | None = None,
 ) -> OpProfile:
-    """The per-call table of a profiler pass over ``calls`` measured calls, each in a ``gpuperf:`` range.
+    """The per-call table of a profiler pass (``prof.events()``) over ``calls`` calls, each in a ``gpuperf:`` range.
 
-    Operators carry their self CPU time and (on CUDA) self device time, kernels
-    (CUDA events) their device time, each divided by ``calls``, as are the
-    counts: 2.0 is "twice per call". A call's host time is its range's CPU
-    time (Python, dispatch and launches: no sync), its device time the sum of
-    its kernels'. What the range itself spends outside any operator is a row
-    of its own (``OUTSIDE_OPS``), so Python overhead has a name in the diff.
-    The table keeps the ``limit`` rows that took longest (device time on CUDA,
-    host time on the CPU) and, on CUDA, the ``limit // 3`` longest by host time
-    besides: a launch-bound slowdown shows there.
+    Host times are medians over the calls: a call's host time is its range's CPU
+    time (Python, dispatch and launches: no sync), an operator's its self CPU
+    time inside that range, and what the range spends outside any operator is a
+    row of its own (``OUTSIDE_OPS``), so Python overhead has a name in the diff.
+    The median, not the mean: the first recorded call carries the profiler's
+    start-up host time, and a call the scheduler preempted carries milliseconds
+    that are no part of the code; averaged over a few calls, one such call made
+    the host-time row of a diff the largest change. Counts and device times
+    (kernels, CUDA events, run asynchronously and are not bounded by a range)
+    are per-call averages: 2.0 is "twice per call". The table keeps the
+    ``limit`` rows that took longest (device time on CUDA, host time on the
+    CPU) and, on CUDA, the ``limit // 3`` longest by host time besides: a
+    launch-bound slowdown shows there.
     """
-    per_call = 1e3 / calls  # microseconds over all calls -> nanoseconds per call
-    host_us = outside_us = device_us = 0.0
-    rows: list[OpStat] = []
-    for event in averages:
+    ranges = sorted((e for e in events if str(e.key).startswith(RANGE_PREFIX)), key=lambda e: e.time_range.start)
+    starts = [r.time_range.start for r in ranges]
+    host: dict[_Row, list[float]] = {}  # (kind, name) -> self CPU time (us) in each call
+    device: dict[_Row, float] = {}  # (kind, name) -> device time (us) over the pass
+    count: dict[_Row, int] = {}
+    for event in events:
         key = str(event.key)
-        if key.startswith(RANGE_PREFIX):
-            host_us += float(event.cpu_time_total or 0.0)
-            outside_us += float(event.self_cpu_time_total or 0.0)
-        elif key.startswith(_SKIPPED):
+        if key.startswith((RANGE_PREFIX, *_SKIPPED)):
             continue
-        elif on_cuda and is_cuda_event(event):
-            device = _self_device_us(event)
-            device_us += device
-            rows.append(OpStat(key, "kernel", event.count / calls, 0.0, device * per_call))
-        else:
-            device = _self_device_us(event) if on_cuda else 0.0
-            rows.append(OpStat(key, "operator", event.count / calls, float(event.self_cpu_time_total or 0.0) * per_call,
-                               device * per_call))  # fmt: skip
-    if outside_us > 0:
-        rows.append(OpStat(OUTSIDE_OPS, "operator", 1.0, outside_us * per_call))
+        kernel = on_cuda and is_cuda_event(event)
+        row: _Row = ("kernel" if kernel else "operator", key)
+        count[row] = count.get(row, 0) + 1
+        device[row] = device.get(row, 0.0) + (_self_device_us(event) if on_cuda else 0.0)
+        host.setdefault(row, [0.0] * len(ranges))
+        call = bisect.bisect_right(starts, event.time_range.start) - 1
+        if not kernel and call >= 0 and event.time_range.start <= ranges[call].time_range.end:
+            host[row][call] += float(event.self_cpu_time_total or 0.0)
+    per_call = 1e3 / calls  # microseconds over all calls -> nanoseconds per call
+    rows = [OpStat(name, kind, n / calls, _median_ns(host[(kind, name)]), device[(kind, name)] * per_call)
+            for (kind, name), n in count.items()]  # fmt: skip
+    outside_ns = _median_ns([float(r.self_cpu_time_total or 0.0) for r in ranges])
+    if outside_ns > 0:
+        rows.append(OpStat(OUTSIDE_OPS, "operator", 1.0, outside_ns))
     ops, omitted_below_ns = _top_rows(rows, on_cuda, limit)
     return OpProfile(
         device_type="cuda" if on_cuda else "cpu",
         profiled_calls=calls,
-        host_ns=host_us * per_call,
-        device_ns=device_us * per_call if on_cuda else None,
+        host_ns=_median_ns([float(r.cpu_time_total or 0.0) for r in ranges]),
+        device_ns=sum(t for (kind, _), t in device.items() if kind == "kernel") * per_call if on_cuda else None,
         ops=ops,
         torch=torch_version,
         omitted_below_ns=omitted_below_ns,
     )
+
+
+def _median_ns(per_call_us: Sequence[float]) -> float:
+    return statistics.median(per_call_us) * 1e3 if per_call_us else 0.0
 
 
 def _top_rows(rows: list[OpStat], on_cuda: bool, limit: int) -> tuple[tuple[OpStat, ...], float]:
