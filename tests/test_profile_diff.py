@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from pytest_gpuperf.model import OpProfile, OpStat
-from pytest_gpuperf.profiling.diff import diff_profiles, short_name
+from pytest_gpuperf.profiling.diff import diff_profiles
+from pytest_gpuperf.report.why import short_name
 
 
 def _cpu(*ops: OpStat, host_ns: float = 1000.0) -> OpProfile:

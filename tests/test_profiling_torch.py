@@ -10,12 +10,8 @@ import pytest
 import torch
 
 from pytest_gpuperf.model import ProfileSummary
-from pytest_gpuperf.profiling.torch_profile import (
-    format_top_ops,
-    profile_calls,
-    safe_label,
-    top_operators,
-)
+from pytest_gpuperf.profiling.torch_profile import profile_calls, safe_label, top_operators
+from pytest_gpuperf.report.terminal import format_top_ops
 
 CPU = torch.device("cpu")
 

@@ -24,9 +24,10 @@ from test_report_profile_helpers import (
 )
 
 from pytest_gpuperf.model import OpProfile, SessionResults
-from pytest_gpuperf.profiling.diff import diff_profiles, short_name
+from pytest_gpuperf.profiling.diff import diff_profiles
 from pytest_gpuperf.report.history import STEP_DOWN, STEP_UP
 from pytest_gpuperf.report.html import WHY_BARS, render_html, why_figure, write_html
+from pytest_gpuperf.report.why import short_name
 
 
 class _Sections(HTMLParser):

@@ -31,9 +31,10 @@ from test_report_profile_helpers import (
 )
 
 from pytest_gpuperf.model import OpProfile, ProfileDiff, SessionResults
-from pytest_gpuperf.profiling.diff import diff_profiles, short_name
+from pytest_gpuperf.profiling.diff import diff_profiles
 from pytest_gpuperf.report import markdown
 from pytest_gpuperf.report.markdown import WHY_BUDGET, WHY_ROWS, render_comment
+from pytest_gpuperf.report.why import short_name
 
 ACTION = Path(__file__).resolve().parents[1] / "action"
 sys.path.append(str(ACTION))  # the action's scripts import each other as top-level modules

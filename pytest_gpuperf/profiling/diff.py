@@ -10,13 +10,10 @@ got faster follow the rest.
 
 from __future__ import annotations
 
-import re
-
 from pytest_gpuperf.model import OpChange, OpProfile, OpStat, ProfileDiff
 
 # Below this share of the head's total, a change is profiler jitter, not a cause.
 NEGLIGIBLE_SHARE = 0.005
-SHORT_NAME = 80
 
 
 def _rank(change: OpChange) -> tuple[bool, float]:
@@ -42,9 +39,6 @@ def _row(before: OpStat | None, after: OpStat | None, base: OpProfile, head: OpP
     cut = base.omitted_below_ns if before is None else head.omitted_below_ns if after is None else 0.0
     change = OpChange(stat.name, stat.kind, before, after, head.on_device, absent_below_ns=cut)
     return None if cut and abs(change.delta_ns) <= cut else change
-
-
-_QUALIFIER = re.compile(r"\b(?:[A-Za-z_]\w*::)+")
 
 
 def diff_profiles(
@@ -79,47 +73,3 @@ def diff_profiles(
         head=head, base=base, base_label=base_label, changes=tuple(rows),
         head_trace=head_trace, base_trace=base_trace, note=note,
     )  # fmt: skip
-
-
-def short_name(name: str, limit: int = SHORT_NAME) -> str:
-    """A readable op name: return type, parameter list and nested template arguments dropped.
-
-    ``void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>,
-    at::detail::Array<char*, 3> >(int, ...)`` becomes
-    ``at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<…>, at::detail::Array<…> >``:
-    the first level of template arguments names the kernel, deeper ones rarely
-    do. ``aten::mm`` stays as it is; what is still too long is cut in the middle.
-    """
-    # Hand-written: demangled C++ names nest brackets, which no regular expression matches.
-    short = name.strip().removeprefix("void ").replace("(anonymous namespace)::", "")
-    out: list[str] = []
-    depth = parens = 0  # template depth; open parentheses of a parameter list being skipped
-    for ch in short:
-        if parens or (ch == "(" and depth == 0):
-            parens += {"(": 1, ")": -1}.get(ch, 0)
-            continue
-        if ch == "<":
-            depth += 1
-            if depth == 2:
-                out.append("<…")
-        elif ch == ">":
-            depth -= 1
-            if depth == 1:
-                out.append(">")
-                continue
-        if depth < 2 and not (ch == "<" and depth == 2):
-            out.append(ch)
-    short = "".join(out).strip()
-    if len(short) > limit and "<" in short:  # namespaces inside the template arguments go first
-        head, _, args = short.partition("<")
-        short = f"{head}<{_QUALIFIER.sub('', args)}"
-    if len(short) <= limit:
-        return short
-    keep = (limit - 1) // 2
-    return f"{short[:keep]}…{short[-(limit - 1 - keep) :]}"
-
-
-def calls_text(stat: OpStat | None) -> str:
-    if stat is None:
-        return "0"
-    return f"{stat.calls:g}"

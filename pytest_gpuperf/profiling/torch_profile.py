@@ -33,7 +33,6 @@ from pytest_gpuperf.files import export_atomic
 from pytest_gpuperf.gpu.device import cuda_synchronize
 from pytest_gpuperf.model import OpProfile, OpStat, ProfileSummary
 from pytest_gpuperf.profiling.quiet import quiet_profiler, torch_warnings_stay_warnings
-from pytest_gpuperf.report.units import format_time
 
 if TYPE_CHECKING:
     import torch
@@ -279,16 +278,3 @@ def _top_rows(rows: list[OpStat], on_cuda: bool, limit: int) -> tuple[tuple[OpSt
     kept_keys = {(s.kind, s.name) for s in kept}
     cut = max((by_main(s) for s in ranked if (s.kind, s.name) not in kept_keys), default=0.0)
     return tuple(s for s in kept if by_main(s) > 0 or s.host_ns > 0), cut
-
-
-def format_top_ops(summary: ProfileSummary, n: int = 10) -> list[str]:
-    """Terminal lines: where the trace is, then the top ``n`` operators with share and time."""
-    kind = "device" if "cuda" in summary.activities else "CPU"
-    lines = [f"trace: {summary.trace_path} (open in https://ui.perfetto.dev)"]
-    if not summary.top_ops:
-        lines.append(f"  no operator recorded {kind} time")
-        return lines
-    lines.append(f"  top operators by self {kind} time:")
-    for name, time_ns, share in summary.top_ops[:n]:
-        lines.append(f"  {share:6.1%}  {format_time(time_ns):>10}  {name}")
-    return lines

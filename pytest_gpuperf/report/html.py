@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import Comparison, MeasurementResult, ProfileDiff, SessionResults, Verdict
-from pytest_gpuperf.profiling.diff import calls_text, short_name
 from pytest_gpuperf.report.history import STEP_DOWN, STEP_UP, History, Series, draw_series, time_scale
 from pytest_gpuperf.report.markdown import TOP_OPS
 from pytest_gpuperf.report.rows import counts_line, headline, ordered, time_comparison
@@ -41,9 +40,11 @@ from pytest_gpuperf.report.units import (
 from pytest_gpuperf.report.why import (
     UNCHANGED_OPS,
     calls_cell,
+    calls_text,
     change_cell,
     heading,
     sentence,
+    short_name,
     split_text,
     time_basis,
     time_cells,

@@ -22,7 +22,6 @@ from pytest_gpuperf.model import (
     SessionResults,
     Verdict,
 )
-from pytest_gpuperf.profiling.diff import calls_text, short_name
 from pytest_gpuperf.report.rows import counts_line, ordered, plural, split_key, verdict_counts
 from pytest_gpuperf.report.text import html_text, md_code, md_text
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
@@ -30,10 +29,12 @@ from pytest_gpuperf.report.why import (
     PERFETTO,
     UNCHANGED_OPS,
     calls_cell,
+    calls_text,
     change_cell,
     heading,
     headline,
     sentence,
+    short_name,
     split_text,
     time_cells,
 )
@@ -137,8 +138,9 @@ def _commits(session: SessionResults) -> list[str]:
         line
         for line in (
             _provenance("head", session.provenance),
-            _provenance(f"base ({md_text(session.compare_ref)})" if session.compare_ref else "base",
-                        session.base_provenance),
+            _provenance(
+                f"base ({md_text(session.compare_ref)})" if session.compare_ref else "base", session.base_provenance
+            ),
         )
         if line
     ]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TextIO
 
-from pytest_gpuperf.model import Comparison, Kind, SessionResults, Verdict
+from pytest_gpuperf.model import Comparison, Kind, ProfileSummary, SessionResults, Verdict
 from pytest_gpuperf.report.rows import Headline, counts_line, headline, ordered, time_comparison
 from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
@@ -264,8 +264,6 @@ def render_top_ops(tw: Any, session: SessionResults) -> None:
     profiled = [r.measurement for r in session.results if r.measurement.profile is not None]
     if not profiled:
         return
-    from pytest_gpuperf.profiling.torch_profile import format_top_ops
-
     tw.write_sep("-", "gpuperf profile: top operators")
     for m in profiled:
         assert m.profile is not None
@@ -273,3 +271,16 @@ def render_top_ops(tw: Any, session: SessionResults) -> None:
         tw.write_line(plain(f"{m.key}  ({trace})"))
         for line in format_top_ops(m.profile, n=8):
             tw.write_line(plain(f"  {line}"))
+
+
+def format_top_ops(summary: ProfileSummary, n: int = 10) -> list[str]:
+    """Terminal lines: where the trace is, then the top ``n`` operators with share and time."""
+    kind = "device" if "cuda" in summary.activities else "CPU"
+    lines = [f"trace: {summary.trace_path} (open in https://ui.perfetto.dev)"]
+    if not summary.top_ops:
+        lines.append(f"  no operator recorded {kind} time")
+        return lines
+    lines.append(f"  top operators by self {kind} time:")
+    for name, time_ns, share in summary.top_ops[:n]:
+        lines.append(f"  {share:6.1%}  {format_time(time_ns):>10}  {name}")
+    return lines

@@ -13,20 +13,69 @@ Strings are returned raw: each renderer makes them inert for its medium
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Literal
 
 from pytest_gpuperf.model import OpChange, OpStat, ProfileDiff
-from pytest_gpuperf.profiling.diff import NEGLIGIBLE_SHARE, calls_text, short_name
+from pytest_gpuperf.profiling.diff import NEGLIGIBLE_SHARE
 from pytest_gpuperf.report.units import format_change, format_time
 
 TOP_LINES = 3  # rows in the failure message and the terminal: the culprit is almost always first
 PERFETTO = "https://ui.perfetto.dev"
+SHORT_NAME = 80
 UNCHANGED_OPS = f"no operator or kernel changed by more than {NEGLIGIBLE_SHARE:.1%} of the call"
 _SIDE_TEXT = {
     "host": "the slowdown is host-side (launch overhead, Python)",
     "device": "the slowdown is on the device (kernel time)",
 }
+
+
+_QUALIFIER = re.compile(r"\b(?:[A-Za-z_]\w*::)+")
+
+
+def short_name(name: str, limit: int = SHORT_NAME) -> str:
+    """A readable op name: return type, parameter list and nested template arguments dropped.
+
+    ``void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>,
+    at::detail::Array<char*, 3> >(int, ...)`` becomes
+    ``at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<…>, at::detail::Array<…> >``:
+    the first level of template arguments names the kernel, deeper ones rarely
+    do. ``aten::mm`` stays as it is; what is still too long is cut in the middle.
+    """
+    # Hand-written: demangled C++ names nest brackets, which no regular expression matches.
+    short = name.strip().removeprefix("void ").replace("(anonymous namespace)::", "")
+    out: list[str] = []
+    depth = parens = 0  # template depth; open parentheses of a parameter list being skipped
+    for ch in short:
+        if parens or (ch == "(" and depth == 0):
+            parens += {"(": 1, ")": -1}.get(ch, 0)
+            continue
+        if ch == "<":
+            depth += 1
+            if depth == 2:
+                out.append("<…")
+        elif ch == ">":
+            depth -= 1
+            if depth == 1:
+                out.append(">")
+                continue
+        if depth < 2 and not (ch == "<" and depth == 2):
+            out.append(ch)
+    short = "".join(out).strip()
+    if len(short) > limit and "<" in short:  # namespaces inside the template arguments go first
+        head, _, args = short.partition("<")
+        short = f"{head}<{_QUALIFIER.sub('', args)}"
+    if len(short) <= limit:
+        return short
+    keep = (limit - 1) // 2
+    return f"{short[:keep]}…{short[-(limit - 1 - keep) :]}"
+
+
+def calls_text(stat: OpStat | None) -> str:
+    if stat is None:
+        return "0"
+    return f"{stat.calls:g}"
 
 
 def signed_time(ns: float) -> str:
