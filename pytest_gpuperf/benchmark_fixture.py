@@ -21,7 +21,8 @@ import importlib
 import json
 import sys
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -31,14 +32,11 @@ from pytest_gpuperf.config import BenchmarkOptions
 from pytest_gpuperf.errors import (
     ConfigError,
     FixtureAlreadyUsed,
-    GpuperfError,
-    GpuperfWarning,
     PytestBenchmarkWarning,
 )
 from pytest_gpuperf.fixture import GpuBench
-from pytest_gpuperf.model import Measurement, measurement_key
+from pytest_gpuperf.model import BenchmarkInfo, Measurement
 from pytest_gpuperf.outcome import fail
-from pytest_gpuperf.state_key import STATE_KEY
 
 MEASUREMENT = "benchmark"  # the measurement's name: apart from gpu_bench's "default" in the same test
 PLUGIN_NAME = "gpuperf-benchmark"
@@ -60,20 +58,6 @@ class BenchmarkSession:
 
     options: SessionOptions
     took_over: bool  # pytest-benchmark was installed and is blocked under --gpuperf
-    fixtures: dict[str, BenchmarkFixture] = field(default_factory=dict)  # by measurement key, for the JSON
-    from_workers: dict[str, dict[str, Any]] = field(default_factory=dict)  # the same, from xdist workers
-
-    def entries(self) -> dict[str, dict[str, Any]]:
-        """What the JSON takes from each fixture (its names, group, params, extra_info), by measurement key."""
-        return {**self.from_workers, **{key: _entry_info(f) for key, f in self.fixtures.items()}}
-
-
-def _entry_info(fixture: BenchmarkFixture) -> dict[str, Any]:
-    info = {"name": fixture.name, "fullname": fixture.fullname, "group": fixture.group, "param": fixture.param,
-            "params": fixture.params or {}, "extra_info": fixture.extra_info}  # fmt: skip
-    # what JSON cannot hold as is (a dtype, a device) is written as its repr, as a worker must send it
-    loaded: dict[str, Any] = json.loads(json.dumps(info, default=repr))
-    return loaded
 
 
 BENCHMARK_KEY = pytest.StashKey[BenchmarkSession]()
@@ -223,7 +207,6 @@ class BenchmarkFixture:
         *,
         disabled: bool,
         choice: MarkerChoice,
-        on_measured: Callable[[BenchmarkFixture, Measurement], None],
     ) -> None:
         self.name = node.name
         self.fullname = node.nodeid
@@ -239,7 +222,6 @@ class BenchmarkFixture:
         self._bench = bench
         self._choice = choice
         self._disable_gc = choice.disable_gc
-        self._on_measured = on_measured
         self._mode: str | None = None
 
     @property
@@ -313,7 +295,11 @@ class BenchmarkFixture:
         for note in self._choice.notes:
             self._bench.note(note, measurement=measurement.name)
         self.measurement = measurement
-        self._on_measured(self, measurement)
+
+    def info(self) -> BenchmarkInfo:
+        """Its names, group, params and extra_info as the JSON takes them: values JSON cannot hold as their repr."""
+        params, extra = _json_safe(self.params or {}), _json_safe(self.extra_info)
+        return BenchmarkInfo(self.name, self.fullname, self.group, self.param, params, extra)
 
     def _cleanup(self, node: pytest.Item) -> None:
         """At teardown: pytest-benchmark's warning for a fixture never used (unless the test was skipped)."""
@@ -333,11 +319,8 @@ def benchmark(gpu_bench: GpuBench, request: pytest.FixtureRequest) -> Generator[
     except ConfigError as exc:
         fail(str(exc))
 
-    def remember(fixture: BenchmarkFixture, measurement: Measurement) -> None:
-        session.fixtures[measurement_key(measurement.test_id, measurement.name)] = fixture
-
     fixture = BenchmarkFixture(item, gpu_bench, disabled=session.options.disabled or not gpu_bench.enabled,
-                               choice=choice, on_measured=remember)  # fmt: skip
+                               choice=choice)  # fmt: skip
     yield fixture
     fixture._cleanup(item)
 
@@ -388,65 +371,24 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return lines
 
 
-@pytest.hookimpl(trylast=True)  # after pytest-gpuperf's summary, beside its other files
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    """Write ``--benchmark-json`` in pytest-benchmark's format, from pytest-gpuperf's measurements."""
-    session = config.stash[BENCHMARK_KEY]
-    path = session.options.json_path
-    state = config.stash.get(STATE_KEY, None)
-    if path is None or state is None or not state.config.enabled or state.environment is None:
-        return
-    from pytest_gpuperf.files import write_atomic
-    from pytest_gpuperf.report.benchmark_export import benchmark_document
-
-    results = state.session_results()
-    document = benchmark_document(results)
-    keys = [r.measurement.key for r in results.results]
-    _as_pytest_benchmark(document["benchmarks"], keys, session.entries())
-    try:
-        write_atomic(path, json.dumps(document, indent=4, allow_nan=False, default=repr) + "\n")
-    except (GpuperfError, OSError, ValueError) as exc:
-        message = f"gpuperf: could not write {path}: {exc}"
-        terminalreporter.write_line(message, yellow=True)
-        with contextlib.suppress(GpuperfWarning):  # raised under -W error; the line above said it
-            import warnings
-
-            warnings.warn(GpuperfWarning(message), stacklevel=1)
-        return
-    terminalreporter.write_line(f"gpuperf: wrote {path}")
+def json_path(config: pytest.Config) -> Path | None:
+    """``--benchmark-json``, where pytest-gpuperf provides the fixture: written by the reports' registry."""
+    session = config.stash.get(BENCHMARK_KEY, None)
+    return session.options.json_path if session is not None else None
 
 
-def _as_pytest_benchmark(
-    entries: list[dict[str, Any]], keys: Sequence[str], fixtures: Mapping[str, Mapping[str, Any]]
-) -> None:
-    """Give the entries the ``benchmark`` fixture measured its name, group, params and extra_info.
-
-    The name is the test's, as pytest-benchmark writes it, unless another measurement of
-    the same test (gpu_bench's default one) already has it.
-    """
-    taken = {entry["fullname"] for entry, key in zip(entries, keys, strict=True) if key not in fixtures}
-    for entry, key in zip(entries, keys, strict=True):
-        info = fixtures.get(key)
-        if info is None:
-            continue
-        if info["fullname"] not in taken:
-            entry["name"], entry["fullname"] = info["name"], info["fullname"]
-        entry["group"] = info["group"]
-        entry["param"] = info["param"]
-        entry["params"] = info["params"]
-        entry["extra_info"] = {**entry["extra_info"], **info["extra_info"]}
+@pytest.hookimpl(wrapper=True, trylast=True)  # innermost: done before pytest-gpuperf judges and records the test
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """After the test body, the fixture's names and extra_info (set during the test) go onto its measurement."""
+    result = yield
+    fixture = getattr(item, "funcargs", {}).get("benchmark")
+    if isinstance(fixture, BenchmarkFixture) and fixture.measurement is not None:
+        fixture._bench.describe(fixture.info(), measurement=MEASUREMENT)
+    return result
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """An xdist worker sends what the JSON needs of its fixtures to the controller, which writes the file."""
-    workeroutput = getattr(session.config, "workeroutput", None)
-    bench = session.config.stash[BENCHMARK_KEY]
-    if workeroutput is not None and bench.fixtures:
-        workeroutput["gpuperf_benchmark"] = json.dumps(bench.entries())
-
-
-@pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest-xdist may not be installed
-def pytest_testnodedown(node: Any, error: object) -> None:
-    text = (getattr(node, "workeroutput", None) or {}).get("gpuperf_benchmark")
-    if text:
-        node.config.stash[BENCHMARK_KEY].from_workers.update(json.loads(text))
+def _json_safe(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` as JSON holds them: other objects (a dtype, a device) and NaN or infinities as their repr."""
+    text = json.dumps(values, default=repr)
+    loaded: dict[str, Any] = json.loads(text, parse_constant=str)
+    return loaded

@@ -10,7 +10,6 @@ history store that cannot be reached or used).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -156,21 +155,16 @@ def _emit(text: str, output: Path | None, stdout: TextIO) -> None:
     write_atomic(output, text)
 
 
-def _table(session: SessionResults, width: int | None = None) -> str:
-    import io
+def _emit_report(name: str, session: SessionResults, output: Path | None, stdout: TextIO) -> None:
+    """Render ``name`` through the reports' registry (report.REPORTS) to ``output`` or standard output."""
+    from pytest_gpuperf.report import render
 
-    from pytest_gpuperf.report.terminal import PlainWriter, render_summary
-
-    buffer = io.StringIO()
-    render_summary(session, PlainWriter(buffer, color=False, width=width))
-    return buffer.getvalue()
+    _emit(render(name, session, path=output), output, stdout)
 
 
 def _cmd_compare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from pytest_gpuperf.compare import compare_files
     from pytest_gpuperf.config import GateSettings
-    from pytest_gpuperf.report.markdown import render_comment
-    from pytest_gpuperf.report.results_json import dumps_results
     from pytest_gpuperf.verdict.judge import failing
 
     overrides = {
@@ -186,13 +180,7 @@ def _cmd_compare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         return EXIT_USAGE
     outcome = compare_files(args.base, args.head, settings)
     session = outcome.session
-    if args.format == "markdown":
-        text = render_comment(session, args.output.absolute().parent if args.output else None)
-    elif args.format == "json":
-        text = dumps_results(session, args.output or "<stdout>")
-    else:
-        text = _table(session)
-    _emit(text, args.output, stdout)
+    _emit_report(args.format, session, args.output, stdout)
     for key in outcome.removed:
         stderr.write(f"gpuperf compare: {key} is in {args.base} but not in {args.head}\n")
     failed = any(failing(r.comparisons, strict=args.strict) for r in session.results)
@@ -202,22 +190,7 @@ def _cmd_compare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
 def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from pytest_gpuperf.report.results_json import load_results
 
-    session = load_results(args.results)
-    if args.format == "markdown":
-        from pytest_gpuperf.report.markdown import render_comment
-
-        text = render_comment(session, args.output.absolute().parent if args.output else None)
-    elif args.format == "html":
-        from pytest_gpuperf.report.html import render_html
-
-        text = render_html(session)
-    elif args.format == "benchmark-json":
-        from pytest_gpuperf.report.benchmark_export import benchmark_document
-
-        text = json.dumps(benchmark_document(session), indent=4, allow_nan=False) + "\n"
-    else:
-        text = _table(session)
-    _emit(text, args.output, stdout)
+    _emit_report(args.format, load_results(args.results), args.output, stdout)
     return EXIT_OK
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_gpuperf.config import Settings, with_call_options, with_fixed_rounds
 from pytest_gpuperf.errors import ConfigError, GpuperfError
-from pytest_gpuperf.model import DEFAULT_MEASUREMENT, Direction, Measurement, Metric, Throughput
+from pytest_gpuperf.model import DEFAULT_MEASUREMENT, BenchmarkInfo, Direction, Measurement, Metric, Throughput
 from pytest_gpuperf.outcome import fail
 from pytest_gpuperf.runner import MeasureSpec
 
@@ -113,6 +113,11 @@ class GpuBench:
         current = self._measurements[measurement]
         if text not in current.notes:
             self._measurements[measurement] = dataclasses.replace(current, notes=(*current.notes, text))
+
+    def describe(self, benchmark: BenchmarkInfo, *, measurement: str) -> None:
+        """Attach what the ``benchmark`` fixture knows of this test to ``measurement`` (for ``--benchmark-json``)."""
+        current = self._measurements[measurement]
+        self._measurements[measurement] = dataclasses.replace(current, benchmark=benchmark)
 
     def _take(self, settings: Settings, make_spec: Callable[[], MeasureSpec]) -> Measurement:
         """Measure the spec ``make_spec`` builds, with ``settings``, under the device guard; store the result."""

@@ -334,6 +334,22 @@ class ProfileDiff:
 
 
 @dataclass(frozen=True)
+class BenchmarkInfo:
+    """What pytest-benchmark's ``benchmark`` fixture knows of its test, for its JSON (``--benchmark-json``).
+
+    Carried on the measurement, so it reaches the results file, an xdist controller and every
+    report like the rest. ``params`` and ``extra_info`` hold JSON values only (others as their repr).
+    """
+
+    name: str
+    fullname: str
+    group: str | None = None
+    param: str | None = None
+    params: Mapping[str, object] = field(default_factory=dict)
+    extra_info: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Measurement:
     """One named measurement of one test: the raw samples and everything known about them."""
 
@@ -364,6 +380,7 @@ class Measurement:
     health: Mapping[str, object] = field(default_factory=dict)
     profile: ProfileSummary | None = None  # --gpuperf-profile's capture
     op_profile: OpProfile | None = None  # the compact table a baseline entry keeps (update mode)
+    benchmark: BenchmarkInfo | None = None  # where the ``benchmark`` fixture measured it
 
     @property
     def key(self) -> str:

@@ -621,16 +621,16 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         from pytest_gpuperf.report.history import history_or_none
 
         history = history_or_none(c.baseline_dir, metric=c.metric.value)
-    targets = {"json": c.json_path, "markdown": c.markdown_path, "benchmark-json": c.benchmark_json_path,
-               "html": c.html_path}  # fmt: skip
-    reports = write_reports(session, targets, history=history)
-    for path in reports.written:
-        tw.write_line(f"gpuperf: wrote {path}")
-    for failure in reports.failed:  # a warning: the exit code stays the tests'
-        message = f"gpuperf: could not write {failure.path}: {failure.reason}"
-        tw.write_line(message, yellow=True)
-        with contextlib.suppress(GpuperfWarning):  # raised under -W error; the line above said it
-            warnings.warn(GpuperfWarning(message), stacklevel=1)
+    theirs = benchmark_fixture.json_path(config)  # --benchmark-json: the same report, where pytest-benchmark puts it
+    own = c.benchmark_json_path or theirs
+    targets = [{"json": c.json_path, "markdown": c.markdown_path, "benchmark-json": own, "html": c.html_path}]
+    if theirs is not None and c.benchmark_json_path not in (None, theirs):
+        targets.append({"benchmark-json": theirs})
+    for reports in (write_reports(session, t, history=history) for t in targets):
+        for path in reports.written:
+            tw.write_line(f"gpuperf: wrote {path}")
+        for failure in reports.failed:  # a warning: the exit code stays the tests'
+            _warn(tw, f"gpuperf: could not write {failure.path}: {failure.reason}")
     if state.worker is None:  # under xdist the controller records the merged session, once
         _record_history(tw, config, session)
 
@@ -645,10 +645,14 @@ def _record_history(tw: Any, config: pytest.Config, session: SessionResults) -> 
     try:
         tw.write_line(record_session(url, session))
     except GpuperfError as exc:  # the verdicts and exit code stand; the results file can be ingested later
-        message = f"gpuperf: the run was not recorded: {exc}"
-        tw.write_line(message, yellow=True)
-        with contextlib.suppress(GpuperfWarning):
-            warnings.warn(GpuperfWarning(message), stacklevel=1)
+        _warn(tw, f"gpuperf: the run was not recorded: {exc}")
+
+
+def _warn(tw: Any, message: str) -> None:
+    """A yellow line and a GpuperfWarning: a report or record that failed never fails the run."""
+    tw.write_line(message, yellow=True)
+    with contextlib.suppress(GpuperfWarning):  # raised under -W error; the line above said it
+        warnings.warn(GpuperfWarning(message), stacklevel=1)
 
 
 def _relative(path: Path, config: pytest.Config) -> str:

@@ -227,6 +227,36 @@ def test_benchmark_json_under_xdist_keeps_group_and_extra_info(pytester: pytest.
     }
 
 
+def test_the_fixtures_names_and_extra_info_travel_on_the_measurement_to_gpuperf_report(
+    pytester: pytest.Pytester,
+) -> None:
+    """--benchmark-json and ``gpuperf report --format benchmark-json`` of the results file write the same entry."""
+    pytester.makepyfile(
+        test_late="""
+        import pytest
+
+        @pytest.mark.benchmark(group="g")
+        @pytest.mark.parametrize("n", [3])
+        def test_sum(benchmark, n):
+            benchmark(sum, range(n))
+            benchmark.extra_info["n"] = n  # after the call, as pytest-benchmark allows
+            benchmark.extra_info["odd"] = float("nan")  # no JSON number: written as its repr
+    """
+    )
+    result = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-json=r.json", "--benchmark-json=b.json", *FAST)
+    result.assert_outcomes(passed=1)
+    from pytest_gpuperf.cli import main
+
+    again = pytester.path / "again.json"
+    assert main(["report", str(pytester.path / "r.json"), "--format", "benchmark-json", "-o", str(again)]) == 0
+    written, rebuilt = _entries(pytester.path / "b.json"), _entries(again)
+    entry = rebuilt["test_late.py::test_sum[3]"]
+    assert (entry["name"], entry["group"], entry["param"], entry["params"]) == ("test_sum[3]", "g", "3", {"n": 3})
+    assert (entry["extra_info"]["n"], entry["extra_info"]["odd"], entry["extra_info"]["gpuperf_verdict"]) == (
+        3, "NaN", "new")  # fmt: skip
+    assert written == rebuilt
+
+
 COMPARED_TEST = """
 def work():
     return sum(range({work}))

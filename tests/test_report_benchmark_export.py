@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from test_report_helpers import make_session
 
-from pytest_gpuperf.report.benchmark_export import FORMAT_VERSION, benchmark_stats, write_benchmark_json
+from pytest_gpuperf.report import write_reports
+from pytest_gpuperf.report.benchmark_export import FORMAT_VERSION, benchmark_stats
 
 pytest_benchmark_stats = pytest.importorskip("pytest_benchmark.stats", reason="pytest-benchmark is not installed")
 pytest_benchmark_file = pytest.importorskip("pytest_benchmark.storage.file")
@@ -17,7 +18,7 @@ pytest_benchmark_logger = pytest.importorskip("pytest_benchmark.logger")
 
 
 def test_document_layout(tmp_path: Path) -> None:
-    path = write_benchmark_json(tmp_path / "bench.json", make_session())
+    path = write_reports(make_session(), {"benchmark-json": tmp_path / "bench.json"}).written[0]
     doc = json.loads(path.read_text())
     assert set(doc) == {"machine_info", "commit_info", "benchmarks", "datetime", "version"}
     assert doc["version"] == FORMAT_VERSION
@@ -54,7 +55,7 @@ def test_stats_agree_with_pytest_benchmark_on_the_same_data() -> None:
 
 
 def test_pytest_benchmark_storage_loads_the_export(tmp_path: Path) -> None:
-    path = write_benchmark_json(tmp_path / "runs" / "0001_gpuperf.json", make_session())
+    path = write_reports(make_session(), {"benchmark-json": tmp_path / "runs" / "0001_gpuperf.json"}).written[0]
     logger = pytest_benchmark_logger.Logger(pytest_benchmark_logger.Logger.QUIET)
     storage = pytest_benchmark_file.FileStorage(tmp_path / "runs", logger=logger)
     loaded = list(storage.load_benchmarks(str(path)))
@@ -70,7 +71,7 @@ def _pytest_benchmark_cli() -> list[str]:
 
 
 def test_pytest_benchmark_compare_renders_the_export(tmp_path: Path) -> None:
-    path = write_benchmark_json(tmp_path / "bench.json", make_session())
+    path = write_reports(make_session(), {"benchmark-json": tmp_path / "bench.json"}).written[0]
     csv_base = tmp_path / "table"
     proc = subprocess.run(
         [*_pytest_benchmark_cli(), "compare", str(path), "--columns=min,median,rounds", f"--csv={csv_base}"],

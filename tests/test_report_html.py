@@ -16,13 +16,13 @@ from test_report_helpers import ENV, make_session
 
 from pytest_gpuperf.baseline import BaselineStore, entry_from_measurement
 from pytest_gpuperf.model import Measurement, MeasurementResult, Provenance, SessionResults, Verdict
+from pytest_gpuperf.report import write_reports
 from pytest_gpuperf.report.history import collect_history
 from pytest_gpuperf.report.html import (
     central_range,
     distribution_figure,
     render_html,
     trend_figure,
-    write_html,
     zoom_limits,
 )
 from pytest_gpuperf.report.results_json import load_results, write_results
@@ -55,7 +55,7 @@ def test_text_is_escaped() -> None:
 
 def test_chromium_renders_table_and_figures(tmp_path: Path) -> None:
     session = make_session()
-    page = write_html(tmp_path / "report.html", session)
+    page = write_reports(session, {"html": tmp_path / "report.html"}).written[0]
     dom = run_chromium(tmp_path, "--dump-dom", page.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert '<table id="summary">' in dom.stdout
@@ -169,7 +169,7 @@ def test_trend_chart_per_measurement_from_the_baselines_history(tmp_path: Path) 
 
 def test_chromium_renders_the_shift_and_the_trend(tmp_path: Path) -> None:
     session, root = shifted_session(tmp_path)
-    page = write_html(tmp_path / "report.html", session, collect_history(root))
+    page = write_reports(session, {"html": tmp_path / "report.html"}, history=collect_history(root)).written[0]
     dom = run_chromium(tmp_path, "--dump-dom", page.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert dom.stdout.count('<figure class="distribution">') == 1 and dom.stdout.count('<figure class="trend">') == 1

@@ -25,8 +25,9 @@ from test_report_profile_helpers import (
 
 from pytest_gpuperf.model import OpProfile, SessionResults
 from pytest_gpuperf.profiling.diff import diff_profiles
+from pytest_gpuperf.report import write_reports
 from pytest_gpuperf.report.history import STEP_DOWN, STEP_UP
-from pytest_gpuperf.report.html import WHY_BARS, render_html, why_figure, write_html
+from pytest_gpuperf.report.html import WHY_BARS, render_html, why_figure
 from pytest_gpuperf.report.why import short_name
 
 
@@ -146,7 +147,7 @@ def test_op_names_and_labels_are_escaped() -> None:
 
 
 def test_chromium_draws_the_bars(tmp_path: Path) -> None:
-    page = write_html(tmp_path / "report.html", session_of(regressed(cuda_kernel_swap_diff())))
+    page = write_reports(session_of(regressed(cuda_kernel_swap_diff())), {"html": tmp_path / "report.html"}).written[0]
     shot = tmp_path / "shot.png"
     done = run_chromium(tmp_path, f"--screenshot={shot}", "--window-size=1200,2000", page.as_uri())
     if done.returncode != 0 or not shot.is_file():

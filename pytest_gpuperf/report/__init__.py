@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_gpuperf.errors import GpuperfError, WriteError
+from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import SessionResults
 
 if TYPE_CHECKING:
     from pytest_gpuperf.report.history import History
 
-__all__ = ["REPORTS", "ReportFailure", "ReportsWritten", "write_reports"]
+__all__ = ["REPORTS", "ReportFailure", "ReportsWritten", "render", "write_reports"]
 
 
 @dataclass(frozen=True)
@@ -41,42 +42,64 @@ class ReportsWritten:
     failed: list[ReportFailure] = field(default_factory=list)
 
 
-Writer = Callable[[Path, SessionResults, "History | None"], Path]
+Renderer = Callable[[SessionResults, "Path | None", "History | None"], str]
 
 
-def _write_markdown(path: Path, session: SessionResults, history: History | None) -> Path:
-    from pytest_gpuperf.files import write_atomic
+def _markdown(session: SessionResults, path: Path | None, history: History | None) -> str:
     from pytest_gpuperf.report.markdown import render_comment
 
-    return write_atomic(path, render_comment(session, path.absolute().parent))
+    return render_comment(session, path.absolute().parent if path is not None else None)
 
 
-def _write_results(path: Path, session: SessionResults, history: History | None) -> Path:
-    from pytest_gpuperf.report.results_json import write_results
+def _results(session: SessionResults, path: Path | None, history: History | None) -> str:
+    from pytest_gpuperf.report.results_json import dumps_results
 
-    return write_results(path, session)
-
-
-def _write_benchmark(path: Path, session: SessionResults, history: History | None) -> Path:
-    from pytest_gpuperf.report.benchmark_export import write_benchmark_json
-
-    return write_benchmark_json(path, session)
+    return dumps_results(session, path or "<stdout>")
 
 
-def _write_html(path: Path, session: SessionResults, history: History | None) -> Path:
-    from pytest_gpuperf.report.html import write_html
+def _benchmark(session: SessionResults, path: Path | None, history: History | None) -> str:
+    from pytest_gpuperf.report.benchmark_export import render_benchmark_json
 
-    return write_html(path, session, history)
+    return render_benchmark_json(session)
 
 
-# The one registry of file reports, in the order they are written: the results JSON first, so
-# a session its schema rejects is named before any other file is produced.
-REPORTS: dict[str, Writer] = {
-    "json": _write_results,
-    "markdown": _write_markdown,
-    "benchmark-json": _write_benchmark,
-    "html": _write_html,
+def _html(session: SessionResults, path: Path | None, history: History | None) -> str:
+    from pytest_gpuperf.report.html import render_html
+
+    return render_html(session, history)
+
+
+def _table(session: SessionResults, path: Path | None, history: History | None) -> str:
+    import io
+
+    from pytest_gpuperf.report.terminal import PlainWriter, render_summary
+
+    buffer = io.StringIO()
+    render_summary(session, PlainWriter(buffer, color=False))
+    return buffer.getvalue()
+
+
+# The one registry of reports, in the order files are written: the results JSON first, so a
+# session its schema rejects is named before any other file is produced. The plugin's report
+# options, ``--benchmark-json``, ``gpuperf report`` and ``gpuperf compare`` all render through it.
+REPORTS: dict[str, Renderer] = {
+    "json": _results,
+    "markdown": _markdown,
+    "benchmark-json": _benchmark,
+    "html": _html,
+    "table": _table,  # the terminal's table without colours (the CLI's default)
 }
+
+
+def render(name: str, session: SessionResults, *, path: Path | None = None, history: History | None = None) -> str:
+    """Report ``name`` of ``REPORTS`` as text; ``path``: where it will be written (None: standard output).
+
+    Links in a report (trace files) are relative to ``path``'s folder; ``history``
+    (the baselines' git history) adds trend charts to the HTML report.
+    """
+    if name not in REPORTS:
+        raise ValueError(f"unknown report format {name!r}; known: {sorted(REPORTS)}")
+    return REPORTS[name](session, path, history)
 
 
 def write_reports(
@@ -85,7 +108,8 @@ def write_reports(
     *,
     history: History | None = None,
 ) -> ReportsWritten:
-    """Write each report of ``REPORTS`` whose path ``targets`` gives; one that fails does not stop the others.
+    """Write each report of ``REPORTS`` whose path ``targets`` gives, whole (``files.write_atomic``); one that
+    fails does not stop the others.
 
     A report that cannot be written (a full disk, a folder where the file should be,
     a session the results schema rejects) is returned in ``failed`` with its reason,
@@ -96,12 +120,12 @@ def write_reports(
     if unknown:
         raise ValueError(f"unknown report format(s) {unknown}; known: {sorted(REPORTS)}")
     outcome = ReportsWritten()
-    for name, write in REPORTS.items():
+    for name in REPORTS:
         path = targets.get(name)
         if path is None:
             continue
         try:
-            outcome.written.append(write(Path(path), session, history))
+            outcome.written.append(write_atomic(path, render(name, session, path=Path(path), history=history)))
         except WriteError as exc:
             outcome.failed.append(ReportFailure(Path(path), exc.reason))
         except (GpuperfError, OSError, ValueError) as exc:  # ValueError: json's NaN refusal

@@ -15,12 +15,10 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import DEFAULT_MEASUREMENT, MeasurementResult, SessionResults
 from pytest_gpuperf.report.rows import split_key
 
@@ -96,20 +94,24 @@ def _extra_info(result: MeasurementResult) -> dict[str, Any]:
     return info
 
 
-def benchmark_entry(result: MeasurementResult) -> dict[str, Any]:
+def benchmark_entry(result: MeasurementResult, *, own_name: bool = False) -> dict[str, Any]:
+    """One ``benchmarks[]`` entry; ``own_name``: the ``benchmark`` fixture's names are the test's, unclaimed."""
     m = result.measurement
     name, fullname, param = _names(m.test_id, m.name)
     stats = benchmark_stats([s / _NS_PER_S for s in m.samples_ns])
     stats["iterations"] = m.calls_per_sample
+    bench = m.benchmark
+    if bench is not None and own_name:
+        name, fullname = bench.name, bench.fullname
     return {
-        "group": None,
+        "group": bench.group if bench else None,
         "name": name,
         "fullname": fullname,
-        # The argument names behind a parametrize id are not recorded, so no per-argument
-        # values; an empty dict (not None) keeps pytest-benchmark 4's CSV export working.
-        "params": {},
-        "param": param,
-        "extra_info": _extra_info(result),
+        # The argument names behind a parametrize id are recorded by the ``benchmark`` fixture only; an
+        # empty dict (not None) keeps pytest-benchmark 4's CSV export working.
+        "params": dict(bench.params) if bench else {},
+        "param": bench.param if bench else param,
+        "extra_info": {**_extra_info(result), **(bench.extra_info if bench else {})},
         "options": {
             "timer": m.timer,
             "warmup": m.warmup_calls > 0,
@@ -121,7 +123,13 @@ def benchmark_entry(result: MeasurementResult) -> dict[str, Any]:
 
 
 def benchmark_document(session: SessionResults) -> dict[str, Any]:
-    """The whole pytest-benchmark document for ``session``."""
+    """The whole pytest-benchmark document for ``session``.
+
+    The ``benchmark`` fixture's entry is named as pytest-benchmark names it (the test's
+    name) unless another measurement of the test (gpu_bench's default one) already is.
+    """
+    taken = {_names(r.measurement.test_id, r.measurement.name)[1] for r in session.results
+             if r.measurement.benchmark is None}  # fmt: skip
     env, prov = session.environment, session.provenance
     machine_info = {
         "node": env.extra.get("hostname", ""),
@@ -155,12 +163,17 @@ def benchmark_document(session: SessionResults) -> dict[str, Any]:
     return {
         "machine_info": machine_info,
         "commit_info": commit_info,
-        "benchmarks": [benchmark_entry(r) for r in session.results],
+        "benchmarks": [
+            benchmark_entry(
+                r, own_name=r.measurement.benchmark is not None and r.measurement.benchmark.fullname not in taken
+            )
+            for r in session.results
+        ],
         "datetime": session.started_at,
         "version": FORMAT_VERSION,
     }
 
 
-def write_benchmark_json(path: Path | str, session: SessionResults) -> Path:
-    """Write ``session`` as a pytest-benchmark JSON file (indent 4, as it writes its own)."""
-    return write_atomic(path, json.dumps(benchmark_document(session), indent=4, allow_nan=False) + "\n")
+def render_benchmark_json(session: SessionResults) -> str:
+    """``session`` as a pytest-benchmark JSON file (indent 4, as it writes its own)."""
+    return json.dumps(benchmark_document(session), indent=4, allow_nan=False) + "\n"

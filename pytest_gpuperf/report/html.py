@@ -20,10 +20,8 @@ import inspect
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import Comparison, MeasurementResult, ProfileDiff, SessionResults, Verdict
 from pytest_gpuperf.report.history import STEP_DOWN, STEP_UP, History, Series, draw_series, time_scale
 from pytest_gpuperf.report.markdown import TOP_OPS
@@ -442,7 +440,3 @@ def render_html(session: SessionResults, history: History | None = None) -> str:
         f"{_context(session)}<h2>Summary</h2>{body}"
         f"<h2>Measurements</h2>{sections}</body></html>\n"
     )
-
-
-def write_html(path: Path | str, session: SessionResults, history: History | None = None) -> Path:
-    return write_atomic(path, render_html(session, history))

@@ -28,9 +28,10 @@ FORMAT = "pytest-gpuperf-results"
 # Version history: 1 (0.1.0) the first format; 2 each comparison has a kind and its explanation
 # (the rules that reached its verdict), and the verdict "not gated"; 3 the differential profile
 # of a confirmed regression (``profile_diff``), the compact op profile of a measurement and of a
-# baseline entry. Older files are read by adding what they lack (``_upgrade``): no kind recorded
-# is taken from the comparison's name, the rest is empty.
-SCHEMA_VERSION = 3
+# baseline entry; 4 what the ``benchmark`` fixture knows of a measurement's test (``benchmark``:
+# pytest-benchmark's names, group, params and extra_info). Older files are read by adding what they
+# lack (``_upgrade``): no kind recorded is taken from the comparison's name, the rest is empty.
+SCHEMA_VERSION = 4
 
 
 @cache
@@ -122,7 +123,7 @@ _KINDS = {"time": "time", "memory": "memory", "metric": "metric"}
 
 def _upgrade(document: object) -> object:
     """An older document as the current version (see ``SCHEMA_VERSION``'s history)."""
-    if not isinstance(document, dict) or document.get("schema_version") not in (1, 2):
+    if not isinstance(document, dict) or document.get("schema_version") not in (1, 2, 3):
         return document
     results = [r for r in document.get("results", ()) if isinstance(r, dict)]
     if document["schema_version"] == 1:
@@ -134,7 +135,7 @@ def _upgrade(document: object) -> object:
                     comparison.setdefault("explanation", [])
     for result in results:
         result.setdefault("profile_diff", None)
-        for part, field in (("measurement", "op_profile"), ("baseline", "profile")):
+        for part, field in (("measurement", "op_profile"), ("baseline", "profile"), ("measurement", "benchmark")):
             if isinstance(result.get(part), dict):
                 result[part].setdefault(field, None)
     document["schema_version"] = SCHEMA_VERSION
