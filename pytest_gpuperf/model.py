@@ -433,6 +433,7 @@ class RuleNote:
     verdict: Verdict
     note: str
     suspect: bool = False  # the verdict awaits confirmation (verdict/confirmation.py)
+    absolute: bool = False  # a violated hard bound, which fails the test in every mode (verdict/judge.py)
 
 
 @dataclass(frozen=True)

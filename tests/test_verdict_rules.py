@@ -252,3 +252,19 @@ def test_the_gpu_path_runs_none_of_the_cpu_guards_rules() -> None:
     loaded = tuple(s * 3 for s in samples(1000.0, seed=1))
     c = time_of(compare(measurement(samples_ns=loaded), entry(), rules=baseline_rules()))
     assert "fast-end" not in rules_that_acted(c) and c.verdict is Verdict.REGRESSION
+
+
+def test_a_violated_bound_fails_every_mode_by_its_steps_flag_not_a_rules_name() -> None:
+    from pytest_gpuperf.model import MeasurementResult
+    from pytest_gpuperf.verdict.judge import absolute_failures
+
+    results = compare(measurement(metrics=(Metric("frac", 1.2, maximum=1.0), Metric("speedup", 1.0))),
+                      entry(metrics=(Metric("speedup", 2.0),)))  # fmt: skip
+    bound = next(c for c in results if c.metric == "metric.frac")
+    relative = next(c for c in results if c.metric == "metric.speedup")
+    assert bound.verdict is relative.verdict is Verdict.REGRESSION
+    assert absolute_failures(MeasurementResult(measurement(), tuple(results))) == (bound,)
+    renamed = dataclasses.replace(
+        relative, explanation=tuple(dataclasses.replace(n, rule="metric-bounds") for n in relative.explanation)
+    )
+    assert absolute_failures(MeasurementResult(measurement(), (renamed,))) == ()  # a name decides nothing

@@ -19,15 +19,12 @@ from pytest_gpuperf.model import (
 from pytest_gpuperf.verdict import evidence as ev
 from pytest_gpuperf.verdict.case import Case, Evidence
 from pytest_gpuperf.verdict.pipeline import run_pipeline
-from pytest_gpuperf.verdict.rules import MetricBounds
 from pytest_gpuperf.verdict.rulesets import RuleSet
 
 # What fails a test: a regression always; under --gpuperf-strict (``gpuperf compare --strict``)
 # also what could not be judged. The plugin, the reports and the CLI all ask ``failing``.
 FAILING_VERDICTS = frozenset({Verdict.REGRESSION})
 STRICT_VERDICTS = frozenset({Verdict.NOT_COMPARABLE, Verdict.UNSTABLE, Verdict.NOT_GATED})
-# Rules whose regression needs no reference: they fail the test in every mode, --gpuperf-update-baseline too.
-ABSOLUTE_RULES = frozenset({MetricBounds().name})
 
 
 def failing(comparisons: Iterable[Comparison], *, strict: bool) -> list[Comparison]:
@@ -42,7 +39,7 @@ def fails(result: MeasurementResult, settings: GateSettings) -> bool:
 
 
 def absolute_failures(result: MeasurementResult) -> tuple[Comparison, ...]:
-    """The comparisons a rule of ``ABSOLUTE_RULES`` made a regression (a violated hard bound).
+    """The comparisons an ``absolute`` step made a regression (a violated hard bound: ``rules.MetricBounds``).
 
     An update run records whatever it measures as the new reference, so a
     relative regression does not fail it; a bound is not relative to anything,
@@ -50,7 +47,7 @@ def absolute_failures(result: MeasurementResult) -> tuple[Comparison, ...]:
     """
     return tuple(
         c for c in result.comparisons
-        if c.verdict is Verdict.REGRESSION and any(n.rule in ABSOLUTE_RULES for n in c.explanation)
+        if c.verdict is Verdict.REGRESSION and any(n.absolute for n in c.explanation)
     )  # fmt: skip
 
 

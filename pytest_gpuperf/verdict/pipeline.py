@@ -27,6 +27,7 @@ class Step:
     final: bool = False
     quiet: bool = False
     suspect: bool = False
+    absolute: bool = False  # a violated hard bound: needs no reference, fails in every mode (judge.absolute_failures)
 
 
 class Rule(Protocol):
@@ -95,5 +96,5 @@ def apply_step(draft: Comparison, rule: str, step: Step) -> Comparison:
     note = draft.note
     if not step.quiet and step.note:
         note = f"{note}; {step.note}" if note else step.note
-    explanation = (*draft.explanation, RuleNote(rule, verdict, step.note, step.suspect))
+    explanation = (*draft.explanation, RuleNote(rule, verdict, step.note, step.suspect, step.absolute))
     return dataclasses.replace(draft, verdict=verdict, threshold=threshold, note=note, explanation=explanation)

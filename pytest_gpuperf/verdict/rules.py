@@ -226,7 +226,7 @@ class MetricBounds:
             return None
         note = violation if not case.metric or not case.metric.description else (
             f"{violation} ({case.metric.description})")  # fmt: skip
-        return Step(note, Verdict.REGRESSION, final=True)
+        return Step(note, Verdict.REGRESSION, final=True, absolute=True)
 
 
 def bound_violation(case: Case) -> str | None:
