@@ -26,6 +26,7 @@ from pytest_gpuperf.model import (
     Environment,
     Measurement,
     MeasurementResult,
+    Note,
     OpProfile,
     Verdict,
     measurement_key,
@@ -73,7 +74,7 @@ class FreshReader(Protocol):
 
 def with_probe(measurement: Measurement, probe_ns: float | None, waited: str | None) -> Measurement:
     """``measurement`` with the host's speed probe taken before it, and the wait for it in its notes."""
-    notes = measurement.notes if waited is None else (*measurement.notes, waited)
+    notes = measurement.notes if waited is None else (*measurement.notes, Note(waited))
     return dataclasses.replace(measurement, speed_probe_ns=probe_ns, notes=notes)
 
 
@@ -106,7 +107,7 @@ def profile_here(runner: Runner, spec: MeasureSpec, traces: Path | None, side: s
 
 def with_note(result: MeasurementResult, note: str) -> MeasurementResult:
     m = result.measurement
-    return dataclasses.replace(result, measurement=dataclasses.replace(m, notes=(*m.notes, note)))
+    return dataclasses.replace(result, measurement=dataclasses.replace(m, notes=(*m.notes, Note(note))))
 
 
 def with_profile_diff(
@@ -187,10 +188,10 @@ class LocalEngine:
                 others = tuple(sorted({b.environment.device_class for b in found if b.environment}))
             drift = describe_drift(baseline.environment if baseline else None, self.environment)
             if drift:
-                m = dataclasses.replace(m, notes=(*m.notes, drift))
+                m = dataclasses.replace(m, notes=(*m.notes, Note(drift)))
             if baseline is not None and baseline.written_busy and settings.mode != "update":
                 told = f"the baseline was written while the runner was busy ({baseline.written_busy}): write it again"
-                m = dataclasses.replace(m, notes=(*m.notes, f"{told} in a quieter hour"))
+                m = dataclasses.replace(m, notes=(*m.notes, Note(f"{told} in a quieter hour")))
             reference = Reference(entry=baseline, other_classes=others)
             result = judge(m, reference, settings.gate, rules, self.environment)
             result = self._confirm(result, reference, settings, rules)
@@ -291,12 +292,12 @@ class LocalEngine:
             note += f"; written while the runner was busy ({busy}): write it again in a quieter hour"
         probes = [r.speed_probe_ns for r in taken if r.speed_probe_ns is not None]
         calibration = chosen.calibration_ns if chosen.calibration_ns is not None else m.calibration_ns
-        notes = (*chosen.notes, note)
+        notes = (*chosen.notes, Note(note))
         profile = None
         if settings.profile_diff:  # the base of a later regression's differential profile
             side = profile_here(self.runner, spec, None, "baseline")
             profile = side.profile
-            notes = notes if profile is not None else (*notes, side.problem)
+            notes = notes if profile is not None else (*notes, Note(side.problem))
         return dataclasses.replace(
             chosen, speed_probe_ns=min(probes, default=None),
             # the probe's spread on a quiet host: a busy write's spread is the load's, and would hide a slow machine
@@ -336,8 +337,9 @@ class LocalEngine:
         except WorkerError as exc:
             here = self.runner.measure(spec)
             why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            return dataclasses.replace(here, notes=(*here.notes, f"re-measured in this process: no fresh one ({why})"))
-        return dataclasses.replace(fresh, notes=(*fresh.notes, "re-measured in a fresh process"))
+            here_note = Note(f"re-measured in this process: no fresh one ({why})")
+            return dataclasses.replace(here, notes=(*here.notes, here_note))
+        return dataclasses.replace(fresh, notes=(*fresh.notes, Note("re-measured in a fresh process")))
 
     def close(self) -> None:
         """Stop the fresh re-measure process, if one was started; never raises."""

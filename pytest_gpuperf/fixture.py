@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_gpuperf.config import Settings, with_call_options, with_fixed_rounds
 from pytest_gpuperf.errors import ConfigError, GpuperfError
-from pytest_gpuperf.model import DEFAULT_MEASUREMENT, BenchmarkInfo, Direction, Measurement, Metric, Throughput
+from pytest_gpuperf.model import DEFAULT_MEASUREMENT, BenchmarkInfo, Direction, Measurement, Metric, Note, Throughput
 from pytest_gpuperf.outcome import fail
 from pytest_gpuperf.runner import MeasureSpec
 
@@ -111,8 +111,8 @@ class GpuBench:
     def note(self, text: str, *, measurement: str) -> None:
         """Add ``text`` to the notes of this test's measurement ``measurement`` (shown with the results)."""
         current = self._measurements[measurement]
-        if text not in current.notes:
-            self._measurements[measurement] = dataclasses.replace(current, notes=(*current.notes, text))
+        if Note(text) not in current.notes:
+            self._measurements[measurement] = dataclasses.replace(current, notes=(*current.notes, Note(text)))
 
     def describe(self, benchmark: BenchmarkInfo, *, measurement: str) -> None:
         """Attach what the ``benchmark`` fixture knows of this test to ``measurement`` (for ``--benchmark-json``)."""

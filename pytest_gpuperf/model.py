@@ -73,6 +73,23 @@ class Statistic(str, enum.Enum):
             raise ValueError(f"{what} must be one of {choices}, got {value!r}") from None
 
 
+class NoteKind(str, enum.Enum):
+    """What a measurement's note is for: reports select notes by it, never by their wording."""
+
+    NOTICE = "notice"  # the reader must see it: the terminal lists it under "gpuperf notes"
+    # what a report's table already shows or what changes nothing (precision short of its target,
+    # rounds pinned to a CPU, a smoke run, clocks trimmed within bounds): kept in the files
+    ROUTINE = "routine"
+
+
+@dataclass(frozen=True)
+class Note:
+    """One note of a measurement: its text and its kind."""
+
+    text: str
+    kind: NoteKind = NoteKind.NOTICE
+
+
 def measurement_key(test_id: str, name: str) -> str:
     """The identity of a measurement across runs: the pytest node id plus its name."""
     return f"{test_id}::{name}"
@@ -376,7 +393,7 @@ class Measurement:
     total_calls: int = 0
     wall_time_s: float = 0.0
     unstable_reason: str | None = None
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     health: Mapping[str, object] = field(default_factory=dict)
     profile: ProfileSummary | None = None  # --gpuperf-profile's capture
     op_profile: OpProfile | None = None  # the compact table a baseline entry keeps (update mode)

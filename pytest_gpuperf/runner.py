@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_gpuperf.allocator import settle_allocator
 from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import MeasurementError, MeasurementTimeout
-from pytest_gpuperf.model import Measurement, Metric, ProfileSummary, Throughput
+from pytest_gpuperf.model import Measurement, Metric, Note, NoteKind, ProfileSummary, Throughput
 from pytest_gpuperf.stats import relative_precision
 from pytest_gpuperf.stopping import LIMIT_MARGIN, Progress, Stop, StoppingRule
 from pytest_gpuperf.time_limit import check_deadline, hard_limit, signals_usable
@@ -208,13 +208,13 @@ class PreparedMeasurement:
         self.samples: list[float] = []
         self.host_samples: list[float] = []  # the host's time per call of each block, where the timer has one
         self.round_medians: list[float] = []
-        self.notes: list[str] = []
+        self.notes: list[Note] = []
         self.measured_s = 0.0
         self.total_calls = 0
         self._call = self._make_call()
         self._flusher = L2Flusher(self.device) if spec.settings.l2_flush else None
         if self._flusher is not None and not self._flusher.active:
-            self.notes.append("l2_flush requested but inactive on this device")
+            self.notes.append(Note("l2_flush requested but inactive on this device"))
         self.memory = MemoryTracker(self.device)
         if self._flusher is not None and self._flusher.active:
             # the flush buffer is the harness's memory, not the measured function's
@@ -222,7 +222,7 @@ class PreparedMeasurement:
         self.guard = runner.guard
         self.health = self.guard.health_monitor()
         if self.guard.pin_cpu is not None:
-            self.notes.append(f"rounds pinned to CPU {self.guard.pin_cpu}")
+            self.notes.append(Note(f"rounds pinned to CPU {self.guard.pin_cpu}", NoteKind.ROUTINE))
         with self.guard.pinned():
             self.warmup_calls, self.per_call_ns = self._warm_up()
         self.calls_per_sample = self._calls_per_sample()
@@ -341,7 +341,7 @@ class PreparedMeasurement:
             )
         self.measured_s += time.perf_counter() - t0
         if capture.note:
-            self.notes.append(capture.note)
+            self.notes.append(Note(capture.note))
         for total in totals:
             self._check(total)
         per_call = [t / self.calls_per_sample for t in totals]
@@ -408,12 +408,11 @@ class PreparedMeasurement:
         precision = self.precision()
         shortfall = self.rule.shortfall_note(len(self.samples))
         if shortfall is not None:
-            self.notes.append(shortfall)
+            self.notes.append(Note(shortfall))
         elif precision > self.spec.settings.target_precision:
-            self.notes.append(
-                f"precision {precision:.1%} above target {self.spec.settings.target_precision:.1%} "
-                f"at the time budget ({self.spec.settings.max_time_s:g}s)"
-            )
+            target = self.spec.settings.target_precision
+            self.notes.append(Note(f"precision {precision:.1%} above target {target:.1%} at the time budget "
+                                   f"({self.spec.settings.max_time_s:g}s)", NoteKind.ROUTINE))  # fmt: skip
         if self._flusher is not None:
             self._flusher.close()
         peak_allocated = self._peak_allocated()  # before the profile: the probe counts against the time limit
@@ -461,10 +460,9 @@ class PreparedMeasurement:
         if peak is not None or not self._probes_memory():
             return peak
         if not self.rule.fits(self.elapsed_s(), self.per_call_ns / 1e9):
-            self.notes.append(
-                f"peak memory not measured: one more call would pass the {self.spec.settings.time_limit_s:g} s "
-                "time limit (--gpuperf-time-limit)"
-            )
+            limit = self.spec.settings.time_limit_s
+            self.notes.append(Note(f"peak memory not measured: one more call would pass the {limit:g} s "
+                                   "time limit (--gpuperf-time-limit)"))  # fmt: skip
             return None
         with self._limited("memory probe"):
             if self.spec.before_block is not None:
@@ -483,7 +481,7 @@ class PreparedMeasurement:
         capture = capture_calls(self.spec.fn, self.spec.args, dict(self.spec.kwargs), trace_path=trace, label=label,
                                 device=self.device)  # fmt: skip
         if capture.trace_error:
-            self.notes.append(capture.trace_error)
+            self.notes.append(Note(capture.trace_error))
         return capture.summary()
 
 
@@ -540,6 +538,6 @@ class Runner:
             metrics=spec.metrics,
             total_calls=1,
             wall_time_s=elapsed / 1e9,
-            notes=("smoke run: one call, not a measurement (use --gpuperf)",),
+            notes=(Note("smoke run: one call, not a measurement (use --gpuperf)", NoteKind.ROUTINE),),
         )
 

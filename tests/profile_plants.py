@@ -103,7 +103,7 @@ def pytest_sessionfinish(session):
     for r in state.results:
         d = r.profile_diff
         out[r.measurement.key.split("::")[1]] = {
-            "notes": list(r.measurement.notes),
+            "notes": [n.text for n in r.measurement.notes],
             "metrics": [m.name for m in r.measurement.metrics],
             "diff": None if d is None else {
                 "rows": [[c.name, c.status, c.calls_changed] for c in d.changes],

@@ -107,7 +107,8 @@ def test_compare_ref_fails_a_regression_passes_unchanged_and_marks_new(pytester:
     result.assert_outcomes(failed=1, passed=2)
     cpus = os.sched_getaffinity(0)
     if len(cpus) > 1:  # auto: head and base measure on the same core, the last one
-        notes = json.loads((root / "results.json").read_text())["results"][0]["measurement"]["notes"]
+        first = json.loads((root / "results.json").read_text())["results"][0]
+        notes = [n["text"] for n in first["measurement"]["notes"]]
         assert f"rounds pinned to CPU {max(cpus)}" in notes
     result.stdout.fnmatch_lines([
         "*performance regression in test_perf.py::test_spin::default*",

@@ -76,8 +76,11 @@ def test_a_reading_its_check_agrees_with_is_kept(tmp_path: Path) -> None:
     assert not left  # one check: +4% is within half the threshold
     assert kept.samples_ns == here.samples_ns
     assert kept.speed_probe_ns == 34_000.0  # the fastest probe of the readings' processes
-    assert "baseline checked by 1 independent measurement(s)" in kept.notes[-1] and "they agree" in kept.notes[-1]
-    assert "quieter machine" not in kept.notes[-1]  # +4% between processes: 10% stands
+    assert (
+        "baseline checked by 1 independent measurement(s)" in kept.notes[-1].text
+        and "they agree" in kept.notes[-1].text
+    )
+    assert "quieter machine" not in kept.notes[-1].text  # +4% between processes: 10% stands
     assert kept.process_medians_ns == pytest.approx((1000.0, 1040.0), rel=0.02)
 
 
@@ -92,8 +95,8 @@ def test_a_reading_its_check_disagrees_with_is_decided_by_a_third(tmp_path: Path
     assert kept.stats.median_ns == pytest.approx(1020.0, rel=0.02)  # the median of 1000, 1020 and 1600
     assert kept.speed_probe_ns == 35_000.0
     assert kept.calibration_ns == 9_000.0  # (--gpuperf-calibrate=on) the fresh process measures none
-    assert "median of the three is kept" in kept.notes[-1]
-    assert "quieter machine" not in kept.notes[-1]  # one slow reading of three does not set the noise
+    assert "median of the three is kept" in kept.notes[-1].text
+    assert "quieter machine" not in kept.notes[-1].text  # one slow reading of three does not set the noise
     assert kept.process_medians_ns == pytest.approx((1600.0, 1000.0, 1020.0), rel=0.02)  # for the entry's noise
 
 
@@ -127,7 +130,7 @@ def test_readings_that_disagree_widely_ask_for_the_entry_to_be_written_again(tmp
     )
     kept = engine._baseline_reading(measurement(1000.0), GateSettings(threshold=0.10))
     assert not left  # three readings were too noisy: two more were taken, and no more than that
-    note = kept.notes[-1]
+    note = kept.notes[-1].text
     assert "baseline checked by 4 independent measurement(s)" in note and "the median of the five is kept" in note
     assert kept.stats.median_ns == pytest.approx(1300.0, rel=0.02)
     assert "their spread will raise this entry's threshold from 10.0% to at least" in note, note
@@ -146,8 +149,8 @@ def test_more_readings_settle_a_spread_that_three_could_not(tmp_path: Path) -> N
     kept = engine._baseline_reading(measurement(1000.0), GateSettings(threshold=0.10))
     assert not left
     assert kept.stats.median_ns == pytest.approx(1100.0, rel=0.02)
-    assert "the median of the five is kept" in kept.notes[-1]
-    assert "quieter machine" not in kept.notes[-1]
+    assert "the median of the five is kept" in kept.notes[-1].text
+    assert "quieter machine" not in kept.notes[-1].text
     noise = stats.recorded_noise(kept.round_medians_ns, kept.process_medians_ns)
     assert noise is not None and 3.0 * noise < 0.15
 
@@ -168,8 +171,8 @@ def test_a_baseline_measurement_waits_for_a_machine_reading_slow(
     first, second = (engine.measure(spec, SETTINGS) for _ in range(2))
     assert waits == [1.0]
     assert (first.speed_probe_ns, second.speed_probe_ns) == (35.0, 35.0)
-    assert not any("waited" in n for n in first.notes)
-    assert "waited 1s for the machine to recover (speed probe x1.03 then)" in second.notes
+    assert not any("waited" in n for n in [x.text for x in first.notes])
+    assert "waited 1s for the machine to recover (speed probe x1.03 then)" in [x.text for x in second.notes]
 
 
 def test_noisy_rounds_of_agreeing_readings_take_no_more_readings(tmp_path: Path) -> None:
@@ -179,5 +182,5 @@ def test_noisy_rounds_of_agreeing_readings_take_no_more_readings(tmp_path: Path)
     engine, left = engine_with_fresh_readings(tmp_path, measurement(1010.0))
     kept = engine._baseline_reading(here, GateSettings(threshold=0.10))
     assert not left
-    assert "baseline checked by 1 independent measurement(s)" in kept.notes[-1]
-    assert "write it again on a quieter machine" in kept.notes[-1]  # the rounds' noise is still reported
+    assert "baseline checked by 1 independent measurement(s)" in kept.notes[-1].text
+    assert "write it again on a quieter machine" in kept.notes[-1].text  # the rounds' noise is still reported

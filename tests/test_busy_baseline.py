@@ -32,7 +32,7 @@ def test_a_baseline_written_busy_records_it_and_says_it_cannot_be_trusted(tmp_pa
     kept = engine._baseline_reading(here, GateSettings(threshold=0.10))
     assert kept.written_busy == EVIDENCE
     assert kept.speed_probe_spread is None  # the load's spread is not the probe's own: the fixed ratio decides
-    assert f"written while the runner was busy ({EVIDENCE}): write it again in a quieter hour" in kept.notes[-1]
+    assert f"written while the runner was busy ({EVIDENCE}): write it again in a quieter hour" in kept.notes[-1].text
     quiet_engine, _ = engine_with_fresh_readings(tmp_path, measurement(1010.0, speed_probe_ns=33_000.0, health=QUIET))
     quiet = quiet_engine._baseline_reading(here, GateSettings(threshold=0.10))
     assert quiet.written_busy is None and quiet.speed_probe_spread is not None

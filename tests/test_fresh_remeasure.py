@@ -59,7 +59,7 @@ def test_a_slowdown_of_one_process_is_not_confirmed_by_a_fresh_one(
     time_comparison = entry["comparisons"][0]
     assert time_comparison["verdict"] == "unchanged"
     assert "suspected regression not confirmed on re-measure 1" in time_comparison["note"]
-    assert "re-measured in a fresh process" in entry["measurement"]["notes"]
+    assert "re-measured in a fresh process" in [n["text"] for n in entry["measurement"]["notes"]]
 
 
 def test_a_real_slowdown_is_confirmed_in_a_fresh_process(
@@ -69,7 +69,7 @@ def test_a_real_slowdown_is_confirmed_in_a_fresh_process(
     assert result.ret == 1, result.stdout.str()
     assert entry["comparisons"][0]["verdict"] == "regression"
     assert "confirmed by 1 re-measure(s)" in entry["comparisons"][0]["note"]
-    assert "re-measured in a fresh process" in entry["measurement"]["notes"]
+    assert "re-measured in a fresh process" in [n["text"] for n in entry["measurement"]["notes"]]
 
 
 def test_without_a_fresh_process_the_re_measure_happens_here_and_says_why(
@@ -78,7 +78,7 @@ def test_without_a_fresh_process_the_re_measure_happens_here_and_says_why(
     result, entry = gate(pytester, monkeypatch, SLOW="1", CRASH_IN_WORKER="1")
     assert result.ret == 1, result.stdout.str()
     assert entry["comparisons"][0]["verdict"] == "regression"
-    notes = " ".join(entry["measurement"]["notes"])
+    notes = " ".join([n["text"] for n in entry["measurement"]["notes"]])
     assert "re-measured in this process: no fresh one (" in notes and "exited with code 3" in notes
 
 
@@ -106,7 +106,8 @@ def test_a_regression_while_the_machine_stays_slow_is_not_judged(
     assert time_comparison["verdict"] == "unstable"
     assert "slower than when the baseline was written (speed probe" in time_comparison["note"]
     assert [step["rule"] for step in time_comparison["explanation"]][-2:] == ["slow-machine", "confirmation"]
-    assert any(n.startswith("waited 6s for the machine to recover") for n in entry["measurement"]["notes"])
+    texts = [n["text"] for n in entry["measurement"]["notes"]]
+    assert any(n.startswith("waited 6s for the machine to recover") for n in texts)
 
 
 def test_a_baseline_written_on_a_slow_machine_is_flagged_and_rewritten(
@@ -143,11 +144,11 @@ def test_a_baseline_is_not_written_from_one_slow_moment(
     (entry,) = json.loads((pytester.path / "written.json").read_text())["results"]
     # two more readings when the fresh two happen to disagree enough to look noisy (engine.py)
     checked = re.compile(r"baseline checked by [24] independent measurement\(s\)")
-    assert any(checked.search(n) for n in entry["measurement"]["notes"])
+    assert any(checked.search(n) for n in [n["text"] for n in entry["measurement"]["notes"]])
     (path,) = (pytester.path / "baselines").rglob("*.json")
     (kept,) = json.loads(path.read_text())["entries"].values()
     # the head's reading has 4x the work; the fresh ones 1x, under 2x even in the host's slow phases
-    head_reading = next(n for n in entry["measurement"]["notes"] if "baseline checked" in n)
+    head_reading = next(n for n in [n["text"] for n in entry["measurement"]["notes"]] if "baseline checked" in n)
     assert kept["stats"]["median_ns"] < 0.5 * first_median_ns(head_reading), head_reading
 
 

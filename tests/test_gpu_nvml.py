@@ -24,6 +24,7 @@ from pytest_gpuperf.gpu.nvml import (
     format_cuda_version,
     probe_device,
 )
+from pytest_gpuperf.model import Note
 from tests.nvml_fake import FakeNvml
 
 FAST = 0.001  # poll interval for tests: behaviour, not timing, is asserted
@@ -60,7 +61,7 @@ def test_monitor_without_nvml_degrades_to_a_note(no_pynvml: None) -> None:
     report = monitor.stop()
     assert report.unstable_reason is None
     assert len(report.notes) == 1
-    assert report.notes[0].startswith("NVML unavailable: pynvml is not importable")
+    assert report.notes[0].text.startswith("NVML unavailable: pynvml is not importable")
     assert report.data == {}
 
 
@@ -68,7 +69,7 @@ def test_monitor_when_init_fails() -> None:
     fake = FakeNvml(init_error="NVML Shared Library Not Found")
     monitor = HealthMonitor(0, nvml=fake, poll_interval_s=FAST)
     monitor.start()
-    assert monitor.stop().notes == ("NVML unavailable: NVML Shared Library Not Found",)
+    assert monitor.stop().notes == (Note("NVML unavailable: NVML Shared Library Not Found"),)
 
 
 def test_monitor_when_the_device_is_unknown_to_nvml() -> None:
@@ -76,14 +77,14 @@ def test_monitor_when_the_device_is_unknown_to_nvml() -> None:
     monitor = HealthMonitor(3, nvml=fake, poll_interval_s=FAST)
     monitor.start()
     report = monitor.stop()
-    assert report.notes[0].startswith("NVML unavailable for CUDA device 3")
+    assert report.notes[0].text.startswith("NVML unavailable for CUDA device 3")
     assert fake.initialized == 0
 
 
 def test_stop_without_start_is_a_note_not_an_error() -> None:
     report = HealthMonitor(0, nvml=FakeNvml()).stop()
     assert report.unstable_reason is None
-    assert "without being started" in report.notes[0]
+    assert "without being started" in report.notes[0].text
 
 
 # --- probing ------------------------------------------------------------------------------------
@@ -189,7 +190,7 @@ def test_a_power_cap_that_only_trims_the_clock_keeps_the_result() -> None:
     assert report.unstable_reason is None
     assert any(
         n.startswith("sw_power_cap (1/2 polls): the SM clock stayed at 1875 MHz or more (95% of 1980 MHz")
-        for n in report.notes
+        for n in [x.text for x in report.notes]
     ), report.notes
 
 
@@ -221,8 +222,8 @@ def test_unlocked_clocks_give_a_warning_note() -> None:
     assert report.unstable_reason is None
     assert report.data["clocks_locked"] == "no"
     assert len(report.notes) == 1
-    assert "do not look locked" in report.notes[0]
-    assert "nvidia-smi -lgc" in report.notes[0]
+    assert "do not look locked" in report.notes[0].text
+    assert "nvidia-smi -lgc" in report.notes[0].text
 
 
 def test_clock_drift_during_the_measurement_is_noted() -> None:
@@ -232,7 +233,7 @@ def test_clock_drift_during_the_measurement_is_noted() -> None:
     report = run_monitor(FakeNvml(), during=drop_clock)
     assert report.data["sm_clock_min_mhz"] == 1500
     assert report.data["sm_clock_max_mhz"] == 1980
-    assert any("varied between 1500 and 1980 MHz" in n for n in report.notes)
+    assert any("varied between 1500 and 1980 MHz" in n for n in [x.text for x in report.notes])
 
 
 def test_clock_drop_while_idle_is_not_drift() -> None:
@@ -248,7 +249,7 @@ def test_clock_drop_while_idle_is_not_drift() -> None:
 def test_unreadable_reasons_are_a_note() -> None:
     report = run_monitor(FakeNvml(unsupported=frozenset({"clock_event_reasons"})))
     assert report.unstable_reason is None
-    assert "clock-event reasons unavailable: Not Supported" in report.notes
+    assert "clock-event reasons unavailable: Not Supported" in [x.text for x in report.notes]
     assert report.data["clocks_locked"] == "unknown"
 
 

@@ -22,7 +22,7 @@ def test_a_slow_call_gets_six_samples_under_a_smaller_budget(project: pytest.Pyt
         def test_slow(gpu_bench):
             m = gpu_bench(time.sleep, 0.3)
             assert len(m.samples_ns) >= 6, m.samples_ns
-            assert not any("fewer than" in note for note in m.notes)
+            assert not any("fewer than" in note for note in [x.text for x in m.notes])
         """
     )
     result = project.runpytest_subprocess("--gpuperf", "--gpuperf-max-time=0.2", *TINY)

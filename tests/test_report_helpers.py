@@ -15,6 +15,7 @@ from pytest_gpuperf.model import (
     Measurement,
     MeasurementResult,
     Metric,
+    Note,
     ProfileSummary,
     Provenance,
     SampleStats,
@@ -188,7 +189,7 @@ def make_session() -> SessionResults:
         "decode",
         7_000.0,
         unstable_reason="GPU clock throttled (thermal)",
-        notes=("clocks dropped 12%",),
+        notes=(Note("clocks dropped 12%"),),
         precision=0.2,
     )
     shaky_base = baseline(shaky, 7_000.0)

@@ -9,7 +9,7 @@ import pytest
 from test_report_helpers import make_session
 
 from pytest_gpuperf.errors import GpuperfError
-from pytest_gpuperf.model import Measurement, SessionResults
+from pytest_gpuperf.model import BenchmarkInfo, Measurement, Note, NoteKind, SessionResults
 from pytest_gpuperf.report.results_json import (
     ResultsError,
     load_results,
@@ -155,3 +155,32 @@ def test_a_version_1_file_is_read_with_kinds_from_the_comparison_names(tmp_path:
     loaded = load_results(old)
     kinds = {c.metric.split(".")[0]: c.kind.value for r in loaded.results for c in r.comparisons}
     assert kinds == {"time": "time", "memory": "memory", "metric": "metric"}
+
+
+def test_a_version_3_file_reads_bare_notes_as_notices_and_no_benchmark_names(tmp_path: Path) -> None:
+    session = make_session()
+    doc = json.loads(write_results(tmp_path / "r.json", session).read_text())
+    assert doc["schema_version"] == 4
+    doc["schema_version"] = 3
+    for result in doc["results"]:
+        result["measurement"]["notes"] = [n["text"] for n in result["measurement"]["notes"]]
+        del result["measurement"]["benchmark"]
+    old = tmp_path / "v3.json"
+    old.write_text(json.dumps(doc))
+    loaded = load_results(old)
+    assert [r.measurement.notes for r in loaded.results] == [
+        tuple(Note(n.text) for n in r.measurement.notes) for r in session.results
+    ]
+    assert any(r.measurement.notes for r in loaded.results)
+    assert all(r.measurement.benchmark is None for r in loaded.results)
+
+
+def test_notes_and_the_benchmark_fixtures_names_round_trip(tmp_path: Path) -> None:
+    first = make_session().results[0]
+    measured = dataclasses.replace(
+        first.measurement,
+        notes=(Note("rounds pinned to CPU 3", NoteKind.ROUTINE), Note("re-measured in a fresh process")),
+        benchmark=BenchmarkInfo("test_x[3]", "t.py::test_x[3]", "g", "3", {"n": 3}, {"rows": [1, 2], "dtype": "f32"}),
+    )
+    session = dataclasses.replace(make_session(), results=(dataclasses.replace(first, measurement=measured),))
+    assert load_results(write_results(tmp_path / "r.json", session)) == session

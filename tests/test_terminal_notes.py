@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_gpuperf.config import GpuperfConfig, resolve
-from pytest_gpuperf.model import Comparison, MeasurementResult, Provenance, SessionResults, Verdict
+from pytest_gpuperf.model import Comparison, MeasurementResult, Note, NoteKind, Provenance, SessionResults, Verdict
 from pytest_gpuperf.report.terminal import render_notes
 from tests.verdict_helpers import ENV, measurement
 
@@ -59,6 +59,22 @@ def test_nothing_to_say_writes_no_section() -> None:
     writer = Writer()
     render_notes(writer, session(time_comparison(0, 0.03, Verdict.UNCHANGED, "")), threshold=0.02)
     assert writer.lines == []
+
+
+def test_notes_are_chosen_by_their_kind_not_their_wording() -> None:
+    """A routine note stays in the files whatever it says; a notice is shown even where it reads like one."""
+    notes = (
+        Note("precision 3.1% above target 2.0% at the time budget (10s)", NoteKind.ROUTINE),
+        Note("precision of the input changed to bfloat16 by the test"),  # a notice, worded like a routine note
+        Note("the power cap trimmed the clocks within bounds", NoteKind.ROUTINE),
+    )
+    result = MeasurementResult(measurement(1000.0, test_id="t.py::test_0", notes=notes), ())
+    writer = Writer()
+    render_notes(writer, SessionResults((result,), ENV, Provenance(), "baseline", "2026-11-24T00:00:00"), 0.10)
+    assert writer.lines == [
+        "--- gpuperf notes",
+        "t.py::test_0::default: precision of the input changed to bfloat16 by the test",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -54,6 +54,7 @@ from pytest_gpuperf.model import (
     Environment,
     Measurement,
     MeasurementResult,
+    Note,
     Provenance,
     Verdict,
     measurement_key,
@@ -297,7 +298,7 @@ class CompareRefEngine:
         self._pairs[key] = _Pair(base, note, spec.settings, spec, unmeasurable=remote.unmeasurable)
         measurement = prepared.finish()
         label = f"compared with {self.ref} ({(self.base_commit or '')[:12]}) in alternating rounds"
-        return dataclasses.replace(measurement, notes=(*measurement.notes, label))
+        return dataclasses.replace(measurement, notes=(*measurement.notes, Note(label)))
 
     @staticmethod
     def _alternate(prepared: PreparedMeasurement, base: _BaseSide, remote: RemoteSide, spec: MeasureSpec) -> str:

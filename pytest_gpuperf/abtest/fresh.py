@@ -31,7 +31,7 @@ from pytest_gpuperf.abtest.leftovers import REMEASURE_PREFIX, make_scratch, remo
 from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch, spawn_worker
 from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
-from pytest_gpuperf.model import Measurement
+from pytest_gpuperf.model import Measurement, Note
 from pytest_gpuperf.runner import sample_precision, stopping_rule
 from pytest_gpuperf.stopping import Progress
 
@@ -82,7 +82,7 @@ class FreshProcessRemeasure:
         except WorkerError:
             self._stop_worker()  # a later suspicion gets a new process, not a half-finished test
             raise
-        notes = measured.notes if waited is None else (*measured.notes, waited)
+        notes = measured.notes if waited is None else (*measured.notes, Note(waited))
         return dataclasses.replace(measured, speed_probe_ns=probe, notes=notes)
 
     @staticmethod

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
 from pytest_gpuperf.errors import NvmlQueryError
+from pytest_gpuperf.model import Note, NoteKind
 
 ClockDomain = Literal["sm", "mem"]
 ClockKind = Literal["current", "applications", "default_applications", "max"]
@@ -316,7 +317,7 @@ class HealthReport:
     """
 
     unstable_reason: str | None = None
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     data: dict[str, object] = field(default_factory=dict)
 
 
@@ -418,9 +419,9 @@ class HealthMonitor:
         if self._report is not None:
             return self._report
         if not self._started:
-            return HealthReport(notes=("GPU health monitor was stopped without being started",))
+            return HealthReport(notes=(Note("GPU health monitor was stopped without being started"),))
         if self._unavailable is not None:
-            self._report = HealthReport(notes=(self._unavailable,))
+            self._report = HealthReport(notes=(Note(self._unavailable),))
             return self._report
         if self._thread is not None:
             self._stop.set()
@@ -472,7 +473,7 @@ class HealthMonitor:
             sm = list(self._sm_clocks)
             poll_error = self._poll_error
             soft_lowest = None if self._soft_sm_unreadable else self._soft_lowest_sm
-        notes: list[str] = []
+        notes: list[Note] = []
         data: dict[str, object] = {"nvml_polls": polls, "clock_event_reasons": decode_reasons(seen)}
         if self._temp_before is not None:
             data["temperature_before_c"] = self._temp_before
@@ -484,18 +485,19 @@ class HealthMonitor:
         for name, count in sorted(slow.items()):
             data[f"polls_{name}"] = count
         if poll_error is not None:
-            notes.append(poll_error)
+            notes.append(Note(poll_error))
 
         unstable, throttle_note = self._judge_slowdowns(seen, slow, polls, soft_lowest)
         if throttle_note:
-            notes.append(throttle_note)
+            notes.append(Note(throttle_note, NoteKind.ROUTINE))  # the clocks were only trimmed
 
         locked = "yes" if seen & APPLICATIONS_CLOCKS_SETTING else self._locked_at_start
         if poll_error is not None and locked == "no":
             locked = "unknown"
         data["clocks_locked"] = locked
         if sm and min(sm) > 0 and (max(sm) - min(sm)) / max(sm) > CLOCK_SPREAD_NOTE:
-            notes.append(f"SM clock varied between {min(sm)} and {max(sm)} MHz during the measurement; {LOCK_HINT}")
+            spread = f"SM clock varied between {min(sm)} and {max(sm)} MHz during the measurement"
+            notes.append(Note(f"{spread}; {LOCK_HINT}"))
         elif locked == "no":
-            notes.append(f"GPU clocks do not look locked (boost clocks drift with temperature); {LOCK_HINT}")
+            notes.append(Note(f"GPU clocks do not look locked (boost clocks drift with temperature); {LOCK_HINT}"))
         return HealthReport(unstable_reason=unstable, notes=tuple(notes), data=data)

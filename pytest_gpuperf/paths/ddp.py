@@ -45,7 +45,7 @@ from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, r
 from pytest_gpuperf import stats
 from pytest_gpuperf.errors import DdpError, GpuperfError
 from pytest_gpuperf.files import write_atomic
-from pytest_gpuperf.model import Measurement, Throughput
+from pytest_gpuperf.model import Measurement, Note, Throughput
 from pytest_gpuperf.paths import Bench
 from pytest_gpuperf.paths._torch import elapsed_ns
 
@@ -308,7 +308,7 @@ def _step_measurement(
         warmup_calls=spec.warmup,
         total_calls=spec.warmup + spec.steps,
         wall_time_s=wall_s,
-        notes=(f"{world} ranks, backend {backend}, hosts {sorted({r.hostname for r in ranks})}",),
+        notes=(Note(f"{world} ranks, backend {backend}, hosts {sorted({r.hostname for r in ranks})}"),),
         throughput=Throughput(items=None if items_per_rank is None else items_per_rank * world),
     )
 
@@ -443,5 +443,5 @@ def run_ddp(
         scaling_efficiency=efficiency,
         rank_imbalance=imbalance,
         one_rank=one_rank,
-        notes=measurement.notes,
+        notes=tuple(n.text for n in measurement.notes),
     )

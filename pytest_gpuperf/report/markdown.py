@@ -158,7 +158,7 @@ def _noise(session: SessionResults) -> list[str]:
     for r in ordered(session.results):
         m = r.measurement
         noise = r.baseline.noise if r.baseline is not None else None
-        notes = "; ".join([*([m.unstable_reason] if m.unstable_reason else []), *m.notes])
+        notes = "; ".join([*([m.unstable_reason] if m.unstable_reason else []), *(n.text for n in m.notes)])
         cells = [
             _test(m.test_id),
             md_text(m.name),

@@ -29,8 +29,10 @@ FORMAT = "pytest-gpuperf-results"
 # (the rules that reached its verdict), and the verdict "not gated"; 3 the differential profile
 # of a confirmed regression (``profile_diff``), the compact op profile of a measurement and of a
 # baseline entry; 4 what the ``benchmark`` fixture knows of a measurement's test (``benchmark``:
-# pytest-benchmark's names, group, params and extra_info). Older files are read by adding what they
-# lack (``_upgrade``): no kind recorded is taken from the comparison's name, the rest is empty.
+# pytest-benchmark's names, group, params and extra_info), a measurement's notes with their kind
+# (``{"text", "kind"}``, no longer bare strings). Older files are read by adding what they lack
+# (``_upgrade``): no kind recorded is taken from the comparison's name, a bare note is a notice,
+# the rest is empty.
 SCHEMA_VERSION = 4
 
 
@@ -138,6 +140,10 @@ def _upgrade(document: object) -> object:
         for part, field in (("measurement", "op_profile"), ("baseline", "profile"), ("measurement", "benchmark")):
             if isinstance(result.get(part), dict):
                 result[part].setdefault(field, None)
+        measurement = result.get("measurement")
+        if isinstance(measurement, dict) and isinstance(measurement.get("notes"), list):
+            measurement["notes"] = [{"text": n, "kind": "notice"} if isinstance(n, str) else n
+                                    for n in measurement["notes"]]  # fmt: skip
     document["schema_version"] = SCHEMA_VERSION
     return document
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TextIO
 
-from pytest_gpuperf.model import Comparison, Kind, ProfileSummary, SessionResults, Verdict
+from pytest_gpuperf.model import Comparison, Kind, NoteKind, ProfileSummary, SessionResults, Verdict
 from pytest_gpuperf.report.rows import Headline, counts_line, headline, ordered, time_comparison
 from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
@@ -214,21 +214,20 @@ class PlainWriter:
 def render_notes(tw: Any, session: SessionResults, threshold: float) -> None:
     """What a reader must not miss: not-comparable baselines, environment drift, unconfirmed suspicions.
 
-    Routine notes (no baseline yet, precision short of the target: the table has a column
-    for it; a power cap that only trimmed the clocks) stay in the results files. A note
+    Routine notes (``NoteKind.ROUTINE``: precision short of the target, which the table has a
+    column for; a power cap that only trimmed the clocks) stay in the results files. A note
     that several measurements share (unlocked GPU clocks, say) is written once. A time
     the table shows past ``threshold`` yet "unchanged" gets its reason too (a threshold
     raised by noise, a fast end that did not move, a suspicion the fresh pairs did not
     confirm): without it the table reads as the gate ignoring its own threshold.
     """
     loud = {Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.NOT_COMPARABLE, Verdict.UNSTABLE, Verdict.NOT_GATED}
-    routine = ("smoke run", "precision ", "sw_power_cap", "sw_thermal_slowdown", "rounds pinned to CPU")
     keys_by_note: dict[str, list[str]] = {}
     for r in session.results:
         m = r.measurement
         notes = [c.note for c in r.comparisons if c.note and (c.verdict in loud or _quiet_past(c, threshold))]
         said = " ".join(notes)
-        notes += [n for n in m.notes if not n.startswith(routine) and n not in said]
+        notes += [n.text for n in m.notes if n.kind is NoteKind.NOTICE and n.text not in said]
         for note in dict.fromkeys(notes):  # ordered, without repeats
             keys_by_note.setdefault(note, []).append(m.key)
     lines = [

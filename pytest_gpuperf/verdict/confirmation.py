@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from pytest_gpuperf.model import Comparison, Kind, MeasurementResult, RuleNote, Verdict
+from pytest_gpuperf.model import Comparison, Kind, MeasurementResult, Note, RuleNote, Verdict
 
 SUSPECTED = frozenset({Verdict.REGRESSION, Verdict.IMPROVEMENT})
 
@@ -56,7 +56,7 @@ def confirmed(result: MeasurementResult, note: str, verdict: Verdict | None = No
         explanation=(*time_c.explanation, RuleNote("confirmation", verdict, note)),
     )  # fmt: skip
     comparisons = tuple(explained if c is time_c else c for c in result.comparisons)
-    measured = dataclasses.replace(result.measurement, notes=(*result.measurement.notes, note))
+    measured = dataclasses.replace(result.measurement, notes=(*result.measurement.notes, Note(note)))
     return dataclasses.replace(result, measurement=measured, comparisons=comparisons)
 
 

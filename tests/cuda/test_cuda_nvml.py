@@ -30,7 +30,7 @@ def test_monitor_polls_during_gpu_work(device: torch.device) -> None:
         a @ a
         torch.cuda.synchronize(device)
     report = monitor.stop()
-    if any(n.startswith("NVML unavailable") for n in report.notes):
-        pytest.skip(report.notes[0])
+    if any(n.startswith("NVML unavailable") for n in [x.text for x in report.notes]):
+        pytest.skip(report.notes[0].text)
     assert isinstance(report.data["nvml_polls"], int) and report.data["nvml_polls"] >= 2
     assert "temperature_before_c" in report.data

@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_gpuperf.model import Note
+
 # A measurement is taken on a busy runner when, over its wall time, some task waited for a CPU
 # a tenth of the time, or the hypervisor took a twentieth of it, or more tasks were runnable
 # than there are CPUs. Below these, the fast end and the samples' shape tell the rest.
@@ -154,7 +156,7 @@ class ContentionReport:
     """What the monitor hands the runner (the shape of gpu/nvml.py's HealthReport): evidence, no verdict."""
 
     unstable_reason: str | None = None
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     data: dict[str, object] = field(default_factory=dict)
 
 

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from pytest_gpuperf.host.cpu.calibration import CalibrationWorkload
 from pytest_gpuperf.host.cpu.pinning import pinned
+from pytest_gpuperf.model import Note
 
 if TYPE_CHECKING:
     import torch
@@ -195,5 +196,5 @@ def settled_probe(take: Callable[[], float | None], reference_ns: float | None) 
 
 def with_probe(measurement: Measurement, probe_ns: float | None, waited: str | None) -> Measurement:
     """``measurement`` with the probe taken before it, and the wait for it in its notes."""
-    notes = measurement.notes if waited is None else (*measurement.notes, waited)
+    notes = measurement.notes if waited is None else (*measurement.notes, Note(waited))
     return dataclasses.replace(measurement, speed_probe_ns=probe_ns, notes=notes)
