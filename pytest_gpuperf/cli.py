@@ -148,18 +148,15 @@ def _bisect_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
                         help="skip a commit whose run takes longer (default: no limit)")  # fmt: skip
 
 
-def _emit(text: str, output: Path | None, stdout: TextIO) -> None:
-    if output is None:
-        stdout.write(text)
-        return
-    write_atomic(output, text)
-
-
 def _emit_report(name: str, session: SessionResults, output: Path | None, stdout: TextIO) -> None:
     """Render ``name`` through the reports' registry (report.REPORTS) to ``output`` or standard output."""
     from pytest_gpuperf.report import render
 
-    _emit(render(name, session, path=output), output, stdout)
+    text = render(name, session, path=output)
+    if output is None:
+        stdout.write(text)
+    else:
+        write_atomic(output, text)
 
 
 def _cmd_compare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:

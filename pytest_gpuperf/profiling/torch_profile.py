@@ -73,21 +73,6 @@ class ProfileCapture:
         return ProfileSummary(trace_path=self.trace_path or "", top_ops=self.top_ops, activities=self.activities)
 
 
-def profile_calls(
-    fn: Callable[..., object],
-    args: Sequence[object],
-    kwargs: Mapping[str, object],
-    *,
-    out_dir: Path,
-    label: str,
-    device: torch.device,
-    calls: int = PROFILED_CALLS,
-) -> ProfileSummary:
-    """Profile ``calls`` calls of ``fn`` (after one unprofiled warm-up call) and export a trace."""
-    return capture_calls(fn, args, kwargs, trace_path=out_dir / f"{safe_label(label)}.json", label=label,
-                         device=device, calls=calls).summary()  # fmt: skip
-
-
 def capture_calls(
     fn: Callable[..., object],
     args: Sequence[object],
@@ -111,7 +96,7 @@ def capture_calls(
     from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
     if calls < 1:
-        raise ValueError(f"profile_calls: calls must be at least 1, got {calls}")
+        raise ValueError(f"capture_calls: calls must be at least 1, got {calls}")
     on_cuda = device.type == "cuda"
     activities = [ProfilerActivity.CPU]
     if on_cuda:

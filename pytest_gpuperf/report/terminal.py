@@ -19,7 +19,7 @@ from pytest_gpuperf.model import Comparison, Kind, NoteKind, ProfileSummary, Ses
 from pytest_gpuperf.report.rows import Headline, counts_line, headline, ordered, time_comparison
 from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
-from pytest_gpuperf.report.why import why_lines
+from pytest_gpuperf.report.why import PERFETTO, why_lines
 
 HEADERS = ("test", "measurement", "now", "baseline", "change", "precision", "verdict")
 _MARKUP = {
@@ -259,27 +259,24 @@ def render_explanations(tw: Any, session: SessionResults) -> None:
 
 
 def render_top_ops(tw: Any, session: SessionResults) -> None:
-    """Under --gpuperf-profile: each measurement's top operators and the trace to open."""
+    """Under --gpuperf-profile: each measurement's trace to open and its top operators."""
     profiled = [r.measurement for r in session.results if r.measurement.profile is not None]
     if not profiled:
         return
     tw.write_sep("-", "gpuperf profile: top operators")
     for m in profiled:
         assert m.profile is not None
-        trace = f"trace: {m.profile.trace_path}" if m.profile.trace_path else "trace not written: see the notes"
+        path = m.profile.trace_path
+        trace = f"trace: {path}, open in {PERFETTO}" if path else "trace not written: see the notes"
         tw.write_line(plain(f"{m.key}  ({trace})"))
         for line in format_top_ops(m.profile, n=8):
             tw.write_line(plain(f"  {line}"))
 
 
 def format_top_ops(summary: ProfileSummary, n: int = 10) -> list[str]:
-    """Terminal lines: where the trace is, then the top ``n`` operators with share and time."""
+    """The top ``n`` operators with their share and time, under a line saying what ranks them."""
     kind = "device" if "cuda" in summary.activities else "CPU"
-    lines = [f"trace: {summary.trace_path} (open in https://ui.perfetto.dev)"]
     if not summary.top_ops:
-        lines.append(f"  no operator recorded {kind} time")
-        return lines
-    lines.append(f"  top operators by self {kind} time:")
-    for name, time_ns, share in summary.top_ops[:n]:
-        lines.append(f"  {share:6.1%}  {format_time(time_ns):>10}  {name}")
-    return lines
+        return [f"no operator recorded {kind} time"]
+    rows = [f"  {share:6.1%}  {format_time(ns):>10}  {name}" for name, ns, share in summary.top_ops[:n]]
+    return [f"top operators by self {kind} time:", *rows]

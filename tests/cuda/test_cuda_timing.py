@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from pytest_gpuperf.profiling.nsight import capture_range
-from pytest_gpuperf.profiling.torch_profile import profile_calls
+from pytest_gpuperf.profiling.torch_profile import capture_calls
 from pytest_gpuperf.timers import CudaEventTimer, timer_for
 
 pytestmark = pytest.mark.cuda
@@ -46,9 +46,10 @@ def test_event_timer_agrees_with_profiler_kernel_time(device: torch.device) -> N
     assert 0.9 * kernel_ms <= event_ms <= 1.5 * kernel_ms, (event_ms, kernel_ms)
 
 
-def test_profile_calls_ranks_device_time(device: torch.device, tmp_path: Path) -> None:
+def test_a_capture_ranks_device_time(device: torch.device, tmp_path: Path) -> None:
     a = torch.randn(1024, 1024, device=device)
-    summary = profile_calls(torch.mm, (a, a), {}, out_dir=tmp_path, label="cuda::mm", device=device)
+    capture = capture_calls(torch.mm, (a, a), {}, trace_path=tmp_path / "mm.json", label="cuda::mm", device=device)
+    summary = capture.summary()
     assert summary.activities == ("cpu", "cuda")
     assert Path(summary.trace_path).is_file()
     assert summary.top_ops
