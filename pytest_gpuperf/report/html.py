@@ -83,13 +83,6 @@ def _time_unit(values: Sequence[float]) -> tuple[str, float]:
     return next(((name, f) for name, f in _UNITS if typical >= f), ("ns", 1.0))
 
 
-def _quantile(ordered: Sequence[float], q: float) -> float:
-    pos = (len(ordered) - 1) * q
-    lo = int(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
 def central_range(values: Sequence[float]) -> tuple[float, float]:
     """Where the bulk of ``values`` lies: the central 98%, narrowed to Tukey's far-out fences.
 
@@ -98,10 +91,11 @@ def central_range(values: Sequence[float]) -> tuple[float, float]:
     it squeezes a 207 -> 331 us shift into a few pixels; the fences (3 IQR past
     the quartiles) leave such a sample out whatever the count.
     """
-    ordered = sorted(values)
-    q1, q3 = _quantile(ordered, 0.25), _quantile(ordered, 0.75)
+    import numpy as np
+
+    low, q1, q3, high = (float(q) for q in np.percentile(values, [1, 25, 75, 99]))  # linear, as every statistic
     fence = _FENCE_IQR * (q3 - q1)
-    return max(_quantile(ordered, 0.01), q1 - fence), min(_quantile(ordered, 0.99), q3 + fence)
+    return max(low, q1 - fence), min(high, q3 + fence)
 
 
 def zoom_limits(sides: Sequence[Sequence[float]], marks: Sequence[float]) -> tuple[float, float]:
