@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -94,14 +94,14 @@ def _extra_info(result: MeasurementResult) -> dict[str, Any]:
     return info
 
 
-def benchmark_entry(result: MeasurementResult, *, own_name: bool = False) -> dict[str, Any]:
-    """One ``benchmarks[]`` entry; ``own_name``: the ``benchmark`` fixture's names are the test's, unclaimed."""
+def benchmark_entry(result: MeasurementResult, taken: Collection[str] = ()) -> dict[str, Any]:
+    """One ``benchmarks[]`` entry; ``taken``: full names other entries have, which the fixture's cannot take."""
     m = result.measurement
     name, fullname, param = _names(m.test_id, m.name)
     stats = benchmark_stats([s / _NS_PER_S for s in m.samples_ns])
     stats["iterations"] = m.calls_per_sample
     bench = m.benchmark
-    if bench is not None and own_name:
+    if bench is not None and bench.fullname not in taken:
         name, fullname = bench.name, bench.fullname
     return {
         "group": bench.group if bench else None,
@@ -163,12 +163,7 @@ def benchmark_document(session: SessionResults) -> dict[str, Any]:
     return {
         "machine_info": machine_info,
         "commit_info": commit_info,
-        "benchmarks": [
-            benchmark_entry(
-                r, own_name=r.measurement.benchmark is not None and r.measurement.benchmark.fullname not in taken
-            )
-            for r in session.results
-        ],
+        "benchmarks": [benchmark_entry(r, taken) for r in session.results],
         "datetime": session.started_at,
         "version": FORMAT_VERSION,
     }
