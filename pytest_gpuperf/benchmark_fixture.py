@@ -38,7 +38,7 @@ from pytest_gpuperf.errors import (
 from pytest_gpuperf.fixture import GpuBench
 from pytest_gpuperf.model import Measurement, measurement_key
 from pytest_gpuperf.outcome import fail
-from pytest_gpuperf.state_key import STATE_KEY
+from pytest_gpuperf.session import STATE_KEY
 
 MEASUREMENT = "benchmark"  # the measurement's name: apart from gpu_bench's "default" in the same test
 PLUGIN_NAME = "gpuperf-benchmark"
