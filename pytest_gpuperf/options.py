@@ -24,8 +24,6 @@ from pytest_gpuperf import config as cfg
 from pytest_gpuperf.errors import ConfigError
 from pytest_gpuperf.model import Statistic
 
-GROUP = ("gpuperf", "GPU performance regression testing (pytest-gpuperf)")
-
 
 @dataclass(frozen=True)
 class Option:
@@ -119,13 +117,12 @@ PROFILE_DIFF_INI = "gpuperf_profile_diff"  # a bool ini, the twin of --gpuperf-n
 
 
 def add_options(parser: pytest.Parser) -> None:
-    group = parser.getgroup(*GROUP)
+    group = parser.getgroup("gpuperf", "GPU performance regression testing (pytest-gpuperf)")
     for o in OPTIONS:
         if o.convert is None:
             group.addoption(o.flag, dest=o.dest, action="store_true", default=False, help=o.help)
         else:  # the parser converts the command line; ini strings are converted by ``_resolve``
-            group.addoption(o.flag, dest=o.dest, metavar=o.metavar, default=None, help=o.help,
-                            type=o.convert if o.convert in (int, float) else None)  # fmt: skip
+            group.addoption(o.flag, dest=o.dest, metavar=o.metavar, default=None, help=o.help, type=o.convert)
         if o.ini:
             parser.addini(o.dest, help=o.help, type="string")
     parser.addini(PROFILE_DIFF_INI, type="bool", default=True,
@@ -138,8 +135,6 @@ def _resolve(config: pytest.Config) -> tuple[dict[str, Any], set[str]]:
     from_ini: set[str] = set()
     for o in OPTIONS:
         value = config.getoption(o.dest)
-        if o.convert is not None and value is not None and o.convert not in (int, float):
-            value = o.convert(value)
         if value is None and o.ini and (raw := config.getini(o.dest)) not in (None, "", []):
             try:
                 value = o.convert(raw) if o.convert else raw

@@ -9,6 +9,7 @@ lazily on the first ``gpu_bench`` use, so a session without perf tests pays noth
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 import os
 import warnings
@@ -26,7 +27,7 @@ from pytest_gpuperf.model import SessionResults
 from pytest_gpuperf.outcome import fail
 from pytest_gpuperf.parallel import WorkerInfo
 from pytest_gpuperf.report.progress import Progress
-from pytest_gpuperf.session import BASE_REF_KEY, EARLY_BASE_KEY, STATE_KEY, GpuperfSession, XdistController
+from pytest_gpuperf.session import BASE_REF_KEY, EARLY_BASE_KEY, STATE_KEY, GpuperfSession
 from pytest_gpuperf.session import missing_baselines as _missing_baselines
 
 MARKER = "gpuperf"
@@ -85,13 +86,9 @@ def _start_base_early(early_config: pytest.Config) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        f"{MARKER}(threshold=None, memory_threshold=None, metric=None, warmup_time=None, min_time=None, "
-        "max_time=None, target_precision=None, time_limit=None, l2_flush=None, cuda_graph=None, calibrate=None, "
-        "remeasure=None): "
-        "per-test options for gpu_bench measurements (pytest-gpuperf)",
-    )
+    keywords = ", ".join(f"{f.name}=None" for f in dataclasses.fields(cfg.MarkerOptions))
+    config.addinivalue_line("markers", f"{MARKER}({keywords}): per-test options for gpu_bench measurements "
+                            "(pytest-gpuperf)")  # fmt: skip
     gp = options.build_config(config)
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
     worker = WorkerInfo.from_workerinput(getattr(config, "workerinput", None))
@@ -101,8 +98,6 @@ def pytest_configure(config: pytest.Config) -> None:
     )  # fmt: skip
     benchmark_fixture.install(config)
     config.pluginmanager.register(session, "gpuperf-session")
-    if worker is None and config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(XdistController(session), "gpuperf-xdist-controller")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_gpuperf.config import GpuperfConfig, Mode
+from pytest_gpuperf.config import GpuperfConfig, Mode, Settings
 from pytest_gpuperf.errors import GpuperfError
 from pytest_gpuperf.fixture import GpuBench
 from pytest_gpuperf.model import Environment, Kind, MeasurementResult, Provenance, SessionResults, Verdict
@@ -35,8 +35,6 @@ if TYPE_CHECKING:
     from pytest_gpuperf.abtest.worktree import BaseRef
     from pytest_gpuperf.baseline.store import BaselineStore, EntryChange
     from pytest_gpuperf.engine import Engine, LocalEngine
-    from pytest_gpuperf.host import HostGuard
-    from pytest_gpuperf.runner import Runner
 
 STATE_KEY = pytest.StashKey["GpuperfSession"]()
 BENCH_KEY = pytest.StashKey[GpuBench]()
@@ -95,6 +93,7 @@ class GpuperfSession:
         from pytest_gpuperf.gpu.device import resolve_device
         from pytest_gpuperf.host import guard_for
         from pytest_gpuperf.runner import Runner, RunnerOptions
+        from pytest_gpuperf.verdict.rulesets import rules_for
 
         c = self.config
         cuda_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -107,43 +106,33 @@ class GpuperfSession:
         guard = guard_for(self.device, mode=c.mode, pin_cpu=c.pin_cpu)
         runner = Runner(RunnerOptions(device=self.device, guard=guard, nvtx=c.nvtx, nsight=c.nsight,
                                       profile_dir=c.profile_dir))  # fmt: skip
+        rules = rules_for(c.mode, guard.rules(c.mode))  # the mode's rule lists, once for the session
         if self.base_worker:
             from pytest_gpuperf.abtest.worker_plugin import worker_engine
 
             self.engine = worker_engine(self.pytest_config, runner)
         elif c.compare_ref:
-            self.engine = self._compare_ref = self._compare_ref_engine(runner, guard)
+            from pytest_gpuperf.abtest.engine import CompareRefEngine
+
+            self.engine = self._compare_ref = CompareRefEngine(
+                c.compare_ref, c.rootdir, runner, self.environment, rules, confirm_pairs=c.confirm_pairs,
+                worker_args=c.worker_args, early=self.early_base, resolved=self.base_ref, progress=self.progress,
+                traces=c.traces_dir,
+            )  # fmt: skip
         else:
-            self.engine = self._local = self._local_engine(runner, guard)
+            from pytest_gpuperf.abtest.fresh import FreshProcessRemeasure
+            from pytest_gpuperf.engine import LocalEngine
+
+            device = str(self.device)
+
+            def fresh() -> FreshProcessRemeasure:
+                return FreshProcessRemeasure(c.rootdir, device, guard.pin_cpu, c.worker_args, settle=guard.settle)
+
+            self.engine = self._local = LocalEngine(runner, self.store, self.environment, guard, rules, fresh,
+                                                    self.progress, traces=c.traces_dir)  # fmt: skip
         return self.engine
 
-    def _compare_ref_engine(self, runner: Runner, guard: HostGuard) -> CompareRefEngine:
-        from pytest_gpuperf.abtest.engine import CompareRefEngine
-        from pytest_gpuperf.verdict.rulesets import rules_for
-
-        c = self.config
-        assert self.environment is not None
-        return CompareRefEngine.for_session(
-            c, runner, self.environment, rules_for(c.mode, guard.rules(c.mode)), early=self.early_base,
-            resolved=self.base_ref, progress=self.progress, traces=c.traces_dir,
-        )  # fmt: skip
-
-    def _local_engine(self, runner: Runner, guard: HostGuard) -> LocalEngine:
-        from pytest_gpuperf.abtest.fresh import FreshProcessRemeasure
-        from pytest_gpuperf.engine import LocalEngine
-        from pytest_gpuperf.verdict.rulesets import rules_for
-
-        c = self.config
-        device = str(self.device)
-        assert self.store is not None and self.environment is not None
-
-        def fresh() -> FreshProcessRemeasure:
-            return FreshProcessRemeasure(c.rootdir, device, guard.pin_cpu, c.worker_args, settle=guard.settle)
-
-        return LocalEngine(runner, self.store, self.environment, guard, rules_for(c.mode, guard.rules(c.mode)), fresh,
-                           self.progress, traces=c.traces_dir)  # fmt: skip
-
-    def bench(self, item: pytest.Item, settings: Any) -> GpuBench:
+    def bench(self, item: pytest.Item, settings: Settings) -> GpuBench:
         """The ``gpu_bench`` of ``item``: measured by this session's engine, judged after the test body."""
         engine = self.ensure_started()
         assert self.device is not None
@@ -208,6 +197,21 @@ class GpuperfSession:
 
         workeroutput["gpuperf_results"] = dumps_results(self.session_results())
         workeroutput["gpuperf_changes"] = [[c.key, str(c.path), c.kind] for c in self.changes]
+
+    @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook, on its controller: merge what a worker measured
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        output = getattr(node, "workeroutput", None) or {}
+        text = output.get("gpuperf_results")
+        if not text:
+            return
+        from pytest_gpuperf.baseline.store import EntryChange
+        from pytest_gpuperf.report.results_json import loads_results
+
+        session = loads_results(text, f"<results of xdist worker {output.get('workerid', '?')}>")
+        self.results.extend(session.results)
+        self.environment = self.environment or session.environment
+        self.provenance = session.provenance
+        self.changes.extend(EntryChange(k, Path(p), kind) for k, p, kind in output.get("gpuperf_changes", []))
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.engine is not None:
@@ -287,25 +291,3 @@ def missing_baselines(config: GpuperfConfig) -> str | None:
     what = "is not a folder" if config.baseline_dir.exists() else "does not exist"
     return (f"the baselines folder {config.baseline_dir} {what}, so every test is new; record baselines with "
             "--gpuperf-update-baseline, or check --gpuperf-baseline-dir / gpuperf_baseline_dir")  # fmt: skip
-
-
-class XdistController:
-    """Registered on the xdist controller only: merges what each worker measured."""
-
-    def __init__(self, state: GpuperfSession) -> None:
-        self.state = state
-
-    def pytest_testnodedown(self, node: Any, error: object) -> None:
-        output = getattr(node, "workeroutput", None) or {}
-        text = output.get("gpuperf_results")
-        if not text:
-            return
-        from pytest_gpuperf.baseline.store import EntryChange
-        from pytest_gpuperf.report.results_json import loads_results
-
-        session = loads_results(text, f"<results of xdist worker {output.get('workerid', '?')}>")
-        state = self.state
-        state.results.extend(session.results)
-        state.environment = state.environment or session.environment
-        state.provenance = session.provenance
-        state.changes.extend(EntryChange(k, Path(p), kind) for k, p, kind in output.get("gpuperf_changes", []))

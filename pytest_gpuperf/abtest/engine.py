@@ -73,8 +73,6 @@ from pytest_gpuperf.verdict.judge import time_comparison
 from pytest_gpuperf.verdict.rulesets import RuleSet
 
 if TYPE_CHECKING:
-
-    from pytest_gpuperf.config import GpuperfConfig
     from pytest_gpuperf.runner import MeasureSpec, PreparedMeasurement, Runner
 
 
@@ -138,32 +136,6 @@ class CompareRefEngine:
         self._head_checkout: Path | None = None  # the confirming head workers' checkout (headtree.py)
         self._early = early  # a worktree and base process started before collection (prestart.py)
         self.progress = progress or Progress()
-
-    @classmethod
-    def for_session(
-        cls,
-        config: GpuperfConfig,
-        runner: Runner,
-        environment: Environment,
-        rules: RuleSet,
-        node_ids: Sequence[str] = (),
-        early: EarlyBase | None = None,
-        progress: Progress | None = None,
-        resolved: BaseRef | None = None,
-        traces: Path | None = None,
-    ) -> CompareRefEngine:
-        """The engine for a session; the worktree and worker start on the first real measurement.
-
-        ``early``, from the head's earliest hook, is adopted when it is for the same ref and rootdir.
-        """
-        assert config.compare_ref, "for_session needs config.compare_ref"
-        return cls(
-            config.compare_ref, config.rootdir, runner, environment, rules,
-            node_ids=node_ids, confirm_pairs=config.confirm_pairs, worker_args=config.worker_args, early=early,
-            progress=progress,
-            resolved=resolved,
-            traces=traces,
-        )  # fmt: skip
 
     # -- life cycle -------------------------------------------------------------------------
 
