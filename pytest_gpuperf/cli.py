@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from pytest_gpuperf import __version__, cli_history
+from pytest_gpuperf.config import Mode
 from pytest_gpuperf.errors import GpuperfError
 from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import SessionResults, Statistic
@@ -199,7 +200,7 @@ def _cmd_stability(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     sessions = []
     for path in args.results:
         session = load_results(path)
-        if session.mode != "baseline":  # compare-ref measures its base in the same session
+        if session.mode != Mode.BASELINE:  # compare-ref measures its base in the same session
             stderr.write(f"gpuperf stability: skipped {path}: a session in {session.mode} mode, not baseline mode\n")
             continue
         sessions.append(session)

@@ -13,13 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_gpuperf.baseline.record import entry_from_measurement
-from pytest_gpuperf.config import GateSettings
+from pytest_gpuperf.config import GateSettings, Mode
 from pytest_gpuperf.model import BaselineEntry, SessionResults
 from pytest_gpuperf.report.results_json import load_results
 from pytest_gpuperf.verdict import Reference, judge
 from pytest_gpuperf.verdict.rulesets import baseline_rules
-
-MODE = "compare-files"
 
 
 @dataclass(frozen=True)
@@ -64,7 +62,7 @@ def compare_sessions(
         results=tuple(results),
         environment=head.environment,
         provenance=head.provenance,
-        mode=MODE,
+        mode=Mode.COMPARE_FILES,
         started_at=head.started_at,
         compare_ref=base_label or base.provenance.commit or base.started_at,
         base_provenance=base.provenance,

@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,22 @@ DEFAULT_BASELINE_DIR = "baselines"
 CALIBRATE_CHOICES = ("on", "off")
 DEVICE_SPEC = re.compile(r"auto|cpu|cuda(?::(?P<index>\d+))?")
 DEVICE_CHOICES = '"auto", "cpu", "cuda" or "cuda:N"'
-MODES = ("smoke", "baseline", "compare-ref", "update")
+
+
+class Mode(str, Enum):
+    """What a session does, chosen once from the options (``GpuperfConfig.mode``).
+
+    A ``str`` so a results file keeps the plain word; decisions compare the members (``is``).
+    """
+
+    SMOKE = "smoke"  # no --gpuperf: one call per perf test, nothing measured or compared
+    BASELINE = "baseline"  # gate against the git-tracked baselines
+    UPDATE = "update"  # --gpuperf-update-baseline: measure and write baselines
+    COMPARE_REF = "compare-ref"  # --gpuperf-compare-ref: head and base measured in alternating rounds
+    COMPARE_FILES = "compare-files"  # `gpuperf compare`: two results files, nothing measured
+
+    def __str__(self) -> str:  # the word, in messages and f-strings, on every Python version
+        return self.value
 
 
 @dataclass(frozen=True)
@@ -139,7 +155,7 @@ class GateSettings:
 class Settings:
     """Everything one measurement is taken and judged with: the product of ``resolve``."""
 
-    mode: str
+    mode: Mode
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     gate: GateSettings = field(default_factory=GateSettings)
     # Profile a confirmed time regression on both sides and diff them (update mode: store the profile).
@@ -147,7 +163,7 @@ class Settings:
 
     @property
     def enabled(self) -> bool:
-        return self.mode != "smoke"
+        return self.mode is not Mode.SMOKE
 
 
 @dataclass(frozen=True)
@@ -189,30 +205,11 @@ class GpuperfConfig:
     profile_dir: Path | None = None
     nsight: bool = False
     nvtx: bool = True
-    plugin_args: tuple[str, ...] = ()  # the session's -p choices and user options, repeated in worker processes
+    # What a worker of this session (compare-ref's base, a fresh re-measure) adds to its command line: the
+    # session's -p choices and user options, then its resolved measurement settings (options.worker_args).
+    worker_args: tuple[str, ...] = ()
     pin_cpu: str = "auto"  # "auto", "off" or a CPU number (host/cpu/pinning.py)
     profile_diff: bool = True  # --gpuperf-no-profile-diff / gpuperf_profile_diff = false turn it off
-
-    @property
-    def worker_args(self) -> tuple[str, ...]:
-        """What a worker of this session (compare-ref's base, a fresh re-measure) adds to its command line.
-
-        A worker collects the tests itself and would resolve its settings from its
-        own checkout's ini and command line. Given ``plugin_args`` and this session's
-        resolved measurement settings instead, both sides warm up, flush the L2,
-        replay graphs and time out alike; per-test marks still apply on each side.
-        Calibration is off in compare-ref, on both sides (``resolve``).
-        """
-        m = self.measure
-        calibrate = "off" if self.compare_ref else self.calibrate
-        args = [
-            f"--gpuperf-warmup-time={m.warmup_time_s!r}", f"--gpuperf-min-time={m.min_time_s!r}",
-            f"--gpuperf-max-time={m.max_time_s!r}", f"--gpuperf-target-precision={m.target_precision!r}",
-            f"--gpuperf-time-limit={m.time_limit_s!r}", f"--gpuperf-calibrate={calibrate}",
-        ]  # fmt: skip
-        flags = {"--gpuperf-l2-flush": m.l2_flush, "--gpuperf-cuda-graph": m.cuda_graph,
-                 "--gpuperf-nsight": self.nsight, "--gpuperf-no-nvtx": not self.nvtx}  # fmt: skip
-        return (*self.plugin_args, *args, *(flag for flag, on in flags.items() if on))
 
     def __post_init__(self) -> None:
         if DEVICE_SPEC.fullmatch(self.device.strip().lower()) is None:
@@ -254,14 +251,14 @@ class GpuperfConfig:
         return self.rootdir / ".gpuperf" / "profiles"
 
     @property
-    def mode(self) -> str:
+    def mode(self) -> Mode:
         if not self.enabled:
-            return "smoke"
+            return Mode.SMOKE
         if self.update_baseline:
-            return "update"
+            return Mode.UPDATE
         if self.compare_ref:
-            return "compare-ref"
-        return "baseline"
+            return Mode.COMPARE_REF
+        return Mode.BASELINE
 
 
 def parse_pin_cpu(value: str) -> int | str | None:
@@ -303,8 +300,7 @@ class MarkerOptions:
         unknown = sorted(set(kwargs) - known)
         if unknown:
             raise ConfigError(
-                f"unknown @pytest.mark.gpuperf keyword(s) {', '.join(unknown)}; "
-                f"known: {', '.join(sorted(known))}",
+                f"unknown @pytest.mark.gpuperf keyword(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}",
                 test_id=test_id,
             )
         for name, value in kwargs.items():
@@ -376,7 +372,7 @@ def resolve(
     m = marker or MarkerOptions()
     b = benchmark or BenchmarkOptions()
     mode = config.mode
-    compare_ref = mode == "compare-ref"
+    compare_ref = mode is Mode.COMPARE_REF
     base = config.measure
     max_time = _pick(m.max_time, _pick(b.max_time, max(base.max_time_s, m.min_time or 0.0)))
     try:
@@ -402,7 +398,7 @@ def resolve(
             strict=config.strict,
             calibrate=calibrate and not compare_ref,
             fast_end_quantile=None if compare_ref else DEFAULT_FAST_END_QUANTILE,
-            remeasures=0 if mode == "update" else _pick(m.remeasure, config.remeasures),
+            remeasures=0 if mode is Mode.UPDATE else _pick(m.remeasure, config.remeasures),
             confirm_pairs=config.confirm_pairs,
             min_samples=measure.min_samples,
         )
@@ -411,7 +407,7 @@ def resolve(
             raise
         which = "gpuperf" if marker is not None else "benchmark"
         raise ConfigError(f"@pytest.mark.{which}: {exc}", test_id=test_id) from None
-    return Settings(mode=mode, measure=measure, gate=gate, profile_diff=config.profile_diff and mode != "smoke")
+    return Settings(mode=mode, measure=measure, gate=gate, profile_diff=config.profile_diff and mode is not Mode.SMOKE)
 
 
 def _pick(override: Any, default: Any) -> Any:

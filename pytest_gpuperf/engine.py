@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from pytest_gpuperf import readings
-from pytest_gpuperf.config import MeasureSettings, Settings
+from pytest_gpuperf.config import MeasureSettings, Mode, Settings
 from pytest_gpuperf.env import describe_drift
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import (
@@ -45,16 +45,13 @@ if TYPE_CHECKING:
 
 
 class Engine(Protocol):
-    """What the fixture and the plugin call; every engine implements all of it."""
+    """What the fixture and the session call on every engine.
 
-    @property
-    def base_commit(self) -> str | None: ...
-
-    def start(self, node_ids: Sequence[str]) -> None: ...
+    An engine's own steps (compare-ref's ``start``, the local engine's ``remember``)
+    are asked for by the session (session.py), which knows which engine it built.
+    """
 
     def measure(self, spec: MeasureSpec, settings: Settings) -> Measurement: ...
-
-    def remember(self, key: str, remeasure: Callable[[], Measurement]) -> None: ...
 
     def evaluate(self, measurements: Sequence[Measurement], settings: Settings) -> list[MeasurementResult]: ...
 
@@ -131,15 +128,13 @@ def changes(history: Sequence[Comparison]) -> str:
 class LocalEngine:
     """Measure here; judge against the baseline store; confirm in fresh processes."""
 
-    base_commit = None
-
     def __init__(
         self,
         runner: Runner,
         store: BaselineStore,
         environment: Environment,
         guard: HostGuard,
-        rules: Callable[[str], RuleSet],
+        rules: RuleSet,
         fresh: Callable[[], FreshReader] | None = None,
         progress: Progress | None = None,
         *,
@@ -150,15 +145,12 @@ class LocalEngine:
         self.store = store
         self.environment = environment
         self.guard = guard
-        self._rules = rules
+        self.rules = rules  # the mode's rule lists, built once by the session
         self._make_fresh = fresh
         self.progress = progress or Progress()
         self._fresh: FreshReader | None = None
         self._specs: dict[str, tuple[MeasureSpec, Settings]] = {}
         self._recorded: dict[str, Callable[[], Measurement]] = {}
-
-    def start(self, node_ids: Sequence[str]) -> None:
-        """Nothing to start ahead: fresh processes start on the first suspicion."""
 
     def remember(self, key: str, remeasure: Callable[[], Measurement]) -> None:
         """How to take a recorded measurement (DDP ranks) again, for the confirmation."""
@@ -170,16 +162,16 @@ class LocalEngine:
         if settings.gate.calibrate and spec.calibration is None:
             spec = dataclasses.replace(spec, calibration=self.guard.calibration())
         self._specs[measurement_key(spec.test_id, spec.name)] = (spec, settings)
-        probe, waited = self.guard.session_probe(writing=settings.mode == "update")
+        probe, waited = self.guard.session_probe(writing=settings.mode is Mode.UPDATE)
         return with_probe(self.runner.measure(spec), probe, waited)
 
     def evaluate(self, measurements: Sequence[Measurement], settings: Settings) -> list[MeasurementResult]:
-        rules = self._rules(settings.mode)
+        rules = self.rules
         results = []
         for m in measurements:
             if m.speed_probe_ns is None:  # recorded from elsewhere (DDP ranks): probed now, between tests
                 m = dataclasses.replace(m, speed_probe_ns=self.guard.session_probe(writing=False)[0])
-            if settings.mode == "update":
+            if settings.mode is Mode.UPDATE:
                 m = self._baseline_reading(m, settings.gate)
             baseline = self.store.load(self.environment.device_class, m.test_id, m.name)
             others: tuple[str, ...] = ()
@@ -189,13 +181,13 @@ class LocalEngine:
             drift = describe_drift(baseline.environment if baseline else None, self.environment)
             if drift:
                 m = dataclasses.replace(m, notes=(*m.notes, Note(drift)))
-            if baseline is not None and baseline.written_busy and settings.mode != "update":
+            if baseline is not None and baseline.written_busy and settings.mode is not Mode.UPDATE:
                 told = f"the baseline was written while the runner was busy ({baseline.written_busy}): write it again"
                 m = dataclasses.replace(m, notes=(*m.notes, Note(f"{told} in a quieter hour")))
             reference = Reference(entry=baseline, other_classes=others)
             result = judge(m, reference, settings.gate, rules, self.environment)
             result = self._confirm(result, reference, settings, rules)
-            if settings.profile_diff and settings.mode != "update" and regressed(result):
+            if settings.profile_diff and settings.mode is not Mode.UPDATE and regressed(result):
                 result = self._profile_diff(result, baseline)
             results.append(result)
         return results

@@ -34,12 +34,14 @@ class GpuBench:
         engine: Engine,
         device: torch.device,
         guard: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
+        remember: Callable[[str, Callable[[], Measurement]], None] | None = None,
     ) -> None:
         self.test_id = test_id
         self.settings = settings  # resolved once for this test (config.resolve)
         self._engine = engine
         self._device = device
         self._guard = guard  # serializes measurements across xdist workers sharing a device
+        self._remember = remember  # how the engine takes a recorded measurement again (None: it does not)
         self._measurements: dict[str, Measurement] = {}
         self._latest: str | None = None
 
@@ -207,13 +209,13 @@ class GpuBench:
         except GpuperfError as exc:
             fail(str(exc))
         own = dataclasses.replace(measurement, test_id=self.test_id)
-        if remeasure is not None:
+        if remeasure is not None and self._remember is not None:
             test_id = self.test_id
 
             def again() -> Measurement:  # runs inside the gate, already under the device guard
                 return dataclasses.replace(remeasure(), test_id=test_id)
 
-            self._engine.remember(own.key, again)
+            self._remember(own.key, again)
         self._store(own)
         return own
 

@@ -14,7 +14,7 @@ import torch
 
 from pytest_gpuperf import stats
 from pytest_gpuperf.baseline.store import BaselineStore
-from pytest_gpuperf.config import GateSettings, GpuperfConfig, MeasureSettings, resolve
+from pytest_gpuperf.config import GateSettings, GpuperfConfig, MeasureSettings, Mode, resolve
 from pytest_gpuperf.engine import LocalEngine
 from pytest_gpuperf.host.cpu import CpuHostGuard
 from pytest_gpuperf.host.cpu.speed_probe import SessionSpeedProbe
@@ -51,9 +51,9 @@ class ScriptedReadings:
 
 
 def cpu_engine(tmp_path: Path, fresh: ScriptedReadings | None = None) -> LocalEngine:
-    guard = CpuHostGuard(torch.device("cpu"), mode="update", pin_cpu="off")
+    guard = CpuHostGuard(torch.device("cpu"), mode=Mode.UPDATE, pin_cpu="off")
     runner = Runner(RunnerOptions(device=torch.device("cpu"), guard=guard))
-    return LocalEngine(runner, BaselineStore(tmp_path), ENV, guard, lambda mode: rules_for(mode, guard.rules(mode)),
+    return LocalEngine(runner, BaselineStore(tmp_path), ENV, guard, rules_for(Mode.UPDATE, guard.rules(Mode.UPDATE)),
                        (lambda: fresh) if fresh is not None else None)  # fmt: skip
 
 

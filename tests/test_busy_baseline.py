@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from pytest_gpuperf.baseline import codec
-from pytest_gpuperf.config import GateSettings
+from pytest_gpuperf.config import GateSettings, Mode
 from pytest_gpuperf.host.cpu import CpuHostGuard
 from pytest_gpuperf.host.cpu.contention import Contention
 from tests.test_baseline_reading import engine_with_fresh_readings
@@ -21,7 +21,7 @@ EVIDENCE = "CPU pressure 45% of the time, steal 0.0%, 6 runnable tasks on 2 CPUs
 
 
 def test_the_cpu_guard_names_the_evidence_of_a_busy_runner() -> None:
-    guard = CpuHostGuard(torch.device("cpu"), mode="update", pin_cpu="off")
+    guard = CpuHostGuard(torch.device("cpu"), mode=Mode.UPDATE, pin_cpu="off")
     assert guard.busy(BUSY) == EVIDENCE
     assert guard.busy(QUIET) is None and guard.busy({}) is None
 

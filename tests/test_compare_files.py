@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from test_report_helpers import BASE, BASE_SESSION, ENV, HEAD, HEAD_SESSION
 
-from pytest_gpuperf.compare import MODE, compare_files, compare_sessions
-from pytest_gpuperf.config import GateSettings
+from pytest_gpuperf.compare import compare_files, compare_sessions
+from pytest_gpuperf.config import GateSettings, Mode
 from pytest_gpuperf.model import Verdict
 from pytest_gpuperf.report.results_json import ResultsError, write_results
 
@@ -23,7 +23,7 @@ def test_head_is_judged_against_base_by_the_gate() -> None:
     }
     assert outcome.removed == ("tests/t.py::test_gone::default",)
     session = outcome.session
-    assert session.mode == MODE
+    assert session.mode is Mode.COMPARE_FILES
     assert session.compare_ref == "base.json"
     assert session.base_provenance == BASE
     assert session.provenance == HEAD

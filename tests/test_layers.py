@@ -54,3 +54,57 @@ def test_the_cpu_guard_contract_checks_indirect_imports() -> None:
     (guard,) = [c for c in contracts() if c.get("forbidden_modules") == ["pytest_gpuperf.host.cpu"]]
     assert not guard.get("allow_indirect_imports", False)
     assert guard.get("ignore_imports") == ["pytest_gpuperf.host -> pytest_gpuperf.host.cpu"]  # the dispatch alone
+
+
+def import_cycles(package: str) -> list[list[str]]:
+    """The groups of ``package``'s modules that import each other in a circle (strongly connected components).
+
+    Every import counts: inside functions and under ``TYPE_CHECKING`` too (the
+    layers contract leaves the latter out), so a circle that only the type
+    checker sees is one here.
+    """
+    grimp = pytest.importorskip("grimp")
+    graph = grimp.build_graph(package, exclude_type_checking_imports=False)
+    edges = {m: set(graph.find_modules_directly_imported_by(m)) & graph.modules for m in graph.modules}
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:  # Tarjan's algorithm; the package is a few hundred modules deep at most
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for other in edges[module]:
+            if other not in order:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], order[other])
+        if low[module] == order[module]:
+            group = stack[stack.index(module) :]
+            del stack[stack.index(module) :]
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for module in sorted(edges):
+        if module not in order:
+            visit(module)
+    return cycles
+
+
+def test_no_modules_of_the_package_import_each_other_in_a_circle_even_for_the_type_checker() -> None:
+    assert import_cycles("pytest_gpuperf") == []
+
+
+def test_the_cycle_check_finds_a_circle_that_only_the_type_checker_sees(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(
+        **{
+            "circle/__init__": "",
+            "circle/state": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from circle.plugin import S\n",
+            "circle/plugin": "from circle.state import KEY\nclass S: ...\n",
+        }
+    )
+    monkeypatch.syspath_prepend(pytester.path)
+    assert import_cycles("circle") == [["circle.plugin", "circle.state"]]

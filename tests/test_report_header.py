@@ -8,7 +8,7 @@ from pathlib import Path
 import git
 import pytest
 
-from pytest_gpuperf.config import GpuperfConfig
+from pytest_gpuperf.config import GpuperfConfig, Mode
 from pytest_gpuperf.env import cpu_model, device_class_for, expected_cpu_kernels
 from pytest_gpuperf.report.header import render_header, session_header, sm_clock
 from tests.test_report_helpers import ENV
@@ -18,7 +18,7 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 def test_baseline_mode_names_device_clocks_and_folder() -> None:
     line = render_header(
-        "baseline", device="cuda:0", device_name=H100, sm_clock_mhz=1980,
+        Mode.BASELINE, device="cuda:0", device_name=H100, sm_clock_mhz=1980,
         baseline_folder="baselines/cuda-nvidia-h100-80gb-hbm3",
     )  # fmt: skip
     assert line == (
@@ -29,16 +29,17 @@ def test_baseline_mode_names_device_clocks_and_folder() -> None:
 
 def test_compare_ref_mode_names_the_ref_and_its_commit() -> None:
     commit = "3f2a9c1b7d0e" + "5" * 28
-    line = render_header("compare-ref", device="cpu", device_name="AMD EPYC 9654", ref="origin/main", ref_commit=commit)
+    line = render_header(Mode.COMPARE_REF, device="cpu", device_name="AMD EPYC 9654", ref="origin/main",
+                         ref_commit=commit)  # fmt: skip
     assert line == "gpuperf: compare-ref mode on cpu (AMD EPYC 9654) against origin/main (3f2a9c1b7d0e)"
-    assert render_header("compare-ref", device="cpu", ref="HEAD~1") == (
+    assert render_header(Mode.COMPARE_REF, device="cpu", ref="HEAD~1") == (
         "gpuperf: compare-ref mode on device cpu (probed at the first measurement) against HEAD~1"
     )
 
 
 def test_update_mode_says_what_it_writes_and_locked_clocks_are_named() -> None:
     line = render_header(
-        "update", device="cuda:1", device_name=H100, sm_clock_mhz=1755, clocks_locked=True,
+        Mode.UPDATE, device="cuda:1", device_name=H100, sm_clock_mhz=1755, clocks_locked=True,
         baseline_folder="perf/baselines/cuda-nvidia-h100-80gb-hbm3",
     )  # fmt: skip
     assert line == (
@@ -48,11 +49,11 @@ def test_update_mode_says_what_it_writes_and_locked_clocks_are_named() -> None:
 
 
 def test_smoke_mode_says_nothing_and_missing_values_are_errors() -> None:
-    assert render_header("smoke", device="auto") is None
+    assert render_header(Mode.SMOKE, device="auto") is None
     with pytest.raises(ValueError, match="needs the ref"):
-        render_header("compare-ref", device="cpu")
+        render_header(Mode.COMPARE_REF, device="cpu")
     with pytest.raises(ValueError, match="baseline mode header needs the baseline folder"):
-        render_header("baseline", device="cpu")
+        render_header(Mode.BASELINE, device="cpu")
 
 
 def test_the_clock_is_the_applications_clock_from_the_probe() -> None:

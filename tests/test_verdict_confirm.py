@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from pytest_gpuperf.baseline.store import BaselineStore
-from pytest_gpuperf.config import GateSettings, GpuperfConfig, resolve
+from pytest_gpuperf.config import GateSettings, GpuperfConfig, Mode, resolve
 from pytest_gpuperf.engine import LocalEngine
 from pytest_gpuperf.host.cpu import CpuHostGuard
 from pytest_gpuperf.model import Measurement, MeasurementResult, Verdict
@@ -45,11 +45,11 @@ class QuietGuard(CpuHostGuard):
 
 
 def evaluate(first: Measurement, again: Remeasurer, *, remeasures: int = 1, tmp_path: Path) -> MeasurementResult:
-    guard = QuietGuard(torch.device("cpu"), mode="baseline", pin_cpu="off")
+    guard = QuietGuard(torch.device("cpu"), mode=Mode.BASELINE, pin_cpu="off")
     store = BaselineStore(tmp_path)
     store.update(ENV.device_class, [entry(1000.0)])
     engine = LocalEngine(Runner(RunnerOptions(device=torch.device("cpu"), guard=guard)), store, ENV, guard,
-                         lambda mode: rules_for(mode, guard.rules(mode)))  # fmt: skip
+                         rules_for(Mode.BASELINE, guard.rules(Mode.BASELINE)))  # fmt: skip
     engine.remember(KEY, again)
     settings = resolve(GpuperfConfig(enabled=True, remeasures=remeasures))
     (result,) = engine.evaluate([dataclasses.replace(first, speed_probe_ns=None)], settings)

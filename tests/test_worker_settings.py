@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_gpuperf.config import GpuperfConfig, MeasureSettings
+from pytest_gpuperf.options import build_config, worker_args
 
 pytest.importorskip("pytest_benchmark")  # a dev dependency: its --benchmark-* options are repeated too
 
@@ -60,16 +61,23 @@ def test_the_base_worker_gets_the_heads_resolved_settings_not_its_checkouts_ini(
     assert worker["benchmark_disable_gc"] is True
 
 
-def test_worker_args_carry_every_measurement_setting_after_the_plugin_args() -> None:
+def test_worker_args_carry_every_measurement_setting_from_the_option_table() -> None:
     measure = MeasureSettings(warmup_time_s=0.2, min_time_s=0.1, max_time_s=2.0, target_precision=0.01,
                               time_limit_s=600.0, l2_flush=True, cuda_graph=True)  # fmt: skip
-    config = GpuperfConfig(measure=measure, calibrate="on", nvtx=False, nsight=True, plugin_args=("-p", "no:randomly"))
-    assert config.worker_args == (
-        "-p", "no:randomly",
+    config = GpuperfConfig(measure=measure, calibrate="on", nvtx=False, nsight=True)
+    assert worker_args(config) == (
         "--gpuperf-warmup-time=0.2", "--gpuperf-min-time=0.1", "--gpuperf-max-time=2.0",
-        "--gpuperf-target-precision=0.01", "--gpuperf-time-limit=600.0", "--gpuperf-calibrate=on",
+        "--gpuperf-target-precision=0.01", "--gpuperf-calibrate=on", "--gpuperf-time-limit=600.0",
         "--gpuperf-l2-flush", "--gpuperf-cuda-graph", "--gpuperf-nsight", "--gpuperf-no-nvtx",
     )  # fmt: skip
-    plain = GpuperfConfig(calibrate="on", compare_ref="main")
-    assert "--gpuperf-calibrate=off" in plain.worker_args
-    assert not any(a in plain.worker_args for a in ("--gpuperf-l2-flush", "--gpuperf-no-nvtx", "--gpuperf-nsight"))
+    plain = worker_args(GpuperfConfig(calibrate="on", compare_ref="main"))
+    assert "--gpuperf-calibrate=off" in plain
+    assert not any(a in plain for a in ("--gpuperf-l2-flush", "--gpuperf-no-nvtx", "--gpuperf-nsight"))
+
+
+def test_the_resolved_config_gives_workers_the_plugin_args_then_the_settings(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ngpuperf_warmup_time = 0.07\n")
+    config = pytester.parseconfigure("-p", "no:randomly", "--gpuperf-l2-flush")
+    resolved = build_config(config)
+    assert resolved.worker_args[:2] == ("-p", "no:randomly")
+    assert "--gpuperf-warmup-time=0.07" in resolved.worker_args and "--gpuperf-l2-flush" in resolved.worker_args

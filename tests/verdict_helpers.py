@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pytest_gpuperf.config import GateSettings
+from pytest_gpuperf.config import GateSettings, Mode
 from pytest_gpuperf.host.cpu import CpuHostGuard
 from pytest_gpuperf.model import (
     BaselineEntry,
@@ -26,7 +26,7 @@ OTHER = Environment(device_class="cuda-h100", device_type="cuda", device_name="H
 S = GateSettings()
 
 
-def cpu_rules(mode: str = "baseline") -> RuleSet:
+def cpu_rules(mode: Mode = Mode.BASELINE) -> RuleSet:
     """The rule lists a CPU session of ``mode`` runs (the CPU host guard's rules included)."""
     import torch
 

@@ -74,9 +74,6 @@ from pytest_gpuperf.verdict.judge import time_comparison
 from pytest_gpuperf.verdict.rulesets import RuleSet
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from pytest_gpuperf.config import GpuperfConfig
     from pytest_gpuperf.runner import MeasureSpec, PreparedMeasurement, Runner
 
 
@@ -109,7 +106,7 @@ class CompareRefEngine:
         rootdir: Path,
         runner: Runner,
         environment: Environment,
-        rules: Callable[[str], RuleSet],
+        rules: RuleSet,
         *,
         node_ids: Sequence[str] = (),
         recv_timeout_s: float = RECV_TIMEOUT_S,
@@ -126,7 +123,7 @@ class CompareRefEngine:
         self.rootdir = Path(rootdir)
         self.runner = runner
         self.environment = environment
-        self._rules = rules
+        self.rules = rules  # the mode's rule lists, built once by the session
         self.node_ids = tuple(node_ids)
         self.worker_args = tuple(worker_args)
         self.recv_timeout_s = recv_timeout_s
@@ -141,36 +138,7 @@ class CompareRefEngine:
         self._early = early  # a worktree and base process started before collection (prestart.py)
         self.progress = progress or Progress()
 
-    @classmethod
-    def for_session(
-        cls,
-        config: GpuperfConfig,
-        runner: Runner,
-        environment: Environment,
-        rules: Callable[[str], RuleSet],
-        node_ids: Sequence[str] = (),
-        early: EarlyBase | None = None,
-        progress: Progress | None = None,
-        resolved: BaseRef | None = None,
-        traces: Path | None = None,
-    ) -> CompareRefEngine:
-        """The engine for a session; the worktree and worker start on the first real measurement.
-
-        ``early``, from the head's earliest hook, is adopted when it is for the same ref and rootdir.
-        """
-        assert config.compare_ref, "for_session needs config.compare_ref"
-        return cls(
-            config.compare_ref, config.rootdir, runner, environment, rules,
-            node_ids=node_ids, confirm_pairs=config.confirm_pairs, worker_args=config.worker_args, early=early,
-            progress=progress,
-            resolved=resolved,
-            traces=traces,
-        )  # fmt: skip
-
     # -- life cycle -------------------------------------------------------------------------
-
-    def remember(self, key: str, remeasure: Callable[[], Measurement]) -> None:
-        """Recorded measurements (DDP ranks) are confirmed by their base side's rounds, not taken again here."""
 
     def start(self, node_ids: Sequence[str] | None = None) -> None:
         """Create the worktree of REF and start the worker there (once); does not wait for it.
@@ -330,7 +298,7 @@ class CompareRefEngine:
         base = self._base
         if base is not None and measurements and base.test == measurements[0].test_id:
             base.drain()
-        rules = self._rules(settings.mode)
+        rules = self.rules
         results = []
         for m in measurements:
             pair = self._pairs.pop(m.key, None)

@@ -10,7 +10,7 @@ is judged here; the finished measurements go back to the head.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_gpuperf.abtest import protocol
@@ -22,8 +22,6 @@ from pytest_gpuperf.runner import MeasureSpec, PreparedMeasurement, Runner
 
 
 class WorkerEngine:
-    base_commit = None
-
     def __init__(self, runner: Runner, channel: WorkerChannel) -> None:
         self.runner = runner
         self.channel = channel
@@ -42,12 +40,6 @@ class WorkerEngine:
         if side.profile is None:
             return None, side.problem
         return side.profile, side.trace or ""
-
-    def start(self, node_ids: Sequence[str]) -> None:
-        """The head starts this process; nothing to start here."""
-
-    def remember(self, key: str, remeasure: Callable[[], Measurement]) -> None:
-        """The head confirms, not the worker: nothing to remember."""
 
     def close(self) -> None:
         """The head ends this process (QUIT)."""

@@ -1,7 +1,8 @@
 """The pytest plugin of the base-ref worker process (``-p pytest_gpuperf.abtest.worker_plugin``).
 
-Started by the head's CompareRefEngine inside the temporary worktree. It swaps
-the session's engine for a WorkerEngine and replaces the run loop with a
+Started by the head's CompareRefEngine inside the temporary worktree. The
+session (session.py) measures with its WorkerEngine (``worker_engine``); this
+plugin replaces the run loop with a
 command loop: RUN <nodeid> runs that one test (its ``gpu_bench`` measurements
 then follow the head's ROUND commands), QUIT or a closed pipe ends the process
 at once (``_exit_now``).
@@ -22,40 +23,32 @@ import pytest
 from pytest_gpuperf.abtest import protocol
 from pytest_gpuperf.abtest.protocol import WorkerChannel
 from pytest_gpuperf.errors import GpuperfError
-from pytest_gpuperf.state_key import STATE_KEY
 
 if TYPE_CHECKING:
     from pytest_gpuperf.abtest.worker import WorkerEngine
-
-CHANNEL_KEY = pytest.StashKey[WorkerChannel]()
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_configure(config: pytest.Config) -> None:
-    from pytest_gpuperf.abtest.worker import WorkerEngine
-    from pytest_gpuperf.engine import LocalEngine
     from pytest_gpuperf.runner import Runner
 
-    state = config.stash[STATE_KEY]
-    if state.config.compare_ref:
-        raise pytest.UsageError("the compare-ref worker cannot itself use --gpuperf-compare-ref")
-    try:
-        channel = WorkerChannel.from_environment()
-        engine = state.ensure_started()
-    except GpuperfError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    if not isinstance(engine, LocalEngine):
-        raise pytest.UsageError(f"compare-ref worker: unexpected engine {type(engine).__name__}")
-    runner = engine.runner
+CHANNEL_KEY = pytest.StashKey[WorkerChannel]()
+ENGINE_KEY = pytest.StashKey["WorkerEngine"]()
+
+
+def worker_engine(config: pytest.Config, runner: Runner) -> WorkerEngine:
+    """The engine of this process, built by the session (session.py) from its runner: it follows the head."""
+    from pytest_gpuperf.abtest.worker import WorkerEngine
+    from pytest_gpuperf.runner import Runner
+
+    channel = WorkerChannel.from_environment()
     if os.environ.get(protocol.ENV_TIME_ONLY) == "1":  # a confirmation worker only times: no peak-memory pass
+        from pytest_gpuperf.config import Mode
         from pytest_gpuperf.host import guard_for
 
         pin = runner.guard.pin_cpu
-        guard = guard_for(runner.options.device, mode="baseline", pin_cpu="off" if pin is None else str(pin),
+        guard = guard_for(runner.options.device, mode=Mode.BASELINE, pin_cpu="off" if pin is None else str(pin),
                           peak_memory=False)  # fmt: skip
         runner = Runner(dataclasses.replace(runner.options, guard=guard))
-    state.engine = WorkerEngine(runner, channel)
+    engine = config.stash[ENGINE_KEY] = WorkerEngine(runner, channel)
     config.stash[CHANNEL_KEY] = channel
+    return engine
 
 
 # The outcome of the test the head asked for (a logreport hook has no config to stash it in).
@@ -152,11 +145,7 @@ def _exit_now() -> NoReturn:
 
 
 def _engine(config: pytest.Config) -> WorkerEngine:
-    from pytest_gpuperf.abtest.worker import WorkerEngine
-
-    engine = config.stash[STATE_KEY].engine
-    assert isinstance(engine, WorkerEngine)  # pytest_configure put it there
-    return engine
+    return config.stash[ENGINE_KEY]  # worker_engine put it there
 
 
 def _speed_probe(config: pytest.Config) -> float | None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import torch
 
+    from pytest_gpuperf.config import Mode
     from pytest_gpuperf.verdict.rulesets import GuardRules
 
 
@@ -42,7 +43,7 @@ class HostGuard(Protocol):
 
     name: str
 
-    def rules(self, mode: str) -> GuardRules:
+    def rules(self, mode: Mode) -> GuardRules:
         """The verdict rules this host adds for ``mode`` (baseline, compare-ref, update)."""
         ...
 
@@ -102,7 +103,7 @@ class HostGuard(Protocol):
         ...
 
 
-def guard_for(device: torch.device, *, mode: str, pin_cpu: str = "auto",
+def guard_for(device: torch.device, *, mode: Mode, pin_cpu: str = "auto",
               peak_memory: bool = True) -> HostGuard:  # fmt: skip
     """The guard of ``device``'s host: CUDA's NVML health, or the shared CPU's guards."""
     if device.type == "cuda":

@@ -12,7 +12,8 @@ from pytest_gpuperf.verdict.rulesets import GuardRules
 if TYPE_CHECKING:
     import torch
 
-    from pytest_gpuperf.host import HealthMonitor, Interleaved
+    from pytest_gpuperf.config import Mode
+    from pytest_gpuperf.gpu.nvml import HealthMonitor
 
 
 class CudaHostGuard:
@@ -22,7 +23,7 @@ class CudaHostGuard:
     def __init__(self, device: torch.device) -> None:
         self.device = device
 
-    def rules(self, mode: str) -> GuardRules:
+    def rules(self, mode: Mode) -> GuardRules:
         return GuardRules()  # throttling reaches the verdict as the measurement's unstable_reason (rule "health")
 
     def pinned(self) -> AbstractContextManager[object]:
@@ -38,7 +39,7 @@ class CudaHostGuard:
 
         return HealthMonitor(self.device.index or 0)
 
-    def calibration(self) -> Interleaved | None:
+    def calibration(self) -> None:
         return None
 
     def speed_probe(self) -> float | None:

@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 
-from pytest_gpuperf.config import GpuperfConfig
+from pytest_gpuperf.config import GpuperfConfig, Mode
 from pytest_gpuperf.model import Environment
 
 UNKNOWN_CLASS = "<device class>"  # the baselines' sub-folder, named once the device is probed
@@ -20,7 +20,7 @@ COMMIT_DIGITS = 12
 
 
 def render_header(
-    mode: str,
+    mode: Mode,
     *,
     device: str,
     device_name: str | None = None,
@@ -36,17 +36,17 @@ def render_header(
     requested one (``auto``); ``device_name`` is None until the device is probed.
     A smoke session (one call per perf test, nothing compared) has no header: None.
     """
-    if mode == "smoke":
+    if mode is Mode.SMOKE:
         return None
     where = f"{mode} mode on {_device(device, device_name, sm_clock_mhz, clocks_locked)}"
-    if mode == "compare-ref":
+    if mode is Mode.COMPARE_REF:
         if not ref:
             raise ValueError("a compare-ref header needs the ref")
         commit = f" ({ref_commit[:COMMIT_DIGITS]})" if ref_commit else ""
         return f"gpuperf: {where} against {ref}{commit}"
     if baseline_folder is None:
         raise ValueError(f"a {mode} mode header needs the baseline folder")
-    verb = "writing" if mode == "update" else "against"
+    verb = "writing" if mode is Mode.UPDATE else "against"
     return f"gpuperf: {where} {verb} {baseline_folder}"
 
 
@@ -87,7 +87,7 @@ def session_header(
     other request as given. ``ref_commit`` when the compare-ref worktree knows it;
     otherwise the ref is looked up in git, best effort.
     """
-    if config.mode == "smoke":
+    if config.mode is Mode.SMOKE:
         return None
     name, device_class = None, None
     if environment is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pytest_gpuperf.config import Mode
 from pytest_gpuperf.verdict.pipeline import Rule
 from pytest_gpuperf.verdict.rules import (
     ConfirmOnly,
@@ -66,6 +67,6 @@ def rule_names(rules: Sequence[Rule]) -> tuple[str, ...]:
     return tuple(r.name for r in rules)
 
 
-def rules_for(mode: str, guard: GuardRules = GuardRules()) -> RuleSet:
+def rules_for(mode: Mode, guard: GuardRules = GuardRules()) -> RuleSet:
     """The rule lists of ``mode`` with the host guard's rules in place."""
-    return compare_ref_rules(guard) if mode == "compare-ref" else baseline_rules(guard)
+    return compare_ref_rules(guard) if mode is Mode.COMPARE_REF else baseline_rules(guard)

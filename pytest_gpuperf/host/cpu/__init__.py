@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
+from pytest_gpuperf.config import Mode
 from pytest_gpuperf.host.cpu import speed_probe as probes
 from pytest_gpuperf.host.cpu.pinning import pinned, resolve_pin_cpu
 from pytest_gpuperf.host.cpu.rules import Calibration, FastEnd, SlowDurations, SlowMachine
@@ -20,13 +21,14 @@ from pytest_gpuperf.verdict.rulesets import GuardRules
 if TYPE_CHECKING:
     import torch
 
-    from pytest_gpuperf.host import HealthMonitor, Interleaved
+    from pytest_gpuperf.host.cpu.calibration import CalibrationWorkload
+    from pytest_gpuperf.host.cpu.contention import ContentionMonitor
 
 
 class CpuHostGuard:
     name = "cpu"
 
-    def __init__(self, device: torch.device, *, mode: str, pin_cpu: str = "auto", peak_memory: bool = True) -> None:
+    def __init__(self, device: torch.device, *, mode: Mode, pin_cpu: str = "auto", peak_memory: bool = True) -> None:
         self.device = device
         self._pin = resolve_pin_cpu(pin_cpu, mode=mode, device_type=device.type)
         self._peak_memory = peak_memory
@@ -36,8 +38,8 @@ class CpuHostGuard:
     def pin_cpu(self) -> int | None:
         return self._pin
 
-    def rules(self, mode: str) -> GuardRules:
-        if mode == "compare-ref":  # interleaved rounds on one core already cancel the host's drift
+    def rules(self, mode: Mode) -> GuardRules:
+        if mode is Mode.COMPARE_REF:  # interleaved rounds on one core already cancel the host's drift
             return GuardRules()
         return GuardRules(time=(Calibration(), FastEnd(), SlowMachine()), metric=(SlowDurations(),))
 
@@ -55,12 +57,12 @@ class CpuHostGuard:
 
         return peak_tensor_bytes(call)
 
-    def health_monitor(self) -> HealthMonitor | None:
+    def health_monitor(self) -> ContentionMonitor:
         from pytest_gpuperf.host.cpu.contention import ContentionMonitor
 
         return ContentionMonitor()  # evidence for the fast-end rule: PSI, steal, the run queue
 
-    def calibration(self) -> Interleaved | None:
+    def calibration(self) -> CalibrationWorkload:
         from pytest_gpuperf.host.cpu.calibration import CalibrationWorkload
 
         return CalibrationWorkload(self.device)

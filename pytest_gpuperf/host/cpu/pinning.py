@@ -24,7 +24,7 @@ import os
 import sys
 from collections.abc import Iterator
 
-from pytest_gpuperf.config import parse_pin_cpu
+from pytest_gpuperf.config import Mode, parse_pin_cpu
 from pytest_gpuperf.errors import ConfigError
 
 
@@ -34,14 +34,14 @@ def available_cpus() -> set[int]:
     return set(getter(0)) if getter is not None else set()
 
 
-def resolve_pin_cpu(setting: str, *, mode: str, device_type: str) -> int | None:
+def resolve_pin_cpu(setting: str, *, mode: Mode, device_type: str) -> int | None:
     """The CPU to measure on, or None for no pinning."""
     choice = parse_pin_cpu(setting)
     if choice is None or not hasattr(os, "sched_setaffinity"):
         return None
     cpus = available_cpus()
     if choice == "auto":
-        if mode != "compare-ref" or device_type != "cpu" or len(cpus) < 2:
+        if mode is not Mode.COMPARE_REF or device_type != "cpu" or len(cpus) < 2:
             return None
         return max(cpus)
     cpu = int(choice)

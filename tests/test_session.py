@@ -1,0 +1,40 @@
+"""The session object: chosen once per session, registered as a plugin, its mode an enum."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_gpuperf.config import GpuperfConfig, Mode
+from pytest_gpuperf.engine import Engine
+from pytest_gpuperf.session import STATE_KEY, GpuperfSession
+
+
+@pytest.mark.parametrize(
+    ("args", "mode"),
+    [((), Mode.SMOKE), (("--gpuperf",), Mode.BASELINE), (("--gpuperf-update-baseline",), Mode.UPDATE)],
+)
+def test_the_session_is_registered_as_a_plugin_with_its_mode_chosen_once(
+    pytester: pytest.Pytester, args: tuple[str, ...], mode: Mode
+) -> None:
+    config = pytester.parseconfigure(*args)
+    session = config.stash[STATE_KEY]
+    assert isinstance(session, GpuperfSession)
+    assert config.pluginmanager.get_plugin("gpuperf-session") is session
+    assert session.config.mode is mode
+
+
+def test_the_mode_is_an_enum_that_reads_as_its_word() -> None:
+    mode = GpuperfConfig(enabled=True, compare_ref="main").mode
+    assert mode is Mode.COMPARE_REF
+    assert f"{mode} mode" == "compare-ref mode" and mode == "compare-ref"  # results files keep the word
+
+
+def test_the_engine_protocol_holds_only_what_every_engine_does() -> None:
+    from pytest_gpuperf.abtest.engine import CompareRefEngine
+    from pytest_gpuperf.abtest.worker import WorkerEngine
+    from pytest_gpuperf.engine import LocalEngine
+
+    members = {name for name in vars(Engine) if not name.startswith("_")}
+    assert members == {"measure", "evaluate", "close"}
+    for engine in (LocalEngine, CompareRefEngine, WorkerEngine):
+        assert members <= set(vars(engine)), engine.__name__
