@@ -46,6 +46,7 @@ CALIBRATE_CHOICES = ("on", "off")
 DEVICE_SPEC = re.compile(r"auto|cpu|cuda(?::(?P<index>\d+))?")
 DEVICE_CHOICES = '"auto", "cpu", "cuda" or "cuda:N"'
 MODES = ("smoke", "baseline", "compare-ref", "update")
+BUSY_POLICIES = ("retake", "unstable", "judge")  # host/cpu/__init__.py says what each does
 
 
 @dataclass(frozen=True)
@@ -192,6 +193,8 @@ class GpuperfConfig:
     plugin_args: tuple[str, ...] = ()  # the session's -p choices and user options, repeated in worker processes
     pin_cpu: str = "auto"  # "auto", "off" or a CPU number (host/cpu/pinning.py)
     profile_diff: bool = True  # --gpuperf-no-profile-diff / gpuperf_profile_diff = false turn it off
+    # -- busy runner (host/cpu: contention counters): retake, unstable or judge (docs/configuration.md)
+    busy_policy: str = "retake"
 
     @property
     def worker_args(self) -> tuple[str, ...]:
@@ -228,6 +231,9 @@ class GpuperfConfig:
             if value is not None and not 0 <= value < 10:
                 raise ConfigError(f"--gpuperf-{name.replace('_', '-')} must be a fraction like 0.1, got {value}")
         parse_pin_cpu(self.pin_cpu)
+        if self.busy_policy not in BUSY_POLICIES:
+            raise ConfigError(f"--gpuperf-busy-policy must be one of {', '.join(BUSY_POLICIES)}, "
+                              f"got {self.busy_policy!r}")  # fmt: skip
         if self.remeasures < 0:
             raise ConfigError(f"--gpuperf-remeasure must be >= 0, got {self.remeasures}")
         if self.confirm_pairs < 0 or self.confirm_pairs in (1, 2):

@@ -94,7 +94,7 @@ class SessionState:
         self.environment = probe_environment(self.device)
         self.provenance = git_provenance(c.rootdir)
         self.store = BaselineStore(c.baseline_dir)
-        guard = guard_for(self.device, mode=c.mode, pin_cpu=c.pin_cpu)
+        guard = guard_for(self.device, mode=c.mode, pin_cpu=c.pin_cpu, busy_policy=c.busy_policy)
         runner = Runner(RunnerOptions(device=self.device, guard=guard, nvtx=c.nvtx, nsight=c.nsight,
                                       profile_dir=c.profile_dir))  # fmt: skip
 
@@ -211,6 +211,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--gpuperf-markdown", metavar="PATH", default=None, help="write a Markdown PR comment")
     add("--gpuperf-benchmark-json", metavar="PATH", default=None, help="write pytest-benchmark compatible JSON")
     add("--gpuperf-html", metavar="PATH", default=None, help="write a self-contained HTML report")
+    # -- busy runner (host/cpu/contention.py): what the kernel's contention counters decide
+    add("--gpuperf-busy-policy", metavar="POLICY", default=None, ini="gpuperf_busy_policy", ini_type="string",
+        help="a CPU change measured while the runner was busy (PSI, steal, run queue): retake (wait for a quiet "
+        "window and measure again; unstable if still busy), unstable, or judge (verdict as measured) "
+        "(default: retake)")
     add("--gpuperf-history", metavar="URL", default=None, ini="gpuperf_history", ini_type="string",
         help="record the session in a history store: sqlite:///PATH, a file path or postgresql://... "
         "(env GPUPERF_HISTORY beats the ini value; docs/history.md)")
@@ -294,6 +299,7 @@ def build_config(config: pytest.Config) -> cfg.GpuperfConfig:
         nsight=bool(opt("gpuperf_nsight")),
         nvtx=not opt("gpuperf_no_nvtx"),
         plugin_args=_plugin_args(config),
+        busy_policy=_value(config, "gpuperf_busy_policy", "gpuperf_busy_policy", "retake"),  # busy runner
     )
 
 

@@ -1,0 +1,97 @@
+"""What writing baselines costs against gating: a pytest-benchmark-style suite of small tests, timed.
+
+The suite (written to a temporary folder) is ``--tests`` tests on pytest-benchmark's
+``benchmark`` fixture, from sub-microsecond calls to about 100 us, a few of them
+through ``benchmark.pedantic``, like the suites of cattrs or pydantic-core. Run in
+order, each a fresh pytest process with the plugin's default settings:
+
+1. plain pytest-benchmark (no ``--gpuperf``), for reference;
+2. ``--gpuperf --gpuperf-update-baseline``: baselines written (fresh-process readings,
+   waits for quiet windows included);
+3. ``--gpuperf``: a gating run against them, nothing changed.
+
+Printed: each run's wall time, its outcome line, and the write / gate ratio (the
+target is at most 3). ``--background-load N`` runs N noisy neighbours
+(background_load.py) through all three.
+
+    python benchmarks/write_cost.py [--tests 24] [--background-load 0] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from background_load import BackgroundLoad
+
+REPO = Path(__file__).resolve().parent.parent
+
+_WORK = {
+    "noop": "lambda: None",
+    "sum10": "lambda: sum(range(10))",
+    "dict20": "lambda: {i: str(i) for i in range(20)}",
+    "sorted200": "lambda: sorted(range(200, 0, -1))",
+    "join500": "lambda: ','.join(map(str, range(500)))",
+    "sum5000": "lambda: sum(range(5000))",
+}
+
+
+def suite(count: int) -> str:
+    lines = ["import pytest", "", f"WORK = {{{', '.join(f'{k!r}: {v}' for k, v in _WORK.items())}}}", ""]
+    names = list(_WORK)
+    for i in range(count):
+        name = names[i % len(names)]
+        if i % 4 == 3:  # a quarter through pedantic, as suites do for setup-free fixed rounds
+            body = f"    benchmark.pedantic(WORK[{name!r}], rounds=100, iterations=1)"
+        else:
+            body = f"    benchmark(WORK[{name!r}])"
+        lines += [f"def test_{name}_{i}(benchmark):", body, ""]
+    return "\n".join(lines)
+
+
+def run(args: list[str], cwd: Path) -> tuple[float, str, int]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CUDA_VISIBLE_DEVICES": ""}
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    wall = time.perf_counter() - started
+    summary = next((ln for ln in reversed(done.stdout.splitlines()) if " in " in ln), "").strip("= ")
+    return wall, summary, done.returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tests", type=int, default=24)
+    parser.add_argument("--background-load", type=int, default=0, metavar="N")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp, BackgroundLoad(args.background_load):
+        project = Path(tmp)
+        (project / "test_suite.py").write_text(suite(args.tests))
+        (project / "conftest.py").write_text("import torch\ntorch.set_num_threads(1)\n")
+        (project / "pytest.ini").write_text("[pytest]\n")
+        runs = {}
+        plan = (("pytest-benchmark", ["--benchmark-disable-gc"]),
+                ("write", ["--gpuperf", "--gpuperf-update-baseline"]), ("gate", ["--gpuperf"]))  # fmt: skip
+        for label, extra in plan:
+            wall, summary, rc = run(extra, project)
+            runs[label] = {"wall_s": round(wall, 2), "summary": summary, "exit": rc}
+            print(f"{label:<17} {wall:7.1f} s  exit {rc}  {summary}")
+    ratio = runs["write"]["wall_s"] / runs["gate"]["wall_s"]
+    print(f"write / gate: {ratio:.2f} (target: at most 3)")
+    print(f"write / plain pytest-benchmark: {runs['write']['wall_s'] / runs['pytest-benchmark']['wall_s']:.2f}")
+    if args.json is not None:
+        args.json.write_text(json.dumps({"tests": args.tests, "background_load": args.background_load, "runs": runs,
+                                         "write_over_gate": round(ratio, 2)}, indent=1) + "\n")  # fmt: skip
+    return 0 if ratio <= 3.0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
