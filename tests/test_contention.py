@@ -152,7 +152,7 @@ def quiet_after(proc: FakeProc, busy_windows: int) -> Callable[[float], None]:
 
 def test_the_quiet_wait_returns_once_a_window_reads_quiet(tmp_path: Path) -> None:
     proc = FakeProc(tmp_path)
-    wait = QuietWait(proc.reader(), sleep=quiet_after(proc, busy_windows=3), window_s=0.5, max_wait_s=10.0)
+    wait = QuietWait(proc.reader(), sleep=quiet_after(proc, busy_windows=3), window_s=0.5, first_s=10.0)
     note = wait.wait()
     assert note is not None and note.startswith("waited 2s for the runner to be quiet (CPU pressure 1% of the time")
     assert wait.wait() is None  # quiet at once: nothing to say
@@ -180,7 +180,7 @@ def test_the_guard_waits_only_under_retake(tmp_path: Path) -> None:
     for policy, waits in (("retake", True), ("unstable", False), ("judge", False)):
         (tmp_path / policy).mkdir()
         proc = FakeProc(tmp_path / policy)
-        quiet = QuietWait(proc.reader(), sleep=quiet_after(proc, busy_windows=2), window_s=0.5)
+        quiet = QuietWait(proc.reader(), sleep=quiet_after(proc, busy_windows=2), window_s=0.5, first_s=10.0)
         guard = CpuHostGuard(torch.device("cpu"), mode="baseline", pin_cpu="off", busy_policy=policy, quiet=quiet)
         probe, note = guard.settle(lambda: 1000.0, 1000.0)
         assert probe == 1000.0 and (note is not None and "waited 1.5s for the runner to be quiet" in note) is waits
