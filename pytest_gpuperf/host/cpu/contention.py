@@ -250,6 +250,11 @@ class QuietWait:
         if recent is not None and recent < BUSY_PRESSURE:
             return None
         allowed = self.allowance_s()
+        if self.spent_s >= allowed:  # spent: not even one window more, the measurement says it was busy
+            if recent is None:
+                return None
+            return (f"the runner was busy (CPU pressure {recent:.0%} over the last 10 s) and this session's time "
+                    "for waiting for quiet windows is spent")  # fmt: skip
         waited = 0.0
         while True:
             before = self.reader.sample()
@@ -264,8 +269,8 @@ class QuietWait:
                     return None
                 return f"waited {waited:.2g}s for the runner to be quiet ({contention.describe()})"
             if self.spent_s >= allowed:
-                return (f"the runner was busy ({contention.describe()}) and this session's time for waiting "
-                        f"({self.spent_s:.2g}s so far) is spent: measured busy")  # fmt: skip
+                return (f"the runner was busy ({contention.describe()}) and this session's time for waiting for "
+                        f"quiet windows is spent ({self.spent_s:.2g}s): measured busy")  # fmt: skip
             if waited >= self.max_wait_s:
                 return (
                     f"the runner stayed busy through {waited:.2g}s of waiting ({contention.describe()}): measured busy"
