@@ -19,7 +19,7 @@ def test_the_suite_is_pytest_benchmark_tests_a_quarter_pedantic() -> None:
 
 def test_the_write_runs_readings_and_waits_are_counted(tmp_path: Path) -> None:
     results = tmp_path / "write.json"
-    spent = "the runner was busy (...) and this session's time for waiting for quiet windows is spent (3.5s): measured busy"
+    spent = "the runner was busy (...) and this session's time for waiting for quiet windows is spent (3.5s): busy"
     measured = [
         {"notes": ["waited 1.5s for the runner to be quiet (...)"], "process_medians_ns": [1.0, 1.1]},
         {"notes": [spent], "process_medians_ns": [1.0, 1.2, 1.1]},
