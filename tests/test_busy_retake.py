@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
 from pytest_gpuperf.baseline.store import BaselineStore
 from pytest_gpuperf.config import GpuperfConfig, resolve
 from pytest_gpuperf.engine import LocalEngine
+from pytest_gpuperf.errors import ConfigError
 from pytest_gpuperf.host.cpu import CpuHostGuard
 from pytest_gpuperf.host.cpu.contention import Contention
 from pytest_gpuperf.model import Measurement, Verdict
@@ -64,3 +66,13 @@ def test_busy_policy_judge_judges_the_busy_reading_as_measured(tmp_path: Path) -
     (result,) = engine.evaluate([first_reading(BUSY)], GATING)
     c = time_of(result)
     assert c.verdict is Verdict.REGRESSION and "busy" not in c.note
+
+
+def test_an_unknown_policy_is_a_usage_error_naming_where_it_came_from(pytester: pytest.Pytester) -> None:
+    with pytest.raises(ConfigError, match="--gpuperf-busy-policy must be one of retake, unstable, judge, got 'maybe'"):
+        GpuperfConfig(busy_policy="maybe")
+    pytester.makeini("[pytest]\ngpuperf_busy_policy = sometimes\n")
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest_subprocess("--gpuperf", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*gpuperf_busy_policy (ini) must be one of retake, unstable, judge, got 'sometimes'*"])
