@@ -56,10 +56,7 @@ class ContentionReader:
 
     def sample(self) -> Sample:
         steal, total, runnable = self._stat()
-        return Sample(self.clock(), self._pressure_total_us(), steal, total, runnable)
-
-    def _pressure_total_us(self) -> float | None:
-        return self._pressure_field("total")
+        return Sample(self.clock(), self._pressure_field("total"), steal, total, runnable)
 
     def recent_pressure(self) -> float | None:
         """PSI's own average of the last 10 s ("some avg10"), as a share of the time (None: no PSI)."""
@@ -95,10 +92,6 @@ class ContentionReader:
 
 
 PROC = ContentionReader()
-
-
-def read_sample() -> Sample:
-    return PROC.sample()
 
 
 def _cpus() -> int:
