@@ -64,6 +64,17 @@ class Mode(str, Enum):
         return self.value
 
 
+class BusyPolicy(str, Enum):
+    """What the CPU host guard does with the kernel's contention counters (``gpuperf_busy_policy``)."""
+
+    RETAKE = "retake"  # wait (bounded) for a quiet window; a change still measured busy is unstable
+    UNSTABLE = "unstable"  # no waiting: a change measured busy is unstable
+    JUDGE = "judge"  # the counters are evidence only: verdicts as the samples say
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class MeasureSettings:
     """How long and how precisely to measure; the runner's knobs."""
@@ -210,6 +221,8 @@ class GpuperfConfig:
     worker_args: tuple[str, ...] = ()
     pin_cpu: str = "auto"  # "auto", "off" or a CPU number (host/cpu/pinning.py)
     profile_diff: bool = True  # --gpuperf-no-profile-diff / gpuperf_profile_diff = false turn it off
+    # -- busy runner (host/cpu: contention counters): retake, unstable or judge (docs/configuration.md)
+    busy_policy: BusyPolicy = BusyPolicy.RETAKE
 
     def __post_init__(self) -> None:
         if DEVICE_SPEC.fullmatch(self.device.strip().lower()) is None:
@@ -225,6 +238,11 @@ class GpuperfConfig:
             if value is not None and not 0 <= value < 10:
                 raise ConfigError(f"--gpuperf-{name.replace('_', '-')} must be a fraction like 0.1, got {value}")
         parse_pin_cpu(self.pin_cpu)
+        try:
+            object.__setattr__(self, "busy_policy", BusyPolicy(self.busy_policy))
+        except ValueError:
+            choices = ", ".join(p.value for p in BusyPolicy)
+            raise ConfigError(f"--gpuperf-busy-policy must be one of {choices}, got {self.busy_policy!r}") from None
         if self.remeasures < 0:
             raise ConfigError(f"--gpuperf-remeasure must be >= 0, got {self.remeasures}")
         if self.confirm_pairs < 0 or self.confirm_pairs in (1, 2):

@@ -110,6 +110,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--gpuperf-benchmark-json", "write pytest-benchmark compatible JSON", _path, "PATH",
            field="benchmark_json_path"),
     Option("--gpuperf-html", "write a self-contained HTML report", _path, "PATH", field="html_path"),
+    Option("--gpuperf-busy-policy", "what the CPU host guard does when the kernel's counters say the runner is "
+           "busy: retake (wait, bounded, for a quiet window; a change still measured busy is unstable), unstable, "
+           "or judge (verdicts as the samples say) (default: retake)", str, "POLICY", ini=True, default="retake",
+           field="busy_policy", worker=lambda c: c.busy_policy.value),
     Option("--gpuperf-history", "record the session in a history store: sqlite:///PATH, a file path or "
            "postgresql://... (env GPUPERF_HISTORY beats the ini value; docs/history.md)", str, "URL", ini=True),
 )  # fmt: skip

@@ -293,15 +293,32 @@ class PreparedMeasurement:
                     return done, per_call
                 previous = per_call
                 # Grow blocks geometrically so short functions reach a timeable block quickly.
-                if total < self.timer.min_sample_ns and self.spec.calls_per_sample is None:
+                if total < self.timer.min_sample_ns and self.spec.before_block is None:
                     calls *= 2
 
     def _calls_per_sample(self) -> int:
-        if self.spec.calls_per_sample is not None:
-            return self.spec.calls_per_sample
+        """Calls per timed block: enough for the timer (``min_sample_ns``), in whole pedantic iterations.
+
+        A sub-microsecond call timed alone is mostly the clock's own cost and
+        resolution (``perf_counter`` costs tens of ns), and that share moves with the
+        process; a block of them is the call's time. ``benchmark.pedantic``'s
+        ``iterations`` are kept as the unit of a block, unless a per-round setup must
+        run before each block of exactly that many.
+        """
+        fixed = self.spec.calls_per_sample
+        if fixed is not None and self.spec.before_block is not None:
+            return fixed
         if self._flusher is not None and self._flusher.active:
-            return 1  # a cold cache is only cold for the first call after a flush
-        return max(1, math.ceil(self.timer.min_sample_ns / max(self.per_call_ns, 1.0)))
+            return fixed or 1  # a cold cache is only cold for the first call after a flush
+        unit = fixed or 1
+        blocks = max(1, math.ceil(self.timer.min_sample_ns / max(self.per_call_ns * unit, 1.0)))
+        if fixed is not None and blocks > 1:
+            self.notes.append(Note(
+                f"timed in blocks of {blocks * unit} calls ({blocks} x {unit} iterations): one block of "
+                f"{unit} lasts about {self.per_call_ns * unit:.0f} ns, too short for the timer alone",
+                NoteKind.ROUTINE,
+            ))  # fmt: skip
+        return blocks * unit
 
     def _check(self, total_ns: float) -> None:
         if not math.isfinite(total_ns) or total_ns < 0:

@@ -103,7 +103,7 @@ class GpuperfSession:
         self.environment = probe_environment(self.device)
         self.provenance = git_provenance(c.rootdir)
         self.store = BaselineStore(c.baseline_dir)
-        guard = guard_for(self.device, mode=c.mode, pin_cpu=c.pin_cpu)
+        guard = guard_for(self.device, mode=c.mode, pin_cpu=c.pin_cpu, busy_policy=c.busy_policy)
         runner = Runner(RunnerOptions(device=self.device, guard=guard, nvtx=c.nvtx, nsight=c.nsight,
                                       profile_dir=c.profile_dir))  # fmt: skip
         rules = rules_for(c.mode, guard.rules(c.mode))  # the mode's rule lists, once for the session

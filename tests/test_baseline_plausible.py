@@ -305,7 +305,15 @@ def test_validate_reports_an_implausible_entry_as_an_invalid_file(store: Baselin
 
 # -- end to end: a planted absurd baseline fails the test, naming the file --------------
 
-FAST = ["--gpuperf-warmup-time=0.01", "--gpuperf-min-time=0.03", "--gpuperf-max-time=0.2", "-p", "no:cacheprovider"]
+# planted regressions judged as measured on a busy machine too (gpuperf_busy_policy)
+FAST = [
+    "--gpuperf-warmup-time=0.01",
+    "--gpuperf-min-time=0.03",
+    "--gpuperf-max-time=0.2",
+    "-p",
+    "no:cacheprovider",
+    "--gpuperf-busy-policy=judge",
+]
 
 SIMPLE = """
 import torch

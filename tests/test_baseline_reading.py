@@ -14,7 +14,7 @@ import torch
 
 from pytest_gpuperf import stats
 from pytest_gpuperf.baseline.store import BaselineStore
-from pytest_gpuperf.config import GateSettings, GpuperfConfig, MeasureSettings, Mode, resolve
+from pytest_gpuperf.config import BusyPolicy, GateSettings, GpuperfConfig, MeasureSettings, Mode, resolve
 from pytest_gpuperf.engine import LocalEngine
 from pytest_gpuperf.host.cpu import CpuHostGuard
 from pytest_gpuperf.host.cpu.speed_probe import SessionSpeedProbe
@@ -51,7 +51,8 @@ class ScriptedReadings:
 
 
 def cpu_engine(tmp_path: Path, fresh: ScriptedReadings | None = None) -> LocalEngine:
-    guard = CpuHostGuard(torch.device("cpu"), mode=Mode.UPDATE, pin_cpu="off")
+    # no wait for a quiet window (busy_policy=retake reads this machine's /proc): the readings are given here
+    guard = CpuHostGuard(torch.device("cpu"), mode=Mode.UPDATE, pin_cpu="off", busy_policy=BusyPolicy.UNSTABLE)
     runner = Runner(RunnerOptions(device=torch.device("cpu"), guard=guard))
     return LocalEngine(runner, BaselineStore(tmp_path), ENV, guard, rules_for(Mode.UPDATE, guard.rules(Mode.UPDATE)),
                        (lambda: fresh) if fresh is not None else None)  # fmt: skip

@@ -114,7 +114,8 @@ def test_api_under_gpuperf(api: pytest.Pytester) -> None:
     assert pedantic["group"] == "sorting" and pedantic["param"] == "300" and pedantic["params"] == {"n": 300}
     assert (pedantic["stats"]["rounds"], pedantic["stats"]["iterations"]) == (7, 1)
     iterations = entries["test_api.py::test_pedantic_iterations"]
-    assert (iterations["stats"]["rounds"], iterations["stats"]["iterations"]) == (6, 3)
+    # six rounds, each a block of whole iterations of 3 long enough for the timer (runner.py)
+    assert iterations["stats"]["rounds"] == 6 and iterations["stats"]["iterations"] % 3 == 0
     # gpu_bench's default measurement keeps the test's name; the benchmark's gets its own
     assert {"test_api.py::test_both_fixtures", "test_api.py::test_both_fixtures::benchmark"} <= set(entries)
     assert "test_api.py::test_twice" in entries  # its first use; the second raised
@@ -186,8 +187,10 @@ def test_matmul(benchmark):
     assert benchmark(work).shape == (192, 192)
 """
 
-# As tests/test_core_loop.py: a generous threshold for a shared CI machine, the planted tripling far above it.
-GATE = ["--gpuperf-threshold=0.25", "--gpuperf-min-time=0.1", "--gpuperf-max-time=0.6", "-p", "no:cacheprovider"]
+# As tests/test_core_loop.py: a generous threshold for a shared CI machine, the planted tripling far above it,
+# judged as measured on a busy machine too (gpuperf_busy_policy).
+GATE = ["--gpuperf-threshold=0.25", "--gpuperf-min-time=0.1", "--gpuperf-max-time=0.6", "-p", "no:cacheprovider",
+        "--gpuperf-busy-policy=judge"]  # fmt: skip
 
 
 def test_planted_regression_in_a_benchmark_test_fails(

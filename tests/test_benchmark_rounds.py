@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import torch
 
 from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.runner import MeasureSpec, Runner, RunnerOptions, stopping_rule
+from pytest_gpuperf.timers import CPU_MIN_SAMPLE_NS
 
 FIXED = MeasureSettings(warmup_time_s=0.01, min_time_s=0.03, max_time_s=0.3, target_precision=0.05, rounds=7)
 
@@ -17,10 +19,18 @@ def _runner() -> Runner:
 
 
 def test_fixed_rounds_take_exactly_that_many_samples_of_the_given_block() -> None:
+    slow = _runner().measure(MeasureSpec(fn=lambda: time.sleep(0.0002), settings=FIXED, calls_per_sample=3))
+    assert slow.stats.count == 7
+    assert slow.calls_per_sample == 3
+    assert slow.total_calls == 21
+
+
+def test_fixed_iterations_too_short_for_the_timer_are_timed_in_blocks_of_whole_iterations() -> None:
     m = _runner().measure(MeasureSpec(fn=lambda: sum(range(50)), settings=FIXED, calls_per_sample=3))
-    assert m.stats.count == 7
-    assert m.calls_per_sample == 3
-    assert m.total_calls == 21
+    assert m.stats.count == 7  # the rounds asked for, each a block of whole iterations
+    assert m.calls_per_sample % 3 == 0 and m.calls_per_sample * m.stats.median_ns >= 0.5 * CPU_MIN_SAMPLE_NS
+    assert m.total_calls == 7 * m.calls_per_sample
+    assert any(n.startswith(f"timed in blocks of {m.calls_per_sample} calls") for n in m.notes)
 
 
 def test_before_block_runs_outside_every_block_with_its_fresh_arguments() -> None:

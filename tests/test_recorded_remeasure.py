@@ -37,7 +37,7 @@ def test_suspected_regression_of_a_recorded_measurement_is_re_measured(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytester.makepyfile(test_rec=RECORDED)
-    args = ["--gpuperf", "-p", "no:cacheprovider", "--gpuperf-calibrate=off"]
+    args = ["--gpuperf", "-p", "no:cacheprovider", "--gpuperf-calibrate=off", "--gpuperf-busy-policy=judge"]
     pytester.runpytest_subprocess(*args, "--gpuperf-update-baseline").assert_outcomes(passed=3)
     (path,) = (pytester.path / "baselines").rglob("*.json")
     data = json.loads(path.read_text())

@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pytest_gpuperf.config import BusyPolicy
+
 if TYPE_CHECKING:
     import torch
 
@@ -103,13 +105,13 @@ class HostGuard(Protocol):
         ...
 
 
-def guard_for(device: torch.device, *, mode: Mode, pin_cpu: str = "auto",
-              peak_memory: bool = True) -> HostGuard:  # fmt: skip
-    """The guard of ``device``'s host: CUDA's NVML health, or the shared CPU's guards."""
+def guard_for(device: torch.device, *, mode: Mode, pin_cpu: str = "auto", peak_memory: bool = True,
+              busy_policy: BusyPolicy = BusyPolicy.RETAKE) -> HostGuard:  # fmt: skip
+    """The guard of ``device``'s host: CUDA's NVML health, or the shared CPU's guards (``busy_policy``: theirs)."""
     if device.type == "cuda":
         from pytest_gpuperf.host.cuda import CudaHostGuard
 
         return CudaHostGuard(device)
     from pytest_gpuperf.host.cpu import CpuHostGuard
 
-    return CpuHostGuard(device, mode=mode, pin_cpu=pin_cpu, peak_memory=peak_memory)
+    return CpuHostGuard(device, mode=mode, pin_cpu=pin_cpu, peak_memory=peak_memory, busy_policy=busy_policy)

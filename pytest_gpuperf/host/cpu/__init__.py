@@ -1,4 +1,4 @@
-"""The shared-CPU host guard: speed probe and settle wait, core pinning, calibration, the fast end, peak memory.
+"""The shared-CPU host guard: contention and speed probe with their waits, pinning, calibration, rules, peak memory.
 
 On a CPU runner the measured code shares the machine with other processes, which
 decide much of its timing. Everything that exists for that reason lives in this
@@ -12,10 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-from pytest_gpuperf.config import Mode
+from pytest_gpuperf.config import BusyPolicy, Mode
 from pytest_gpuperf.host.cpu import speed_probe as probes
+from pytest_gpuperf.host.cpu.contention import ContentionReader, QuietWait
 from pytest_gpuperf.host.cpu.pinning import pinned, resolve_pin_cpu
-from pytest_gpuperf.host.cpu.rules import Calibration, FastEnd, SlowDurations, SlowMachine
+from pytest_gpuperf.host.cpu.rules import BusyRunner, Calibration, FastEnd, SlowDurations, SlowMachine
 from pytest_gpuperf.verdict.rulesets import GuardRules
 
 if TYPE_CHECKING:
@@ -28,11 +29,16 @@ if TYPE_CHECKING:
 class CpuHostGuard:
     name = "cpu"
 
-    def __init__(self, device: torch.device, *, mode: Mode, pin_cpu: str = "auto", peak_memory: bool = True) -> None:
+    def __init__(self, device: torch.device, *, mode: Mode, pin_cpu: str = "auto", peak_memory: bool = True,
+                 busy_policy: BusyPolicy = BusyPolicy.RETAKE, reader: ContentionReader | None = None,
+                 quiet: QuietWait | None = None) -> None:  # fmt: skip
         self.device = device
         self._pin = resolve_pin_cpu(pin_cpu, mode=mode, device_type=device.type)
         self._peak_memory = peak_memory
         self._session: probes.SessionSpeedProbe | None = None
+        self.busy_policy = BusyPolicy(busy_policy)  # a word from a test or a worker's command line too
+        self._reader = reader or ContentionReader()
+        self._quiet = quiet or QuietWait(self._reader)
 
     @property
     def pin_cpu(self) -> int | None:
@@ -41,7 +47,10 @@ class CpuHostGuard:
     def rules(self, mode: Mode) -> GuardRules:
         if mode is Mode.COMPARE_REF:  # interleaved rounds on one core already cancel the host's drift
             return GuardRules()
-        return GuardRules(time=(Calibration(), FastEnd(), SlowMachine()), metric=(SlowDurations(),))
+        judge = self.busy_policy is BusyPolicy.JUDGE
+        busy = () if judge or mode is Mode.UPDATE else (BusyRunner(),)  # an update's entry records its contention
+        return GuardRules(time=(Calibration(), *busy, FastEnd(trust_counters=not judge), SlowMachine()),
+                          metric=(SlowDurations(),))  # fmt: skip
 
     def pinned(self) -> AbstractContextManager[object]:
         return pinned(self._pin)
@@ -60,7 +69,7 @@ class CpuHostGuard:
     def health_monitor(self) -> ContentionMonitor:
         from pytest_gpuperf.host.cpu.contention import ContentionMonitor
 
-        return ContentionMonitor()  # evidence for the fast-end rule: PSI, steal, the run queue
+        return ContentionMonitor(self._reader)  # evidence for the busy-runner and fast-end rules
 
     def calibration(self) -> CalibrationWorkload:
         from pytest_gpuperf.host.cpu.calibration import CalibrationWorkload
@@ -73,16 +82,24 @@ class CpuHostGuard:
     def session_probe(self, *, writing: bool) -> tuple[float | None, str | None]:
         if self._session is None:
             self._session = probes.SessionSpeedProbe(self.speed_probe)
-        if writing:  # a baseline is not measured in a slow moment it could wait out
-            return self._session.settled_fastest()
+        if writing:  # a baseline is not measured in a busy or slow moment it could wait out
+            quiet = self.wait_quiet()
+            probe, waited = self._session.settled_fastest()
+            return probe, _joined(quiet, waited)
         return self._session.once(), None
+
+    def wait_quiet(self) -> str | None:
+        """With ``busy_policy=retake``: wait (bounded) for the counters to read quiet; the note (None: no wait)."""
+        return self._quiet.wait() if self.busy_policy is BusyPolicy.RETAKE else None
 
     @property
     def fastest_probe_ns(self) -> float | None:
         return self._session.fastest_ns if self._session is not None else None
 
     def settle(self, take: Callable[[], float | None], reference_ns: float | None) -> tuple[float | None, str | None]:
-        return probes.settled_probe(take, reference_ns)
+        quiet = self.wait_quiet()  # a re-take waits for the contention to pass, then for the machine's speed
+        probe, waited = probes.settled_probe(take, reference_ns)
+        return probe, _joined(quiet, waited)
 
     def busy(self, health: Mapping[str, object]) -> str | None:
         from pytest_gpuperf.host.cpu.contention import Contention
@@ -93,3 +110,8 @@ class CpuHostGuard:
     def probe_spread(self, others: Sequence[float]) -> float | None:
         session = self._session.readings if self._session is not None else []
         return probes.probe_spread([*session, *others])
+
+
+def _joined(*notes: str | None) -> str | None:
+    said = [n for n in notes if n]
+    return "; ".join(said) if said else None

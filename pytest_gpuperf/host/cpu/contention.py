@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,38 +45,55 @@ class Sample:
     runnable: int | None
 
 
-def _pressure_total_us(path: str = "/proc/pressure/cpu") -> float | None:
-    try:
-        with open(path, encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("some "):
-                    fields = dict(part.split("=", 1) for part in line.split()[1:])
-                    return float(fields["total"])
-    except (OSError, ValueError, KeyError):
-        pass
-    return None
+@dataclass(frozen=True)
+class ContentionReader:
+    """Reads the counters from their files: /proc on a real run, any files a test writes.
+
+    ``clock`` gives the wall time of a sample (seconds, monotonic).
+    """
+
+    pressure_path: str = "/proc/pressure/cpu"
+    stat_path: str = "/proc/stat"
+    clock: Callable[[], float] = time.monotonic
+
+    def sample(self) -> Sample:
+        steal, total, runnable = self._stat()
+        return Sample(self.clock(), self._pressure_field("total"), steal, total, runnable)
+
+    def recent_pressure(self) -> float | None:
+        """PSI's own average of the last 10 s ("some avg10"), as a share of the time (None: no PSI)."""
+        avg10 = self._pressure_field("avg10")
+        return None if avg10 is None else avg10 / 100.0
+
+    def _pressure_field(self, name: str) -> float | None:
+        try:
+            with open(self.pressure_path, encoding="ascii") as fh:
+                for line in fh:
+                    if line.startswith("some "):
+                        fields = dict(part.split("=", 1) for part in line.split()[1:])
+                        return float(fields[name])
+        except (OSError, ValueError, KeyError):
+            pass
+        return None
+
+    def _stat(self) -> tuple[int | None, int | None, int | None]:
+        """(steal ticks, all ticks, runnable tasks) from /proc/stat."""
+        steal = total = runnable = None
+        try:
+            with open(self.stat_path, encoding="ascii") as fh:
+                for line in fh:
+                    if line.startswith("cpu "):
+                        ticks = [int(x) for x in line.split()[1:]]
+                        total = sum(ticks[:8])  # user .. steal; guest time is already inside user
+                        steal = ticks[7] if len(ticks) > 7 else None
+                    elif line.startswith("procs_running "):
+                        runnable = int(line.split()[1])
+        except (OSError, ValueError):
+            pass
+        return steal, total, runnable
 
 
-def _stat(path: str = "/proc/stat") -> tuple[int | None, int | None, int | None]:
-    """(steal ticks, all ticks, runnable tasks) from /proc/stat."""
-    steal = total = runnable = None
-    try:
-        with open(path, encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("cpu "):
-                    ticks = [int(x) for x in line.split()[1:]]
-                    total = sum(ticks[:8])  # user .. steal; guest time is already inside user
-                    steal = ticks[7] if len(ticks) > 7 else None
-                elif line.startswith("procs_running "):
-                    runnable = int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return steal, total, runnable
-
-
-def read_sample() -> Sample:
-    steal, total, runnable = _stat()
-    return Sample(time.monotonic(), _pressure_total_us(), steal, total, runnable)
+PROC = ContentionReader()
 
 
 def _cpus() -> int:
@@ -163,16 +180,93 @@ class ContentionReport:
 class ContentionMonitor:
     """The CPU host guard's health monitor: the kernel's contention counters around one measurement."""
 
-    def __init__(self) -> None:
+    def __init__(self, reader: ContentionReader = PROC) -> None:
+        self._reader = reader
         self._before: Sample | None = None
 
     def start(self) -> None:
-        self._before = read_sample()
+        self._before = self._reader.sample()
 
     def stop(self) -> ContentionReport:
         if self._before is None:
             return ContentionReport()
-        contention = Contention.between(self._before, read_sample())
+        contention = Contention.between(self._before, self._reader.sample())
         if not contention.known:
             return ContentionReport()
         return ContentionReport(data=contention.as_data())  # the rules that need it say it (rules.py)
+
+
+# Waiting for a quiet runner (QuietWait): a window this long must read quiet; one wait lasts at
+# most QUIET_WAIT_S; a session waits in all at most QUIET_FIRST_S plus QUIET_SHARE of the time
+# since its first wait, and never more than QUIET_BUDGET_S. A runner busy for a whole session so
+# costs it about a tenth more time (writing baselines must stay within 3x a gating run; without
+# waits a write costs about 2.2x), and its measurements say they were busy.
+QUIET_WINDOW_S = 0.25
+QUIET_WAIT_S = 5.0
+QUIET_FIRST_S = 1.0
+QUIET_SHARE = 0.1
+QUIET_BUDGET_S = 60.0
+
+
+@dataclass
+class QuietWait:
+    """Waits, bounded, for a window in which the kernel's counters read the runner quiet.
+
+    Before a measurement a baseline is written from, and before a busy
+    measurement is taken again: either is worth a few seconds, a frozen
+    number or a verdict measured under contention is not.
+    """
+
+    reader: ContentionReader = PROC
+    sleep: Callable[[float], None] = time.sleep
+    window_s: float = QUIET_WINDOW_S
+    max_wait_s: float = QUIET_WAIT_S
+    budget_s: float = QUIET_BUDGET_S
+    first_s: float = QUIET_FIRST_S
+    share: float = QUIET_SHARE
+    spent_s: float = 0.0
+    started_s: float | None = None  # the reader's clock at the first wait
+
+    def allowance_s(self) -> float:
+        """How long this session may have waited by now (``spent_s`` counts against it)."""
+        now = self.reader.clock()
+        if self.started_s is None:
+            self.started_s = now
+        return min(self.budget_s, self.first_s + self.share * (now - self.started_s))
+
+    def wait(self) -> str | None:
+        """Wait for a quiet window; what the measurement's notes say about it (None: quiet at once, or no signal).
+
+        Where PSI's own 10 s average reads quiet, the runner has been quiet and
+        nothing is waited; otherwise windows of ``window_s`` decide (they see the
+        contention pass sooner than the average does).
+        """
+        recent = self.reader.recent_pressure()
+        if recent is not None and recent < BUSY_PRESSURE:
+            return None
+        allowed = self.allowance_s()
+        if self.spent_s >= allowed:  # spent: not even one window more, the measurement says it was busy
+            if recent is None:
+                return None
+            return (f"the runner was busy (CPU pressure {recent:.0%} over the last 10 s) and this session's time "
+                    "for waiting for quiet windows is spent")  # fmt: skip
+        waited = 0.0
+        while True:
+            before = self.reader.sample()
+            self.sleep(self.window_s)
+            contention = Contention.between(before, self.reader.sample())
+            waited += self.window_s
+            self.spent_s += self.window_s
+            if not contention.known:
+                return None  # nothing to wait for on a system without the counters
+            if not contention.busy:
+                if waited <= self.window_s:
+                    return None
+                return f"waited {waited:.2g}s for the runner to be quiet ({contention.describe()})"
+            if self.spent_s >= allowed:
+                return (f"the runner was busy ({contention.describe()}) and this session's time for waiting for "
+                        f"quiet windows is spent ({self.spent_s:.2g}s): measured busy")  # fmt: skip
+            if waited >= self.max_wait_s:
+                return (
+                    f"the runner stayed busy through {waited:.2g}s of waiting ({contention.describe()}): measured busy"
+                )

@@ -26,19 +26,46 @@ _DURATION_UNITS = frozenset({"s", "ms", "us", "ns"})
 
 
 @dataclass(frozen=True)
+class BusyRunner:
+    """A time change measured while the kernel counted contention is "unstable: the runner was busy", never a verdict.
+
+    The kernel's counters around the measurement (contention.py: CPU pressure,
+    steal, the run queue) say directly whether other work competed for the CPUs
+    while it ran. A regression or improvement measured then is unstable, with the
+    evidence, and stays suspected: the mode's confirmation takes it again in a fresh
+    process, after waiting (bounded) for a quiet window with ``busy_policy=retake``,
+    and a reading taken quiet is judged on its own. Off with ``busy_policy=judge``.
+    """
+
+    name: str = "busy-runner"
+
+    def apply(self, case: Case, draft: Comparison) -> Step | None:
+        if draft.verdict not in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
+            return None
+        contention = Contention.from_data(case.measurement.health)
+        if contention is None or not contention.busy:
+            return None
+        change = f"{draft.change:+.1%} " if draft.change is not None else ""
+        return Step(f"unstable: the runner was busy ({contention.describe()}); the {change}change is not judged",
+                    Verdict.UNSTABLE)  # fmt: skip
+
+
+@dataclass(frozen=True)
 class FastEnd:
-    """A time verdict stands only if the fastest calls moved too (by half the threshold), or the runner was quiet.
+    """Where the kernel says nothing about contention: a time verdict stands only if the fastest calls moved too.
 
     More work makes every call slower, the fastest ones included; contention
     inflates the median and the tail while the fastest calls keep their speed.
     That is a guess from the samples' shape, and the kernel counts contention
-    directly (contention.py): where it says the runner was quiet while the test
-    measured, the guess is not made (a deterministic slowdown can leave the fast
-    end nearly where it was); where it says busy, the verdict is "unstable: the
-    runner was busy", never "unchanged"; where it says nothing, the guess stands.
+    directly (contention.py), so the guess is made only where it cannot: where the
+    counters say the runner was quiet, the verdict stands (a deterministic slowdown
+    can leave the fast end nearly where it was); where they say busy, the
+    busy-runner rule decides (``trust_counters``; with ``busy_policy=judge`` the
+    guess is made there too); without counters (no PSI, another OS) the guess stands.
     """
 
     name: str = "fast-end"
+    trust_counters: bool = True  # False under busy_policy=judge: a busy reading is guessed from its shape
 
     def apply(self, case: Case, draft: Comparison) -> Step | None:
         quantile = case.settings.fast_end_quantile
@@ -48,6 +75,12 @@ class FastEnd:
         current, base = case.measurement.samples_ns, entry.samples_ns
         if len(current) < _FAST_END_MIN_SAMPLES or len(base) < _FAST_END_MIN_SAMPLES:
             return None
+        contention = Contention.from_data(case.measurement.health)
+        if contention is not None and contention.known and not contention.busy:
+            return Step(f"the runner was quiet while it measured ({contention.describe()}): not contention, "
+                        "the verdict stands")  # fmt: skip
+        if contention is not None and contention.busy and self.trust_counters:
+            return None  # the busy-runner rule's case
         q = 100 * quantile
         moved = float(np.percentile(current, q) / np.percentile(base, q)) - 1.0
         threshold = draft.threshold or case.settings.threshold
@@ -55,13 +88,6 @@ class FastEnd:
         agrees = moved > needed if draft.verdict is Verdict.REGRESSION else moved < -needed
         if agrees:
             return Step(f"the fastest {quantile:.0%} of calls moved too ({moved:+.1%})", quiet=True)
-        contention = Contention.from_data(case.measurement.health)
-        only = f"the fastest {quantile:.0%} of calls moved only {moved:+.1%} (needs {needed:.1%})"
-        if contention is not None and contention.known and not contention.busy:
-            return Step(f"{only}, but the runner was quiet while it measured ({contention.describe()}): "
-                        "not contention, the verdict stands")  # fmt: skip
-        if contention is not None and contention.busy:
-            return Step(f"unstable: the runner was busy ({contention.describe()}); {only}", Verdict.UNSTABLE)
         return Step(
             f"the fastest {quantile:.0%} of calls moved only {moved:+.1%} (needs {needed:.1%}): "
             "contention on the machine, not a change in work",

@@ -28,7 +28,6 @@ monitor watches the clocks instead (gpu/nvml.py).
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -36,12 +35,9 @@ from typing import TYPE_CHECKING
 
 from pytest_gpuperf.host.cpu.calibration import CalibrationWorkload
 from pytest_gpuperf.host.cpu.pinning import pinned
-from pytest_gpuperf.model import Note
 
 if TYPE_CHECKING:
     import torch
-
-    from pytest_gpuperf.model import Measurement
 
 # Between processes on a quiet machine the probe varies by about +-10%; the slow states
 # it is for run 1.5-2x slower. 1.25 sits between the two.
@@ -192,9 +188,3 @@ def settled_probe(take: Callable[[], float | None], reference_ns: float | None) 
         return probe, None
     ratio = slowdown(probe, reference_ns)
     return probe, f"waited {waited:g}s for the machine to recover (speed probe x{ratio:.2f} then)"
-
-
-def with_probe(measurement: Measurement, probe_ns: float | None, waited: str | None) -> Measurement:
-    """``measurement`` with the probe taken before it, and the wait for it in its notes."""
-    notes = measurement.notes if waited is None else (*measurement.notes, Note(waited))
-    return dataclasses.replace(measurement, speed_probe_ns=probe_ns, notes=notes)
