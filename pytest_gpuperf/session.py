@@ -42,7 +42,7 @@ EARLY_BASE_KEY = pytest.StashKey["EarlyBase"]()  # compare-ref's base worker, st
 BASE_REF_KEY = pytest.StashKey["BaseRef"]()  # compare-ref's ref, resolved to a commit before the conftests load
 
 
-@dataclass
+@dataclass(eq=False)  # a plugin object: pluggy keeps plugins in sets, so it hashes by identity
 class GpuperfSession:
     """Per-session state and the session's hooks; ``config.stash[STATE_KEY]`` and a registered plugin."""
 

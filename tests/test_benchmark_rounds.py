@@ -30,7 +30,7 @@ def test_fixed_iterations_too_short_for_the_timer_are_timed_in_blocks_of_whole_i
     assert m.stats.count == 7  # the rounds asked for, each a block of whole iterations
     assert m.calls_per_sample % 3 == 0 and m.calls_per_sample * m.stats.median_ns >= 0.5 * CPU_MIN_SAMPLE_NS
     assert m.total_calls == 7 * m.calls_per_sample
-    assert any(n.startswith(f"timed in blocks of {m.calls_per_sample} calls") for n in m.notes)
+    assert any(n.text.startswith(f"timed in blocks of {m.calls_per_sample} calls") for n in m.notes)
 
 
 def test_before_block_runs_outside_every_block_with_its_fresh_arguments() -> None:

@@ -38,3 +38,12 @@ def test_the_engine_protocol_holds_only_what_every_engine_does() -> None:
     assert members == {"measure", "evaluate", "close"}
     for engine in (LocalEngine, CompareRefEngine, WorkerEngine):
         assert members <= set(vars(engine)), engine.__name__
+
+
+def test_the_session_plugin_is_hashable_so_tests_under_a_nested_conftest_run(pytester: pytest.Pytester) -> None:
+    """pluggy keeps plugins in sets when it narrows the hooks to a test's conftests."""
+    pytester.mkpydir("sub").joinpath("conftest.py").write_text("VALUE = 1\n")
+    pytester.mkpydir("other").joinpath("test_plain.py").write_text("def test_a():\n    assert True\n")
+    pytester.path.joinpath("sub", "test_b.py").write_text("def test_b():\n    assert True\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
