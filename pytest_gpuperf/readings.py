@@ -17,11 +17,14 @@ the readings so far decide the question, and a budget (the last wave).
   the baseline, is a regression too; the first that is not ends the plan.
   Two independent false alarms in a row are far rarer than one.
 * **Confirming a compare-ref suspicion** (``pairs_done``): fresh process pairs;
-  their ratios' t interval decides. After the first wave the plan stops when the
-  rest could not make a regression (``futile``) or when the readings already
-  confirm it at a stricter level (``INTERIM_CONFIDENCE``: looking more than once
-  must not add false alarms); at the planned count it stops unless the verdict is
-  still open (``undecided``), which earns one extension wave.
+  their ratios' t interval decides. The first three pairs come together, then one
+  pair at a time, with a look after each: the plan stops as soon as the rest
+  could not make a regression (``futile``), the readings rule a change of the
+  threshold's size out (``cleared``) or already confirm it, both at a stricter
+  level (``INTERIM_CONFIDENCE``: looking more than once must not add false
+  alarms); at the planned count it stops unless the verdict is still open
+  (``undecided``), which earns an extension of half as many pairs again, looked
+  at pair by pair the same way.
 
 docs/statistics.md gives the reasoning and the numbers behind each rule.
 """
@@ -66,22 +69,34 @@ def take_readings(
 # -- confirming a compare-ref suspicion ------------------------------------------------------
 
 def pair_waves(planned: int) -> tuple[int, ...]:
-    """First wave, the planned pairs, one extension of half as many again (at least one)."""
+    """The looks of a confirmation: after the first pairs together, then after each further pair.
+
+    The first ``MIN_CONFIRMING_PAIRS`` start and measure before the first look (no
+    interval exists before), then every pair is looked at up to the planned count
+    and through one extension of half as many again (at least one). A pair is only
+    started when the look before it left the verdict open (confirm.py).
+    """
     first = min(planned, MIN_CONFIRMING_PAIRS)
-    return tuple(sorted({first, planned, planned + max(1, planned // 2)}))
+    return (first, *range(first + 1, last_pair(planned) + 1))
+
+
+def last_pair(planned: int) -> int:
+    """The most pairs a confirmation measures: the planned ones and an extension of half as many again."""
+    return planned + max(1, planned // 2)
 
 
 def pairs_done(ratios: Sequence[float], planned: int, *, pairs: int, threshold: float, confidence: float) -> bool:
-    """The stopping rule for compare-ref confirmation pairs (see the module docstring)."""
+    """The stopping rule for compare-ref confirmation pairs, after ``planned`` pairs (see the module docstring)."""
     if len(ratios) < MIN_CONFIRMING_PAIRS:
         return True  # too few pairs could measure: more of the same workers will not help
-    if planned > pairs:
-        return True  # the extension wave was the last
-    if confirmed(ratios, threshold, INTERIM_CONFIDENCE):
+    last = last_pair(pairs)
+    if planned >= last:
+        return True  # the extension's last pair
+    if confirmed(ratios, threshold, INTERIM_CONFIDENCE) or cleared(ratios, threshold, INTERIM_CONFIDENCE):
         return True
-    if planned < pairs:
-        return futile(ratios, threshold, pairs)
-    return not undecided(ratios, threshold, confidence)
+    if planned == pairs:
+        return not undecided(ratios, threshold, confidence)
+    return futile(ratios, threshold, pairs if planned < pairs else last)
 
 
 def confirmed(ratios: Sequence[float], threshold: float, confidence: float) -> bool:
@@ -105,6 +120,17 @@ def futile(ratios: Sequence[float], threshold: float, planned: int) -> bool:
         return False
     mean_log = sum(math.log(r) for r in ratios) / k
     return mean_log <= math.log1p(threshold) * k / planned
+
+
+def cleared(ratios: Sequence[float], threshold: float, confidence: float) -> bool:
+    """The interval's upper end lies below ``1 + threshold``: a change of the threshold's size is ruled out.
+
+    Like ``futile``, it can only end a confirmation without a regression, never make one.
+    """
+    if len(ratios) < MIN_CONFIRMING_PAIRS:
+        return False
+    _, _, high, _ = stats.replicate_ratio_ci(ratios, confidence)
+    return high < 1.0 + threshold
 
 
 def undecided(ratios: Sequence[float], threshold: float, confidence: float) -> bool:

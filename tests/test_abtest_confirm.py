@@ -1,5 +1,5 @@
-"""The confirmation's rules that need no worker processes: when a second wave is not worth measuring, and when
-an open verdict earns an extension wave."""
+"""The confirmation's rules that need no worker processes: when more pairs are not worth measuring, when the
+pairs already rule a change out, and when an open verdict earns an extension."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from pytest_gpuperf.readings import futile, pair_waves, undecided
+from pytest_gpuperf.readings import cleared, futile, pair_waves, pairs_done, undecided
 
 
 def test_a_first_wave_at_or_below_half_the_threshold_ends_the_confirmation() -> None:
@@ -56,5 +56,38 @@ def test_too_few_pairs_are_never_extended() -> None:
     assert not undecided(OPEN_HIGH[:2], 0.02, 0.95)
 
 
-def test_the_waves_are_a_first_three_the_planned_pairs_and_half_as_many_again() -> None:
-    assert [pair_waves(n) for n in (3, 4, 6, 9)] == [(3, 4), (3, 4, 6), (3, 6, 9), (3, 9, 13)]
+def test_after_the_first_three_pairs_every_pair_is_a_look_through_the_extension() -> None:
+    assert [pair_waves(n) for n in (3, 4, 6)] == [(3, 4), (3, 4, 5, 6), (3, 4, 5, 6, 7, 8, 9)]
+    assert pair_waves(9) == tuple(range(3, 14))
+
+
+def done(ratios: list[float], looked: int, pairs: int = 6) -> bool:
+    return pairs_done(ratios, looked, pairs=pairs, threshold=0.02, confidence=0.95)
+
+
+def test_a_regression_clear_after_four_pairs_stops_there_not_at_the_planned_six() -> None:
+    # a 7% slowdown: three pairs leave its 99% interval reaching below 1 (2 degrees of freedom), four do not
+    ratios = [1.067, 1.073, 1.100, 1.072]
+    assert not done(ratios[:3], 3)
+    assert done(ratios, 4)
+
+
+def test_a_suspicion_is_cleared_at_the_first_pair_that_leaves_no_room_for_it() -> None:
+    # +1.6%, +1.1%, +1.2% reach above two thirds of the 2% threshold (log scale): not futile at three of six
+    ratios = [1.016, 1.011, 1.012]
+    assert not futile(ratios, 0.02, 6) and not done(ratios, 3)
+    assert done([*ratios, 0.995], 4)  # four of six at or below two thirds of it: the rest could not make +2%
+
+
+def test_an_upper_bound_below_the_threshold_clears_whatever_the_estimate() -> None:
+    tight = [1.013, 1.014, 1.012, 1.013]  # +1.3%, its 99% interval well below +2%
+    assert cleared(tight, 0.02, 0.99)
+    assert not cleared([1.013, 1.03, 1.0, 1.02], 0.02, 0.99)
+    assert not cleared(tight[:2], 0.02, 0.99)  # no interval from two pairs
+
+
+def test_the_extension_is_looked_at_pair_by_pair_and_ends_at_half_as_many_again() -> None:
+    assert not done(OPEN_HIGH, 6)
+    assert not done([*OPEN_HIGH, 1.05], 7)
+    assert done([*OPEN_HIGH, 1.05, 1.06, 1.04], 9)
+    assert done([*OPEN_HIGH, 0.90], 7)  # at or below 7/9 of the threshold now: the last two could not make it

@@ -11,11 +11,28 @@ did. The verdict then comes from the spread of those independent pair ratios
 selects what to confirm; it is not part of that estimate.
 
 How many pairs are measured is decided by the readings plan (``readings.py``):
-waves of pairs, stopped as soon as the pairs decide. The workers of a wave start
-when it is first needed and stay for later suspicions; each collects only the
-files of the session's tests and skips what only the first pair needs (CPU peak
-memory). Each fresh pair gets half the measurement's time budget: a pair's own
-CI only has to be narrow next to the spread between pairs.
+the first three pairs, then one at a time, stopped as soon as the pairs decide
+either way. This module only gathers the readings.
+
+The workers are kept warm for the whole session. Pair ``j``'s two processes are
+started the first time any suspicion needs a ``j``-th reading (the first three
+pairs together, so that their start-ups overlap; later ones one pair at a time,
+only when the look before left the verdict open) and take reading ``j`` of every
+later suspected test: between processes, not between tests, is where a fresh
+process is needed. What one process carries into a reading (where its code and
+data landed in memory, so the offset of one test's functions in it) is drawn
+anew in another process, so the readings of one test must each come from a
+pair of its own: two readings of a test from one pair would share that pair's
+offset, narrow the interval and let it confirm the offset. A test measured in a
+pair says nothing about that pair's offset for another test (the offset is
+each function's own), so a pair serves every suspected test once, and each
+suspected test runs there alone (``RUN`` of that one test id in a worker that
+collected the session's files at its start; no collection per reading). A pair
+is started again only when one of its processes broke (crashed, hung, failed to
+start): not for the test that broke it, whose reading is lost, but for the next
+suspected test. Each worker skips what only the first pair needs (CPU peak
+memory), and each fresh pair gets half the measurement's time budget: a pair's
+own CI only has to be narrow next to the spread between pairs.
 """
 
 from __future__ import annotations
@@ -78,22 +95,31 @@ class ConfirmationPool:
         self._head_launch = head_launch
         self._base_launch = base_launch
         self.ref = ref
-        self._sides: list[tuple[RemoteSide, RemoteSide]] = []
-        self._broken: set[int] = set()
+        self._sides: dict[int, tuple[RemoteSide, RemoteSide]] = {}
+        self._broken: set[int] = set()  # pairs that broke in the current confirmation
 
-    def _start(self, count: int) -> list[tuple[RemoteSide, RemoteSide]]:
-        """The first ``count`` pairs, starting those not yet running (all of a wave at once)."""
-        started: list[tuple[RemoteSide, RemoteSide]] = []
+    def _start(self, count: int) -> None:
+        """Pairs ``0 .. count - 1`` running: those not yet started start now, all at once."""
+        started: dict[int, tuple[RemoteSide, RemoteSide]] = {}
         try:
-            for j in range(len(self._sides), count):
-                started.append(self._start_pair(j))
+            for j in range(count):
+                if j not in self._sides:
+                    started[j] = self._start_pair(j)
         except BaseException:
-            for head, base in started:
+            for head, base in started.values():
                 head.close()
                 base.close()
             raise
-        self._sides.extend(started)
-        return self._sides[:count]
+        self._sides.update(started)
+
+    def _restart_broken(self) -> None:
+        """Stop the pairs that broke in the last confirmation: the next reading that needs one starts it anew."""
+        for j in sorted(self._broken):
+            pair = self._sides.pop(j, None)
+            for side in pair or ():
+                with contextlib.suppress(Exception):
+                    side.close()
+        self._broken.clear()
 
     def _start_pair(self, j: int) -> tuple[RemoteSide, RemoteSide]:
         """Pair ``j``'s workers, launched in turn order (``base_leads``): the base first in odd pairs."""
@@ -121,17 +147,18 @@ class ConfirmationPool:
         result = Confirmation(planned=self.pairs)
         settings = confirming_settings(settings)
         waves = readings.pair_waves(self.pairs)
+        self._restart_broken()
 
         def take(j: int) -> float | None:
             result.attempted = j + 1
-            self.progress.confirming(key, j + 1, next(w for w in waves if w > j))
-            try:  # a wave's workers all start at once, so their start-ups overlap
-                sides = self._start(next(w for w in waves if w > j))
+            self.progress.confirming(key, j + 1, max(self.pairs, j + 1))
+            try:  # the first look's pairs start at once, so their start-ups overlap
+                self._start(next(w for w in waves if w > j))
             except WorkerError as exc:
                 if not any(p.startswith("confirmation workers") for p in result.problems):
                     result.problems.append(f"confirmation workers did not start: {exc}")
                 return None
-            return self._measure_pair(j, *sides[j], test_id, key, settings, result)
+            return self._measure_pair(j, *self._sides[j], test_id, key, settings, result)
 
         def done(ratios: list[float], planned: int) -> bool:
             return readings.pairs_done(
@@ -185,8 +212,8 @@ class ConfirmationPool:
 
     def close(self) -> None:
         """Stop every worker: all are asked first, then waited for, so their exits overlap."""
-        sides = [side for pair in self._sides for side in pair]
-        self._sides = []
+        sides = [side for pair in self._sides.values() for side in pair]
+        self._sides = {}
         for side in sides:
             with contextlib.suppress(Exception):
                 side.request_stop()

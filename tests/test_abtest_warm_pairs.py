@@ -1,0 +1,94 @@
+"""Confirmation workers kept warm: started once per session, one more pair only when a look leaves the verdict open.
+
+Real sessions on real git repositories. Each head worker that imports the test
+file takes a numbered slot (a file in ``SLOTS_DIR``, in import order), so the
+test can count the confirmation's head processes and make one of them slow.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_abtest_compare_ref import ARGS, SPIN_WITH_ENVIRONMENT, git, make_repo, worktrees
+
+pytestmark = pytest.mark.slow
+
+# WORK steps per call: ``own`` in the head's own pytest process, ``slot_work`` (of SLOT) in the head
+# workers. A base worker runs the base commit's 20000 steps.
+HEAD = (
+    SPIN_WITH_ENVIRONMENT.format(
+        setup="""
+def _slot():
+    here = os.environ["SLOTS_DIR"]  # not the file's folder: head workers run from a copy of the checkout
+    n = 0
+    while True:  # a unique number per head worker, in the order they import this file
+        try:
+            os.close(os.open(os.path.join(here, f"slot-{{n}}"), os.O_CREAT | os.O_EXCL))
+            return n
+        except FileExistsError:
+            n += 1
+
+SLOT = _slot() if "GPUPERF_WORKER_FD" in os.environ else None
+WORK = {own} if SLOT is None else {slot_work}
+""",
+        check="pass",
+    )
+    + """
+
+def test_spin_again(gpu_bench):
+    gpu_bench(spin)
+"""
+)
+
+
+def run(pytester: pytest.Pytester, head: str, *args: str) -> tuple[pytest.RunResult, dict[str, dict[str, Any]]]:
+    root = make_repo(pytester, head_work=20001, extra="\n\ndef test_spin_again(gpu_bench):\n    gpu_bench(spin)\n")
+    pytester.makepyfile(test_perf=head)
+    git(root, "commit", "-qam", "head")
+    result = pytester.runpytest_subprocess(*ARGS, *args, "--gpuperf-json=results.json")
+    assert worktrees(root) == 1
+    results = json.loads((root / "results.json").read_text())["results"]
+    return result, {r["key"].split("::")[1]: r["comparisons"][0] for r in results}
+
+
+def slots(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.glob("slot-*"))
+
+
+def test_two_suspected_tests_are_confirmed_by_the_same_warm_workers(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # both tests four times slower in the head's own process only: two suspicions, both cleared by fresh pairs
+    monkeypatch.setenv("SLOTS_DIR", str(pytester.path))
+    result, verdicts = run(pytester, HEAD.format(slot_work="20000", own="80000"), "--gpuperf-confirm-pairs=3")
+    assert result.ret == 0, result.stdout.str()
+    for test in ("test_spin", "test_spin_again"):
+        assert verdicts[test]["verdict"] == "unchanged", verdicts[test]
+        assert "3 fresh process pairs" in verdicts[test]["evidence"], verdicts[test]
+    # three head workers for six readings: the second suspicion reused the first one's processes
+    assert slots(pytester.path) == ["slot-0", "slot-1", "slot-2"]
+
+
+def test_a_decided_confirmation_starts_and_measures_no_pair_beyond_the_look_that_decided_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Threshold 100% (L = log 2); the head's own process 8x slower: suspected. Of the fresh pairs, the one
+    # whose head worker holds slot 1 reads about 4x, slot 3's about 1/4, the others 1x. After three pairs
+    # (slots 0-2, in any order) their log-mean, about log(4)/3 = 2L/3, is above half of L: a regression
+    # over six is still possible. The fourth pair (slot 3) brings it to about 0: the last two could not
+    # make one. So the fourth pair decides, and pairs 5 and 6 are never started.
+    monkeypatch.setenv("SLOTS_DIR", str(pytester.path))
+    head = HEAD.format(slot_work="(80000 if SLOT == 1 else 5000 if SLOT == 3 else 20000)", own="160000").replace(
+        "\n\ndef test_spin_again(gpu_bench):\n    gpu_bench(spin)\n", "\n"
+    )
+    result, verdicts = run(pytester, head, "--gpuperf-confirm-pairs=6", "--gpuperf-threshold=1.0")
+    assert result.ret == 0, result.stdout.str()
+    spin = verdicts["test_spin"]
+    assert spin["verdict"] == "unchanged", spin
+    assert "4 fresh process pairs" in spin["evidence"], spin
+    assert "other pairs were not measured" in spin["note"], spin
+    assert slots(pytester.path) == ["slot-0", "slot-1", "slot-2", "slot-3"]
