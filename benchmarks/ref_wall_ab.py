@@ -71,7 +71,7 @@ def main() -> int:
         args.json.write_text(json.dumps(out, indent=1))
     pb = statistics.median(w for w, _, _ in out["pytest-benchmark"])
     for side in ("A", "B"):  # each session over the pytest-benchmark session of its round
-        paired = [w / ref for (w, _, _), (ref, _, _) in zip(out[side], out["pytest-benchmark"])]
+        paired = [w / ref for (w, _, _), (ref, _, _) in zip(out[side], out["pytest-benchmark"], strict=True)]
         print(f"{side}: paired median {statistics.median(paired):.2f}x pytest-benchmark ({len(paired)} rounds)")
     for side, rows in out.items():
         walls = [w for w, _, _ in rows]

@@ -16,22 +16,15 @@ the readings so far decide the question, and a budget (the last wave).
   regression stands only if each fresh-process reading, judged on its own against
   the baseline, is a regression too; the first that is not ends the plan.
   Two independent false alarms in a row are far rarer than one.
-* **Confirming a compare-ref suspicion** (``pairs_done``): fresh process pairs;
-  their ratios' t interval decides. The first three pairs come together, then one
-  pair at a time, with a look after each: the plan stops as soon as the rest
-  could not make a regression (``futile``), the readings rule a change of the
-  threshold's size out (``cleared``) or already confirm it, both at a stricter
-  level (``INTERIM_CONFIDENCE``: looking more than once must not add false
-  alarms); at the planned count it stops unless the verdict is still open
-  (``undecided``), which earns an extension of half as many pairs again, looked
-  at pair by pair the same way.
+* **Confirming a compare-ref suspicion**: fresh process pairs, taken with
+  ``take_readings`` too; when their ratios have decided is the verdict's
+  (``verdict/pairs.py``).
 
 docs/statistics.md gives the reasoning and the numbers behind each rule.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -39,8 +32,6 @@ from pytest_gpuperf import stats
 
 T = TypeVar("T")
 
-MIN_CONFIRMING_PAIRS = 3  # fewer independent pair ratios give no usable interval
-INTERIM_CONFIDENCE = 0.99  # an early stop on a confirmed regression needs this; the final look uses 95%
 NOISY_WRITE_FACTOR = 1.5  # a baseline whose readings raise its threshold past this many times takes more
 WRITE_WAVES = (2, 3, 5)  # readings of a baseline write: a check, a decider, two more for a noisy one
 
@@ -64,83 +55,6 @@ def take_readings(
         if done(readings, planned):
             break
     return readings
-
-
-# -- confirming a compare-ref suspicion ------------------------------------------------------
-
-def pair_waves(planned: int) -> tuple[int, ...]:
-    """The looks of a confirmation: after the first pairs together, then after each further pair.
-
-    The first ``MIN_CONFIRMING_PAIRS`` start and measure before the first look (no
-    interval exists before), then every pair is looked at up to the planned count
-    and through one extension of half as many again (at least one). A pair is only
-    started when the look before it left the verdict open (confirm.py).
-    """
-    first = min(planned, MIN_CONFIRMING_PAIRS)
-    return (first, *range(first + 1, last_pair(planned) + 1))
-
-
-def last_pair(planned: int) -> int:
-    """The most pairs a confirmation measures: the planned ones and an extension of half as many again."""
-    return planned + max(1, planned // 2)
-
-
-def pairs_done(ratios: Sequence[float], planned: int, *, pairs: int, threshold: float, confidence: float) -> bool:
-    """The stopping rule for compare-ref confirmation pairs, after ``planned`` pairs (see the module docstring)."""
-    if len(ratios) < MIN_CONFIRMING_PAIRS:
-        return True  # too few pairs could measure: more of the same workers will not help
-    last = last_pair(pairs)
-    if planned >= last:
-        return True  # the extension's last pair
-    if confirmed(ratios, threshold, INTERIM_CONFIDENCE) or cleared(ratios, threshold, INTERIM_CONFIDENCE):
-        return True
-    if planned == pairs:
-        return not undecided(ratios, threshold, confidence)
-    return futile(ratios, threshold, pairs if planned < pairs else last)
-
-
-def confirmed(ratios: Sequence[float], threshold: float, confidence: float) -> bool:
-    ratio, low, _, _ = stats.replicate_ratio_ci(ratios, confidence)
-    return ratio - 1.0 > threshold and low > 1.0
-
-
-def futile(ratios: Sequence[float], threshold: float, planned: int) -> bool:
-    """True when the pairs still to come could only confirm a regression by reading far above these.
-
-    The verdict over all ``planned`` pairs needs their geometric mean ratio above
-    ``1 + threshold``. With ``k`` ratios whose log-mean is ``l``, the other
-    ``planned - k`` would need a log-mean of ``(planned * L - k * l) / (planned - k)``
-    (``L = log(1 + threshold)``). If that lies a whole threshold or more above ``l``,
-    which is when ``l <= L * k / planned``, the rest would have to disagree with the
-    first wave by more than the smallest change the gate reports. Stopping can only
-    clear a suspicion, never make one.
-    """
-    k = len(ratios)
-    if k == 0 or k >= planned:
-        return False
-    mean_log = sum(math.log(r) for r in ratios) / k
-    return mean_log <= math.log1p(threshold) * k / planned
-
-
-def cleared(ratios: Sequence[float], threshold: float, confidence: float) -> bool:
-    """The interval's upper end lies below ``1 + threshold``: a change of the threshold's size is ruled out.
-
-    Like ``futile``, it can only end a confirmation without a regression, never make one.
-    """
-    if len(ratios) < MIN_CONFIRMING_PAIRS:
-        return False
-    _, _, high, _ = stats.replicate_ratio_ci(ratios, confidence)
-    return high < 1.0 + threshold
-
-
-def undecided(ratios: Sequence[float], threshold: float, confidence: float) -> bool:
-    """Not a regression, yet the estimate is above half the threshold and the interval reaches above it."""
-    if len(ratios) < MIN_CONFIRMING_PAIRS:
-        return False
-    ratio, low, high, _ = stats.replicate_ratio_ci(ratios, confidence)
-    change = ratio - 1.0
-    regression = change > threshold and low > 1.0
-    return not regression and change > threshold / 2 and high > 1.0 + threshold
 
 
 # -- confirming a baseline-mode suspicion ----------------------------------------------------

@@ -1,5 +1,5 @@
-"""The confirmation's rules that need no worker processes: when more pairs are not worth measuring, when the
-pairs already rule a change out, and when an open verdict earns an extension."""
+"""The confirmation's rules (verdict/pairs.py), which need no worker processes: when more pairs are not worth
+measuring, when the pairs already decide either way, and when an open verdict earns an extension."""
 
 from __future__ import annotations
 
@@ -7,7 +7,15 @@ import math
 
 import pytest
 
-from pytest_gpuperf.readings import cleared, futile, pair_waves, pairs_done, undecided
+from pytest_gpuperf.verdict.pairs import (
+    INTERIM_CONFIDENCE,
+    cleared,
+    confirmed,
+    futile,
+    pair_waves,
+    pairs_done,
+    undecided,
+)
 
 
 def test_a_first_wave_at_or_below_half_the_threshold_ends_the_confirmation() -> None:
@@ -91,3 +99,22 @@ def test_the_extension_is_looked_at_pair_by_pair_and_ends_at_half_as_many_again(
     assert not done([*OPEN_HIGH, 1.05], 7)
     assert done([*OPEN_HIGH, 1.05, 1.06, 1.04], 9)
     assert done([*OPEN_HIGH, 0.90], 7)  # at or below 7/9 of the threshold now: the last two could not make it
+
+
+def test_confirmation_pairs_stop_early_when_they_clear_or_clearly_confirm() -> None:
+    assert done([1.0, 1.002, 0.998], 3)  # futile: the other three could not make +2%
+    assert done([1.30, 1.31, 1.29], 3)  # confirmed at the interim 99% level already
+    assert not done([1.03, 1.045, 1.02], 3)  # possible but not yet clear: the planned six
+    assert done([1.03, 1.045, 1.02, 1.04, 1.035, 1.03], 6)  # decided at the planned count
+    open_verdict = [1.043, 1.063, 1.074, 1.012, 1.019, 0.990]  # +3.3%, its interval touches 1
+    assert not done(open_verdict, 6)  # open: one extension wave
+    assert done([*open_verdict, 1.03, 1.031, 1.04], 9)  # the extension is the last wave
+    assert done([1.2], 3)  # too few pairs could measure
+
+
+def test_an_interim_look_is_stricter_than_the_final_one() -> None:
+    # three pairs whose 95% interval excludes 1 but whose 99% interval does not: keep measuring
+    ratios = [1.05, 1.03, 1.07]
+    assert confirmed(ratios, 0.02, 0.95)
+    assert not confirmed(ratios, 0.02, INTERIM_CONFIDENCE)
+    assert not done(ratios, 3)

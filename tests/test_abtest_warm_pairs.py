@@ -92,3 +92,62 @@ def test_a_decided_confirmation_starts_and_measures_no_pair_beyond_the_look_that
     assert "4 fresh process pairs" in spin["evidence"], spin
     assert "other pairs were not measured" in spin["note"], spin
     assert slots(pytester.path) == ["slot-0", "slot-1", "slot-2", "slot-3"]
+
+
+# The head's own process runs both tests four times slower than the base: both are suspected. The fresh
+# head workers run the base's speed, and the one holding slot 0 dies while it measures the first test.
+CRASH_IN_THE_FIRST_TEST = """
+import os
+
+
+def _slot():
+    here = os.environ["SLOTS_DIR"]
+    n = 0
+    while True:
+        try:
+            os.close(os.open(os.path.join(here, f"slot-{n}"), os.O_CREAT | os.O_EXCL))
+            return n
+        except FileExistsError:
+            n += 1
+
+
+SLOT = _slot() if "GPUPERF_WORKER_FD" in os.environ else None
+WORK = 80000 if SLOT is None else 20000
+
+
+def spin():
+    total = 0
+    for i in range(WORK):
+        total += i * i
+    return total
+
+
+def spin_or_die():
+    if SLOT == 0:
+        os._exit(3)
+    return spin()
+
+
+def test_spin(gpu_bench):
+    gpu_bench(spin_or_die)
+
+
+def test_spin_again(gpu_bench):
+    gpu_bench(spin)
+"""
+
+
+def test_a_pair_that_broke_is_started_again_for_the_next_suspected_test(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SLOTS_DIR", str(pytester.path))
+    result, verdicts = run(pytester, CRASH_IN_THE_FIRST_TEST, "--gpuperf-confirm-pairs=3")
+    first, second = verdicts["test_spin"], verdicts["test_spin_again"]
+    # the first test keeps its suspicion: two pairs are too few to clear it
+    assert first["verdict"] == "regression", first
+    assert "(2 measured: pair " in first["note"] and "exited with code 3" in first["note"], first
+    assert result.ret == 1, result.stdout.str()
+    # the second test is measured by three pairs again: the broken pair's processes were replaced
+    assert second["verdict"] == "unchanged", second
+    assert "3 fresh process pairs" in second["evidence"], second
+    assert slots(pytester.path) == ["slot-0", "slot-1", "slot-2", "slot-3"]

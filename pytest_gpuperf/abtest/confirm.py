@@ -10,9 +10,9 @@ did. The verdict then comes from the spread of those independent pair ratios
 (``stats.replicate_ratio_ci``), which includes the offset. The first pair only
 selects what to confirm; it is not part of that estimate.
 
-How many pairs are measured is decided by the readings plan (``readings.py``):
+How many pairs are measured is the verdict's decision (``verdict/pairs.py``):
 the first three pairs, then one at a time, stopped as soon as the pairs decide
-either way. This module only gathers the readings.
+either way. This module only gathers the readings (``readings.take_readings``).
 
 The workers are kept warm for the whole session. Pair ``j``'s two processes are
 started the first time any suspicion needs a ``j``-th reading (the first three
@@ -49,6 +49,7 @@ from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import Verdict
 from pytest_gpuperf.report.progress import Progress
+from pytest_gpuperf.verdict import pairs
 from pytest_gpuperf.verdict.confirmation import oriented, oriented_threshold
 
 
@@ -72,7 +73,7 @@ class Confirmation:
         return max(0, self.attempted - self.planned)
 
     def usable(self) -> bool:
-        return len(self.ratios) >= readings.MIN_CONFIRMING_PAIRS
+        return len(self.ratios) >= pairs.MIN_CONFIRMING_PAIRS
 
     def interval(self, confidence: float) -> tuple[float, float, float, float]:
         """(ratio, low, high, p) over the pairs: see stats.replicate_ratio_ci."""
@@ -146,7 +147,7 @@ class ConfirmationPool:
         """
         result = Confirmation(planned=self.pairs)
         settings = confirming_settings(settings)
-        waves = readings.pair_waves(self.pairs)
+        waves = pairs.pair_waves(self.pairs)
         self._restart_broken()
 
         def take(j: int) -> float | None:
@@ -161,7 +162,7 @@ class ConfirmationPool:
             return self._measure_pair(j, *self._sides[j], test_id, key, settings, result)
 
         def done(ratios: list[float], planned: int) -> bool:
-            return readings.pairs_done(
+            return pairs.pairs_done(
                 oriented(ratios, suspected), planned, pairs=self.pairs,
                 threshold=oriented_threshold(threshold, suspected), confidence=confidence,
             )  # fmt: skip
