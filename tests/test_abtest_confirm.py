@@ -80,11 +80,18 @@ def test_a_regression_clear_after_four_pairs_stops_there_not_at_the_planned_six(
     assert done(ratios, 4)
 
 
-def test_a_suspicion_is_cleared_at_the_first_pair_that_leaves_no_room_for_it() -> None:
-    # +1.6%, +1.1%, +1.2% reach above two thirds of the 2% threshold (log scale): not futile at three of six
+def test_futility_is_judged_at_the_first_look_only() -> None:
+    # +1.6%, +1.1%, +1.2% reach above half the 2% threshold (log scale): not futile at three of six
     ratios = [1.016, 1.011, 1.012]
     assert not futile(ratios, 0.02, 6) and not done(ratios, 3)
-    assert done([*ratios, 0.995], 4)  # four of six at or below two thirds of it: the rest could not make +2%
+    # a fourth pair at -0.5% would make it futile over six, but the extension could still confirm it
+    assert futile([*ratios, 0.995], 0.02, 6) and not done([*ratios, 0.995], 4)
+
+
+def test_a_later_pair_that_rules_the_change_out_ends_the_confirmation() -> None:
+    ratios = [1.0145, 1.0085, 1.0115]  # +1.1%: neither futile nor, with two degrees of freedom, ruled out
+    assert not done(ratios, 3)
+    assert done([*ratios, 1.0115], 4)  # now the 99% interval ends below +2%
 
 
 def test_an_upper_bound_below_the_threshold_clears_whatever_the_estimate() -> None:
@@ -97,8 +104,8 @@ def test_an_upper_bound_below_the_threshold_clears_whatever_the_estimate() -> No
 def test_the_extension_is_looked_at_pair_by_pair_and_ends_at_half_as_many_again() -> None:
     assert not done(OPEN_HIGH, 6)
     assert not done([*OPEN_HIGH, 1.05], 7)
+    assert done([*OPEN_HIGH, 1.06, 1.07], 8)  # confirmed at the interim 99% on the extension's second pair
     assert done([*OPEN_HIGH, 1.05, 1.06, 1.04], 9)
-    assert done([*OPEN_HIGH, 0.90], 7)  # at or below 7/9 of the threshold now: the last two could not make it
 
 
 def test_confirmation_pairs_stop_early_when_they_clear_or_clearly_confirm() -> None:
