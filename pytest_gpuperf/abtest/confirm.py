@@ -15,10 +15,9 @@ the first three pairs, then one at a time, stopped as soon as the pairs decide
 either way. This module only gathers the readings (``readings.take_readings``).
 
 The workers are kept warm for the whole session. Pair ``j``'s two processes are
-started the first time any suspicion needs a ``j``-th reading (the first three
-pairs together, so that their start-ups overlap; later ones one pair at a time,
-only when the look before left the verdict open) and take reading ``j`` of every
-later suspected test: between processes, not between tests, is where a fresh
+started the first time any suspicion needs a ``j``-th reading (in waves, so that
+their start-ups overlap: ``start_waves``) and take reading ``j`` of every later
+suspected test: between processes, not between tests, is where a fresh
 process is needed. What one process carries into a reading (where its code and
 data landed in memory, so the offset of one test's functions in it) is drawn
 anew in another process, so the readings of one test must each come from a
@@ -148,13 +147,14 @@ class ConfirmationPool:
         result = Confirmation(planned=self.pairs)
         settings = confirming_settings(settings)
         waves = pairs.pair_waves(self.pairs)
+        starts = start_waves(self.pairs)
         self._restart_broken()
 
         def take(j: int) -> float | None:
             result.attempted = j + 1
             self.progress.confirming(key, j + 1, max(self.pairs, j + 1))
-            try:  # the first look's pairs start at once, so their start-ups overlap
-                self._start(next(w for w in waves if w > j))
+            try:
+                self._start(next(w for w in starts if w > j))
             except WorkerError as exc:
                 if not any(p.startswith("confirmation workers") for p in result.problems):
                     result.problems.append(f"confirmation workers did not start: {exc}")
@@ -221,6 +221,21 @@ class ConfirmationPool:
         for side in sides:
             with contextlib.suppress(Exception):
                 side.wait_stopped()
+
+
+def start_waves(planned: int) -> tuple[int, ...]:
+    """How many pairs run once pair ``j`` is needed: the first three, the planned ones, the extension's.
+
+    Pairs are measured and looked at one by one (verdict/pairs.py), but started in
+    these waves, all of a wave at once: on a shared host the start-ups of several
+    processes (importing torch, collecting) overlap and take a larger share of the
+    CPU than one pair's would, so a wave is ready sooner than its pairs started one
+    after the other (in an alternated comparison on a busy shared host, sessions
+    confirming 5% slowdowns took 1.3x as long with pairs started singly). A pair
+    started but not measured stays warm for the next suspected test.
+    """
+    first = min(planned, pairs.MIN_CONFIRMING_PAIRS)
+    return tuple(sorted({first, planned, pairs.last_pair(planned)}))
 
 
 def base_leads(j: int) -> bool:
