@@ -14,24 +14,15 @@ How many pairs are measured is the verdict's decision (``verdict/pairs.py``):
 the first three pairs, then one at a time, stopped as soon as the pairs decide
 either way. This module only gathers the readings (``readings.take_readings``).
 
-The workers are kept warm for the whole session. Pair ``j``'s two processes are
-started the first time any suspicion needs a ``j``-th reading (in waves, so that
-their start-ups overlap: ``start_waves``) and take reading ``j`` of every later
-suspected test: between processes, not between tests, is where a fresh
-process is needed. What one process carries into a reading (where its code and
-data landed in memory, so the offset of one test's functions in it) is drawn
-anew in another process, so the readings of one test must each come from a
-pair of its own: two readings of a test from one pair would share that pair's
-offset, narrow the interval and let it confirm the offset. A test measured in a
-pair says nothing about that pair's offset for another test (the offset is
-each function's own), so a pair serves every suspected test once, and each
-suspected test runs there alone (``RUN`` of that one test id in a worker that
-collected the session's files at its start; no collection per reading). A pair
-is started again only when one of its processes broke (crashed, hung, failed to
-start): not for the test that broke it, whose reading is lost, but for the next
-suspected test. Each worker skips what only the first pair needs (CPU peak
-memory), and each fresh pair gets half the measurement's time budget: a pair's
-own CI only has to be narrow next to the spread between pairs.
+The workers are kept warm for the session: pair ``j`` takes reading ``j`` of
+every suspected test, each run there alone (its workers collected the session's
+files once). A process's offset is each function's own, so one pair serves every
+test once, while two readings of one test need two pairs (docs/statistics.md,
+"Which readings need a fresh process"). A pair is started again only after one
+of its processes broke, for the next suspected test. Each worker skips what
+only the first pair needs (CPU peak memory), and each fresh pair gets half the
+measurement's time budget: a pair's own CI only has to be narrow next to the
+spread between pairs.
 """
 
 from __future__ import annotations
@@ -226,13 +217,9 @@ class ConfirmationPool:
 def start_waves(planned: int) -> tuple[int, ...]:
     """How many pairs run once pair ``j`` is needed: the first three, the planned ones, the extension's.
 
-    Pairs are measured and looked at one by one (verdict/pairs.py), but started in
-    these waves, all of a wave at once: on a shared host the start-ups of several
-    processes (importing torch, collecting) overlap and take a larger share of the
-    CPU than one pair's would, so a wave is ready sooner than its pairs started one
-    after the other (in an alternated comparison on a busy shared host, sessions
-    confirming 5% slowdowns took 1.3x as long with pairs started singly). A pair
-    started but not measured stays warm for the next suspected test.
+    Pairs are looked at one by one (verdict/pairs.py) but started a wave at a time:
+    several start-ups at once take a larger share of a busy host's CPU than one
+    pair's, so a wave is ready sooner. A pair started but not measured stays warm.
     """
     first = min(planned, pairs.MIN_CONFIRMING_PAIRS)
     return tuple(sorted({first, planned, pairs.last_pair(planned)}))
