@@ -306,6 +306,37 @@ def _wall_figures(mine: Sequence[Session]) -> tuple[float, float, float]:
     return statistics.median(unchanged), statistics.mean(unchanged), statistics.median(s.wall_s for s in mine)
 
 
+def paired_ratios(sessions: Sequence[Session], tool: str, confirming: bool) -> list[float]:
+    """``tool``'s wall time over pytest-benchmark's in the same trial and level: unchanged sessions, or alarms.
+
+    The tools run one after the other in each trial, so each ratio pairs two sessions
+    that saw the same host load; ``confirming`` takes the sessions above 0% that
+    raised an alarm (a gpuperf one confirmed a regression first).
+    """
+    reference = {(s.trial, s.level): s.wall_s for s in sessions if s.tool == "pytest-benchmark"}
+    return [
+        s.wall_s / reference[(s.trial, s.level)]
+        for s in sessions
+        if s.tool == tool and (s.trial, s.level) in reference
+        and ((s.level > 0 and s.alarm) if confirming else s.level == 0)
+    ]  # fmt: skip
+
+
+def paired_lines(sessions: Sequence[Session]) -> list[str]:
+    """The median of the paired wall-time ratios per gpuperf tool, unchanged and confirming."""
+    lines = []
+    for tool in TOOLS[:2]:
+        parts = []
+        for confirming, label in ((False, "unchanged"), (True, "confirming a regression")):
+            ratios = paired_ratios(sessions, tool, confirming)
+            if ratios:
+                parts.append(f"{label} {statistics.median(ratios):.2f}x (n={len(ratios)}, "
+                             f"{min(ratios):.2f}-{max(ratios):.2f})")  # fmt: skip
+        if parts:
+            lines.append(f"Paired wall time of {tool} over pytest-benchmark's, median: " + "; ".join(parts))
+    return lines
+
+
 def table(sessions: Sequence[Session], info: dict[str, object]) -> str:
     """Markdown: per tool, alarms at each level over trials, and the gating session's wall time.
 
@@ -347,7 +378,8 @@ def table(sessions: Sequence[Session], info: dict[str, object]) -> str:
         lines.append(
             f"| {tool} | {trials} | {' | '.join(cells)} | {median:.1f} ({mean:.1f}) | {rel} | {overall:.1f} |"
         )
-    return "\n".join(lines)
+    paired = paired_lines(sessions)
+    return "\n".join([*lines, *([""] if paired else []), *paired])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

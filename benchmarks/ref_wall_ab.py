@@ -1,9 +1,11 @@
-"""Wall time of compare-ref on an unchanged suite: two versions of pytest-gpuperf, alternated, and pytest-benchmark.
+"""Wall time of compare-ref: two versions of pytest-gpuperf, alternated, and pytest-benchmark.
 
     python benchmarks/ref_wall_ab.py --a /tmp/old-checkout --b /tmp/new-checkout --rounds 20 --json out.json
+    python benchmarks/ref_wall_ab.py --a ... --b ... --level 5 --rounds 6   # sessions that confirm a regression
 
 Each round runs, in alternating order, ``pytest --gpuperf --gpuperf-compare-ref=base`` on the
-detection benchmark's unchanged 3-test suite with version A and with version B of the package
+detection benchmark's suite (unchanged, or ``--level`` percent more work at the head, which
+each session must confirm as a regression) with version A and with version B of the package
 first on ``PYTHONPATH`` (``git archive`` snapshots), then pytest-benchmark's
 ``--benchmark-compare`` on the same tests. Alternating puts both versions in the same host
 phases. A session whose results JSON mentions fresh process pairs had a first-pair suspicion
@@ -33,16 +35,18 @@ def main() -> int:
     parser.add_argument("--b", type=Path, required=True, help="folder holding version B's pytest_gpuperf/")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--level", type=int, default=0, help="percent more work at the head (0: unchanged)")
     args = parser.parse_args()
-    detection.LEVELS = (0,)
+    detection.LEVELS = tuple(sorted({0, args.level}))
     work = Path(tempfile.mkdtemp(prefix="gpuperf-ref-wall-"))
     repo, plain = work / "repo", work / "plain"
     detection.write_suite(repo, 0)
     detection.make_ref_repo(repo)
-    detection.git(repo, "checkout", "-q", "head-0")
+    detection.git(repo, "checkout", "-q", f"head-{args.level}")
     detection.write_suite(plain, 0)
     storage = ["-p", "no:gpuperf", f"--benchmark-storage=file://{plain / '.benchmarks'}", "pb"]
     subprocess.run([*detection.PYTEST, "--benchmark-save=base", *storage], cwd=plain, capture_output=True, check=False)
+    detection.set_extra(plain, args.level)
     versions = {"A": args.a, "B": args.b}
     out: dict[str, list[tuple[float, int, bool]]] = {"A": [], "B": [], "pytest-benchmark": []}
     for i in range(args.rounds):
@@ -66,6 +70,9 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps(out, indent=1))
     pb = statistics.median(w for w, _, _ in out["pytest-benchmark"])
+    for side in ("A", "B"):  # each session over the pytest-benchmark session of its round
+        paired = [w / ref for (w, _, _), (ref, _, _) in zip(out[side], out["pytest-benchmark"], strict=True)]
+        print(f"{side}: paired median {statistics.median(paired):.2f}x pytest-benchmark ({len(paired)} rounds)")
     for side, rows in out.items():
         walls = [w for w, _, _ in rows]
         clean = [w for w, _, s in rows if not s]

@@ -16,19 +16,15 @@ the readings so far decide the question, and a budget (the last wave).
   regression stands only if each fresh-process reading, judged on its own against
   the baseline, is a regression too; the first that is not ends the plan.
   Two independent false alarms in a row are far rarer than one.
-* **Confirming a compare-ref suspicion** (``pairs_done``): fresh process pairs;
-  their ratios' t interval decides. After the first wave the plan stops when the
-  rest could not make a regression (``futile``) or when the readings already
-  confirm it at a stricter level (``INTERIM_CONFIDENCE``: looking more than once
-  must not add false alarms); at the planned count it stops unless the verdict is
-  still open (``undecided``), which earns one extension wave.
+* **Confirming a compare-ref suspicion**: fresh process pairs, taken with
+  ``take_readings`` too; when their ratios have decided is the verdict's
+  (``verdict/pairs.py``).
 
 docs/statistics.md gives the reasoning and the numbers behind each rule.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -36,8 +32,6 @@ from pytest_gpuperf import stats
 
 T = TypeVar("T")
 
-MIN_CONFIRMING_PAIRS = 3  # fewer independent pair ratios give no usable interval
-INTERIM_CONFIDENCE = 0.99  # an early stop on a confirmed regression needs this; the final look uses 95%
 NOISY_WRITE_FACTOR = 1.5  # a baseline whose readings raise its threshold past this many times takes more
 WRITE_WAVES = (2, 3, 5)  # readings of a baseline write: a check, a decider, two more for a noisy one
 
@@ -61,60 +55,6 @@ def take_readings(
         if done(readings, planned):
             break
     return readings
-
-
-# -- confirming a compare-ref suspicion ------------------------------------------------------
-
-def pair_waves(planned: int) -> tuple[int, ...]:
-    """First wave, the planned pairs, one extension of half as many again (at least one)."""
-    first = min(planned, MIN_CONFIRMING_PAIRS)
-    return tuple(sorted({first, planned, planned + max(1, planned // 2)}))
-
-
-def pairs_done(ratios: Sequence[float], planned: int, *, pairs: int, threshold: float, confidence: float) -> bool:
-    """The stopping rule for compare-ref confirmation pairs (see the module docstring)."""
-    if len(ratios) < MIN_CONFIRMING_PAIRS:
-        return True  # too few pairs could measure: more of the same workers will not help
-    if planned > pairs:
-        return True  # the extension wave was the last
-    if confirmed(ratios, threshold, INTERIM_CONFIDENCE):
-        return True
-    if planned < pairs:
-        return futile(ratios, threshold, pairs)
-    return not undecided(ratios, threshold, confidence)
-
-
-def confirmed(ratios: Sequence[float], threshold: float, confidence: float) -> bool:
-    ratio, low, _, _ = stats.replicate_ratio_ci(ratios, confidence)
-    return ratio - 1.0 > threshold and low > 1.0
-
-
-def futile(ratios: Sequence[float], threshold: float, planned: int) -> bool:
-    """True when the pairs still to come could only confirm a regression by reading far above these.
-
-    The verdict over all ``planned`` pairs needs their geometric mean ratio above
-    ``1 + threshold``. With ``k`` ratios whose log-mean is ``l``, the other
-    ``planned - k`` would need a log-mean of ``(planned * L - k * l) / (planned - k)``
-    (``L = log(1 + threshold)``). If that lies a whole threshold or more above ``l``,
-    which is when ``l <= L * k / planned``, the rest would have to disagree with the
-    first wave by more than the smallest change the gate reports. Stopping can only
-    clear a suspicion, never make one.
-    """
-    k = len(ratios)
-    if k == 0 or k >= planned:
-        return False
-    mean_log = sum(math.log(r) for r in ratios) / k
-    return mean_log <= math.log1p(threshold) * k / planned
-
-
-def undecided(ratios: Sequence[float], threshold: float, confidence: float) -> bool:
-    """Not a regression, yet the estimate is above half the threshold and the interval reaches above it."""
-    if len(ratios) < MIN_CONFIRMING_PAIRS:
-        return False
-    ratio, low, high, _ = stats.replicate_ratio_ci(ratios, confidence)
-    change = ratio - 1.0
-    regression = change > threshold and low > 1.0
-    return not regression and change > threshold / 2 and high > 1.0 + threshold
 
 
 # -- confirming a baseline-mode suspicion ----------------------------------------------------

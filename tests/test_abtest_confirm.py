@@ -1,5 +1,5 @@
-"""The confirmation's rules that need no worker processes: when a second wave is not worth measuring, and when
-an open verdict earns an extension wave."""
+"""The confirmation's rules (verdict/pairs.py), which need no worker processes: when more pairs are not worth
+measuring, when the pairs already decide either way, and when an open verdict earns an extension."""
 
 from __future__ import annotations
 
@@ -7,7 +7,15 @@ import math
 
 import pytest
 
-from pytest_gpuperf.readings import futile, pair_waves, undecided
+from pytest_gpuperf.verdict.pairs import (
+    INTERIM_CONFIDENCE,
+    cleared,
+    confirmed,
+    futile,
+    pair_waves,
+    pairs_done,
+    undecided,
+)
 
 
 def test_a_first_wave_at_or_below_half_the_threshold_ends_the_confirmation() -> None:
@@ -56,5 +64,64 @@ def test_too_few_pairs_are_never_extended() -> None:
     assert not undecided(OPEN_HIGH[:2], 0.02, 0.95)
 
 
-def test_the_waves_are_a_first_three_the_planned_pairs_and_half_as_many_again() -> None:
-    assert [pair_waves(n) for n in (3, 4, 6, 9)] == [(3, 4), (3, 4, 6), (3, 6, 9), (3, 9, 13)]
+def test_after_the_first_three_pairs_every_pair_is_a_look_through_the_extension() -> None:
+    assert [pair_waves(n) for n in (3, 4, 6)] == [(3, 4), (3, 4, 5, 6), (3, 4, 5, 6, 7, 8, 9)]
+    assert pair_waves(9) == tuple(range(3, 14))
+
+
+def done(ratios: list[float], looked: int, pairs: int = 6) -> bool:
+    return pairs_done(ratios, looked, pairs=pairs, threshold=0.02, confidence=0.95)
+
+
+def test_a_regression_clear_after_four_pairs_stops_there_not_at_the_planned_six() -> None:
+    # a 7% slowdown: three pairs leave its 99% interval reaching below 1 (2 degrees of freedom), four do not
+    ratios = [1.067, 1.073, 1.100, 1.072]
+    assert not done(ratios[:3], 3)
+    assert done(ratios, 4)
+
+
+def test_futility_is_judged_at_the_first_look_only() -> None:
+    # +1.6%, +1.1%, +1.2% reach above half the 2% threshold (log scale): not futile at three of six
+    ratios = [1.016, 1.011, 1.012]
+    assert not futile(ratios, 0.02, 6) and not done(ratios, 3)
+    # a fourth pair at -0.5% would make it futile over six, but the extension could still confirm it
+    assert futile([*ratios, 0.995], 0.02, 6) and not done([*ratios, 0.995], 4)
+
+
+def test_a_later_pair_that_rules_the_change_out_ends_the_confirmation() -> None:
+    ratios = [1.0145, 1.0085, 1.0115]  # +1.1%: neither futile nor, with two degrees of freedom, ruled out
+    assert not done(ratios, 3)
+    assert done([*ratios, 1.0115], 4)  # now the 99% interval ends below +2%
+
+
+def test_an_upper_bound_below_the_threshold_clears_whatever_the_estimate() -> None:
+    tight = [1.013, 1.014, 1.012, 1.013]  # +1.3%, its 99% interval well below +2%
+    assert cleared(tight, 0.02, 0.99)
+    assert not cleared([1.013, 1.03, 1.0, 1.02], 0.02, 0.99)
+    assert not cleared(tight[:2], 0.02, 0.99)  # no interval from two pairs
+
+
+def test_the_extension_is_looked_at_pair_by_pair_and_ends_at_half_as_many_again() -> None:
+    assert not done(OPEN_HIGH, 6)
+    assert not done([*OPEN_HIGH, 1.05], 7)
+    assert done([*OPEN_HIGH, 1.06, 1.07], 8)  # confirmed at the interim 99% on the extension's second pair
+    assert done([*OPEN_HIGH, 1.05, 1.06, 1.04], 9)
+
+
+def test_confirmation_pairs_stop_early_when_they_clear_or_clearly_confirm() -> None:
+    assert done([1.0, 1.002, 0.998], 3)  # futile: the other three could not make +2%
+    assert done([1.30, 1.31, 1.29], 3)  # confirmed at the interim 99% level already
+    assert not done([1.03, 1.045, 1.02], 3)  # possible but not yet clear: the planned six
+    assert done([1.03, 1.045, 1.02, 1.04, 1.035, 1.03], 6)  # decided at the planned count
+    open_verdict = [1.043, 1.063, 1.074, 1.012, 1.019, 0.990]  # +3.3%, its interval touches 1
+    assert not done(open_verdict, 6)  # open: one extension wave
+    assert done([*open_verdict, 1.03, 1.031, 1.04], 9)  # the extension is the last wave
+    assert done([1.2], 3)  # too few pairs could measure
+
+
+def test_an_interim_look_is_stricter_than_the_final_one() -> None:
+    # three pairs whose 95% interval excludes 1 but whose 99% interval does not: keep measuring
+    ratios = [1.05, 1.03, 1.07]
+    assert confirmed(ratios, 0.02, 0.95)
+    assert not confirmed(ratios, 0.02, INTERIM_CONFIDENCE)
+    assert not done(ratios, 3)

@@ -55,28 +55,6 @@ def test_a_baseline_confirmation_stops_at_the_first_reading_that_is_not_a_regres
     assert readings.take_readings(take, readings.remeasure_waves(3), done) == [1.5, 1.0] and taken == [0, 1]
 
 
-def test_confirmation_pairs_stop_early_when_they_clear_or_clearly_confirm() -> None:
-    def done(ratios: list[float], planned: int) -> bool:
-        return readings.pairs_done(ratios, planned, pairs=6, threshold=0.02, confidence=0.95)
-
-    assert done([1.0, 1.002, 0.998], 3)  # futile: the other three could not make +2%
-    assert done([1.30, 1.31, 1.29], 3)  # confirmed at the interim 99% level already
-    assert not done([1.03, 1.045, 1.02], 3)  # possible but not yet clear: the planned six
-    assert done([1.03, 1.045, 1.02, 1.04, 1.035, 1.03], 6)  # decided at the planned count
-    open_verdict = [1.043, 1.063, 1.074, 1.012, 1.019, 0.990]  # +3.3%, its interval touches 1
-    assert not done(open_verdict, 6)  # open: one extension wave
-    assert done([*open_verdict, 1.03, 1.031, 1.04], 9)  # the extension is the last wave
-    assert done([1.2], 3)  # too few pairs could measure
-
-
-def test_an_interim_look_is_stricter_than_the_final_one() -> None:
-    # three pairs whose 95% interval excludes 1 but whose 99% interval does not: keep measuring
-    ratios = [1.05, 1.03, 1.07]
-    assert readings.confirmed(ratios, 0.02, 0.95)
-    assert not readings.confirmed(ratios, 0.02, readings.INTERIM_CONFIDENCE)
-    assert not readings.pairs_done(ratios, 3, pairs=6, threshold=0.02, confidence=0.95)
-
-
 def test_one_answer_to_how_much_a_spread_raises_the_threshold() -> None:
     from pytest_gpuperf import stats
 

@@ -10,12 +10,19 @@ did. The verdict then comes from the spread of those independent pair ratios
 (``stats.replicate_ratio_ci``), which includes the offset. The first pair only
 selects what to confirm; it is not part of that estimate.
 
-How many pairs are measured is decided by the readings plan (``readings.py``):
-waves of pairs, stopped as soon as the pairs decide. The workers of a wave start
-when it is first needed and stay for later suspicions; each collects only the
-files of the session's tests and skips what only the first pair needs (CPU peak
-memory). Each fresh pair gets half the measurement's time budget: a pair's own
-CI only has to be narrow next to the spread between pairs.
+How many pairs are measured is the verdict's decision (``verdict/pairs.py``):
+the first three pairs, then one at a time, stopped as soon as the pairs decide
+either way. This module only gathers the readings (``readings.take_readings``).
+
+The workers are kept warm for the session: pair ``j`` takes reading ``j`` of
+every suspected test, each run there alone (its workers collected the session's
+files once). A process's offset is each function's own, so one pair serves every
+test once, while two readings of one test need two pairs (docs/statistics.md,
+"Which readings need a fresh process"). A pair is started again only after one
+of its processes broke, for the next suspected test. Each worker skips what
+only the first pair needs (CPU peak memory), and each fresh pair gets half the
+measurement's time budget: a pair's own CI only has to be narrow next to the
+spread between pairs.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import Verdict
 from pytest_gpuperf.report.progress import Progress
+from pytest_gpuperf.verdict import pairs
 from pytest_gpuperf.verdict.confirmation import oriented, oriented_threshold
 
 
@@ -55,7 +63,7 @@ class Confirmation:
         return max(0, self.attempted - self.planned)
 
     def usable(self) -> bool:
-        return len(self.ratios) >= readings.MIN_CONFIRMING_PAIRS
+        return len(self.ratios) >= pairs.MIN_CONFIRMING_PAIRS
 
     def interval(self, confidence: float) -> tuple[float, float, float, float]:
         """(ratio, low, high, p) over the pairs: see stats.replicate_ratio_ci."""
@@ -78,22 +86,31 @@ class ConfirmationPool:
         self._head_launch = head_launch
         self._base_launch = base_launch
         self.ref = ref
-        self._sides: list[tuple[RemoteSide, RemoteSide]] = []
-        self._broken: set[int] = set()
+        self._sides: dict[int, tuple[RemoteSide, RemoteSide]] = {}
+        self._broken: set[int] = set()  # pairs that broke in the current confirmation
 
-    def _start(self, count: int) -> list[tuple[RemoteSide, RemoteSide]]:
-        """The first ``count`` pairs, starting those not yet running (all of a wave at once)."""
-        started: list[tuple[RemoteSide, RemoteSide]] = []
+    def _start(self, count: int) -> None:
+        """Pairs ``0 .. count - 1`` running: those not yet started start now, all at once."""
+        started: dict[int, tuple[RemoteSide, RemoteSide]] = {}
         try:
-            for j in range(len(self._sides), count):
-                started.append(self._start_pair(j))
+            for j in range(count):
+                if j not in self._sides:
+                    started[j] = self._start_pair(j)
         except BaseException:
-            for head, base in started:
+            for head, base in started.values():
                 head.close()
                 base.close()
             raise
-        self._sides.extend(started)
-        return self._sides[:count]
+        self._sides.update(started)
+
+    def _restart_broken(self) -> None:
+        """Stop the pairs that broke in the last confirmation: the next reading that needs one starts it anew."""
+        for j in sorted(self._broken):
+            pair = self._sides.pop(j, None)
+            for side in pair or ():
+                with contextlib.suppress(Exception):
+                    side.close()
+        self._broken.clear()
 
     def _start_pair(self, j: int) -> tuple[RemoteSide, RemoteSide]:
         """Pair ``j``'s workers, launched in turn order (``base_leads``): the base first in odd pairs."""
@@ -120,21 +137,23 @@ class ConfirmationPool:
         """
         result = Confirmation(planned=self.pairs)
         settings = confirming_settings(settings)
-        waves = readings.pair_waves(self.pairs)
+        waves = pairs.pair_waves(self.pairs)
+        starts = start_waves(self.pairs)
+        self._restart_broken()
 
         def take(j: int) -> float | None:
             result.attempted = j + 1
-            self.progress.confirming(key, j + 1, next(w for w in waves if w > j))
-            try:  # a wave's workers all start at once, so their start-ups overlap
-                sides = self._start(next(w for w in waves if w > j))
+            self.progress.confirming(key, j + 1, max(self.pairs, j + 1))
+            try:
+                self._start(next(w for w in starts if w > j))
             except WorkerError as exc:
                 if not any(p.startswith("confirmation workers") for p in result.problems):
                     result.problems.append(f"confirmation workers did not start: {exc}")
                 return None
-            return self._measure_pair(j, *sides[j], test_id, key, settings, result)
+            return self._measure_pair(j, *self._sides[j], test_id, key, settings, result)
 
         def done(ratios: list[float], planned: int) -> bool:
-            return readings.pairs_done(
+            return pairs.pairs_done(
                 oriented(ratios, suspected), planned, pairs=self.pairs,
                 threshold=oriented_threshold(threshold, suspected), confidence=confidence,
             )  # fmt: skip
@@ -185,14 +204,25 @@ class ConfirmationPool:
 
     def close(self) -> None:
         """Stop every worker: all are asked first, then waited for, so their exits overlap."""
-        sides = [side for pair in self._sides for side in pair]
-        self._sides = []
+        sides = [side for pair in self._sides.values() for side in pair]
+        self._sides = {}
         for side in sides:
             with contextlib.suppress(Exception):
                 side.request_stop()
         for side in sides:
             with contextlib.suppress(Exception):
                 side.wait_stopped()
+
+
+def start_waves(planned: int) -> tuple[int, ...]:
+    """How many pairs run once pair ``j`` is needed: the first three, the planned ones, the extension's.
+
+    Pairs are looked at one by one (verdict/pairs.py) but started a wave at a time:
+    several start-ups at once take a larger share of a busy host's CPU than one
+    pair's, so a wave is ready sooner. A pair started but not measured stays warm.
+    """
+    first = min(planned, pairs.MIN_CONFIRMING_PAIRS)
+    return tuple(sorted({first, planned, pairs.last_pair(planned)}))
 
 
 def base_leads(j: int) -> bool:
