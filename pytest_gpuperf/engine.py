@@ -36,7 +36,6 @@ from pytest_gpuperf.report.units import format_time
 from pytest_gpuperf.runner import MeasureSpec, Runner
 from pytest_gpuperf.verdict import Reference, judge
 from pytest_gpuperf.verdict.confirmation import confirmed, remeasure_note, suspicion, time_of
-from pytest_gpuperf.verdict.rules import NOISE_FLOOR_CAP
 from pytest_gpuperf.verdict.rulesets import RuleSet
 
 if TYPE_CHECKING:
@@ -309,11 +308,9 @@ class LocalEngine:
         note = f"baseline checked by {len(medians) - 1} independent measurement(s): medians {shown}; {verdict}"
         raised = readings.spread_threshold(medians, gate.noise_multiplier, chosen.round_medians_ns)
         if readings.too_noisy(raised, gate.threshold):
-            cap = NOISE_FLOOR_CAP * gate.threshold
-            to = f"at least {raised:.1%}" if raised <= cap else f"{cap:.1%} (capped at {NOISE_FLOOR_CAP:g}x)"
             note += (
-                f"; their spread will raise this entry's threshold from {gate.threshold:.1%} to {to} "
-                "(the machine was noisy): write it again on a quieter machine"
+                f"; their spread will raise this entry's threshold from {gate.threshold:.1%} to at least "
+                f"{raised:.1%} (the machine was noisy): write it again on a quieter machine"
             )
         return note
 

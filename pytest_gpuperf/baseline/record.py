@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import Final
 
 from pytest_gpuperf import stats
-from pytest_gpuperf.baseline.plausible import MAX_NOISE
 from pytest_gpuperf.model import BaselineEntry, Environment, Measurement, Provenance
 
 DEFAULT_MAX_SAMPLES = 100
@@ -21,14 +20,8 @@ MEASURED: Final = _Measured()
 
 def measured_noise(m: Measurement) -> float | None:
     """The between-run noise an entry records for ``m``: its rounds' spread, and its fresh processes'
-    (``stats.recorded_noise``). The store writes it and ``gpuperf compare`` judges with it.
-
-    At most ``MAX_NOISE``, the most a plausible entry holds: a busier write (readings
-    apart by more than e-fold) would otherwise be refused by its own store, and the
-    gate caps the floor that noise raises far below it (verdict/rules.py's NoiseFloor).
-    """
-    noise = stats.recorded_noise(m.round_medians_ns, m.process_medians_ns)
-    return None if noise is None else min(noise, MAX_NOISE)
+    (``stats.recorded_noise``). The store writes it and ``gpuperf compare`` judges with it."""
+    return stats.recorded_noise(m.round_medians_ns, m.process_medians_ns)
 
 
 def thin_evenly(values: Sequence[float], limit: int) -> tuple[float, ...]:
