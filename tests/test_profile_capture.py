@@ -127,7 +127,9 @@ def test_a_cpu_capture_counts_calls_per_measured_call() -> None:
     mm = next(s for s in table.ops if s.name == "aten::mm")
     assert mm.calls == 2.0 and mm.device_ns == 0.0
     assert table.device_type == "cpu" and table.device_ns is None and table.profiled_calls == 3
-    assert table.host_ns >= sum(s.host_ns for s in table.ops) * 0.99  # self times inside the call's own time
+    # self times inside the call's own time; each figure is the median over the calls, and a sum of
+    # medians may exceed the median call's total by the calls' spread (a few percent on a busy host)
+    assert table.host_ns >= sum(s.host_ns for s in table.ops) * 0.9
 
 
 def test_a_capture_keeps_the_profilers_chatter_out_of_stderr_and_the_codes_own_output_in(
