@@ -30,6 +30,10 @@ def test_unit_still_runs():
 # processes such a machine shows (up to 1.8x for the same code). Detection quality is
 # measured in benchmarks/, not here.
 # The planted tripling is judged as measured on a busy machine too (gpuperf_busy_policy).
+# The shortest budget that still measures; planted regressions judged as measured on a busy
+# machine too (gpuperf_busy_policy).
+SHORT = ["--gpuperf-warmup-time=0.01", "--gpuperf-min-time=0.03", "--gpuperf-max-time=0.2", "-p", "no:cacheprovider",
+         "--gpuperf-busy-policy=judge"]  # fmt: skip
 GATE = ["--gpuperf-threshold=0.25", "--gpuperf-min-time=0.1", "--gpuperf-max-time=0.6", "-p", "no:cacheprovider",
         "--gpuperf-busy-policy=judge"]  # fmt: skip
 

@@ -305,15 +305,7 @@ def test_validate_reports_an_implausible_entry_as_an_invalid_file(store: Baselin
 
 # -- end to end: a planted absurd baseline fails the test, naming the file --------------
 
-# planted regressions judged as measured on a busy machine too (gpuperf_busy_policy)
-FAST = [
-    "--gpuperf-warmup-time=0.01",
-    "--gpuperf-min-time=0.03",
-    "--gpuperf-max-time=0.2",
-    "-p",
-    "no:cacheprovider",
-    "--gpuperf-busy-policy=judge",
-]
+from perf_project import SHORT as FAST  # noqa: E402
 
 SIMPLE = """
 import torch

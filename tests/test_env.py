@@ -45,15 +45,7 @@ def test_drift_names_other_cpu_kernels_under_the_same_model_name() -> None:
     assert describe_drift(unrecorded, here) is None  # an entry written before it was recorded
 
 
-# planted regressions judged as measured on a busy machine too (gpuperf_busy_policy)
-FAST = [
-    "--gpuperf-warmup-time=0.01",
-    "--gpuperf-min-time=0.03",
-    "--gpuperf-max-time=0.2",
-    "-p",
-    "no:cacheprovider",
-    "--gpuperf-busy-policy=judge",
-]
+from perf_project import SHORT as FAST  # noqa: E402
 
 
 def test_other_device_class_is_visible_and_fails_only_when_strict(pytester: pytest.Pytester) -> None:

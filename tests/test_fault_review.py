@@ -3,17 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-# planted regressions judged as measured on a busy machine too (gpuperf_busy_policy)
-FAST = [
-    "--gpuperf-warmup-time=0.01",
-    "--gpuperf-min-time=0.03",
-    "--gpuperf-max-time=0.2",
-    "-p",
-    "no:cacheprovider",
-    "--gpuperf-busy-policy=judge",
-]
-
+from perf_project import SHORT as FAST
 
 MM = """
 import torch

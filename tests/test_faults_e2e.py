@@ -12,16 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-# planted regressions judged as measured on a busy machine too (gpuperf_busy_policy)
-FAST = [
-    "--gpuperf-warmup-time=0.01",
-    "--gpuperf-min-time=0.03",
-    "--gpuperf-max-time=0.2",
-    "-p",
-    "no:cacheprovider",
-    "--gpuperf-busy-policy=judge",
-]
+from perf_project import SHORT as FAST
 
 SIMPLE = """
 import torch
