@@ -14,8 +14,10 @@ The detector (docs/change-points.md explains it and the measurements behind it):
    maximises the weighted two-level statistic ``(mean_left - mean_right)^2 /
    (1/W_left + 1/W_right)`` is the candidate; its significance is the share of seeded random
    orderings of the same runs over the commits' slots whose best split scores as high. A significant split is
-   kept and both sides are searched again. Levels are winsorised around the stretch's
-   weighted median before testing, so one wild run cannot carry a split.
+   kept and both sides are searched again. Before testing, each run is winsorised around
+   the median of its neighbouring runs (a Hampel filter): a lone wild run is pulled back to
+   its neighbours and cannot carry a split, while the runs of a real step, whose neighbours
+   moved with them, keep their full size.
 4. **Creeps.** Neighbouring change points in the same direction, and every single one, are
    also fitted as a ramp (old level, a linear slide over several commits, new level); when
    the ramp explains the data clearly better than the steps, one change point with
@@ -56,7 +58,7 @@ class DetectorConfig:
     alpha: float = 0.005  # a split is kept when its permutation p-value is at most this
     permutations: int = 399  # per test; the smallest reachable p-value is 1 / (permutations + 1)
     min_runs: int = 2  # runs needed on each side of a change (a lone run never makes one)
-    clip: float = 4.0  # winsorise levels this many standard errors from the stretch's median
+    clip: float = 4.0  # winsorise a run this many standard errors from its neighbours' median
     max_ramp: int = 30  # the most commits a creep may span
     ramp_threshold: float = 12.0  # chi-square units a ramp must gain over the steps it replaces
     min_change: float = 0.0  # drop change points smaller than this relative change
@@ -209,6 +211,17 @@ def _weighted_median(y: np.ndarray, w: np.ndarray) -> float:
     return float(y[order][np.searchsorted(cum, cum[-1] / 2)])
 
 
+def _neighbour_median(y: np.ndarray, min_runs: int) -> np.ndarray:
+    """Each run's median over itself and ``min_runs`` runs either side (edges repeat the end run).
+
+    Fewer than ``min_runs + 1`` runs unlike their neighbours are outvoted (a wild run, a pair
+    of them when ``min_runs`` is 2); a new level held by more runs is its own neighbourhood.
+    """
+    from scipy.ndimage import median_filter
+
+    return np.asarray(median_filter(y, size=2 * min_runs + 1, mode="nearest"), dtype=float)
+
+
 def _split_scores(sums: np.ndarray, w: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     """The two-level statistic for a split before each commit 1..n-1 (rows: orderings).
 
@@ -253,7 +266,8 @@ def _best_split(pooled: _Commits, lo: int, hi: int, config: DetectorConfig, rng:
     if float(np.max(y) - np.min(y)) <= _TINY * max(abs(centre), 1.0):
         return None  # one value throughout: nothing can have changed
     sd = np.sqrt(var)
-    y = centre + np.clip((y - centre) / sd, -config.clip, config.clip) * sd
+    local = _neighbour_median(y, config.min_runs)
+    y = local + np.clip((y - local) / sd, -config.clip, config.clip) * sd
     y = y - float((w * y).sum() / w.sum())
     slots = pooled.run_start[lo:hi] - first  # each commit's earliest run in the slice
 
