@@ -396,7 +396,7 @@ def test_the_compare_ref_reference_shown_is_the_one_the_paired_change_was_comput
     base_rounds = [r / 0.96 for r in head_rounds]
     m = measurement(2835.0, round_medians_ns=tuple(head_rounds))
     evidence = ev.paired_rounds(head_rounds, base_rounds, S, "main")
-    result = judge(m, Reference(entry=entry(3679.0), time_evidence=evidence, label="main"), S,
+    result = judge(m, Reference(entry=entry(3679.0), time_evidence=evidence, base_ref="main"), S,
                    compare_ref_rules(), ENV)  # fmt: skip
     c = time_of(result.comparisons)
     assert c.change == pytest.approx(-0.04)

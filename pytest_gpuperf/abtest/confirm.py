@@ -51,6 +51,7 @@ class Confirmation:
     problems: list[str] = field(default_factory=list)
     planned: int = 0
     attempted: int = 0  # pairs measured or tried
+    start_failed: bool = False  # the workers could not be started (noted once in ``problems``)
 
     @property
     def stopped_early(self) -> bool:
@@ -147,7 +148,8 @@ class ConfirmationPool:
             try:
                 self._start(next(w for w in starts if w > j))
             except WorkerError as exc:
-                if not any(p.startswith("confirmation workers") for p in result.problems):
+                if not result.start_failed:  # one note for the session's workers, not one per pair
+                    result.start_failed = True
                     result.problems.append(f"confirmation workers did not start: {exc}")
                 return None
             return self._measure_pair(j, *self._sides[j], test_id, key, settings, result)

@@ -330,13 +330,13 @@ class CompareRefEngine:
         if base is None or not base.samples or base.error:
             why = (pair.note if pair is not None else "") or f"not measured against {self.ref}"
             if pair is not None and pair.unmeasurable:
-                return judge(m, Reference(label=self.ref, unmeasured=why), gate, rules, self.environment)
-            result = judge(m, Reference(label=self.ref), gate, rules, self.environment)
+                return judge(m, Reference(base_ref=self.ref, unmeasured=why), gate, rules, self.environment)
+            result = judge(m, Reference(base_ref=self.ref), gate, rules, self.environment)
             return dataclasses.replace(result, comparisons=tuple(_with_note(c, why) for c in result.comparisons))
         entry = self._base_entry(m, base)
         head_rounds = m.round_medians_ns[-len(base.round_medians) :]
         evidence = ev.paired_rounds(head_rounds, base.round_medians, gate, self.ref)
-        reference = Reference(entry=entry, time_evidence=evidence, label=self.ref)
+        reference = Reference(entry=entry, time_evidence=evidence, base_ref=self.ref)
         result = judge(m, reference, gate, rules, self.environment)
         suspected = suspicion(time_of(result))
         if suspected is not None and self._confirmation is not None and pair is not None:

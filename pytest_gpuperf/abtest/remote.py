@@ -132,13 +132,18 @@ def launch_worker(cwd: Path, import_roots: Sequence[Path], log_path: Path, *, ti
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-c", _LAUNCHER], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-            pass_fds=(child.fileno(),),
-        )  # fmt: skip
-    child.close()
+    try:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-c", _LAUNCHER], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                pass_fds=(child.fileno(),),
+            )  # fmt: skip
+    except OSError as exc:  # a checkout removed under the session, no processes or files left
+        parent.close()
+        raise WorkerError(f"could not start a worker in {cwd}: {exc.strerror or exc}") from exc
+    finally:
+        child.close()
     return HeadChannel(parent, process, log_path)
 
 

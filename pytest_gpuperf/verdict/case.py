@@ -56,9 +56,14 @@ class Case:
     evidence: Evidence | None = None  # time only
     metric: Metric | None = None  # metric only
     other_classes: tuple[str, ...] = ()  # device classes that have a baseline when this one has none
-    reference_label: str = "baseline"  # "baseline", or "main" (compare-ref's base)
+    base_ref: str | None = None  # compare-ref: the base ref judged against; None: a stored baseline
     unmeasured: str = ""  # the reference side has this test but could not measure it: why (compare-ref)
     suspicion: Verdict | None = None  # judging a confirmation: the change the first reading suspected
+
+    @property
+    def reference_name(self) -> str:
+        """What the measurement is judged against, in words: "baseline" or the base ref's name."""
+        return "baseline" if self.base_ref is None else self.base_ref
 
     @property
     def key(self) -> str:

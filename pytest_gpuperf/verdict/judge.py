@@ -64,7 +64,7 @@ class Reference:
     entry: BaselineEntry | None = None
     time_evidence: Evidence | None = None
     other_classes: tuple[str, ...] = ()
-    label: str = "baseline"
+    base_ref: str | None = None  # compare-ref: the base ref; None: a stored baseline
     unmeasured: str = ""  # the reference has the test but could not measure it (why): not gated, never new
 
 
@@ -121,6 +121,6 @@ def _case(
     return Case(
         kind=kind, name=name, current=current, unit=unit, measurement=measurement, entry=reference.entry,
         settings=settings, environment=environment, evidence=evidence, metric=metric,
-        other_classes=reference.other_classes, reference_label=reference.label, unmeasured=reference.unmeasured,
+        other_classes=reference.other_classes, base_ref=reference.base_ref, unmeasured=reference.unmeasured,
         suspicion=suspicion,
     )  # fmt: skip

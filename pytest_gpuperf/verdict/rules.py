@@ -40,7 +40,7 @@ class Reference:
         if missing and case.unmeasured:  # the reference has the test: its absence of a number gates nothing
             return Step(f"not gated: {case.unmeasured}", Verdict.NOT_GATED, final=True)
         if missing:
-            what = "no baseline" if case.reference_label == "baseline" else f"not measured at {case.reference_label}"
+            what = "no baseline" if case.base_ref is None else f"not measured at {case.base_ref}"
             return Step(what, Verdict.NEW, final=True)
         return None
 
@@ -68,7 +68,7 @@ class MinimumSamples:
         reference = ev.reference_readings if ev is not None else needed
         if min(have, reference) >= needed:
             return None
-        side = "this run" if have <= reference else f"the {case.reference_label}"
+        side = "this run" if have <= reference else f"the {case.reference_name}"
         return Step(
             f"not gated: {side} has {min(have, reference)} sample(s), fewer than the {needed} a verdict needs "
             "(each call is slow: raise --gpuperf-time-limit, or measure a smaller step)",
