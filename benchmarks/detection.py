@@ -54,7 +54,7 @@ from background_load import BackgroundLoad, describe
 LEVELS: tuple[int, ...] = (0, 3, 5, 10, 15)
 TOOLS = ("gpuperf-baseline", "gpuperf-ref", "pytest-benchmark")
 
-WORKLOAD = '''
+WORKLOAD = """
 import torch
 
 from extra import EXTRA_PERCENT
@@ -98,15 +98,15 @@ def mlp():
     for _ in range(TOTAL):
         out = MLP(BATCH)
     return out
-'''
+"""
 
-CONFTEST = '''
+CONFTEST = """
 import torch
 
 torch.set_num_threads(1)
-'''
+"""
 
-TEST_GPUPERF = '''
+TEST_GPUPERF = """
 import workload
 
 
@@ -124,9 +124,9 @@ def test_mlp(gpu_bench):
 
 def test_large_elementwise(gpu_bench):
     gpu_bench(workload.large_elementwise)
-'''
+"""
 
-TEST_BENCHMARK = '''
+TEST_BENCHMARK = """
 import workload
 
 
@@ -144,7 +144,7 @@ def test_mlp(benchmark):
 
 def test_large_elementwise(benchmark):
     benchmark(workload.large_elementwise)
-'''
+"""
 
 RESULTS_DIR: Path | None = None  # --results-dir
 
@@ -375,9 +375,7 @@ def table(sessions: Sequence[Session], info: dict[str, object]) -> str:
         ref = walls.get("pytest-benchmark")
         rel = f"{median / ref[0]:.2f}x (mean {mean / ref[1]:.2f}x)" if ref else "-"
         trials = len({s.trial for s in mine})
-        lines.append(
-            f"| {tool} | {trials} | {' | '.join(cells)} | {median:.1f} ({mean:.1f}) | {rel} | {overall:.1f} |"
-        )
+        lines.append(f"| {tool} | {trials} | {' | '.join(cells)} | {median:.1f} ({mean:.1f}) | {rel} | {overall:.1f} |")
     paired = paired_lines(sessions)
     return "\n".join([*lines, *([""] if paired else []), *paired])
 
@@ -389,16 +387,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated subset of {','.join(TOOLS)}")
     parser.add_argument("--json", type=Path, default=None, help="write all session results here, as it goes")
     parser.add_argument("--keep", action="store_true", help="keep the temporary suite folder")
-    parser.add_argument("--levels", default=",".join(map(str, LEVELS)),
-                        help="comma-separated percentages of injected extra work (0 = unchanged code)")
-    parser.add_argument("--unchanged-only", action="store_true",
-                        help="unchanged code only (--levels=0): false alarms and false improvements per session")
-    parser.add_argument("--from-json", type=Path, default=None, metavar="PATH",
-                        help="print the table of a --json file written earlier (also a partial one) and exit")
-    parser.add_argument("--background-load", type=int, default=0, metavar="N",
-                        help="run N synthetic noisy-neighbour processes throughout (background_load.py)")
-    parser.add_argument("--results-dir", type=Path, default=None, metavar="DIR",
-                        help="keep each gpuperf gating session's --gpuperf-json here (detection_trace.py reads them)")
+    parser.add_argument(
+        "--levels",
+        default=",".join(map(str, LEVELS)),
+        help="comma-separated percentages of injected extra work (0 = unchanged code)",
+    )
+    parser.add_argument(
+        "--unchanged-only",
+        action="store_true",
+        help="unchanged code only (--levels=0): false alarms and false improvements per session",
+    )
+    parser.add_argument(
+        "--from-json",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="print the table of a --json file written earlier (also a partial one) and exit",
+    )
+    parser.add_argument(
+        "--background-load",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run N synthetic noisy-neighbour processes throughout (background_load.py)",
+    )
+    parser.add_argument(
+        "--results-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="keep each gpuperf gating session's --gpuperf-json here (detection_trace.py reads them)",
+    )
     args = parser.parse_args(argv)
     if args.from_json:
         saved = json.loads(args.from_json.read_text())

@@ -65,8 +65,10 @@ def main() -> int:
                 suspected = results.exists() and "fresh process pair" in results.read_text()
             wall = time.perf_counter() - started
             out[side].append((round(wall, 2), proc.returncode, suspected))
-            print(f"round {i + 1} {side}: {wall:.1f}s exit {proc.returncode}{' suspicion' if suspected else ''}",
-                  flush=True)
+            print(
+                f"round {i + 1} {side}: {wall:.1f}s exit {proc.returncode}{' suspicion' if suspected else ''}",
+                flush=True,
+            )
     if args.json:
         args.json.write_text(json.dumps(out, indent=1))
     pb = statistics.median(w for w, _, _ in out["pytest-benchmark"])
@@ -78,9 +80,11 @@ def main() -> int:
         clean = [w for w, _, s in rows if not s]
         median = statistics.median(walls)
         clean_median = statistics.median(clean) if clean else float("nan")
-        print(f"{side}: median {median:.1f}s ({median / pb:.2f}x pytest-benchmark), "
-              f"mean {statistics.mean(walls):.1f}s, without a suspicion {clean_median:.1f}s "
-              f"({len(clean)} of {len(rows)}), exit 1 in {sum(rc == 1 for _, rc, _ in rows)}")
+        print(
+            f"{side}: median {median:.1f}s ({median / pb:.2f}x pytest-benchmark), "
+            f"mean {statistics.mean(walls):.1f}s, without a suspicion {clean_median:.1f}s "
+            f"({len(clean)} of {len(rows)}), exit 1 in {sum(rc == 1 for _, rc, _ in rows)}"
+        )
     return 0
 
 

@@ -35,16 +35,25 @@ def test_checkpointing_saves_activation_memory(gpu_bench: Bench, device: torch.d
     on = gpu_bench.measure(train_step(ckpt, opt_ckpt, loss, x), name="checkpoint.on")
 
     gpu_bench.metric(
-        "activation_saving", 1 - ckpt_bytes / plain_bytes, minimum=0.5, measurement=on.name,
+        "activation_saving",
+        1 - ckpt_bytes / plain_bytes,
+        minimum=0.5,
+        measurement=on.name,
         description="1 - bytes saved for backward with checkpointing / without",
     )
     if on.peak_allocated_bytes and off.peak_allocated_bytes:
         gpu_bench.metric(
-            "memory_saving", 1 - on.peak_allocated_bytes / off.peak_allocated_bytes, measurement=on.name,
+            "memory_saving",
+            1 - on.peak_allocated_bytes / off.peak_allocated_bytes,
+            measurement=on.name,
             description="1 - peak memory of the step with checkpointing / without",
         )
     gpu_bench.metric(
-        "recompute_overhead", on.stats.median_ns / off.stats.median_ns, unit="x", better="lower",
-        tolerance=sizes.ratio_tolerance, measurement=on.name,
+        "recompute_overhead",
+        on.stats.median_ns / off.stats.median_ns,
+        unit="x",
+        better="lower",
+        tolerance=sizes.ratio_tolerance,
+        measurement=on.name,
         description="step time with checkpointing / without",
     )

@@ -33,7 +33,10 @@ def test_resnet_inference_channels_last(gpu_bench: Bench, device: torch.device, 
         nhwc = gpu_bench.measure(fast, (images_cl,), name="cnn.channels_last", items=sizes.cnn_batch)
         torch.testing.assert_close(fast(images_cl), model(images), rtol=1e-3, atol=1e-3)
     gpu_bench.metric(
-        "speedup", nchw.stats.median_ns / nhwc.stats.median_ns, unit="x", measurement=nhwc.name,
+        "speedup",
+        nchw.stats.median_ns / nhwc.stats.median_ns,
+        unit="x",
+        measurement=nhwc.name,
         tolerance=sizes.ratio_tolerance,
         description="NCHW median / channels_last median",
     )

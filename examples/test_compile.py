@@ -24,8 +24,16 @@ def test_compiled_block(gpu_bench: Bench, device: torch.device, sizes: Sizes) ->
         extra.append((torch.randn(sizes.tokens_batch, sizes.seq_len // 2, sizes.d_model, device=device),))
     with torch.inference_mode():
         compare_compile(
-            gpu_bench, block, (x,), name="compile", backend=BACKEND,
+            gpu_bench,
+            block,
+            (x,),
+            name="compile",
+            backend=BACKEND,
             mode="default",  # "max-autotune" searches kernels at compile time: minutes, not seconds
-            extra_inputs=extra, max_graph_breaks=0, max_recompiles=0, speedup_tolerance=sizes.ratio_tolerance,
-            items=sizes.tokens_batch * sizes.seq_len, flops=block_flops(sizes),
+            extra_inputs=extra,
+            max_graph_breaks=0,
+            max_recompiles=0,
+            speedup_tolerance=sizes.ratio_tolerance,
+            items=sizes.tokens_batch * sizes.seq_len,
+            flops=block_flops(sizes),
         )

@@ -21,6 +21,10 @@ def test_graph_replay_beats_launches(gpu_bench: Bench, device: torch.device, siz
     eager = gpu_bench.measure(many_small_ops, (x,), name="cuda_graphs.eager")
     graphed = gpu_bench.measure(many_small_ops, (x,), name="cuda_graphs.replay", cuda_graph=True)
     gpu_bench.metric(
-        "speedup", eager.stats.median_ns / graphed.stats.median_ns, unit="x", minimum=1.5,
-        measurement=graphed.name, description="eager launches median / CUDA graph replay median",
+        "speedup",
+        eager.stats.median_ns / graphed.stats.median_ns,
+        unit="x",
+        minimum=1.5,
+        measurement=graphed.name,
+        description="eager launches median / CUDA graph replay median",
     )

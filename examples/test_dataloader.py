@@ -51,12 +51,21 @@ def test_loader_workers(gpu_bench: Bench, device: torch.device, sizes: Sizes) ->
     data = SyntheticImages(sizes.loader_samples, 64 if device.type == "cpu" else 224, work)
     pin = device.type == "cuda"
     serial = DataLoader(data, batch_size=sizes.loader_batch, num_workers=0, pin_memory=pin)
-    parallel = DataLoader(data, batch_size=sizes.loader_batch, num_workers=sizes.loader_workers,
-                          pin_memory=pin, persistent_workers=True, prefetch_factor=4)
+    parallel = DataLoader(
+        data,
+        batch_size=sizes.loader_batch,
+        num_workers=sizes.loader_workers,
+        pin_memory=pin,
+        persistent_workers=True,
+        prefetch_factor=4,
+    )
     main = gpu_bench.measure(consume(serial, device), name="dataloader.main_process", items=len(data))
     workers = gpu_bench.measure(consume(parallel, device), name="dataloader.workers", items=len(data))
     gpu_bench.metric(
-        "worker_speedup", main.stats.median_ns / workers.stats.median_ns, unit="x", measurement=workers.name,
+        "worker_speedup",
+        main.stats.median_ns / workers.stats.median_ns,
+        unit="x",
+        measurement=workers.name,
         # Recorded, not gated: the speedup of worker processes is a figure of the host's CPU
         # scheduling, and on the 16-core H100 host it moved 19.6% between two unchanged runs.
         # The two times are gated (noise-aware) instead.

@@ -37,8 +37,12 @@ def test_custom_op_bandwidth(gpu_bench: Bench, device: torch.device, sizes: Size
     y = torch.randn(sizes.vector, device=device)
     torch.testing.assert_close(torch.ops.gpuperf_examples.scaled_residual(x, y, 0.5), x + 0.5 * y)
     measure_kernel(
-        gpu_bench, torch.ops.gpuperf_examples.scaled_residual, (x, y, 0.5), name="kernel.custom_op",
-        flops=2 * x.numel(), bytes=3 * x.numel() * x.element_size(),  # read x and y, write out
+        gpu_bench,
+        torch.ops.gpuperf_examples.scaled_residual,
+        (x, y, 0.5),
+        name="kernel.custom_op",
+        flops=2 * x.numel(),
+        bytes=3 * x.numel() * x.element_size(),  # read x and y, write out
         # an elementwise op streams at most of HBM bandwidth on a GPU; a CPU's calibrated peak
         # moves with the machine's load, so there the fraction is recorded, not bounded
         min_fraction=0.5 if device.type == "cuda" else None,
@@ -54,6 +58,11 @@ def test_triton_softmax(gpu_bench: Bench, device: torch.device) -> None:
     x = torch.randn(4096, 4096, device=device)
     torch.testing.assert_close(softmax(x), torch.softmax(x, dim=-1))
     measure_kernel(
-        gpu_bench, softmax, (x,), name="kernel.triton_softmax",
-        flops=5 * x.numel(), bytes=2 * x.numel() * x.element_size(), min_fraction=0.3,
+        gpu_bench,
+        softmax,
+        (x,),
+        name="kernel.triton_softmax",
+        flops=5 * x.numel(),
+        bytes=2 * x.numel() * x.element_size(),
+        min_fraction=0.3,
     )

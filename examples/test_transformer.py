@@ -12,8 +12,9 @@ def test_block_forward(gpu_bench: Bench, device: torch.device, sizes: Sizes) -> 
     block = TransformerBlock(sizes.d_model, sizes.heads).to(device).eval()
     x = torch.randn(sizes.tokens_batch, sizes.seq_len, sizes.d_model, device=device)
     with torch.inference_mode():
-        gpu_bench.measure(block, (x,), name="transformer.forward",
-                          items=sizes.tokens_batch * sizes.seq_len, flops=block_flops(sizes))
+        gpu_bench.measure(
+            block, (x,), name="transformer.forward", items=sizes.tokens_batch * sizes.seq_len, flops=block_flops(sizes)
+        )
 
 
 def test_block_training_step(gpu_bench: Bench, device: torch.device, sizes: Sizes) -> None:
@@ -22,5 +23,6 @@ def test_block_training_step(gpu_bench: Bench, device: torch.device, sizes: Size
     x = torch.randn(sizes.tokens_batch, sizes.seq_len, sizes.d_model, device=device)
     step = train_step(block, optimizer, fit_target(torch.randn_like(x)), x)
     # backward costs about twice the forward: 3x the forward FLOPs per step
-    gpu_bench.measure(step, name="transformer.train_step",
-                      items=sizes.tokens_batch * sizes.seq_len, flops=3 * block_flops(sizes))
+    gpu_bench.measure(
+        step, name="transformer.train_step", items=sizes.tokens_batch * sizes.seq_len, flops=3 * block_flops(sizes)
+    )

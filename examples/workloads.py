@@ -79,18 +79,38 @@ class Sizes:
 
 
 CPU_SIZES = Sizes(
-    cnn_batch=8, cnn_image=32, cnn_widths=(8, 16, 32, 64),
-    tokens_batch=4, seq_len=64, d_model=64, heads=4, depth=4,
-    loader_samples=256, loader_batch=32, loader_workers=2,
-    vector=1 << 23, ddp_steps=16,  # 32 MiB per operand: past the CPU caches, so DRAM-bound
-    ratio_tolerance=None, bandwidth_tolerance=None,
+    cnn_batch=8,
+    cnn_image=32,
+    cnn_widths=(8, 16, 32, 64),
+    tokens_batch=4,
+    seq_len=64,
+    d_model=64,
+    heads=4,
+    depth=4,
+    loader_samples=256,
+    loader_batch=32,
+    loader_workers=2,
+    vector=1 << 23,
+    ddp_steps=16,  # 32 MiB per operand: past the CPU caches, so DRAM-bound
+    ratio_tolerance=None,
+    bandwidth_tolerance=None,
 )
 GPU_SIZES = Sizes(
-    cnn_batch=64, cnn_image=224, cnn_widths=(64, 128, 256, 512),
-    tokens_batch=16, seq_len=1024, d_model=1024, heads=16, depth=8,
-    loader_samples=512, loader_batch=64, loader_workers=4,  # an epoch of about 1.4 s in the main process
-    vector=1 << 26, ddp_steps=30,
-    ratio_tolerance=0.10, bandwidth_tolerance=0.15,
+    cnn_batch=64,
+    cnn_image=224,
+    cnn_widths=(64, 128, 256, 512),
+    tokens_batch=16,
+    seq_len=1024,
+    d_model=1024,
+    heads=16,
+    depth=8,
+    loader_samples=512,
+    loader_batch=64,
+    loader_workers=4,  # an epoch of about 1.4 s in the main process
+    vector=1 << 26,
+    ddp_steps=30,
+    ratio_tolerance=0.10,
+    bandwidth_tolerance=0.15,
 )
 
 
@@ -218,7 +238,9 @@ def fit_target(target: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
 
 
 def train_step(
-    model: nn.Module, optimizer: torch.optim.Optimizer, loss_fn: Callable[[torch.Tensor], torch.Tensor],
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    loss_fn: Callable[[torch.Tensor], torch.Tensor],
     *inputs: torch.Tensor,
 ) -> Callable[[], None]:
     """A closure doing one optimizer step: zero_grad, forward, backward, step."""

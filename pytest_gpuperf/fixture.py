@@ -176,8 +176,9 @@ class GpuBench:
         target = measurement or self._latest
         if target is None or target not in self._measurements:
             known = ", ".join(self._measurements) or "none yet"
-            self._fail(f"gpu_bench.metric({name!r}) needs a measurement to attach to "
-                       f"(asked for {target!r}; measured: {known})")
+            self._fail(
+                f"gpu_bench.metric({name!r}) needs a measurement to attach to (asked for {target!r}; measured: {known})"
+            )
         if better not in ("higher", "lower"):
             self._fail(f"gpu_bench.metric(better=...) must be 'higher' or 'lower', got {better!r}")
         new = Metric(
@@ -196,9 +197,7 @@ class GpuBench:
         self._measurements[target] = dataclasses.replace(current, metrics=(*kept, new))
         return new
 
-    def record(
-        self, measurement: Measurement, *, remeasure: Callable[[], Measurement] | None = None
-    ) -> Measurement:
+    def record(self, measurement: Measurement, *, remeasure: Callable[[], Measurement] | None = None) -> Measurement:
         """Add a measurement taken elsewhere (DDP ranks, a worker) under this test's id.
 
         ``remeasure`` takes it again; the gate calls it to confirm a suspected regression.
@@ -226,8 +225,9 @@ class GpuBench:
     def _new_name(self, name: str | None) -> str:
         label = name if name is not None else DEFAULT_MEASUREMENT
         if not isinstance(label, str) or not label or "::" in label:
-            raise ConfigError(f"measurement name must be a non-empty string without '::', got {label!r}",
-                              test_id=self.test_id)
+            raise ConfigError(
+                f"measurement name must be a non-empty string without '::', got {label!r}", test_id=self.test_id
+            )
         if label in self._measurements:
             hint = "; give each measurement its own name=" if name is None else ""
             raise ConfigError(f"measurement {label!r} measured twice in one test{hint}", test_id=self.test_id)

@@ -59,6 +59,7 @@ def take_readings(
 
 # -- confirming a baseline-mode suspicion ----------------------------------------------------
 
+
 def remeasure_waves(remeasures: int) -> tuple[int, ...]:
     return tuple(range(1, remeasures + 1))
 
@@ -69,6 +70,7 @@ def remeasure_done(still_regressed: Callable[[T], bool]) -> Callable[[list[T], i
 
 
 # -- writing a baseline -------------------------------------------------------------------
+
 
 def baseline_write_done(threshold: float, noise_multiplier: float) -> Callable[[list[float], int], bool]:
     """The stopping rule over the readings' medians of one baseline write."""

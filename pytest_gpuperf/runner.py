@@ -174,8 +174,7 @@ def reject_lazy_result(result: object, test_id: str, name: str) -> None:
             what = kind if kind != "an iterator" else f"an iterator ({type(result).__name__})"
             raise MeasurementError(
                 test_id,
-                f"measurement {name!r} returned {what}: {why}; "
-                f"measure a function that does the work (e.g. {example})",
+                f"measurement {name!r} returned {what}: {why}; measure a function that does the work (e.g. {example})",
             )
 
 
@@ -350,9 +349,12 @@ class PreparedMeasurement:
         label = f"{self.spec.test_id}::{self.spec.name}"
         t0 = time.perf_counter()
         deadline_ns = min(t0 + budget_s * 2, last_start_s) * 1e9
-        with self.guard.pinned(), nvtx_range(label, enabled=self.runner.options.nvtx), capture_range(
-            self.runner.options.nsight, self.device
-        ) as capture, self._limited("measurement rounds"):
+        with (
+            self.guard.pinned(),
+            nvtx_range(label, enabled=self.runner.options.nvtx),
+            capture_range(self.runner.options.nsight, self.device) as capture,
+            self._limited("measurement rounds"),
+        ):
             totals = self.timer.time_blocks(
                 self._call, self.calls_per_sample, count, self._between(), deadline_ns=deadline_ns
             )
@@ -557,4 +559,3 @@ class Runner:
             wall_time_s=elapsed / 1e9,
             notes=(Note("smoke run: one call, not a measurement (use --gpuperf)", NoteKind.ROUTINE),),
         )
-

@@ -200,9 +200,7 @@ def paired_median_ratio(
     return ratio, low, high, p
 
 
-def replicate_ratio_ci(
-    ratios: Samples, confidence: float = DEFAULT_CONFIDENCE
-) -> tuple[float, float, float, float]:
+def replicate_ratio_ci(ratios: Samples, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float, float, float]:
     """Geometric mean of independent replicate ratios with a Student-t CI and p-value on their logs.
 
     Each ratio comes from its own pair of processes, so their spread includes the

@@ -36,8 +36,10 @@ def banner(text: str) -> None:
 
 
 def run(args: list[str], cwd: Path, expect: int, env: dict[str, str] | None = None) -> bool:
-    print(f"$ {' '.join(args)}" + (f"   [{' '.join(f'{k}={v}' for k, v in (env or {}).items())}]" if env else ""),
-          flush=True)
+    print(
+        f"$ {' '.join(args)}" + (f"   [{' '.join(f'{k}={v}' for k, v in (env or {}).items())}]" if env else ""),
+        flush=True,
+    )
     started = time.perf_counter()
     proc = subprocess.run(args, cwd=cwd, env={**os.environ, **(env or {})}, check=False)
     ok = proc.returncode == expect
@@ -55,8 +57,11 @@ def new_user_loop() -> bool:
         (project / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
         subprocess.run(["git", "init", "-q"], cwd=project, check=True)
         subprocess.run(["git", "add", "."], cwd=project, check=True)
-        subprocess.run(["git", "-c", "user.name=demo", "-c", "user.email=demo@example.invalid", "commit", "-qm",
-                        "perf tests"], cwd=project, check=True)
+        subprocess.run(
+            ["git", "-c", "user.name=demo", "-c", "user.email=demo@example.invalid", "commit", "-qm", "perf tests"],
+            cwd=project,
+            check=True,
+        )
         pytest = [sys.executable, "-m", "pytest", "-q"]
         steps = [
             run(pytest, project, 0),
@@ -64,8 +69,19 @@ def new_user_loop() -> bool:
             run([*pytest, "--gpuperf", "--gpuperf-json=unchanged-1.json"], project, 0),
             run([*pytest, "--gpuperf", "--gpuperf-json=unchanged-2.json"], project, 0),
             # how steady is this machine for baseline mode? (a real check wants more runs, hours apart)
-            run([sys.executable, "-m", "pytest_gpuperf", "stability", "unchanged-1.json", "unchanged-2.json",
-                 f"--slowdown={PLANTED}"], project, 0),
+            run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest_gpuperf",
+                    "stability",
+                    "unchanged-1.json",
+                    "unchanged-2.json",
+                    f"--slowdown={PLANTED}",
+                ],
+                project,
+                0,
+            ),
         ]
         baseline = next((project / "baselines").rglob("*.json"))
         print(f"\nbaseline file written: {baseline.relative_to(project)} ({baseline.stat().st_size} bytes)")
@@ -93,8 +109,10 @@ def reliable_mode(project: Path) -> str:
         return "compare-ref"
     reach = stability.smallest_caught_slowdown(spread)
     mode = "baseline" if reach <= PLANTED else "compare-ref"
-    print(f"\nbaseline mode catches slowdowns from {reach:+.0%} on this machine now (spread up to {spread:.1%}):"
-          f" the planted {PLANTED:+.0%} is shown in {mode} mode")
+    print(
+        f"\nbaseline mode catches slowdowns from {reach:+.0%} on this machine now (spread up to {spread:.1%}):"
+        f" the planted {PLANTED:+.0%} is shown in {mode} mode"
+    )
     return mode
 
 
@@ -159,8 +177,11 @@ def planted_graph_break() -> bool:
 
 
 def main() -> int:
-    results = {"new user loop": new_user_loop(), "examples suite": examples_suite(),
-               "planted graph break": planted_graph_break()}
+    results = {
+        "new user loop": new_user_loop(),
+        "examples suite": examples_suite(),
+        "planted graph break": planted_graph_break(),
+    }
     banner("Demo summary")
     for step, ok in results.items():
         print(f"  {step:<22} {'ok' if ok else 'FAILED'}")

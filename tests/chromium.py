@@ -48,8 +48,10 @@ def chromium_path() -> str:
         found = shutil.which(name)
         if found:
             return found
-    pytest.fail("headless Chromium is not installed: scripts/test.sh installs it where it can "
-                "(Debian: apt-get install chromium)")
+    pytest.fail(
+        "headless Chromium is not installed: scripts/test.sh installs it where it can "
+        "(Debian: apt-get install chromium)"
+    )
 
 
 def run_chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

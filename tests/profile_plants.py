@@ -8,7 +8,7 @@ compiled function), ``custom`` (a custom op does more work).
 
 from __future__ import annotations
 
-MODELS = '''
+MODELS = """
 import os
 
 import numpy as np
@@ -81,11 +81,11 @@ def test_custom(gpu_bench):
 
 def test_steady(gpu_bench):
     gpu_bench(torch.mm, W, W)
-'''
+"""
 
 # Writes each result's differential profile to diffs.json at the end of the session
 # (the reports render it; this reads the engines' result directly).
-DUMP_CONFTEST = '''
+DUMP_CONFTEST = """
 import json
 
 import torch
@@ -113,7 +113,7 @@ def pytest_sessionfinish(session):
         }
     with open("diffs.json", "w") as f:
         json.dump(out, f)
-'''
+"""
 
 
 def autocast_is_faster() -> bool:

@@ -15,7 +15,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 # A loop of WORK steps; ``setup`` defines WORK, ``check`` runs first in each call.
-SPIN_WITH_ENVIRONMENT = '''
+SPIN_WITH_ENVIRONMENT = """
 import os
 
 {setup}
@@ -29,20 +29,20 @@ def spin():
 
 def test_spin(gpu_bench):
     gpu_bench(spin)
-'''
+"""
 BASE = SPIN_WITH_ENVIRONMENT.format(setup="WORK = {work}", check="pass")
 
-UNCHANGED_TEST = '''
+UNCHANGED_TEST = """
 
 def test_steady(gpu_bench):
     gpu_bench(lambda: sum(i * i for i in range(20000)))
-'''
+"""
 
-NEW_TEST = '''
+NEW_TEST = """
 
 def test_only_in_head(gpu_bench):
     gpu_bench(lambda: sum(range(1000)))
-'''
+"""
 
 # Tiny budgets keep the test fast; the generous threshold keeps an unchanged
 # run from failing on a noisy machine while a 50% slowdown still fails.

@@ -21,7 +21,7 @@ ARGS = (
 
 # Runs in the head after our earliest hook and before collection ends: which of the head's
 # child processes exist by then (Linux /proc), written to children.json.
-CHILDREN_CONFTEST = '''
+CHILDREN_CONFTEST = """
 import json, os
 from pathlib import Path
 
@@ -37,7 +37,7 @@ def pytest_collection_modifyitems(config, items):
         if fields[1] == mine:
             children.append([c.decode(errors="replace") for c in cmdline[:2]])
     Path("children.json").write_text(json.dumps(children))
-'''
+"""
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -120,8 +120,6 @@ def test_pythonpath_into_the_repository_follows_the_worktree(tmp_path: Path) -> 
 # --- refs and ranges on a real repository ------------------------------------------------------------
 
 
-
-
 def commit(root: Path, files: dict[str, str], message: str) -> str:
     for name, text in files.items():
         (root / name).write_text(text)

@@ -117,7 +117,7 @@ def test_an_ini_value_out_of_range_names_the_ini_key(pytester: pytest.Pytester) 
 def test_the_old_marker_spelling_warns_that_it_is_deprecated(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_old="import pytest\n\n@pytest.mark.gpuperf(remeasures=2)\ndef test_old(gpu_bench):\n"
-                 "    gpu_bench(lambda: None)\n"
+        "    gpu_bench(lambda: None)\n"
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, warnings=1)

@@ -114,8 +114,7 @@ def test_a_baseline_written_where_other_kernels_ran_is_not_comparable(
     if here == "DEFAULT":
         pytest.skip("torch runs its DEFAULT kernels here: there are no lower ones to write a baseline with")
     pytester.makepyfile(
-        test_mm="import torch\n\ndef test_mm(gpu_bench):\n"
-        "    a = torch.randn(64, 64)\n    gpu_bench(torch.mm, a, a)\n"
+        test_mm="import torch\n\ndef test_mm(gpu_bench):\n    a = torch.randn(64, 64)\n    gpu_bench(torch.mm, a, a)\n"
     )
     monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")  # torch's portable kernels, as on an older CPU
     pytester.runpytest_subprocess("--gpuperf", "--gpuperf-update-baseline", *FAST).assert_outcomes(passed=1)

@@ -35,15 +35,18 @@ def _baseline(project: Path) -> Path:
         (b"", "*baselines*test_simple.py.json*"),
         (b'{"schema_version": 2, "entr', "*baselines*test_simple.py.json*"),
         (b"\x89PNG\r\n\x1a\n\x00\x00binary", "*baselines*test_simple.py.json*"),
-        (b'{"schema_version": 2, "device_class": 7, "module": "test_simple.py", "entries": []}',
-         "*baselines*test_simple.py.json*$.*"),
-        (b'{"schema_version": 999, "device_class": "x", "module": "test_simple.py", "entries": {}}',
-         "*baselines*test_simple.py.json*newer*"),
+        (
+            b'{"schema_version": 2, "device_class": 7, "module": "test_simple.py", "entries": []}',
+            "*baselines*test_simple.py.json*$.*",
+        ),
+        (
+            b'{"schema_version": 999, "device_class": "x", "module": "test_simple.py", "entries": {}}',
+            "*baselines*test_simple.py.json*newer*",
+        ),
     ],
     ids=["empty", "truncated", "binary", "wrong-types", "future-version"],
 )
-def test_corrupt_baseline_is_named_and_left_untouched(pytester: pytest.Pytester, content: bytes,
-                                                       expected: str) -> None:
+def test_corrupt_baseline_is_named_and_left_untouched(pytester: pytest.Pytester, content: bytes, expected: str) -> None:
     pytester.makepyfile(test_simple=SIMPLE)
     pytester.runpytest_subprocess("--gpuperf", "--gpuperf-update-baseline", *FAST).assert_outcomes(passed=1)
     path = _baseline(pytester.path)
@@ -125,7 +128,10 @@ def test_interrupted_update_leaves_complete_files(pytester: pytest.Pytester) -> 
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", "--gpuperf", "--gpuperf-update-baseline", *FAST],
-        cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+        cwd=pytester.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
     )
     time.sleep(6)  # some entries written, others in flight
     proc.send_signal(signal.SIGINT)

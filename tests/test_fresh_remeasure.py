@@ -172,8 +172,9 @@ WORK = int(20000 * 3 ** RANK)""",
         check="pass",
     )
     pytester.makepyfile(test_perf=counted)
-    written = pytester.runpytest_subprocess("--gpuperf-update-baseline", *GATE, "--gpuperf-threshold=0.25",
-                                            "--gpuperf-json=written.json")
+    written = pytester.runpytest_subprocess(
+        "--gpuperf-update-baseline", *GATE, "--gpuperf-threshold=0.25", "--gpuperf-json=written.json"
+    )
     written.assert_outcomes(failed=1)
     (entry,) = json.loads((pytester.path / "written.json").read_text())["results"]
     medians = entry["measurement"]["process_medians_ns"]

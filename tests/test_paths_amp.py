@@ -145,7 +145,12 @@ def test_fp16_check_backs_off_an_overflowing_loss_scale(bench: StandaloneBench) 
     # gradients of 1000 * scale overflow fp16 at the GradScaler's initial 65536; the
     # check halves the scale as the scaler's skipped steps would, instead of failing on inf
     report = compare_autocast(
-        bench, torch.nn.Linear(32, 8), inputs(), loss_fn=lambda out: out.float().sum() * 1000,
-        optimizer=lambda params: torch.optim.SGD(params, lr=1e-6), dtypes=("fp16",), allow_emulated=True,
+        bench,
+        torch.nn.Linear(32, 8),
+        inputs(),
+        loss_fn=lambda out: out.float().sum() * 1000,
+        optimizer=lambda params: torch.optim.SGD(params, lr=1e-6),
+        dtypes=("fp16",),
+        allow_emulated=True,
     )
     assert report.results["fp16"].numerics_error <= report.results["fp16"].tolerance

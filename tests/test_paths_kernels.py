@@ -60,8 +60,9 @@ def test_cpu_peaks_come_from_a_calibration() -> None:
 
 
 def measurement_of(ms: float) -> Measurement:
-    return Measurement(test_id="t", name="kernel.k", samples_ns=(ms * 1e6,) * 3, calls_per_sample=1,
-                       device="cpu", timer="perf_counter")
+    return Measurement(
+        test_id="t", name="kernel.k", samples_ns=(ms * 1e6,) * 3, calls_per_sample=1, device="cpu", timer="perf_counter"
+    )
 
 
 def test_roofline_fraction_uses_the_binding_resource() -> None:
@@ -95,8 +96,15 @@ def test_custom_op_measured_against_calibrated_cpu_peak() -> None:
     bench = StandaloneBench(calls=3)
     x, y = torch.randn(1 << 16), torch.randn(1 << 16)
     peaks = calibrate(torch.device("cpu"), matmul_n=128, copy_bytes=1 << 20, reps=1)
-    report = measure_kernel(bench, torch.ops.gpuperf_tests.scale_add, (x, y, 2.0), name="kernel.custom_op",
-                            flops=2 * x.numel(), bytes=3 * x.numel() * 4, peaks=peaks)
+    report = measure_kernel(
+        bench,
+        torch.ops.gpuperf_tests.scale_add,
+        (x, y, 2.0),
+        name="kernel.custom_op",
+        flops=2 * x.numel(),
+        bytes=3 * x.numel() * 4,
+        peaks=peaks,
+    )
     assert torch.equal(scale_add(x, y, 2.0), x * 2.0 + y)
     m = bench.measurements["kernel.custom_op"]
     assert {x.name for x in m.metrics} == {"tflops", "gbps", "fraction_of_peak"}

@@ -32,8 +32,14 @@ def plugin_args() -> list[str]:
 
 @pytest.fixture
 def examples(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    for name in ("conftest.py", "workloads.py", "test_compile.py", "test_amp.py", "test_checkpointing.py",
-                 "test_kernels.py"):
+    for name in (
+        "conftest.py",
+        "workloads.py",
+        "test_compile.py",
+        "test_amp.py",
+        "test_checkpointing.py",
+        "test_kernels.py",
+    ):
         shutil.copy(EXAMPLES / name, pytester.path / name)
     # dynamo's "eager" backend: real graph breaks and recompiles without inductor's compile time
     monkeypatch.setenv("GPUPERF_EXAMPLES_COMPILE_BACKEND", "eager")

@@ -39,8 +39,9 @@ def test_mistakes_are_named() -> None:
         bench.measure(torch.zeros, (1,), name="a")
     with pytest.raises(KeyError, match="no measurement named 'zz'"):
         bench.metric("m", 1.0, measurement="zz")
-    other = Measurement(test_id="elsewhere", name="r", samples_ns=(1.0,), calls_per_sample=1, device="cpu",
-                        timer="perf_counter")
+    other = Measurement(
+        test_id="elsewhere", name="r", samples_ns=(1.0,), calls_per_sample=1, device="cpu", timer="perf_counter"
+    )
     assert bench.record(other).test_id == "standalone"
     with pytest.raises(ValueError, match="'r' recorded twice"):
         bench.record(other)

@@ -20,8 +20,13 @@ def test_profile_writes_trace_and_prints_top_ops(pytester: pytest.Pytester) -> N
     )
     out = pytester.path / "prof"
     result = pytester.runpytest_subprocess(
-        "--gpuperf", f"--gpuperf-profile={out}", f"--gpuperf-json={pytester.path / 'r.json'}",
-        "--gpuperf-min-time=0.03", "--gpuperf-max-time=0.2", "-p", "no:cacheprovider",
+        "--gpuperf",
+        f"--gpuperf-profile={out}",
+        f"--gpuperf-json={pytester.path / 'r.json'}",
+        "--gpuperf-min-time=0.03",
+        "--gpuperf-max-time=0.2",
+        "-p",
+        "no:cacheprovider",
     )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*gpuperf profile: top operators*", "*test_mm::relu_mm*", "*aten::*"])

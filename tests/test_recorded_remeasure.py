@@ -71,5 +71,6 @@ def test_a_recorded_measurement_gets_the_speed_rules(
     monkeypatch.setenv("SLOW", "2")
     result = pytester.runpytest_subprocess(*args)
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*test_lasting::ranks: not judged: the machine ran x* slower*",
-                                 "*waited 6s for the machine to recover*"])
+    result.stdout.fnmatch_lines(
+        ["*test_lasting::ranks: not judged: the machine ran x* slower*", "*waited 6s for the machine to recover*"]
+    )

@@ -205,8 +205,12 @@ def make_session() -> SessionResults:
         measurement=slow,
         baseline=slow_base,
         comparisons=(
-            time_cmp(slow, slow_base, Verdict.NOT_GATED,
-                     note="not gated: this run has 3 sample(s), fewer than the 6 a verdict needs"),
+            time_cmp(
+                slow,
+                slow_base,
+                Verdict.NOT_GATED,
+                note="not gated: this run has 3 sample(s), fewer than the 6 a verdict needs",
+            ),
         ),
     )
     return SessionResults(

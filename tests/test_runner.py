@@ -69,8 +69,9 @@ def test_stops_at_max_time_when_precision_unreachable() -> None:
 def test_throughput_rates_from_median() -> None:
     settings = FAST
     m = _runner().measure(
-        MeasureSpec(fn=time.sleep, args=(0.001,), test_id="t", throughput=Throughput(items=10, flops=1e6),
-                    settings=settings)
+        MeasureSpec(
+            fn=time.sleep, args=(0.001,), test_id="t", throughput=Throughput(items=10, flops=1e6), settings=settings
+        )
     )
     rates = m.rates
     seconds = m.stats.median_ns / 1e9
@@ -231,10 +232,16 @@ ran: list[str] = []
 @pytest.mark.parametrize(
     ("fn", "message"),
     [
-        (_generator, "returned a generator: its body never runs when called; measure a function that does the "
-                     "work (e.g. lambda: list(gen()))"),
-        (_coroutine, "returned a coroutine: its body never runs when called; measure a function that does the "
-                     "work (e.g. lambda: asyncio.run(coro()))"),
+        (
+            _generator,
+            "returned a generator: its body never runs when called; measure a function that does the "
+            "work (e.g. lambda: list(gen()))",
+        ),
+        (
+            _coroutine,
+            "returned a coroutine: its body never runs when called; measure a function that does the "
+            "work (e.g. lambda: asyncio.run(coro()))",
+        ),
         (_async_generator, "returned an async generator: its body never runs when called"),
     ],
 )

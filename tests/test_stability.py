@@ -123,12 +123,10 @@ def test_on_real_gating_sessions(pytester: pytest.Pytester) -> None:
         assert result.ret in (0, 1)  # the verdict is not what this test is about
     runs = [pytester.path / f"run-{i}.json" for i in range(2)]
     changes = [
-        next(c.change for c in load_results(p).results[0].comparisons if c.metric.startswith("time."))
-        for p in runs
+        next(c.change for c in load_results(p).results[0].comparisons if c.metric.startswith("time.")) for p in runs
     ]
     code, out, _ = run("stability", *map(str, runs))
     assert code == EXIT_OK, out
     expected = math.sqrt(sum(math.log1p(c) ** 2 for c in changes if c is not None) / 2)
     line = next(line for line in out.splitlines() if line.startswith("test_perf.py::test_spin::default"))
     assert line.split()[1:3] == ["2", f"{expected:.1%}"]
-

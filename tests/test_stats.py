@@ -104,6 +104,7 @@ def test_order_statistic_ranks_match_the_binomial() -> None:
     # n=100: the textbook ranks 40 and 61 (1-based)
     assert stats._order_statistic_ranks(100, 0.95) == (39, 60)
 
+
 def test_mann_whitney() -> None:
     assert stats.mann_whitney_p([3.0] * 10, [3.0] * 10) == 1.0
     assert stats.mann_whitney_p(_normal(110, 1, 100, 1), _normal(100, 1, 100, 2)) < 1e-10

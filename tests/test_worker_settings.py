@@ -47,8 +47,15 @@ def test_the_base_worker_gets_the_heads_resolved_settings_not_its_checkouts_ini(
     log = tmp_path / "seen.jsonl"
     monkeypatch.setenv("SEEN_LOG", str(log))
     run = pytester.runpytest_subprocess(
-        "--gpuperf", "--gpuperf-compare-ref=HEAD", "--gpuperf-threshold=0.5", "--gpuperf-confirm-pairs=0",
-        "--gpuperf-warmup-time=0.013", "--gpuperf-min-time=0.05", "--gpuperf-max-time=0.2", "-p", "no:cacheprovider",
+        "--gpuperf",
+        "--gpuperf-compare-ref=HEAD",
+        "--gpuperf-threshold=0.5",
+        "--gpuperf-confirm-pairs=0",
+        "--gpuperf-warmup-time=0.013",
+        "--gpuperf-min-time=0.05",
+        "--gpuperf-max-time=0.2",
+        "-p",
+        "no:cacheprovider",
         "--benchmark-disable-gc",  # pytest-benchmark's option, measured by the fixture in both processes
     )
     run.assert_outcomes(passed=1)

@@ -11,7 +11,6 @@ if TYPE_CHECKING:
     import torch
 
 
-
 def resolve_device(spec: str) -> torch.device:
     """Parse a device spec; "auto" picks the current CUDA device when there is one, else the CPU.
 

@@ -60,9 +60,7 @@ class Bench(Protocol):
         description: str = "",
     ) -> object: ...
 
-    def record(
-        self, measurement: Measurement, *, remeasure: Callable[[], Measurement] | None = None
-    ) -> object: ...
+    def record(self, measurement: Measurement, *, remeasure: Callable[[], Measurement] | None = None) -> object: ...
 
 
 __all__ = ["Bench"]

@@ -231,9 +231,7 @@ def compare_autocast(
 
     # Numerics first: a wrong path should fail without spending the timing budget.
     ref = steps["fp32"].reference(inputs)
-    errors = {
-        d: _check(name, d, steps[d].reference(inputs), ref, tolerances[d], loss_fn is not None) for d in active
-    }
+    errors = {d: _check(name, d, steps[d].reference(inputs), ref, tolerances[d], loss_fn is not None) for d in active}
 
     activation: dict[str, int] = {}
     if loss_fn is not None:
@@ -242,8 +240,7 @@ def compare_autocast(
             _, activation[d] = saved_activation_bytes(forward, exclude=list(step.model.parameters()))
 
     measured = {
-        d: bench.measure(step, (inputs,), name=f"{name}.{d}", items=items, flops=flops)
-        for d, step in steps.items()
+        d: bench.measure(step, (inputs,), name=f"{name}.{d}", items=items, flops=flops) for d, step in steps.items()
     }
     base = measured["fp32"]
     results: dict[str, PrecisionResult] = {}
@@ -251,29 +248,43 @@ def compare_autocast(
         m = measured[d]
         speedup = base.stats.median_ns / m.stats.median_ns
         bench.metric(
-            "speedup", speedup, unit="x", better="higher", tolerance=speedup_tolerance,
-            minimum=min_speedup, measurement=m.name,
+            "speedup",
+            speedup,
+            unit="x",
+            better="higher",
+            tolerance=speedup_tolerance,
+            minimum=min_speedup,
+            measurement=m.name,
             description=f"fp32 median time / autocast {d} median time on {device}",
         )
         bench.metric(
-            "numerics_error", errors[d], better="lower", tolerance=None, maximum=tolerances[d],
-            measurement=m.name, description=f"relative error of autocast {d} against fp32",
+            "numerics_error",
+            errors[d],
+            better="lower",
+            tolerance=None,
+            maximum=tolerances[d],
+            measurement=m.name,
+            description=f"relative error of autocast {d} against fp32",
         )
         memory_saving = None
         if m.peak_allocated_bytes and base.peak_allocated_bytes:
             memory_saving = 1.0 - m.peak_allocated_bytes / base.peak_allocated_bytes
             bench.metric(
-                "memory_saving", memory_saving, better="higher", measurement=m.name,
+                "memory_saving",
+                memory_saving,
+                better="higher",
+                measurement=m.name,
                 description=f"1 - peak allocated bytes under {d} / under fp32",
             )
         activation_saving = None
         if activation.get("fp32"):
             activation_saving = 1.0 - activation[d] / activation["fp32"]
             bench.metric(
-                "activation_saving", activation_saving, better="higher", measurement=m.name,
+                "activation_saving",
+                activation_saving,
+                better="higher",
+                measurement=m.name,
                 description=f"1 - bytes saved for backward under {d} / under fp32",
             )
-        results[d] = PrecisionResult(
-            d, m, errors[d], tolerances[d], speedup, memory_saving, activation_saving
-        )
+        results[d] = PrecisionResult(d, m, errors[d], tolerances[d], speedup, memory_saving, activation_saving)
     return AmpReport(base, results, skipped)

@@ -172,23 +172,44 @@ def compare_compile(
 
     how = _describe(backend, mode, dynamic)
     bench.metric(
-        "speedup", speedup, unit="x", better="higher", tolerance=speedup_tolerance,
-        minimum=min_speedup, measurement=steady.name, description=f"eager median / {how} median",
+        "speedup",
+        speedup,
+        unit="x",
+        better="higher",
+        tolerance=speedup_tolerance,
+        minimum=min_speedup,
+        measurement=steady.name,
+        description=f"eager median / {how} median",
     )
     bench.metric(
-        "graph_breaks", first.graph_breaks, better="lower", tolerance=None, absolute_tolerance=0,
-        maximum=max_graph_breaks, measurement=steady.name,
+        "graph_breaks",
+        first.graph_breaks,
+        better="lower",
+        tolerance=None,
+        absolute_tolerance=0,
+        maximum=max_graph_breaks,
+        measurement=steady.name,
         description=f"dynamo graph breaks under {how}{_summary(first.graph_break_reasons)}",
     )
     bench.metric(
-        "recompiles", counts.recompiles, better="lower", tolerance=None, absolute_tolerance=0,
-        maximum=max_recompiles, measurement=steady.name,
+        "recompiles",
+        counts.recompiles,
+        better="lower",
+        tolerance=None,
+        absolute_tolerance=0,
+        maximum=max_recompiles,
+        measurement=steady.name,
         description=f"dynamo recompilations under {how}{_summary(counts.recompile_reasons)}",
     )
     served = {"hit": ", served from inductor's FX graph cache", "miss": ", compiled from scratch"}.get(cache_state, "")
     bench.metric(
-        first_call_metric_name(cache_state), first_call_s, unit="s", better="lower", tolerance=first_call_tolerance,
-        measurement=steady.name, description=f"first call (compile) of {how}{served}",
+        first_call_metric_name(cache_state),
+        first_call_s,
+        unit="s",
+        better="lower",
+        tolerance=first_call_tolerance,
+        measurement=steady.name,
+        description=f"first call (compile) of {how}{served}",
     )
     return CompileReport(
         backend=backend,

@@ -206,9 +206,7 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-def _launch(
-    spec: _RankSpec, nprocs: int, nnodes: int, rdzv_endpoint: str | None, name: str
-) -> list[RankTimes] | None:
+def _launch(spec: _RankSpec, nprocs: int, nnodes: int, rdzv_endpoint: str | None, name: str) -> list[RankTimes] | None:
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
     endpoint = rdzv_endpoint or f"127.0.0.1:{free_port()}"
@@ -375,13 +373,15 @@ def run_ddp(
     )
     if isinstance(step_factory, str):
         resolve_factory(step_factory)  # fail here, with the name, rather than in every rank
+
     def launch() -> tuple[Measurement, list[RankTimes]] | None:
         started = time.perf_counter()
         ranks = _launch(spec, nprocs, nnodes, rdzv_endpoint, name)
         if ranks is None:
             return None
-        return _step_measurement(spec, ranks, name, device, world, backend, rounds, items_per_rank,
-                                 time.perf_counter() - started), ranks
+        return _step_measurement(
+            spec, ranks, name, device, world, backend, rounds, items_per_rank, time.perf_counter() - started
+        ), ranks
 
     first = launch()
     if first is None:
@@ -400,13 +400,24 @@ def run_ddp(
     medians = {r.rank: statistics.median(r.step_ns) for r in ranks}
     for rank, med in sorted(medians.items()):
         bench.metric(
-            f"rank{rank}.step_ms", med / 1e6, unit="ms", better="lower", tolerance=None,
-            measurement=measurement.name, description=f"median step time of rank {rank}",
+            f"rank{rank}.step_ms",
+            med / 1e6,
+            unit="ms",
+            better="lower",
+            tolerance=None,
+            measurement=measurement.name,
+            description=f"median step time of rank {rank}",
         )
     imbalance = max(medians.values()) / min(medians.values())
     bench.metric(
-        "rank_imbalance", imbalance, unit="x", better="lower", tolerance=None, maximum=max_rank_imbalance,
-        measurement=measurement.name, description="slowest rank's median step / fastest rank's",
+        "rank_imbalance",
+        imbalance,
+        unit="x",
+        better="lower",
+        tolerance=None,
+        maximum=max_rank_imbalance,
+        measurement=measurement.name,
+        description="slowest rank's median step / fastest rank's",
     )
 
     algbw = busbw = None
@@ -414,7 +425,11 @@ def run_ddp(
     if allreduce:
         algbw, busbw = bus_bandwidth(spec.allreduce_bytes, max(allreduce) / 1e9, world)
         bench.metric(
-            "busbw_gbps", busbw / 1e9, unit="GB/s", better="higher", tolerance=bandwidth_tolerance,
+            "busbw_gbps",
+            busbw / 1e9,
+            unit="GB/s",
+            better="higher",
+            tolerance=bandwidth_tolerance,
             minimum=min_busbw_gbps,
             measurement=measurement.name,
             description=f"all-reduce bus bandwidth (nccl-tests busbw), {spec.allreduce_bytes} bytes, {backend}",
@@ -429,8 +444,12 @@ def run_ddp(
             one_rank = dataclasses.replace(measurement, name=f"{name}.one_rank", samples_ns=tuple(one_samples))
             efficiency = statistics.median(one_samples) / statistics.median(measurement.samples_ns)
             bench.metric(
-                "scaling_efficiency", efficiency, better="higher", tolerance=scaling_tolerance,
-                minimum=min_scaling_efficiency, measurement=measurement.name,
+                "scaling_efficiency",
+                efficiency,
+                better="higher",
+                tolerance=scaling_tolerance,
+                minimum=min_scaling_efficiency,
+                measurement=measurement.name,
                 description=f"one-rank step time / {world}-rank step time (fixed per-rank batch)",
             )
     return DdpReport(

@@ -71,25 +71,38 @@ def kernel_efficiency(
     tflops, gbps = achieved_rates(seconds, flops, bytes)
     flops_fraction = tflops / peaks.peak_tflops(dtype) if tflops is not None else None
     bandwidth_fraction = gbps / peaks.memory_gbps if gbps is not None else None
-    fractions = {
-        k: v for k, v in (("compute", flops_fraction), ("memory", bandwidth_fraction)) if v is not None
-    }
+    fractions = {k: v for k, v in (("compute", flops_fraction), ("memory", bandwidth_fraction)) if v is not None}
     bound = max(fractions, key=fractions.__getitem__)
     fraction = fractions[bound]
     where = f"{peaks.name}, {peaks.source}"
     if tflops is not None:
         bench.metric(
-            "tflops", tflops, unit="TFLOP/s", better="higher", tolerance=None, measurement=measurement.name,
+            "tflops",
+            tflops,
+            unit="TFLOP/s",
+            better="higher",
+            tolerance=None,
+            measurement=measurement.name,
             description=f"achieved {dtype_key(dtype)} TFLOP/s ({flops:.4g} FLOP per call)",
         )
     if gbps is not None:
         bench.metric(
-            "gbps", gbps, unit="GB/s", better="higher", tolerance=None, measurement=measurement.name,
+            "gbps",
+            gbps,
+            unit="GB/s",
+            better="higher",
+            tolerance=None,
+            measurement=measurement.name,
             description=f"achieved memory GB/s ({bytes:.4g} bytes per call)",
         )
     bench.metric(
-        "fraction_of_peak", fraction, better="higher", tolerance=tolerance, minimum=min_fraction,
-        measurement=measurement.name, description=f"{bound}-bound fraction of peak on {where}",
+        "fraction_of_peak",
+        fraction,
+        better="higher",
+        tolerance=tolerance,
+        minimum=min_fraction,
+        measurement=measurement.name,
+        description=f"{bound}-bound fraction of peak on {where}",
     )
     return KernelReport(measurement, peaks, tflops, gbps, flops_fraction, bandwidth_fraction, fraction, bound)
 
@@ -112,6 +125,12 @@ def measure_kernel(
     """Measure ``fn(*args, **kwargs)`` as ``name`` and rate it with :func:`kernel_efficiency`."""
     m = bench.measure(fn, args, kwargs, name=name, flops=flops, bytes=bytes, l2_flush=l2_flush)
     return kernel_efficiency(
-        bench, m, flops=flops, bytes=bytes, dtype=dtype, peaks=peaks, min_fraction=min_fraction,
+        bench,
+        m,
+        flops=flops,
+        bytes=bytes,
+        dtype=dtype,
+        peaks=peaks,
+        min_fraction=min_fraction,
         tolerance=tolerance,
     )

@@ -60,8 +60,9 @@ def dtype_key(dtype: torch.dtype | str) -> str:
         raise KeyError(f"no peak table column for {dtype}; use one of {sorted(_DTYPE_KEYS.values())}") from None
 
 
-def _peaks(name: str, bf16: float | None, fp16: float, tf32: float | None, fp32: float, gbps: float,
-           source: str) -> DevicePeaks:
+def _peaks(
+    name: str, bf16: float | None, fp16: float, tf32: float | None, fp32: float, gbps: float, source: str
+) -> DevicePeaks:
     tflops = {"fp16": fp16, "fp32": fp32}
     if bf16 is not None:
         tflops["bf16"] = bf16
@@ -168,6 +169,8 @@ def device_peaks(device: torch.device, dtype: torch.dtype | str = torch.float32)
             return found
     torch_dtype = next((d for d, k in _DTYPE_KEYS.items() if k == key), None)
     if torch_dtype is None:
-        raise KeyError(f"no {key} peak for {device_name(device)}: not in the table, and only "
-                       f"{sorted(_DTYPE_KEYS.values())} can be calibrated")
+        raise KeyError(
+            f"no {key} peak for {device_name(device)}: not in the table, and only "
+            f"{sorted(_DTYPE_KEYS.values())} can be calibrated"
+        )
     return calibrate(device, torch_dtype)

@@ -121,9 +121,7 @@ class StandaloneBench:
         self._measurements[target] = dataclasses.replace(m, metrics=(*kept, new))
         return new
 
-    def record(
-        self, measurement: Measurement, *, remeasure: Callable[[], Measurement] | None = None
-    ) -> Measurement:
+    def record(self, measurement: Measurement, *, remeasure: Callable[[], Measurement] | None = None) -> Measurement:
         del remeasure  # a fixed-count stand-in has no gate to confirm anything
         if measurement.name in self._measurements:
             raise ValueError(f"measurement {measurement.name!r} recorded twice")

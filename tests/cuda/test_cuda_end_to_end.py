@@ -114,8 +114,9 @@ def test_cold(gpu_bench):
 """
     )
     pytester.makeini("[pytest]\n")
-    result = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-max-time=1", "--gpuperf-json=modes.json",
-                                           "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(
+        "--gpuperf", "--gpuperf-max-time=1", "--gpuperf-json=modes.json", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(passed=2)
     document = json.loads((pytester.path / "modes.json").read_text())
     notes = [note for r in document["results"] for note in r["measurement"]["notes"]]

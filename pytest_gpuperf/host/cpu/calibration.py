@@ -72,4 +72,3 @@ class CalibrationWorkload:
         if not self.samples_ns:
             return None
         return float(np.percentile(self.samples_ns, RESULT_QUANTILE * 100))
-
