@@ -200,3 +200,35 @@ def gate_again(pytester: pytest.Pytester, args: Sequence[str] = GATE) -> tuple[p
     result = pytester.runpytest_subprocess("--gpuperf", *args, "--gpuperf-json=results.json")
     (entry,) = json.loads((pytester.path / "results.json").read_text())["results"]
     return result, entry
+
+
+LIBRARY = """
+def spin():
+    x = 0
+    for i in range({work}):
+        x += i
+    return x
+"""
+
+
+def test_the_fresh_process_runs_the_code_the_session_imported(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The library the tests import is installed outside the project (on PYTHONPATH here, as an
+    # installed package would be), and the project folder also holds its source under src/,
+    # the layout of a package's own checkout or sdist. A slowdown in the installed copy must be
+    # confirmed by a re-measure that imports that same copy, not the one under src/.
+    installed = pytester.path / "installed" / "mylib"
+    installed.mkdir(parents=True)
+    (installed / "__init__.py").write_text(LIBRARY.format(work=20000))
+    source = pytester.path / "src" / "mylib"
+    source.mkdir(parents=True)
+    (source / "__init__.py").write_text(LIBRARY.format(work=20000))
+    monkeypatch.setenv("PYTHONPATH", str(installed.parent))
+    pytester.makepyfile(test_perf="import mylib\n\ndef test_spin(gpu_bench):\n    gpu_bench(mylib.spin)\n")
+    pytester.runpytest_subprocess("--gpuperf-update-baseline", *GATE).assert_outcomes(passed=1)
+    (installed / "__init__.py").write_text(LIBRARY.format(work=80000))
+    result, entry = gate_again(pytester)
+    assert result.ret == 1, result.stdout.str()
+    assert entry["comparisons"][0]["verdict"] == "regression", entry["comparisons"][0]["note"]
+    assert "re-measured in a fresh process" in [n["text"] for n in entry["measurement"]["notes"]]

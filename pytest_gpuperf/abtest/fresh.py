@@ -7,7 +7,8 @@ code a few percent faster or slower there, and differently for each test
 same-process re-measure confirmed +10.7% for 3% more work and +12.3% for 5%
 (docs/detection.md). So the re-measure runs in a new worker process at the
 head's own checkout (``remote.spawn_worker``, the compare-ref machinery), which
-draws a new offset. The head drives its rounds with the same stopping rule as
+draws a new offset; it imports through the session's own import path, so it measures
+the code the session measured. The head drives its rounds with the same stopping rule as
 a local measurement (``runner.stopping_rule``, stopping.py); its time limit
 counts from the request, the worker's warm-up included.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import shutil
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -36,6 +38,16 @@ from pytest_gpuperf.runner import sample_precision, stopping_rule
 from pytest_gpuperf.stopping import Progress
 
 Settle = Callable[[Callable[[], "float | None"], "float | None"], "tuple[float | None, str | None]"]
+
+
+def session_import_path() -> tuple[Path, ...]:
+    """This process's import path, for a worker that must import what this session imported.
+
+    A re-measure is only a second reading of the same code if the worker resolves every module
+    as the session did: the checkout's ``src/`` first (as compare-ref's workers of a checkout
+    do) would put a project's own sources ahead of the installed copy the session measured.
+    """
+    return tuple(Path(p) if p else Path.cwd() for p in sys.path)
 
 
 class FreshProcessRemeasure:
@@ -127,7 +139,7 @@ class FreshProcessRemeasure:
         name = f"remeasure-{self._started}"
         launch = WorkerLaunch(
             cwd=self.rootdir,
-            import_roots=(self.rootdir, self.rootdir / "src"),
+            import_roots=session_import_path(),
             files=self._files,
             device=self.device,
             pin_cpu=self.pin_cpu,
