@@ -37,6 +37,7 @@ from pytest_gpuperf.errors import (
 from pytest_gpuperf.fixture import GpuBench
 from pytest_gpuperf.model import BenchmarkInfo, Measurement
 from pytest_gpuperf.outcome import fail
+from pytest_gpuperf.runner import LazyResults
 
 MEASUREMENT = "benchmark"  # the measurement's name: apart from gpu_bench's "default" in the same test
 PLUGIN_NAME = "gpuperf-benchmark"
@@ -233,7 +234,8 @@ class BenchmarkFixture:
         try:
             if self.enabled:
                 with _gc_paused(self._disable_gc):
-                    self._done(self._bench.measure(function_to_benchmark, args, kwargs, name=MEASUREMENT))
+                    self._done(self._bench.measure(function_to_benchmark, args, kwargs, name=MEASUREMENT,
+                                                   lazy_results=LazyResults.TIME_AS_WRITTEN))  # fmt: skip
             return function_to_benchmark(*args, **kwargs)
         except Exception:
             self.has_error = True
@@ -271,7 +273,8 @@ class BenchmarkFixture:
         if plan.setup is None and plan.teardown is None:
             args, kwargs = plan.args, plan.kwargs
             return self._bench.measure_rounds(lambda: plan.target(*args, **kwargs), name=MEASUREMENT,
-                                              rounds=plan.rounds, calls_per_sample=plan.iterations)  # fmt: skip
+                                              rounds=plan.rounds, calls_per_sample=plan.iterations,
+                                              lazy_results=LazyResults.TIME_AS_WRITTEN)  # fmt: skip
         per_round = _PerRound(plan)
         try:
             return self._bench.measure_rounds(
@@ -280,6 +283,7 @@ class BenchmarkFixture:
                 rounds=plan.rounds,
                 calls_per_sample=plan.iterations,
                 before_block=per_round.before_block,
+                lazy_results=LazyResults.TIME_AS_WRITTEN,
             )
         finally:
             per_round.finish()

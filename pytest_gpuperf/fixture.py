@@ -11,7 +11,7 @@ from pytest_gpuperf.config import Settings, with_call_options, with_fixed_rounds
 from pytest_gpuperf.errors import ConfigError, GpuperfError
 from pytest_gpuperf.model import DEFAULT_MEASUREMENT, BenchmarkInfo, Direction, Measurement, Metric, Note, Throughput
 from pytest_gpuperf.outcome import fail
-from pytest_gpuperf.runner import MeasureSpec
+from pytest_gpuperf.runner import LazyResults, MeasureSpec
 
 if TYPE_CHECKING:
     import torch
@@ -77,15 +77,21 @@ class GpuBench:
         bytes: float | None = None,
         l2_flush: bool | None = None,
         cuda_graph: bool | None = None,
+        lazy_results: LazyResults = LazyResults.REFUSE,
     ) -> Measurement:
         """Measure ``fn(*args, **kwargs)``; in smoke mode call it once.
 
         ``items``, ``flops`` and ``bytes`` are the work of one call, for throughput.
+        ``lazy_results``: what a call returning a generator or other iterator gets (runner.LazyResults).
         """
         __tracebackhide__ = True
         settings = with_call_options(self.settings, l2_flush=l2_flush, cuda_graph=cuda_graph)
         throughput = Throughput(items=items, flops=flops, bytes=bytes)
-        return self._take(settings, lambda: self._spec(fn, args, kwargs, name, throughput))
+
+        def spec() -> MeasureSpec:
+            return dataclasses.replace(self._spec(fn, args, kwargs, name, throughput), lazy_results=lazy_results)
+
+        return self._take(settings, spec)
 
     def measure_rounds(
         self,
@@ -95,6 +101,7 @@ class GpuBench:
         rounds: int,
         calls_per_sample: int,
         before_block: Callable[[], None] | None = None,
+        lazy_results: LazyResults = LazyResults.REFUSE,
     ) -> Measurement:
         """Measure ``fn()`` in exactly ``rounds`` samples of ``calls_per_sample`` calls (``benchmark.pedantic``).
 
@@ -106,7 +113,9 @@ class GpuBench:
 
         def spec() -> MeasureSpec:
             made = self._spec(fn, (), None, name, Throughput())
-            return dataclasses.replace(made, calls_per_sample=calls_per_sample, before_block=before_block)
+            return dataclasses.replace(
+                made, calls_per_sample=calls_per_sample, before_block=before_block, lazy_results=lazy_results
+            )
 
         return self._take(settings, spec)
 

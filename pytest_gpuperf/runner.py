@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import enum
 import inspect
 import math
 import statistics
@@ -58,6 +59,15 @@ HOST_TIME_METRIC = "host_time"
 HOST_TIME_TOLERANCE = 0.25
 
 
+class LazyResults(enum.Enum):
+    """What a measured call that returns a generator, coroutine or other iterator gets."""
+
+    REFUSE = "refuse"  # gpu_bench: an error naming the test; the work would not be in the timing
+    # the benchmark fixture: timed as written, with a note, as pytest-benchmark times it, so that
+    # its suites run unchanged (a suite may mean to time the creation of a lazy result)
+    TIME_AS_WRITTEN = "time as written"
+
+
 @dataclass
 class MeasureSpec:
     """One measurement request: what to call and how."""
@@ -77,6 +87,7 @@ class MeasureSpec:
     before_block: Callable[[], None] | None = None
     # (grad enabled, inference mode) where the test asked for the measurement, for later passes
     autograd: tuple[bool, bool] | None = field(default_factory=lambda: autograd_mode())
+    lazy_results: LazyResults = LazyResults.REFUSE
 
 
 def autograd_mode() -> tuple[bool, bool] | None:
@@ -159,31 +170,41 @@ _LAZY_RESULTS: tuple[tuple[Callable[[object], bool], str, str, str], ...] = (
 )
 
 
-def reject_lazy_result(result: object, test_id: str, name: str) -> None:
-    """A MeasurementError if one call's result is a generator, coroutine, awaitable or any other iterator.
+def check_lazy_result(result: object, spec: MeasureSpec) -> str | None:
+    """What to say of one call's result if it is a generator, coroutine, awaitable or any other iterator.
 
-    Calling a generator or coroutine function runs none of its body, and a
-    ``map`` or ``filter`` does none of its work until it is consumed, so timing
-    them would time nothing. A coroutine is closed first: Python warns about one
-    that is never awaited.
+    Calling a generator or coroutine function runs none of its body, and a ``map`` or
+    ``filter`` does none of its work until it is consumed, so timing them times only
+    their creation. Under ``LazyResults.REFUSE`` that is a MeasurementError; under
+    ``TIME_AS_WRITTEN`` the returned note says so. A coroutine or generator is closed
+    first: Python warns about a coroutine that is never awaited.
     """
     for test, kind, why, example in _LAZY_RESULTS:
         if test(result):
             if inspect.iscoroutine(result) or inspect.isgenerator(result):
                 result.close()
             what = kind if kind != "an iterator" else f"an iterator ({type(result).__name__})"
+            if spec.lazy_results is LazyResults.TIME_AS_WRITTEN:
+                return (
+                    f"the measured call returns {what}: as with pytest-benchmark, only the call that creates it "
+                    f"is timed, not the work it holds (to time the work: {example})"
+                )
             raise MeasurementError(
-                test_id,
-                f"measurement {name!r} returned {what}: {why}; measure a function that does the work (e.g. {example})",
+                spec.test_id,
+                f"measurement {spec.name!r} returned {what}: {why}; measure a function that does the work "
+                f"(e.g. {example})",
             )
+    return None
 
 
-def _checked(fn: Callable[..., object], test_id: str, name: str) -> Callable[..., object]:
-    """``fn`` with its results checked by ``reject_lazy_result``: for the first calls only, never the timed ones."""
+def _checked(fn: Callable[..., object], spec: MeasureSpec, notes: list[Note]) -> Callable[..., object]:
+    """``fn`` with its results checked by ``check_lazy_result``: for the first calls only, never the timed ones."""
 
     def call(*args: Any, **kwargs: Any) -> object:
         result = fn(*args, **kwargs)
-        reject_lazy_result(result, test_id, name)
+        said = check_lazy_result(result, spec)
+        if said is not None and Note(said) not in notes:
+            notes.append(Note(said))
         return result
 
     return call
@@ -253,14 +274,14 @@ class PreparedMeasurement:
             from pytest_gpuperf.gpu.graphs import capture
 
             with self._limited("CUDA graph capture"):  # capture calls the function a few times
-                return capture(_checked(fn, spec.test_id, spec.name), args, kwargs, self.device)
+                return capture(_checked(fn, spec, self.notes), args, kwargs, self.device)
         return lambda: fn(*args, **kwargs)
 
     def _first_call(self) -> Callable[[], object]:
         """The warm-up's first call, which also rejects a generator or coroutine for a result."""
         if self.spec.settings.cuda_graph:
             return self._call  # the capture checked the function's own calls; a replay returns tensors
-        return _checked(self._call, self.spec.test_id, self.spec.name)
+        return _checked(self._call, self.spec, self.notes)
 
     def _warm_up(self) -> tuple[int, float]:
         """Call until block times settle or the warm-up budget is spent; return calls and ns/call.
@@ -543,7 +564,7 @@ class Runner:
         timer = timer_for(self.options.device)
         start = time.perf_counter_ns()
         result = spec.fn(*spec.args, **dict(spec.kwargs))
-        reject_lazy_result(result, spec.test_id, spec.name)
+        said = check_lazy_result(result, spec)
         timer.synchronize()
         elapsed = float(time.perf_counter_ns() - start)
         return Measurement(
@@ -557,5 +578,8 @@ class Runner:
             metrics=spec.metrics,
             total_calls=1,
             wall_time_s=elapsed / 1e9,
-            notes=(Note("smoke run: one call, not a measurement (use --gpuperf)", NoteKind.ROUTINE),),
+            notes=(
+                Note("smoke run: one call, not a measurement (use --gpuperf)", NoteKind.ROUTINE),
+                *((Note(said),) if said is not None else ()),
+            ),
         )

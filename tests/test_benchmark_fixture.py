@@ -288,3 +288,40 @@ def test_compare_ref_measures_the_benchmark_fixture_on_both_sides(pytester: pyte
     )  # fmt: skip
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*compared with HEAD~1*", "*test_compared.py::test_work*", "*benchmark*regression*"])
+
+
+LAZY = """
+def numbers(n):
+    for i in range(n):
+        yield i * i
+
+def test_generator_creation(benchmark):
+    gen = benchmark(numbers, 100)
+    assert sum(gen) == 328350  # pytest-benchmark returns one more call's result: a fresh generator
+
+def test_map_creation(benchmark):
+    benchmark.pedantic(map, args=(abs, [-1, 2]), rounds=20, iterations=5)
+
+def test_gpu_bench_still_refuses(gpu_bench):
+    gpu_bench(numbers, 100)
+"""
+
+
+def test_a_benchmark_call_returning_a_lazy_result_is_timed_as_pytest_benchmark_times_it(
+    pytester: pytest.Pytester,
+) -> None:
+    # A pytest-benchmark suite may time the creation of a generator or iterator (pydantic-core's
+    # test_generator_python does): under --gpuperf it runs unchanged, with a note saying what was
+    # timed. gpu_bench, which measures work, still refuses one.
+    pytester.makepyfile(test_lazy=LAZY)
+    result = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-json=out.json", *FAST)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*test_gpu_bench_still_refuses*returned a generator: its body never runs*"])
+    notes = {
+        r["key"].split("::")[1]: [n["text"] for n in r["measurement"]["notes"]]
+        for r in json.loads((pytester.path / "out.json").read_text())["results"]
+    }
+    assert any(
+        "returns a generator: as with pytest-benchmark, only the call" in n for n in notes["test_generator_creation"]
+    )
+    assert any("returns an iterator (map)" in n for n in notes["test_map_creation"])

@@ -110,19 +110,19 @@ def test_an_unconsumed_iterator_result_is_refused(make: object, kind: str) -> No
     import re
 
     from pytest_gpuperf.errors import MeasurementError
-    from pytest_gpuperf.runner import reject_lazy_result
+    from pytest_gpuperf.runner import MeasureSpec, check_lazy_result
 
     with pytest.raises(MeasurementError, match=re.escape(f"t.py::t: measurement 'default' returned {kind}:")):
-        reject_lazy_result(make(), "t.py::t", "default")  # type: ignore[operator]
+        check_lazy_result(make(), MeasureSpec(fn=print, test_id="t.py::t"))  # type: ignore[operator]
 
 
 def test_a_consumed_or_plain_result_is_accepted() -> None:
     import torch
 
-    from pytest_gpuperf.runner import reject_lazy_result
+    from pytest_gpuperf.runner import MeasureSpec, check_lazy_result
 
     for result in (None, [1, 2], (1,), torch.ones(2), {"a": 1}, "text", range(3)):
-        reject_lazy_result(result, "t.py::t", "default")
+        assert check_lazy_result(result, MeasureSpec(fn=print, test_id="t.py::t")) is None
 
 
 def test_a_lazy_map_fails_the_test_naming_it(pytester: pytest.Pytester) -> None:
