@@ -1,8 +1,8 @@
 """Synthetic noisy neighbours for the detection benchmark: busy for seconds, then idle.
 
-The 2-core runner's noisy phases (docs/detection.md, seventh and eighth runs)
-made processes a few seconds apart run up to 1.7x apart, and they come and go
-on their own: a run cannot choose its phase. These processes stand in for the
+A shared 2-core runner has noisy phases in which processes a few seconds apart
+run up to 1.7x apart, and they come and go on their own: a run cannot choose
+its phase. These processes stand in for the
 other tenants so that a run can be made in a noisy phase on purpose, the same
 for every tool (they run through the whole benchmark, interleaved tools alike).
 
