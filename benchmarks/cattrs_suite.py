@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -98,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--background-load", type=int, default=2, help="noisy-neighbour processes throughout")
     parser.add_argument("--unchanged", type=int, default=3, help="unchanged gating sessions")
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (sdist, installs, results)")
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="gpuperf-cattrs-"))
@@ -165,6 +167,10 @@ def main(argv: list[str] | None = None) -> int:
         and reached and not missed and not others
     )  # fmt: skip
     print("targets met" if met else "targets NOT met")
+    if args.keep:
+        print(f"kept {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     return 0 if met else 1
 
 

@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -55,10 +56,9 @@ def prepare(work: Path, version: str) -> tuple[Path, Path]:
     site = work / "site"
     pip = [sys.executable, "-m", "pip", "-q", "install", "--target", str(site)]
     subprocess.run([*pip, f"pydantic-core=={version}", *TEST_DEPENDENCIES], check=True)
-    for name in os.listdir(site):
-        if name.split("-")[0] in SHADOWING or name in SHADOWING:
-            path = site / name
-            subprocess.run(["rm", "-rf", str(path)], check=True)
+    for path in site.iterdir():
+        if path.name.split("-")[0] in SHADOWING or path.name in SHADOWING:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
     return work / f"pydantic_core-{version}", site
 
 
@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", default=VERSION, help="pydantic-core release")
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (sdist, installs, results)")
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="gpuperf-pydantic-core-"))
@@ -99,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(figures, indent=1))
     met = done.returncode == 0 and not figures["internal_errors"] and measured
     print("targets met" if met else "targets NOT met")
+    if args.keep:
+        print(f"kept {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     return 0 if met else 1
 
 
