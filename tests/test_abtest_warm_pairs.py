@@ -71,6 +71,8 @@ def test_two_suspected_tests_are_confirmed_by_the_same_warm_workers_and_no_pair_
         # decided at the first look: three of the six planned pairs
         assert "3 fresh process pairs" in verdicts[test]["evidence"], verdicts[test]
         assert "other pairs were not measured" in verdicts[test]["note"], verdicts[test]
+        # the figures shown are the fresh pairs' too, not the first pair's four-to-one
+        assert 0.7 < verdicts[test]["current"] / verdicts[test]["baseline"] < 1.4, verdicts[test]
     # three head workers for six readings: the second suspicion reused the first one's processes
     assert slots(pytester.path) == ["slot-0", "slot-1", "slot-2"]
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -43,11 +44,20 @@ from pytest_gpuperf.verdict import pairs
 from pytest_gpuperf.verdict.confirmation import oriented, oriented_threshold
 
 
+@dataclass(frozen=True)
+class PairReading:
+    """One fresh pair's reading of a test: the median of its paired round ratios, and each side's median."""
+
+    ratio: float
+    head_ns: float
+    base_ns: float
+
+
 @dataclass
 class Confirmation:
-    """The median pair ratio of each fresh process pair that measured, and why others did not."""
+    """The reading of each fresh process pair that measured, and why others did not."""
 
-    ratios: list[float] = field(default_factory=list)
+    readings: list[PairReading] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     planned: int = 0
     attempted: int = 0  # pairs measured or tried
@@ -63,8 +73,16 @@ class Confirmation:
         """Pairs measured beyond the planned ones because the verdict was open."""
         return max(0, self.attempted - self.planned)
 
+    @property
+    def ratios(self) -> list[float]:
+        return [r.ratio for r in self.readings]
+
     def usable(self) -> bool:
-        return len(self.ratios) >= pairs.MIN_CONFIRMING_PAIRS
+        return len(self.readings) >= pairs.MIN_CONFIRMING_PAIRS
+
+    def sides_ns(self) -> tuple[float, float]:
+        """The head's and the base's time over the pairs: the medians of their per-pair medians."""
+        return statistics.median(r.head_ns for r in self.readings), statistics.median(r.base_ns for r in self.readings)
 
     def interval(self, confidence: float) -> tuple[float, float, float, float]:
         """(ratio, low, high, p) over the pairs: see stats.replicate_ratio_ci."""
@@ -142,7 +160,7 @@ class ConfirmationPool:
         starts = start_waves(self.pairs)
         self._restart_broken()
 
-        def take(j: int) -> float | None:
+        def take(j: int) -> PairReading | None:
             result.attempted = j + 1
             self.progress.confirming(key, j + 1, max(self.pairs, j + 1))
             try:
@@ -154,35 +172,35 @@ class ConfirmationPool:
                 return None
             return self._measure_pair(j, *self._sides[j], test_id, key, settings, result)
 
-        def done(ratios: list[float], planned: int) -> bool:
+        def done(taken: list[PairReading], planned: int) -> bool:
             return pairs.pairs_done(
-                oriented(ratios, suspected), planned, pairs=self.pairs,
+                oriented([r.ratio for r in taken], suspected), planned, pairs=self.pairs,
                 threshold=oriented_threshold(threshold, suspected), confidence=confidence,
             )  # fmt: skip
 
-        result.ratios = readings.take_readings(take, waves, done)
+        result.readings = readings.take_readings(take, waves, done)
         return result
 
     def _measure_pair(
         self, j: int, head: RemoteSide, base: RemoteSide, test_id: str, key: str,
         settings: MeasureSettings, result: Confirmation,
-    ) -> float | None:  # fmt: skip
+    ) -> PairReading | None:  # fmt: skip
         if j in self._broken:
             return None
         try:
-            ratio, problem = self._one_pair(head, base, test_id, key, settings, base_first=base_leads(j))
+            reading, problem = self._one_pair(head, base, test_id, key, settings, base_first=base_leads(j))
         except WorkerError as exc:
             self._broken.add(j)
             result.problems.append(f"pair {j + 1}: {str(exc).splitlines()[0]}")
             return None
-        if ratio is None and problem:
+        if reading is None and problem:
             result.problems.append(f"pair {j + 1}: {problem}")
-        return ratio
+        return reading
 
     @staticmethod
     def _one_pair(
         head: RemoteSide, base: RemoteSide, test_id: str, key: str, settings: MeasureSettings, *, base_first: bool
-    ) -> tuple[float | None, str]:
+    ) -> tuple[PairReading | None, str]:
         first, second = (base, head) if base_first else (head, base)
         for side in (first, second):
             side.wait_ready()
@@ -201,8 +219,9 @@ class ConfirmationPool:
         head.drain()
         base.drain()
         n = rounds.pairs
-        ratio, *_ = stats.paired_median_ratio(rounds.head_rounds[:n], rounds.base_rounds[:n])
-        return ratio, ""
+        head_rounds, base_rounds = rounds.head_rounds[:n], rounds.base_rounds[:n]
+        ratio, *_ = stats.paired_median_ratio(head_rounds, base_rounds)
+        return PairReading(ratio, statistics.median(head_rounds), statistics.median(base_rounds)), ""
 
     def close(self) -> None:
         """Stop every worker: all are asked first, then waited for, so their exits overlap."""

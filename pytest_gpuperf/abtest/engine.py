@@ -370,9 +370,11 @@ class CompareRefEngine:
         verdict = judged.verdict
         note = pairs_note(suspected, verdict, len(confirmation.ratios), stopped_early=confirmation.stopped_early,
                           threshold=gate.threshold)  # fmt: skip
-        # the confirmation's evidence replaces the first pair's: it is what decided
+        # the confirmation's evidence and figures replace the first pair's: they are what decided
+        head_ns, base_ns = confirmation.sides_ns()
         replaced = dataclasses.replace(
-            first, change=judged.change, ci_low=judged.ci_low, ci_high=judged.ci_high, p_value=judged.p_value,
+            first, current=head_ns, baseline=base_ns, change=judged.change,
+            ci_low=judged.ci_low, ci_high=judged.ci_high, p_value=judged.p_value,
             evidence=judged.evidence, explanation=(*first.explanation, *judged.explanation),
         )  # fmt: skip
         comparisons = tuple(replaced if c is first else c for c in result.comparisons)
