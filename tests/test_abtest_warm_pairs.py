@@ -71,8 +71,10 @@ def test_two_suspected_tests_are_confirmed_by_the_same_warm_workers_and_no_pair_
         # decided at the first look: three of the six planned pairs
         assert "3 fresh process pairs" in verdicts[test]["evidence"], verdicts[test]
         assert "other pairs were not measured" in verdicts[test]["note"], verdicts[test]
-        # the figures shown are the fresh pairs' too, not the first pair's four-to-one
-        assert 0.7 < verdicts[test]["current"] / verdicts[test]["baseline"] < 1.4, verdicts[test]
+        # the figures shown are the fresh pairs' too, not the first pair's four-to-one, and agree with the change
+        shown = verdicts[test]
+        assert shown["current"] / shown["baseline"] == pytest.approx(1 + shown["change"], rel=1e-9), shown
+        assert 0.7 < shown["current"] / shown["baseline"] < 1.4, shown
     # three head workers for six readings: the second suspicion reused the first one's processes
     assert slots(pytester.path) == ["slot-0", "slot-1", "slot-2"]
 

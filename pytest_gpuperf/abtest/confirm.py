@@ -80,9 +80,9 @@ class Confirmation:
     def usable(self) -> bool:
         return len(self.readings) >= pairs.MIN_CONFIRMING_PAIRS
 
-    def sides_ns(self) -> tuple[float, float]:
-        """The head's and the base's time over the pairs: the medians of their per-pair medians."""
-        return statistics.median(r.head_ns for r in self.readings), statistics.median(r.base_ns for r in self.readings)
+    def head_ns(self) -> float:
+        """The head's time over the pairs: the geometric mean of its per-pair medians, as the ratio is of theirs."""
+        return statistics.geometric_mean(r.head_ns for r in self.readings)
 
     def interval(self, confidence: float) -> tuple[float, float, float, float]:
         """(ratio, low, high, p) over the pairs: see stats.replicate_ratio_ci."""

@@ -370,10 +370,13 @@ class CompareRefEngine:
         verdict = judged.verdict
         note = pairs_note(suspected, verdict, len(confirmation.ratios), stopped_early=confirmation.stopped_early,
                           threshold=gate.threshold)  # fmt: skip
-        # the confirmation's evidence and figures replace the first pair's: they are what decided
-        head_ns, base_ns = confirmation.sides_ns()
+        # The confirmation's evidence and figures replace the first pair's: they are what decided.
+        # The base's figure is the head's divided by the pairs' ratio, so that the row's columns
+        # agree; the medians of each side over the pairs come from different processes and do not.
+        now = confirmation.head_ns()
+        base_now = now / (1.0 + judged.change) if judged.change is not None else first.baseline
         replaced = dataclasses.replace(
-            first, current=head_ns, baseline=base_ns, change=judged.change,
+            first, current=now, baseline=base_now, change=judged.change,
             ci_low=judged.ci_low, ci_high=judged.ci_high, p_value=judged.p_value,
             evidence=judged.evidence, explanation=(*first.explanation, *judged.explanation),
         )  # fmt: skip
