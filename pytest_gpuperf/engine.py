@@ -35,7 +35,7 @@ from pytest_gpuperf.report.progress import Progress
 from pytest_gpuperf.report.units import format_time
 from pytest_gpuperf.runner import MeasureSpec, Runner
 from pytest_gpuperf.verdict import Reference, judge
-from pytest_gpuperf.verdict.confirmation import confirmed, remeasure_note, suspicion, time_of
+from pytest_gpuperf.verdict.confirmation import confirmed, confirming_gate, remeasure_note, suspicion, time_of
 from pytest_gpuperf.verdict.rulesets import RuleSet
 
 if TYPE_CHECKING:
@@ -215,9 +215,11 @@ class LocalEngine:
         if suspected is None or again is None or settings.gate.remeasures <= 0:
             return result
 
+        gate = confirming_gate(settings.gate, suspected)
+
         def take(i: int) -> MeasurementResult:
             self.progress.remeasuring(result.measurement.key, i + 1, settings.gate.remeasures)
-            return judge(again(), reference, settings.gate, rules, self.environment)
+            return judge(again(), reference, gate, rules, self.environment)
 
         def still_suspected(r: MeasurementResult) -> bool:
             return time_of(r).verdict is suspected

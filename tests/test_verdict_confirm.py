@@ -17,7 +17,7 @@ from pytest_gpuperf.baseline.store import BaselineStore
 from pytest_gpuperf.config import GateSettings, GpuperfConfig, Mode, resolve
 from pytest_gpuperf.engine import LocalEngine
 from pytest_gpuperf.host.cpu import CpuHostGuard
-from pytest_gpuperf.model import Measurement, MeasurementResult, Verdict
+from pytest_gpuperf.model import Comparison, Measurement, MeasurementResult, Verdict
 from pytest_gpuperf.report.failure import failure_message
 from pytest_gpuperf.runner import Runner, RunnerOptions
 from pytest_gpuperf.verdict import fails
@@ -151,3 +151,41 @@ def test_suspicion_comes_from_the_steps_flag_not_the_rules_name() -> None:
     assert suspicion(flagged) is Verdict.IMPROVEMENT
     assert suspicion(doubted) is Verdict.REGRESSION
     assert suspicion(cleared) is None
+
+
+# Six fresh pairs' ratios of an unchanged test that leaned faster in one session of the detection
+# benchmark: -2.1%, its 95% interval [0.962, 0.996].
+LEANING_FASTER = [0.991, 0.956, 0.971, 0.973, 0.982, 1.002]
+
+
+def pairs_verdict(ratios: list[float], suspected: Verdict) -> Comparison:
+    from pytest_gpuperf.verdict import Reference
+    from pytest_gpuperf.verdict.confirmation import judge_pairs
+
+    reference = Reference(entry=entry(1000.0), base_ref="main")
+    rules = rules_for(Mode.COMPARE_REF)
+    return judge_pairs(measurement(1000.0), reference, GateSettings(threshold=0.02), rules, ENV, ratios, suspected, "")
+
+
+def test_an_improvement_is_confirmed_at_a_stricter_level_than_a_regression() -> None:
+    # at 95% these pairs would credit the head with a 2.1% speed-up; improvements need 99%
+    leaning = pairs_verdict(LEANING_FASTER, Verdict.IMPROVEMENT)
+    assert leaning.verdict is Verdict.UNCHANGED, leaning
+    assert "99% CI" in leaning.evidence, leaning.evidence
+    # the same pairs the other way round still confirm a regression: the gate keeps its reach
+    slower = pairs_verdict([1 / r for r in LEANING_FASTER], Verdict.REGRESSION)
+    assert slower.verdict is Verdict.REGRESSION, slower
+    # a real speed-up is confirmed as before
+    faster = pairs_verdict([0.95, 0.948, 0.953, 0.951, 0.949, 0.952], Verdict.IMPROVEMENT)
+    assert faster.verdict is Verdict.IMPROVEMENT, faster
+
+
+def test_the_note_says_at_which_level_an_improvement_was_judged() -> None:
+    from pytest_gpuperf.verdict.confirmation import pairs_note
+
+    note = pairs_note(Verdict.IMPROVEMENT, Verdict.UNCHANGED, 6, stopped_early=False, threshold=0.02, confidence=0.99)
+    assert note == (
+        "the first pair's suspected improvement was not confirmed at 99% (the level improvements are confirmed at)"
+    )
+    assert pairs_note(Verdict.REGRESSION, Verdict.REGRESSION, 3, stopped_early=False, threshold=0.02,
+                      confidence=0.95) == "confirmed by 3 fresh process pairs"  # fmt: skip

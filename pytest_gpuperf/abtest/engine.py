@@ -64,13 +64,14 @@ from pytest_gpuperf.verdict import Reference, judge
 from pytest_gpuperf.verdict import evidence as ev
 from pytest_gpuperf.verdict.confirmation import (
     confirmed,
+    confirming_gate,
+    judge_pairs,
     pairs_note,
     suspicion,
     time_of,
     unconfirmed_verdict,
     unusable_note,
 )
-from pytest_gpuperf.verdict.judge import time_comparison
 from pytest_gpuperf.verdict.rulesets import RuleSet
 
 if TYPE_CHECKING:
@@ -351,6 +352,7 @@ class CompareRefEngine:
         assert self._confirmation is not None
         m = result.measurement
         first = time_of(result)
+        gate = confirming_gate(gate, suspected)
         confirmation = self._confirmation.confirm(
             m.test_id, m.key, pair.settings or MeasureSettings(), gate.threshold, gate.confidence, suspected
         )
@@ -364,12 +366,10 @@ class CompareRefEngine:
             detail += f"; {confirmation.extended} more after the first {confirmation.planned} left the verdict open"
         if confirmation.problems:
             detail += f"; {len(confirmation.problems)} pair(s) could not measure: {confirmation.problems[0]}"
-        evidence = ev.replicates(confirmation.ratios, gate, detail)
-        judged = time_comparison(m, reference, gate, rules, self.environment, confirmation=evidence,
-                                 suspicion=suspected)  # fmt: skip
+        judged = judge_pairs(m, reference, gate, rules, self.environment, confirmation.ratios, suspected, detail)
         verdict = judged.verdict
         note = pairs_note(suspected, verdict, len(confirmation.ratios), stopped_early=confirmation.stopped_early,
-                          threshold=gate.threshold)  # fmt: skip
+                          threshold=gate.threshold, confidence=gate.confidence)  # fmt: skip
         # The confirmation's evidence and figures replace the first pair's: they are what decided.
         # The base's figure is the head's divided by the pairs' ratio, so that the row's columns
         # agree; the medians of each side over the pairs come from different processes and do not.

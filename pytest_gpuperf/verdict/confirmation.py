@@ -9,7 +9,9 @@ suspected). A suspicion is confirmed or cleared by the mode's confirmation
 readings, in the same direction only: readings faster than the base never turn
 a suspected regression into an improvement, nor slower ones a suspected
 improvement into a regression. Improvements are reported, so they are held to
-the same standard as regressions.
+at least the standard of regressions: a stricter one (``confirming_gate``), since a
+missed improvement costs a user nothing while a false one credits a change with a
+speed-up it does not have.
 
 ``confirmed`` writes the outcome as the comparison's last step (``confirmation``),
 with the wording the reports show.
@@ -18,10 +20,21 @@ with the wording the reports show.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
-from pytest_gpuperf.model import Comparison, Kind, MeasurementResult, Note, RuleNote, Verdict
+from pytest_gpuperf.config import GateSettings
+from pytest_gpuperf.model import Comparison, Environment, Kind, Measurement, MeasurementResult, Note, RuleNote, Verdict
+from pytest_gpuperf.verdict import evidence as ev
+from pytest_gpuperf.verdict.judge import Reference, time_comparison
+from pytest_gpuperf.verdict.rulesets import RuleSet
 
 SUSPECTED = frozenset({Verdict.REGRESSION, Verdict.IMPROVEMENT})
+
+# The confidence at which readings confirm a suspected improvement. Confirming readings are
+# few (3 to 9 fresh pairs), so at 95% an unchanged test whose pairs happen to lean one way
+# passes now and then; for a regression the gate accepts that to catch small slowdowns, for
+# an improvement nothing is gained by it.
+IMPROVEMENT_CONFIDENCE = 0.99
 
 
 def suspicion(c: Comparison) -> Verdict | None:
@@ -30,6 +43,24 @@ def suspicion(c: Comparison) -> Verdict | None:
     if called not in SUSPECTED:
         return None
     return called if c.verdict in (called, Verdict.UNSTABLE) else None
+
+
+def confirming_gate(gate: GateSettings, suspected: Verdict) -> GateSettings:
+    """The settings a confirmation of ``suspected`` is planned and judged with: an improvement's
+    confidence is raised to IMPROVEMENT_CONFIDENCE."""
+    if suspected is Verdict.IMPROVEMENT and gate.confidence < IMPROVEMENT_CONFIDENCE:
+        return dataclasses.replace(gate, confidence=IMPROVEMENT_CONFIDENCE)
+    return gate
+
+
+def judge_pairs(
+    m: Measurement, reference: Reference, gate: GateSettings, rules: RuleSet, environment: Environment,
+    ratios: Sequence[float], suspected: Verdict, detail: str,
+) -> Comparison:  # fmt: skip
+    """Compare-ref: the time comparison judged on fresh process pairs' ratios by the confirmation rules."""
+    gate = confirming_gate(gate, suspected)
+    evidence = ev.replicates(ratios, gate, detail)
+    return time_comparison(m, reference, gate, rules, environment, confirmation=evidence, suspicion=suspected)
 
 
 def time_of(result: MeasurementResult) -> Comparison:
@@ -73,16 +104,20 @@ def remeasure_note(suspected: Verdict, verdict: Verdict, count: int, history: st
     return f"suspected {_word(suspected)} not confirmed on re-measure {count}: {history}"
 
 
-def pairs_note(suspected: Verdict, verdict: Verdict, count: int, *, stopped_early: bool, threshold: float) -> str:
+def pairs_note(
+    suspected: Verdict, verdict: Verdict, count: int, *, stopped_early: bool, threshold: float, confidence: float
+) -> str:
     """Compare-ref: what ``count`` fresh process pairs made of the first pair's suspicion."""
+    improvement = suspected is Verdict.IMPROVEMENT
+    level = f" at {confidence:.0%} (the level improvements are confirmed at)" if improvement else ""
     if verdict is suspected:
-        return f"confirmed by {count} fresh process pairs"
+        return f"confirmed by {count} fresh process pairs{level}"
     if stopped_early:
         return (
             f"the first pair's suspected {_word(suspected)} was not confirmed: {count} fresh pairs "
             f"left no room for a change beyond {threshold:.1%}, the other pairs were not measured"
         )
-    return f"the first pair's suspected {_word(suspected)} was not confirmed"
+    return f"the first pair's suspected {_word(suspected)} was not confirmed{level}"
 
 
 def unusable_note(suspected: Verdict, measured: int, problems: str) -> str:
