@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_gpuperf.config import Mode
@@ -61,10 +60,6 @@ def compare_ref_rules(guard: GuardRules = GuardRules()) -> RuleSet:
         metric=(MetricBounds(), Reference(), MetricTolerance()),
         confirmation=(Significance(suspects=False), ConfirmOnly(), Health()),
     )
-
-
-def rule_names(rules: Sequence[Rule]) -> tuple[str, ...]:
-    return tuple(r.name for r in rules)
 
 
 def rules_for(mode: Mode, guard: GuardRules = GuardRules()) -> RuleSet:
