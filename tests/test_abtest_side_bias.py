@@ -54,9 +54,15 @@ def test_an_aa_compare_ref_with_a_checkout_dependent_state_stays_quiet(pytester:
     workload = inverted if sign == "faster" else SHAPE_DEPENDENT
     root = make_repo(pytester, head_work=20000, base_files={"test_perf.py": workload},
                      head_files={"test_perf.py": workload, "NOTES.txt": "an unrelated change\n"})  # fmt: skip
+    # Apart from the planted 3x, each process of this workload lands in one of two allocator states
+    # of its own, up to about 1.38x apart, independently per process: three fresh pairs can all
+    # land head-slow by chance (pairs 1.239, 1.283, 1.275 once). That residual is measured in
+    # docs/detection.md; this test is about the checkout-dependent state, so its threshold (50%)
+    # sits above the per-process states and below the planted one.
     result = pytester.runpytest_subprocess(
-        *ARGS, "--gpuperf-confirm-pairs=4", "--gpuperf-json=results.json", "--gpuperf-max-time=1.0"
-    )
+        *ARGS, "--gpuperf-confirm-pairs=4", "--gpuperf-json=results.json", "--gpuperf-max-time=1.0",
+        "--gpuperf-threshold=0.5",
+    )  # fmt: skip
     time_c = verdicts(json.loads((root / "results.json").read_text()))["test_perf.py::test_elementwise::default"]
     first_pair = time_c["explanation"][0]
     assert time_c["verdict"] == "unchanged", (time_c, result.stdout.str())
