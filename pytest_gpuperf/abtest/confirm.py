@@ -46,11 +46,10 @@ from pytest_gpuperf.verdict.confirmation import oriented, oriented_threshold
 
 @dataclass(frozen=True)
 class PairReading:
-    """One fresh pair's reading of a test: the median of its paired round ratios, and each side's median."""
+    """One fresh pair's reading of a test: the median of its paired round ratios, and the head's median."""
 
     ratio: float
     head_ns: float
-    base_ns: float
 
 
 @dataclass
@@ -83,10 +82,6 @@ class Confirmation:
     def head_ns(self) -> float:
         """The head's time over the pairs: the geometric mean of its per-pair medians, as the ratio is of theirs."""
         return statistics.geometric_mean(r.head_ns for r in self.readings)
-
-    def interval(self, confidence: float) -> tuple[float, float, float, float]:
-        """(ratio, low, high, p) over the pairs: see stats.replicate_ratio_ci."""
-        return stats.replicate_ratio_ci(self.ratios, confidence)
 
 
 class ConfirmationPool:
@@ -221,7 +216,7 @@ class ConfirmationPool:
         n = rounds.pairs
         head_rounds, base_rounds = rounds.head_rounds[:n], rounds.base_rounds[:n]
         ratio, *_ = stats.paired_median_ratio(head_rounds, base_rounds)
-        return PairReading(ratio, statistics.median(head_rounds), statistics.median(base_rounds)), ""
+        return PairReading(ratio, statistics.median(head_rounds)), ""
 
     def close(self) -> None:
         """Stop every worker: all are asked first, then waited for, so their exits overlap."""

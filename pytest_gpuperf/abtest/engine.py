@@ -357,18 +357,19 @@ class CompareRefEngine:
             m.test_id, m.key, pair.settings or MeasureSettings(), gate.threshold, gate.confidence, suspected
         )
         first_ratio = 1.0 + (first.change or 0.0)
+        ratios = confirmation.ratios
         if not confirmation.usable():
             problems = "; ".join(confirmation.problems) or "no pair measured"
-            note = unusable_note(suspected, len(confirmation.ratios), problems)
+            note = unusable_note(suspected, len(ratios), problems)
             return confirmed(result, note, unconfirmed_verdict(suspected, first.verdict))
-        detail = describe(confirmation.ratios, first_ratio)
+        detail = describe(ratios, first_ratio)
         if confirmation.extended:
             detail += f"; {confirmation.extended} more after the first {confirmation.planned} left the verdict open"
         if confirmation.problems:
             detail += f"; {len(confirmation.problems)} pair(s) could not measure: {confirmation.problems[0]}"
-        judged = judge_pairs(m, reference, gate, rules, self.environment, confirmation.ratios, suspected, detail)
+        judged = judge_pairs(m, reference, gate, rules, self.environment, ratios, suspected, detail)
         verdict = judged.verdict
-        note = pairs_note(suspected, verdict, len(confirmation.ratios), stopped_early=confirmation.stopped_early,
+        note = pairs_note(suspected, verdict, len(ratios), stopped_early=confirmation.stopped_early,
                           threshold=gate.threshold, confidence=gate.confidence)  # fmt: skip
         # The confirmation's evidence and figures replace the first pair's: they are what decided.
         # The base's figure is the head's divided by the pairs' ratio, so that the row's columns
