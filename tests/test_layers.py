@@ -59,9 +59,8 @@ def test_the_cpu_guard_contract_checks_indirect_imports() -> None:
 def import_cycles(package: str) -> list[list[str]]:
     """The groups of ``package``'s modules that import each other in a circle (strongly connected components).
 
-    Every import counts: inside functions and under ``TYPE_CHECKING`` too (the
-    layers contract leaves the latter out), so a circle that only the type
-    checker sees is one here.
+    Every import counts: inside functions and under ``TYPE_CHECKING`` too, so a
+    circle that only the type checker sees is one here.
     """
     grimp = pytest.importorskip("grimp")
     graph = grimp.build_graph(package, exclude_type_checking_imports=False)
