@@ -93,7 +93,11 @@ def test_no_early_worker_for_an_unknown_ref_and_nothing_left_behind(tmp_path: Pa
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_the_base_worker_runs_before_the_head_has_collected_and_measures(pytester: pytest.Pytester) -> None:
+def test_the_base_worker_runs_before_the_head_has_collected_and_measures(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # run by an xdist worker, this test's pytest would inherit its variable and start no early worker
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     root = pytester.path
     commit_twice(root, {
         "test_perf.py": "def test_spin(gpu_bench):\n    gpu_bench(lambda: sum(range(3000)))\n",
