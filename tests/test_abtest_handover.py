@@ -35,6 +35,11 @@ def test_fresh_pairs_get_half_the_budget_but_never_less_than_min_time() -> None:
     assert describe([1.031, 1.02], 1.05) == "2 fresh process pairs (ratios 1.031, 1.020); first pair 1.050"
 
 
+def test_fresh_pairs_stop_at_twice_the_measurements_target_precision() -> None:
+    assert confirming_settings(MeasureSettings(target_precision=0.01)).target_precision == 0.02
+    assert confirming_settings(MeasureSettings(target_precision=0.4)).target_precision == 0.5  # still a fraction
+
+
 def test_loading_the_plugin_does_not_import_scipy_stats() -> None:
     # scipy.stats costs about 0.5 s of start-up in every process, workers included
     code = (

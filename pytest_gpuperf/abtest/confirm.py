@@ -16,12 +16,13 @@ either way. This module only gathers the readings (``readings.take_readings``).
 
 The workers are kept warm for the session: pair ``j`` takes reading ``j`` of
 every suspected test, each run there alone (its workers collected the session's
-files once). A process's offset is each function's own, so one pair serves every
-test once, while two readings of one test need two pairs (docs/statistics.md,
-"Which readings need a fresh process"). A pair is started again only after one
-of its processes broke, for the next suspected test. Each worker skips what
-only the first pair needs (CPU peak memory), and each fresh pair gets half the
-measurement's time budget: a pair's own CI only has to be narrow next to the
+files once). Two readings of one test need two pairs (docs/statistics.md, "Which
+readings need a fresh process"); one pair may read several tests, since each
+test's verdict rests on its own readings from different pairs. A pair is started
+again only after one of its processes broke, for the next suspected test. Each
+worker skips what only the first pair needs (CPU peak memory), and each fresh
+pair measures on half the time budget and to half the precision
+(``confirming_settings``): a pair's own CI only has to be narrow next to the
 spread between pairs.
 """
 
@@ -230,6 +231,10 @@ class ConfirmationPool:
                 side.wait_stopped()
 
 
+PAIR_PRECISION_FACTOR = 2.0  # a fresh pair's target CI half-width, relative to the measurement's
+MAX_PAIR_PRECISION = 0.5
+
+
 def start_waves(planned: int) -> tuple[int, ...]:
     """How many pairs run once pair ``j`` is needed: the first three, the planned ones, the extension's.
 
@@ -253,8 +258,19 @@ def base_leads(j: int) -> bool:
 
 
 def confirming_settings(settings: MeasureSettings) -> MeasureSettings:
-    """Half the time budget per fresh pair: what decides is the spread between pairs, not each pair's CI."""
-    return dataclasses.replace(settings, max_time_s=max(settings.min_time_s, settings.max_time_s / 2))
+    """A fresh pair's rounds: half the time budget, and a target CI twice as wide (PAIR_PRECISION_FACTOR).
+
+    What decides is the spread between pairs, not each pair's own CI. On a shared CPU
+    pair ratios spread by about 2% (docs/detection.md); a pair read to +-2% rather than
+    +-1% widens that spread by about a twentieth and stops in half the rounds. Where
+    rounds are steadier (a GPU kernel), the precision stop comes at the fewest rounds
+    either way.
+    """
+    return dataclasses.replace(
+        settings,
+        max_time_s=max(settings.min_time_s, settings.max_time_s / 2),
+        target_precision=min(MAX_PAIR_PRECISION, settings.target_precision * PAIR_PRECISION_FACTOR),
+    )
 
 
 def describe(ratios: Sequence[float], first_ratio: float) -> str:
