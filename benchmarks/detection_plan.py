@@ -12,6 +12,15 @@ above 1). It prints, per true change, the share confirmed as a regression and th
 mean number of pairs measured. No processes, no torch: the plan's statistics
 alone, so that a change to the plan can be weighed before a session is timed.
 A benchmark, not a test: CI does not run it. Results: docs/detection.md.
+
+``--sessions N`` simulates whole compare-ref sessions instead: each of ``--tests``
+tests reads a first-pair ratio (spread ``--first-spread``) that is suspected beyond
+the threshold either way; a suspected regression is confirmed by the plan at
+``--confidence``, a suspected improvement at ``IMPROVEMENT_CONFIDENCE``, all
+through one pool of workers kept warm for the session (``abtest.confirm.start_waves``).
+It prints the sessions that raised an alarm or reported an improvement, and what
+the confirmations cost: the waves of workers started and the pairs measured, and
+the seconds they add at ``--wave-s`` per wave and ``--pair-s`` per pair.
 """
 
 from __future__ import annotations
@@ -25,24 +34,77 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from pytest_gpuperf.abtest.confirm import start_waves
 from pytest_gpuperf.readings import take_readings
+from pytest_gpuperf.verdict.confirmation import IMPROVEMENT_CONFIDENCE
 from pytest_gpuperf.verdict.pairs import confirmed, pair_waves, pairs_done
 
 CHANGES = (0.0, 0.01, 0.02, 0.03, 0.05, 0.10)
 
 
-def simulate(change: float, spread: float, pairs: int, threshold: float, rng: random.Random) -> tuple[bool, int]:
-    """One confirmation: (confirmed as a regression, pairs measured)."""
+def simulate(
+    change: float, spread: float, pairs: int, threshold: float, rng: random.Random, confidence: float = 0.95
+) -> tuple[bool, int]:
+    """One confirmation of a suspected regression: (confirmed, pairs measured)."""
     mean = math.log1p(change)
 
     def take(_: int) -> float:
         return math.exp(rng.gauss(mean, spread))
 
     def done(ratios: list[float], planned: int) -> bool:
-        return pairs_done(ratios, planned, pairs=pairs, threshold=threshold, confidence=0.95)
+        return pairs_done(ratios, planned, pairs=pairs, threshold=threshold, confidence=confidence)
 
     ratios = take_readings(take, pair_waves(pairs), done)
-    return confirmed(ratios, threshold, 0.95), len(ratios)
+    return confirmed(ratios, threshold, confidence), len(ratios)
+
+
+def session(change: float, args: argparse.Namespace, rng: random.Random) -> tuple[bool, bool, int, int]:
+    """One compare-ref session of ``args.tests`` tests: (alarm, improvement reported, waves started, pairs)."""
+    alarm = improved = False
+    started = measured = waves = 0
+    waves_at = start_waves(args.pairs)
+    for _ in range(args.tests):
+        first = rng.gauss(math.log1p(change), args.first_spread)
+        if abs(first) <= math.log1p(args.threshold):
+            continue
+        regression = first > 0
+        # an improvement's ratios are turned, and it is confirmed at the stricter level
+        sign, level = (1.0, args.confidence) if regression else (-1.0, IMPROVEMENT_CONFIDENCE)
+        threshold = args.threshold if regression else args.threshold / (1.0 - args.threshold)
+        mean = sign * math.log1p(change)
+
+        def take(_: int, mean: float = mean) -> float:
+            return math.exp(rng.gauss(mean, args.spread))
+
+        def done(ratios: list[float], planned: int, threshold: float = threshold, level: float = level) -> bool:
+            return pairs_done(ratios, planned, pairs=args.pairs, threshold=threshold, confidence=level)
+
+        ratios = take_readings(take, pair_waves(args.pairs), done)
+        measured += len(ratios)
+        while started < len(ratios):
+            started = next(w for w in waves_at if w > started)
+            waves += 1
+        if confirmed(ratios, threshold, level):
+            alarm, improved = alarm or regression, improved or not regression
+    return alarm, improved, waves, measured
+
+
+def sessions(args: argparse.Namespace, rng: random.Random) -> None:
+    print(f"{args.sessions} sessions per change, {args.tests} tests each; first pair spread {args.first_spread:.1%}, "
+          f"pairs {args.spread:.1%}; regressions confirmed at {args.confidence:.1%}, improvements at "
+          f"{IMPROVEMENT_CONFIDENCE:.0%}; {args.pairs} pairs planned, threshold {args.threshold:.1%}")  # fmt: skip
+    print(
+        "| true change | sessions alarmed | improvements reported | waves started: mean | pairs: mean | added s: mean |"
+    )
+    print("|---|---|---|---|---|---|")
+    for change in CHANGES:
+        runs = [session(change, args, rng) for _ in range(args.sessions)]
+        waves = statistics.mean(r[2] for r in runs)
+        pairs = statistics.mean(r[3] for r in runs)
+        alarmed = sum(r[0] for r in runs) / len(runs)
+        improved = sum(r[1] for r in runs) / len(runs)
+        added = waves * args.wave_s + pairs * args.pair_s
+        print(f"| {change:+.0%} | {alarmed:.2%} | {improved:.2%} | {waves:.2f} | {pairs:.2f} | {added:.1f} |")
 
 
 def main() -> int:
@@ -52,14 +114,25 @@ def main() -> int:
     parser.add_argument("--threshold", type=float, default=0.02)
     parser.add_argument("--spread", type=float, default=0.015, help="standard deviation of a pair's log ratio")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--confidence", type=float, default=0.95, help="the level regressions are confirmed at")
+    parser.add_argument("--sessions", type=int, default=0, help="simulate this many whole sessions per change")
+    parser.add_argument("--tests", type=int, default=4, help="tests per simulated session")
+    parser.add_argument("--first-spread", type=float, default=0.022, help="spread of the first pair's log ratio")
+    parser.add_argument("--wave-s", type=float, default=4.8, help="seconds to start one wave of workers")
+    parser.add_argument("--pair-s", type=float, default=0.7, help="seconds one fresh pair measures")
     args = parser.parse_args()
     rng = random.Random(args.seed)
+    if args.sessions:
+        sessions(args, rng)
+        return 0
     print(f"{args.trials} confirmations per change; {args.pairs} pairs planned, threshold {args.threshold:.1%}, "
           f"spread between pairs {args.spread:.1%}")  # fmt: skip
     print("| true change | confirmed as a regression | pairs measured: mean | at most 3 | 4-5 | 6 | more |")
     print("|---|---|---|---|---|---|---|")
     for change in CHANGES:
-        runs = [simulate(change, args.spread, args.pairs, args.threshold, rng) for _ in range(args.trials)]
+        runs = [
+            simulate(change, args.spread, args.pairs, args.threshold, rng, args.confidence) for _ in range(args.trials)
+        ]
         counts = [n for _, n in runs]
 
         def share(low: int, high: int, counts: list[int] = counts) -> str:
