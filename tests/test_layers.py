@@ -50,6 +50,13 @@ def test_every_module_of_the_package_sits_in_a_layer_or_an_independence_contract
     assert not missing, f"not in any import-linter contract of pyproject.toml: {missing}"
 
 
+def test_the_contracts_count_imports_made_for_the_type_checker() -> None:
+    import tomllib
+
+    settings = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    assert settings.get("exclude_type_checking_imports", False) is False  # True would leave them out
+
+
 def test_the_cpu_guard_contract_checks_indirect_imports() -> None:
     (guard,) = [c for c in contracts() if c.get("forbidden_modules") == ["pytest_gpuperf.host.cpu"]]
     assert not guard.get("allow_indirect_imports", False)
