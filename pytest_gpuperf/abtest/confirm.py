@@ -44,6 +44,9 @@ from pytest_gpuperf.report.progress import Progress
 from pytest_gpuperf.verdict import pairs
 from pytest_gpuperf.verdict.confirmation import oriented, oriented_threshold
 
+PAIR_PRECISION_FACTOR = 2.0  # a fresh pair's target CI half-width, relative to the measurement's
+MAX_PAIR_PRECISION = 0.5  # still a fraction, as MeasureSettings requires
+
 
 @dataclass(frozen=True)
 class PairReading:
@@ -229,10 +232,6 @@ class ConfirmationPool:
         for side in sides:
             with contextlib.suppress(Exception):
                 side.wait_stopped()
-
-
-PAIR_PRECISION_FACTOR = 2.0  # a fresh pair's target CI half-width, relative to the measurement's
-MAX_PAIR_PRECISION = 0.5
 
 
 def start_waves(planned: int) -> tuple[int, ...]:
