@@ -1,9 +1,7 @@
 """Two results files, base and head, compared as the gate would (``gpuperf compare``).
 
-Each base measurement becomes the baseline entry it would have been stored as
-(``baseline.record.entry_from_measurement``), and the baseline mode's verdict
-pipeline (``verdict/``) decides head against it, so a comparison of two CI
-artifacts reaches the same verdicts as a run against a recorded baseline.
+Each base measurement becomes the baseline entry it would have been stored as, so two
+CI artifacts reach the same verdicts as a run against a recorded baseline.
 """
 
 from __future__ import annotations
@@ -32,21 +30,14 @@ def base_entries(base: SessionResults) -> dict[str, BaselineEntry]:
     """Every measurement of ``base`` as the baseline entry the store would keep."""
     return {
         r.measurement.key: entry_from_measurement(
-            r.measurement,
-            base.environment,
-            base.provenance,
-            recorded_at=base.started_at,
+            r.measurement, base.environment, base.provenance, recorded_at=base.started_at
         )
         for r in base.results
     }
 
 
 def compare_sessions(
-    base: SessionResults,
-    head: SessionResults,
-    settings: GateSettings | None = None,
-    *,
-    base_label: str | None = None,
+    base: SessionResults, head: SessionResults, settings: GateSettings | None = None, *, base_label: str | None = None
 ) -> FileComparison:
     """Judge every measurement of ``head`` against the same key in ``base``."""
     gate = settings or GateSettings()
@@ -72,6 +63,4 @@ def compare_sessions(
 
 def compare_files(base_path: Path | str, head_path: Path | str, settings: GateSettings | None = None) -> FileComparison:
     """Load two results files (schema-checked) and compare head against base."""
-    base = load_results(base_path)
-    head = load_results(head_path)
-    return compare_sessions(base, head, settings, base_label=str(base_path))
+    return compare_sessions(load_results(base_path), load_results(head_path), settings, base_label=str(base_path))

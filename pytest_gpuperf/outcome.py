@@ -1,9 +1,6 @@
 """How the pytest layer fails a test with one of its own messages: once, without a traceback.
 
-``pytest.fail`` called while an exception is being handled chains to it, and pytest
-then prints the message twice, joined by "During handling of the above exception,
-another exception occurred". Our errors already say what is wrong and where, so
-the failure carries no context (``raise ... from None``).
+Raised ``from None``: chained to an exception being handled, pytest prints the message twice.
 """
 
 from __future__ import annotations

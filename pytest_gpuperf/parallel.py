@@ -1,9 +1,7 @@
 """pytest-xdist: two measurements never run on one device at once.
 
-With as many GPUs as workers, each worker is pinned to its own GPU and
-measures freely. Otherwise the workers that share a device take a
-cross-process file lock around each measurement, so perf tests are
-serialized on that device while other tests keep running in parallel.
+With as many GPUs as workers, each worker gets its own; otherwise the workers sharing a
+device take a cross-process file lock around each measurement.
 """
 
 from __future__ import annotations

@@ -1,26 +1,9 @@
 """How many independent readings a verdict needs: one sequential plan for every purpose.
 
-A *reading* is one measurement taken in its own process (or, in compare-ref, one
-pair of processes): where a process's code and data land in memory gives it an
-offset of its own, so only readings from different processes show the noise
-between runs, and rounds inside one process cannot. Three decisions need such
-readings, and each takes them with the same mechanism, ``take_readings``: a plan
-of waves (cumulative counts), after each wave a stopping rule that says whether
-the readings so far decide the question, and a budget (the last wave).
-
-* **Writing a baseline** (``baseline_write_done``): two readings that agree within
-  half the threshold settle the entry. Otherwise a third decides (the median is
-  written), and while the readings' spread would raise the entry's threshold past
-  1.5 times the configured one (through the recorded noise), two more are taken.
-* **Confirming a baseline-mode suspicion** (``remeasure_done``): the suspected
-  regression stands only if each fresh-process reading, judged on its own against
-  the baseline, is a regression too; the first that is not ends the plan.
-  Two independent false alarms in a row are far rarer than one.
-* **Confirming a compare-ref suspicion**: fresh process pairs, taken with
-  ``take_readings`` too; when their ratios have decided is the verdict's
-  (``verdict/pairs.py``).
-
-docs/statistics.md gives the reasoning and the numbers behind each rule.
+A *reading* is one measurement in its own process (in compare-ref, a pair of them): only readings
+from different processes show the noise between runs. ``take_readings`` takes them in waves, each
+followed by a rule that says whether they decide: writing a baseline (``baseline_write_done``),
+confirming a baseline-mode suspicion (``remeasure_done``) or a compare-ref one (``verdict/pairs.py``).
 """
 
 from __future__ import annotations
@@ -73,7 +56,11 @@ def remeasure_done(still_regressed: Callable[[T], bool]) -> Callable[[list[T], i
 
 
 def baseline_write_done(threshold: float, noise_multiplier: float) -> Callable[[list[float], int], bool]:
-    """The stopping rule over the readings' medians of one baseline write."""
+    """The stopping rule over the readings' medians of one baseline write.
+
+    Two that agree within half the threshold settle it; otherwise a third decides (the
+    median is written), and two more while the readings are ``too_noisy``.
+    """
 
     def done(medians: list[float], planned: int) -> bool:
         if len(medians) < 2:
@@ -88,9 +75,7 @@ def baseline_write_done(threshold: float, noise_multiplier: float) -> Callable[[
 def spread_threshold(medians: Sequence[float], noise_multiplier: float, round_medians: Sequence[float] = ()) -> float:
     """The threshold that the entry's recorded noise alone sets (stats.recorded_noise through stats.noise_floor).
 
-    The one answer to how much a baseline's spread raises its threshold: the
-    write plan asks it of the readings' medians, the write note of the kept
-    reading's rounds and the medians together, as the store records them.
+    Asked by the write plan of the readings' medians, by the write note of the kept rounds and medians.
     """
     return stats.noise_floor(stats.recorded_noise(round_medians, medians), 0.0, noise_multiplier)
 

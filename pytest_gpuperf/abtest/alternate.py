@@ -1,17 +1,8 @@
 """Alternating measurement rounds between a head side and a base side, and when to stop.
 
-Rounds alternate in ABBA order (head first in even pairs, base first in odd
-ones) so that a linear drift of machine speed hits both sides alike. Rounds
-are short (25 ms by default) because a shared runner's speed changes in steps
-that last tens of milliseconds to seconds: a pair inside one step sees the
-same machine on both sides, and ``stats.paired_median_ratio`` ignores the few
-pairs that straddle a step. Both sides' rounds count against one ``max_time``;
-it stops earlier once the CI of the median pair ratio is within the target
-precision (after ``min_time`` and MIN_PAIRS pairs). The stopping rule is the
-runner's (stopping.py), counted in pairs: never fewer than ``min_samples``
-pairs (the CI of the median pair ratio needs them) while the time limit allows,
-so the rounds of slow calls go on past ``max_time``; and no pair starts that
-would end past the time limit, the head's warm-up (``spent_s``) included.
+ABBA order, so that a linear drift of machine speed hits both sides alike. Rounds are short because
+a shared runner's speed changes in steps lasting tens of milliseconds to seconds: most pairs fall
+inside one step, and ``stats.paired_median_ratio`` ignores the few that straddle one.
 """
 
 from __future__ import annotations
@@ -29,9 +20,7 @@ from pytest_gpuperf.stopping import Progress, Stop, StoppingRule
 MIN_PAIRS = 8  # a 95% CI of a median needs >= 6 pairs; 8 leave room for two straddling ones
 ROUNDS_PER_BUDGET = 80  # a round is max_time / this, clamped below
 MIN_ROUND_S = 0.005
-# Short, so that most pairs fall inside one speed state of a shared runner, whose speed
-# changes in steps lasting tens of milliseconds to seconds.
-MAX_ROUND_S = 0.025
+MAX_ROUND_S = 0.025  # short: see the module docstring
 
 # One round of about ``budget_s`` seconds on one side: its per-call samples, or None
 # when that side stopped (its measurement failed or its test ended).
@@ -75,9 +64,8 @@ def alternate(
 ) -> Alternation:
     """Alternate rounds until the stopping rule says enough, or a side stops.
 
-    ``spent_s``: what the measurement took before the first round (the head's
-    warm-up), which counts against the time limit. ``base_first`` starts the
-    ABBA order with the base (BAAB...): confirmation pairs take turns.
+    ``spent_s``: the head's warm-up, counted against the time limit. ``base_first``
+    starts the ABBA order with the base (BAAB...): confirmation pairs take turns.
     """
     rule = stopping_rule(settings)
     result = Alternation()

@@ -1,29 +1,9 @@
 """Confirming a suspected compare-ref regression in fresh pairs of processes.
 
-One pair of processes (the head's pytest and the base worker) carries an
-offset that no number of rounds averages away: where a process's code and
-data land in memory makes the same code a little faster or slower in that
-process, and differently for each test. So a suspected regression is measured
-again in fresh process pairs, a head worker (the head's checkout) next to a
-base worker (REF's worktree), each pair alternating rounds as the first pair
-did. The verdict then comes from the spread of those independent pair ratios
-(``stats.replicate_ratio_ci``), which includes the offset. The first pair only
-selects what to confirm; it is not part of that estimate.
-
-How many pairs are measured is the verdict's decision (``verdict/pairs.py``):
-the first three pairs, then one at a time, stopped as soon as the pairs decide
-either way. This module only gathers the readings (``readings.take_readings``).
-
-The workers are kept warm for the session: pair ``j`` takes reading ``j`` of
-every suspected test, each run there alone (its workers collected the session's
-files once). Two readings of one test need two pairs (docs/statistics.md, "Which
-readings need a fresh process"); one pair may read several tests, since each
-test's verdict rests on its own readings from different pairs. A pair is started
-again only after one of its processes broke, for the next suspected test. Each
-worker skips what only the first pair needs (CPU peak memory), and each fresh
-pair measures on half the time budget and to half the precision
-(``confirming_settings``): a pair's own CI only has to be narrow next to the
-spread between pairs.
+Where a process's code and data land in memory gives it an offset no number of rounds
+averages away, so a suspicion is measured again in fresh process pairs, whose ratios'
+spread decides (``verdict/pairs.py``). The workers stay warm for the session: pair ``j``
+takes reading ``j`` of every suspected test, so one test's readings come from different pairs.
 """
 
 from __future__ import annotations
@@ -108,16 +88,21 @@ class ConfirmationPool:
         self._broken: set[int] = set()  # pairs that broke in the current confirmation
 
     def _start(self, count: int) -> None:
-        """Pairs ``0 .. count - 1`` running: those not yet started start now, all at once."""
+        """Pairs ``0 .. count - 1`` running: those not yet started start at once, in turn order (``base_leads``)."""
         started: dict[int, tuple[RemoteSide, RemoteSide]] = {}
+        launched: list[RemoteSide] = []
         try:
             for j in range(count):
-                if j not in self._sides:
-                    started[j] = self._start_pair(j)
+                if j in self._sides:
+                    continue
+                order = [(self._head_launch(j), "at the head's checkout"), (self._base_launch(j), f"at {self.ref}")]
+                for launch, where in reversed(order) if base_leads(j) else order:
+                    launched.append(RemoteSide(spawn_worker(launch), where))
+                first, second = launched[-2:]
+                started[j] = (second, first) if base_leads(j) else (first, second)
         except BaseException:
-            for head, base in started.values():
-                head.close()
-                base.close()
+            for side in launched:
+                side.close()
             raise
         self._sides.update(started)
 
@@ -130,28 +115,14 @@ class ConfirmationPool:
                     side.close()
         self._broken.clear()
 
-    def _start_pair(self, j: int) -> tuple[RemoteSide, RemoteSide]:
-        """Pair ``j``'s workers, launched in turn order (``base_leads``): the base first in odd pairs."""
-        launches = [(self._head_launch(j), "at the head's checkout"), (self._base_launch(j), f"at {self.ref}")]
-        sides: list[RemoteSide] = []
-        try:
-            for launch, where in reversed(launches) if base_leads(j) else launches:
-                sides.append(RemoteSide(spawn_worker(launch), where))
-        except BaseException:
-            for side in sides:
-                side.close()
-            raise
-        return (sides[1], sides[0]) if base_leads(j) else (sides[0], sides[1])
-
     def confirm(
         self, test_id: str, key: str, settings: MeasureSettings, threshold: float,
         confidence: float = stats.DEFAULT_CONFIDENCE, suspected: Verdict = Verdict.REGRESSION,
     ) -> Confirmation:  # fmt: skip
-        """Measure ``key`` of ``test_id`` in fresh pairs, as many as the readings plan asks for.
+        """Measure ``key`` of ``test_id`` in fresh pairs, as many as the plan asks for.
 
-        The plan stops early in the direction of ``suspected`` (a regression, or an
-        improvement: its ratios are turned, verdict/confirmation.py). A pair that
-        cannot measure is named in ``problems``, not fatal.
+        The plan stops early in the direction of ``suspected`` (verdict/confirmation.py).
+        A pair that cannot measure is named in ``problems``, not fatal.
         """
         result = Confirmation(planned=self.pairs)
         settings = confirming_settings(settings)
@@ -169,7 +140,14 @@ class ConfirmationPool:
                     result.start_failed = True
                     result.problems.append(f"confirmation workers did not start: {exc}")
                 return None
-            return self._measure_pair(j, *self._sides[j], test_id, key, settings, result)
+            try:
+                reading, problem = self._one_pair(*self._sides[j], test_id, key, settings, base_first=base_leads(j))
+            except WorkerError as exc:
+                self._broken.add(j)
+                reading, problem = None, str(exc).splitlines()[0]
+            if problem:
+                result.problems.append(f"pair {j + 1}: {problem}")
+            return reading
 
         def done(taken: list[PairReading], planned: int) -> bool:
             return pairs.pairs_done(
@@ -180,22 +158,6 @@ class ConfirmationPool:
         result.readings = readings.take_readings(take, waves, done)
         return result
 
-    def _measure_pair(
-        self, j: int, head: RemoteSide, base: RemoteSide, test_id: str, key: str,
-        settings: MeasureSettings, result: Confirmation,
-    ) -> PairReading | None:  # fmt: skip
-        if j in self._broken:
-            return None
-        try:
-            reading, problem = self._one_pair(head, base, test_id, key, settings, base_first=base_leads(j))
-        except WorkerError as exc:
-            self._broken.add(j)
-            result.problems.append(f"pair {j + 1}: {str(exc).splitlines()[0]}")
-            return None
-        if reading is None and problem:
-            result.problems.append(f"pair {j + 1}: {problem}")
-        return reading
-
     @staticmethod
     def _one_pair(
         head: RemoteSide, base: RemoteSide, test_id: str, key: str, settings: MeasureSettings, *, base_first: bool
@@ -204,23 +166,17 @@ class ConfirmationPool:
         for side in (first, second):
             side.wait_ready()
         problem = first.open(test_id, key) or second.open(test_id, key)
-        if problem:
-            head.drain()
-            base.drain()
-            return None, problem
-        rounds = alternate(head.round, base.round, settings, base_first=base_first)
-        if not rounds.complete:
-            head.drain()
-            base.drain()
-            return None, head.test_note or base.test_note or "a side stopped"
-        head.finish()
-        base.finish()
+        rounds = None if problem else alternate(head.round, base.round, settings, base_first=base_first)
+        if rounds is not None and rounds.complete:
+            head.finish()
+            base.finish()
         head.drain()
         base.drain()
-        n = rounds.pairs
-        head_rounds, base_rounds = rounds.head_rounds[:n], rounds.base_rounds[:n]
-        ratio, *_ = stats.paired_median_ratio(head_rounds, base_rounds)
-        return PairReading(ratio, statistics.median(head_rounds)), ""
+        if rounds is None or not rounds.complete:
+            return None, problem or head.test_note or base.test_note or "a side stopped"
+        # a complete alternation ends between pairs: both sides have as many rounds
+        ratio, *_ = stats.paired_median_ratio(rounds.head_rounds, rounds.base_rounds)
+        return PairReading(ratio, statistics.median(rounds.head_rounds)), ""
 
     def close(self) -> None:
         """Stop every worker: all are asked first, then waited for, so their exits overlap."""
@@ -237,9 +193,8 @@ class ConfirmationPool:
 def start_waves(planned: int) -> tuple[int, ...]:
     """How many pairs run once pair ``j`` is needed: the first three, the planned ones, the extension's.
 
-    Pairs are looked at one by one (verdict/pairs.py) but started a wave at a time:
-    several start-ups at once take a larger share of a busy host's CPU than one
-    pair's, so a wave is ready sooner. A pair started but not measured stays warm.
+    Pairs are looked at one by one (verdict/pairs.py) but started a wave at a time: several
+    start-ups at once take a larger share of a busy host's CPU, so a wave is ready sooner.
     """
     first = min(planned, pairs.MIN_CONFIRMING_PAIRS)
     return tuple(sorted({first, planned, pairs.last_pair(planned)}))
@@ -248,10 +203,8 @@ def start_waves(planned: int) -> tuple[int, ...]:
 def base_leads(j: int) -> bool:
     """Whether the base side goes first in fresh pair ``j``: launched first, warmed up first, measured first.
 
-    Counterbalanced: whatever the process started or measuring first carries (an
-    earlier start on a busy machine, a warmer cache) lands on the head in half of
-    the pairs and on the base in the other half, so it shows up as spread between
-    pair ratios, which widens their interval, instead of as a change.
+    Counterbalanced: whatever going first carries lands on each side in half of the
+    pairs, so it shows up as spread between pair ratios instead of as a change.
     """
     return j % 2 == 1
 
@@ -259,11 +212,8 @@ def base_leads(j: int) -> bool:
 def confirming_settings(settings: MeasureSettings) -> MeasureSettings:
     """A fresh pair's rounds: half the time budget, and a target CI twice as wide (PAIR_PRECISION_FACTOR).
 
-    What decides is the spread between pairs, not each pair's own CI. On a shared CPU
-    pair ratios spread by about 2% (docs/detection.md); a pair read to +-2% rather than
-    +-1% widens that spread by about a twentieth and stops in half the rounds. Where
-    rounds are steadier (a GPU kernel), the precision stop comes at the fewest rounds
-    either way.
+    What decides is the spread between pairs (about 2% on a shared CPU, docs/detection.md): reading
+    a pair to +-2% rather than +-1% widens it by about a twentieth and stops in half the rounds.
     """
     return dataclasses.replace(
         settings,

@@ -1,23 +1,8 @@
 """CompareRefEngine: the head's side of ``--gpuperf-compare-ref=REF``.
 
-For each measurement the head asks the worker (running REF's code in a
-temporary worktree) to run the same test up to the same measurement key, then
-warms its own side and alternates short measurement rounds, head and base, in
-ABBA order. Only one process measures at a time, so this is correct on a
-single GPU. Both sides' rounds count against one ``max_time`` budget; it stops
-earlier once the CI of the ratio is within the target precision (after
-``min_time`` and at least MIN_PAIRS round pairs).
-
-The verdict: the median of per-pair ratios head/base (one head round next to
-one base round) with its distribution-free CI and a sign-test p-value
-(``stats.paired_median_ratio``). Rounds are short (25 ms) because a shared
-machine's speed changes in steps that last tens of milliseconds to seconds:
-a pair inside one step sees the same machine on both sides, and the pairs
-that straddle a step are outliers the median ignores. A regression needs the
-change above the threshold and the whole CI above 1. A regression the first
-pair suspects is measured again in ``confirm_pairs`` fresh process pairs, and
-their spread decides (confirm.py). A test missing at REF, or one whose
-measurement never shows up there, is NEW.
+For each measurement the worker (REF's code in a temporary worktree) runs the same test up to the
+same key, and both alternate short rounds (alternate.py); one process measures at a time, so this
+is correct on a single GPU. A change the first pair suspects is confirmed in fresh pairs (confirm.py).
 """
 
 from __future__ import annotations
@@ -33,7 +18,7 @@ from pytest_gpuperf.abtest import protocol
 from pytest_gpuperf.abtest.alternate import alternate
 from pytest_gpuperf.abtest.confirm import ConfirmationPool, describe
 from pytest_gpuperf.abtest.headtree import head_checkout
-from pytest_gpuperf.abtest.prestart import BASE_WORKER, EarlyBase, ref_checkout_dir
+from pytest_gpuperf.abtest.prestart import BASE_WORKER, EarlyBase, checkout_dir
 from pytest_gpuperf.abtest.protocol import handover_pause_s
 from pytest_gpuperf.abtest.remote import (
     RECV_TIMEOUT_S,
@@ -144,11 +129,8 @@ class CompareRefEngine:
     def start(self, node_ids: Sequence[str] | None = None) -> None:
         """Create the worktree of REF and start the worker there (once); does not wait for it.
 
-        Call it as early as the session's test ids are known (pytest_collection_finish)
-        so the worker collects while the head does its own start-up; the first
-        measurement waits for the worker's HELLO. ``node_ids`` limits what the worker
-        collects to the files of those tests. A worker started before collection
-        (``early``, prestart.py) is adopted and only told its command line.
+        Called once the test ids are known, so the worker collects (only ``node_ids``' files) while
+        the head starts up. A worker started early (prestart.py) is adopted and told its command line.
         """
         if self._started:
             return
@@ -187,9 +169,8 @@ class CompareRefEngine:
         return tuple(sorted({nid.split("::", 1)[0] for nid in self.node_ids}))
 
     def _launch_at_ref(self, name: str) -> WorkerLaunch:
-        worktree = self._worktree
-        assert worktree is not None and worktree.path is not None
-        return self._launch(name, ref_checkout_dir(self.rootdir, worktree), worktree.path)
+        assert self._worktree is not None and self._worktree.path is not None
+        return self._launch(name, self._worktree.path)
 
     def _launch_at_head_checkout(self, name: str) -> WorkerLaunch:
         """A head worker run from a checkout shaped like the base's worktree (headtree.py), made once."""
@@ -197,14 +178,15 @@ class CompareRefEngine:
         assert worktree is not None and worktree.repo_root is not None
         if self._head_checkout is None:
             self._head_checkout = head_checkout(worktree.repo_root, worktree.tmp_dir)
-        return self._launch(name, _mapped(self.rootdir, worktree.repo_root, self._head_checkout), self._head_checkout)
+        return self._launch(name, self._head_checkout)
 
-    def _launch(self, name: str, cwd: Path, checkout: Path) -> WorkerLaunch:
-        """A worker in ``cwd`` that imports ``checkout``'s code first; its files live next to the worktree."""
-        assert self._worktree is not None
-        scratch = self._worktree.tmp_dir
+    def _launch(self, name: str, checkout: Path) -> WorkerLaunch:
+        """A worker in ``checkout`` that imports its code first; its files live next to the worktree."""
+        worktree = self._worktree
+        assert worktree is not None and worktree.repo_root is not None
+        scratch = worktree.tmp_dir
         return WorkerLaunch(
-            cwd=cwd,
+            cwd=checkout_dir(self.rootdir, worktree.repo_root, checkout),
             import_roots=(checkout, checkout / "src"),
             files=self._files(),
             device=str(self.runner.options.device),
@@ -214,14 +196,11 @@ class CompareRefEngine:
             worker_args=self.worker_args,
         )
 
-    def _require_base(self) -> RemoteSide:
-        if self._base is None:
-            raise WorkerError("--gpuperf-compare-ref worker is not running")
-        return self._base
-
     def _ensure_ready(self) -> RemoteSide:
         self.start()
-        base = self._require_base()
+        base = self._base
+        if base is None:
+            raise WorkerError("--gpuperf-compare-ref worker is not running")
         try:
             base.wait_ready(START_TIMEOUT_S)
         except BaseException:
@@ -299,11 +278,10 @@ class CompareRefEngine:
         base = self._base
         if base is not None and measurements and base.test == measurements[0].test_id:
             base.drain()
-        rules = self.rules
         results = []
         for m in measurements:
             pair = self._pairs.pop(m.key, None)
-            result = self._result(m, pair, settings.gate, rules)
+            result = self._result(m, pair, settings.gate)
             if settings.profile_diff and pair is not None and pair.spec is not None and regressed(result):
                 result = self._profile_diff(result, pair.spec)
             results.append(result)
@@ -326,28 +304,27 @@ class CompareRefEngine:
             base = ProfiledSide(table, where or None) if table is not None else ProfiledSide(None, problem=where)
         return with_profile_diff(result, head, base, base_label=label)
 
-    def _result(self, m: Measurement, pair: _Pair | None, gate: GateSettings, rules: RuleSet) -> MeasurementResult:
+    def _result(self, m: Measurement, pair: _Pair | None, gate: GateSettings) -> MeasurementResult:
         base = pair.base if pair is not None else None
         if base is None or not base.samples or base.error:
             why = (pair.note if pair is not None else "") or f"not measured against {self.ref}"
             if pair is not None and pair.unmeasurable:
-                return judge(m, Reference(base_ref=self.ref, unmeasured=why), gate, rules, self.environment)
-            result = judge(m, Reference(base_ref=self.ref), gate, rules, self.environment)
+                return judge(m, Reference(base_ref=self.ref, unmeasured=why), gate, self.rules, self.environment)
+            result = judge(m, Reference(base_ref=self.ref), gate, self.rules, self.environment)
             return dataclasses.replace(result, comparisons=tuple(_with_note(c, why) for c in result.comparisons))
         entry = self._base_entry(m, base)
         head_rounds = m.round_medians_ns[-len(base.round_medians) :]
         evidence = ev.paired_rounds(head_rounds, base.round_medians, gate, self.ref)
         reference = Reference(entry=entry, time_evidence=evidence, base_ref=self.ref)
-        result = judge(m, reference, gate, rules, self.environment)
+        result = judge(m, reference, gate, self.rules, self.environment)
         suspected = suspicion(time_of(result))
         if suspected is not None and self._confirmation is not None and pair is not None:
-            result = self._confirmed(result, suspected, reference, pair, gate, rules)
+            result = self._confirmed(result, suspected, reference, pair, gate)
         return result
 
     def _confirmed(
-        self, result: MeasurementResult, suspected: Verdict, reference: Reference, pair: _Pair,
-        gate: GateSettings, rules: RuleSet,
-    ) -> MeasurementResult:  # fmt: skip
+        self, result: MeasurementResult, suspected: Verdict, reference: Reference, pair: _Pair, gate: GateSettings
+    ) -> MeasurementResult:
         """The verdict of fresh process pairs on a change that the first pair suspected (verdict/confirmation.py)."""
         assert self._confirmation is not None
         m = result.measurement
@@ -356,24 +333,22 @@ class CompareRefEngine:
         confirmation = self._confirmation.confirm(
             m.test_id, m.key, pair.settings or MeasureSettings(), gate.threshold, gate.confidence, suspected
         )
-        first_ratio = 1.0 + (first.change or 0.0)
         ratios = confirmation.ratios
         if not confirmation.usable():
             problems = "; ".join(confirmation.problems) or "no pair measured"
             note = unusable_note(suspected, len(ratios), problems)
             return confirmed(result, note, unconfirmed_verdict(suspected, first.verdict))
-        detail = describe(ratios, first_ratio)
+        detail = describe(ratios, 1.0 + (first.change or 0.0))
         if confirmation.extended:
             detail += f"; {confirmation.extended} more after the first {confirmation.planned} left the verdict open"
         if confirmation.problems:
             detail += f"; {len(confirmation.problems)} pair(s) could not measure: {confirmation.problems[0]}"
-        judged = judge_pairs(m, reference, gate, rules, self.environment, ratios, suspected, detail)
+        judged = judge_pairs(m, reference, gate, self.rules, self.environment, ratios, suspected, detail)
         verdict = judged.verdict
         note = pairs_note(suspected, verdict, len(ratios), stopped_early=confirmation.stopped_early,
                           threshold=gate.threshold, confidence=gate.confidence)  # fmt: skip
-        # The confirmation's evidence and figures replace the first pair's: they are what decided.
-        # The base's figure is the head's divided by the pairs' ratio, so that the row's columns
-        # agree; the medians of each side over the pairs come from different processes and do not.
+        # The confirmation's figures replace the first pair's: they decided. The base's is the head's divided
+        # by the pairs' ratio so that the row's columns agree, which the sides' medians over the pairs do not.
         now = confirmation.head_ns()
         base_now = now / (1.0 + judged.change) if judged.change is not None else first.baseline
         replaced = dataclasses.replace(
@@ -396,16 +371,7 @@ class CompareRefEngine:
                                       max_samples=max(1, len(base.samples)))  # fmt: skip
 
 
-def _mapped(rootdir: Path, repo_root: Path, checkout: Path) -> Path:
-    """The folder in ``checkout`` that corresponds to ``rootdir`` in the repository at ``repo_root``."""
-    try:
-        return checkout / rootdir.resolve().relative_to(repo_root.resolve())
-    except ValueError:
-        return checkout
-
-
 def _with_note(c: Comparison, why: str) -> Comparison:
     """A comparison with no base side, saying why the base did not measure it."""
-    if c.verdict is Verdict.NEW:
-        return dataclasses.replace(c, note=why)
-    return dataclasses.replace(c, note=f"{c.note}; {why}" if c.note else why)
+    keep = c.note and c.verdict is not Verdict.NEW
+    return dataclasses.replace(c, note=f"{c.note}; {why}" if keep else why)

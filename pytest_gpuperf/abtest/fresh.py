@@ -1,22 +1,8 @@
 """Re-measuring a suspected baseline-mode regression in a fresh process.
 
-A re-measure in the process that suspected the regression repeats that
-process's own offset: where its code and data landed in memory makes the same
-code a few percent faster or slower there, and differently for each test
-(docs/statistics.md). In the detection benchmark's baseline-mode sessions the
-same-process re-measure confirmed +10.7% for 3% more work and +12.3% for 5%
-(docs/detection.md). So the re-measure runs in a new worker process at the
-head's own checkout (``remote.spawn_worker``, the compare-ref machinery), which
-draws a new offset; it imports through the session's own import path, so it measures
-the code the session measured. The head drives its rounds with the same stopping rule as
-a local measurement (``runner.stopping_rule``, stopping.py); its time limit
-counts from the request, the worker's warm-up included.
-
-The worker starts at the first suspicion of the session and stays for later
-ones; a suspicion in a test file it did not collect starts a new one that
-collects every file seen so far. It holds a CUDA context on a GPU while alive.
-Before each re-measure it probes the machine's speed (speed_probe.py), before
-it runs the test, so the gate can tell a slow machine from slow code.
+A re-measure in the process that suspected it would repeat that process's own offset, so it runs in
+a worker at the head's checkout, which stays for later suspicions (holding a CUDA context). Before
+each re-measure the worker probes the machine's speed, so the gate can tell a slow machine from slow code.
 """
 
 from __future__ import annotations
@@ -43,9 +29,8 @@ Settle = Callable[[Callable[[], "float | None"], "float | None"], "tuple[float |
 def session_import_path() -> tuple[Path, ...]:
     """This process's import path, for a worker that must import what this session imported.
 
-    A re-measure is only a second reading of the same code if the worker resolves every module
-    as the session did: the checkout's ``src/`` first (as compare-ref's workers of a checkout
-    do) would put a project's own sources ahead of the installed copy the session measured.
+    Not the checkout's ``src/`` first, as compare-ref's workers do: that would put a project's
+    own sources ahead of the installed copy the session measured.
     """
     return tuple(Path(p) if p else Path.cwd() for p in sys.path)
 
@@ -77,12 +62,8 @@ class FreshProcessRemeasure:
     ) -> Measurement:
         """Measure ``key`` of ``test_id`` in the worker; WorkerError says why it could not.
 
-        First the worker probes the machine's speed (speed_probe.py). While it reads
-        at least ``SLOW_MACHINE_RATIO`` slower than ``reference_probe_ns`` (the
-        baseline's), it waits up to ``RECOVERY_WAIT_S`` (speed_probe.py) for the machine to recover.
-        The measurement carries the last probe, for the gate to judge.
-        ``new_process`` replaces the worker first, for a reading that must not
-        share the previous one's offset.
+        ``settle`` first probes the machine's speed in the worker, waiting while it reads slow against
+        ``reference_probe_ns``. ``new_process``: a new worker, not sharing the previous reading's offset.
         """
         if new_process:
             self._stop_worker()
@@ -100,7 +81,7 @@ class FreshProcessRemeasure:
     @staticmethod
     def _measure(side: RemoteSide, test_id: str, key: str, settings: MeasureSettings) -> Measurement:
         rule = stopping_rule(settings)
-        began = time.perf_counter()
+        began = time.perf_counter()  # the time limit counts the worker's warm-up
         # the same test may be measured twice (a baseline's check, --gpuperf-remeasure=2)
         problem = side.open(test_id, key, again=True)
         if problem:

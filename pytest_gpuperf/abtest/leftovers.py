@@ -1,15 +1,9 @@
 """Scratch folders (and worktrees) of killed runs: each records its owner, the next run removes the orphans.
 
-A compare-ref run makes ``<tmp>/gpuperf-ref-*/`` (the base's worktree, the
-workers' logs and basetemps) and a fresh re-measure ``<tmp>/gpuperf-remeasure-*/``.
-Each gets ``owner.json`` before anything else is put in it: the pid of the process
-that made it and that process's start time (a pid is reused, a pid with its start
-time is not), and for a worktree the repository it belongs to. A run killed
-outright (SIGKILL, the OOM killer) runs none of its clean-up, and ``git worktree
-prune`` keeps a worktree whose folder still exists; so each run that makes such a
-folder first removes those whose owner is gone: ``git worktree remove --force`` in
-the recorded repository, the folder, ``git worktree prune``. A folder whose owner
-is alive, or that has no owner file yet (being made right now), is left alone.
+``owner.json`` is written first: the pid with its start time (a pid is reused, the pair is not), and
+the repository of a worktree inside. A run killed outright runs no clean-up, and ``git worktree prune``
+keeps a worktree whose folder exists, so each run that makes a scratch folder first removes those
+whose owner is gone (never one without an owner file).
 """
 
 from __future__ import annotations
@@ -89,15 +83,16 @@ def owner_alive(owner: Owner) -> bool:
         return False
     except PermissionError:
         pass  # another user's process: it exists
-    now = process_start_time(owner.pid)
-    if owner.start_time is None:
-        return True
-    return now == owner.start_time  # None (a zombie) or another start time (a reused pid): gone
+    # its start time now None (a zombie) or another one (a reused pid): gone
+    return owner.start_time is None or process_start_time(owner.pid) == owner.start_time
 
 
-def abandoned_folders(scratch_root: Path | None = None, repo: Path | None = None) -> list[Path]:
-    """Scratch folders whose owner is gone: in ``scratch_root`` (the temporary directory), and
-    those holding a worktree of ``repo`` wherever they are (another run's TMPDIR)."""
+def remove_abandoned(scratch_root: Path | None = None, repo: Path | None = None) -> list[Path]:
+    """Remove the scratch folders whose owner is gone, with their worktrees; returns them. Never raises.
+
+    Those in ``scratch_root`` (the temporary directory), and those holding a worktree
+    of ``repo`` wherever they are (another run's TMPDIR).
+    """
     root = Path(scratch_root) if scratch_root is not None else Path(tempfile.gettempdir())
     candidates: set[Path] = set()
     with contextlib.suppress(OSError):
@@ -106,27 +101,23 @@ def abandoned_folders(scratch_root: Path | None = None, repo: Path | None = None
         candidates |= {
             wt.parent for wt in _worktrees(repo) if wt.name == WORKTREE_NAME and wt.parent.name.startswith(REF_PREFIX)
         }
-    abandoned = []
+    removed = []
     for folder in sorted(candidates):
         owner = read_owner(folder)
-        if owner is not None and not owner_alive(owner):
-            abandoned.append(folder)
-    return abandoned
-
-
-def remove_abandoned(scratch_root: Path | None = None, repo: Path | None = None) -> list[Path]:
-    """Remove the folders of ``abandoned_folders`` and their worktrees; returns them. Never raises."""
-    removed = []
-    for folder in abandoned_folders(scratch_root, repo):
-        owner = read_owner(folder)
-        owner_repo = Path(owner.repo) if owner is not None and owner.repo else repo
-        if owner_repo is not None:
-            _git(owner_repo, "worktree", "remove", "--force", str(folder / WORKTREE_NAME))
-        shutil.rmtree(folder, ignore_errors=True)
-        if owner_repo is not None:
-            _git(owner_repo, "worktree", "prune")
+        if owner is None or owner_alive(owner):
+            continue
+        remove_scratch(folder, Path(owner.repo) if owner.repo else repo)
         removed.append(folder)
     return removed
+
+
+def remove_scratch(folder: Path, repo: Path | None) -> None:
+    """Remove a scratch folder and, given its ``repo``, the worktree in it and git's record of it; never raises."""
+    if repo is not None:
+        _git(repo, "worktree", "remove", "--force", str(folder / WORKTREE_NAME))
+    shutil.rmtree(folder, ignore_errors=True)
+    if repo is not None:
+        _git(repo, "worktree", "prune")
 
 
 def _worktrees(repo: Path) -> list[Path]:

@@ -1,18 +1,8 @@
 """A worker process ends when the process that started it ends.
 
-A head killed outright (SIGKILL, an out-of-memory kill, a CI job cancelled)
-closes its end of the pipe, but a worker busy in a warm-up, a round or its
-collection reads the pipe only when that is over: it would go on spinning a
-core for seconds to minutes. On Linux the kernel sends the worker SIGKILL when
-its parent dies (``prctl(PR_SET_PDEATHSIG)``, through ctypes: the standard
-library has no wrapper); elsewhere a daemon thread watches the parent's pid
-once a second. Either way a parent that died before the worker could arm it
-is caught by comparing the pid it was given with ``os.getppid()``.
-
-Nothing a dead head left can be reported to, and the worker owns nothing that
-needs a clean exit (its scratch folder belongs to the head), so the end is
-immediate. The worker's own children (DDP ranks) are not covered: they are
-reached through the worker's exit like any child of a killed process.
+A worker busy in a warm-up, a round or its collection would not notice its head's death for minutes.
+On Linux the kernel kills it (``prctl(PR_SET_PDEATHSIG)``, through ctypes); elsewhere a daemon thread
+watches the parent's pid. The worker owns nothing that needs a clean exit.
 """
 
 from __future__ import annotations
@@ -48,10 +38,7 @@ def _watch(parent: int) -> None:
 
 
 def die_with_parent(parent: int | None = None) -> None:
-    """End this process when ``parent`` (default: the pid in ``GPUPERF_WORKER_PARENT``) ends.
-
-    Does nothing when no parent is named (a worker started by hand).
-    """
+    """End this process when ``parent`` (default: the pid in ``GPUPERF_WORKER_PARENT``, if any) ends."""
     if parent is None:
         raw = os.environ.get(ENV_PARENT, "")
         if not raw.isdigit():

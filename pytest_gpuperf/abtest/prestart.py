@@ -1,15 +1,8 @@
 """The base worker, started before the head imports its tests.
 
-A worker's start-up is mostly importing torch (seconds of CPU). Started from the
-head's earliest hook (``pytest_load_initial_conftests``, before conftests and test
-modules import torch), its start-up overlaps the head's instead of delaying the
-first measurement. The session's tests are not known yet, so the process imports
-torch and waits for its command line (remote.py's launcher);
-``CompareRefEngine.start`` sends it once collection is done, and only the files
-holding perf tests are collected.
-
-Best effort: any failure here leaves nothing behind and the engine starts the
-worktree and worker itself later, reporting the error then, as before.
+A worker's start-up is mostly importing torch; started from the head's earliest hook,
+it overlaps the head's own, and gets its command line once collection is done. Best
+effort: on any failure the engine starts the worker itself later and reports the error.
 """
 
 from __future__ import annotations
@@ -25,14 +18,12 @@ from pytest_gpuperf.abtest.worktree import BaseRef, RefWorktree
 BASE_WORKER = "worker"  # its name: the log file and basetemp next to the worktree
 
 
-def ref_checkout_dir(rootdir: Path, worktree: RefWorktree) -> Path:
-    """The folder in the worktree that corresponds to the head's ``rootdir``."""
-    assert worktree.path is not None and worktree.repo_root is not None
+def checkout_dir(rootdir: Path, repo_root: Path, checkout: Path) -> Path:
+    """The folder in ``checkout`` that corresponds to ``rootdir`` in the repository at ``repo_root``."""
     try:
-        rel = rootdir.resolve().relative_to(worktree.repo_root.resolve())
+        return checkout / rootdir.resolve().relative_to(repo_root.resolve())
     except ValueError:
-        rel = Path()
-    return worktree.path / rel
+        return checkout
 
 
 @dataclass
@@ -65,10 +56,12 @@ def start_early(rootdir: Path, ref: str | BaseRef) -> EarlyBase | None:
     worktree = RefWorktree(rootdir, ref)
     try:
         worktree.create()
-        checkout = worktree.path
-        assert checkout is not None
+        checkout, repo_root = worktree.path, worktree.repo_root
+        assert checkout is not None and repo_root is not None
         channel = launch_worker(
-            ref_checkout_dir(rootdir, worktree), (checkout, checkout / "src"), worktree.tmp_dir / f"{BASE_WORKER}.log"
+            checkout_dir(rootdir, repo_root, checkout),
+            (checkout, checkout / "src"),
+            worktree.tmp_dir / f"{BASE_WORKER}.log",
         )
     except Exception:  # best effort (module doc): the engine's own start reports what is wrong
         worktree.close()

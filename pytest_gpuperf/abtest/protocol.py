@@ -1,14 +1,9 @@
 """The head <-> worker message protocol over a private socket pair.
 
-``multiprocessing.Pipe()`` gives two connected ``Connection`` objects (an
-AF_UNIX socket pair on POSIX); the worker's end is inherited by the child
-process (``pass_fds``) and found through ``GPUPERF_WORKER_FD``. No port is
-opened and nothing else can connect. Messages are tuples ``(kind, *payload)``
-pickled by ``Connection``.
-
-Both ends run the head's pytest-gpuperf, whatever the worker's checkout holds
-(remote.py's ``launch_worker``): a commit that changes the protocol or the
-timing code is otherwise measured by two harnesses.
+``multiprocessing.Pipe()``: the worker inherits its end (``pass_fds``) and finds it
+through ``GPUPERF_WORKER_FD``; no port is opened. Messages are tuples
+``(kind, *payload)``. Both ends run the head's pytest-gpuperf (remote.py's
+``launch_worker``), whatever the worker's checkout holds.
 
 Head -> worker:  START argv (first, once) | RUN nodeid | ROUND budget_s | FINISH | SKIP |
                  PROBE | PROFILE key trace-path-or-None | QUIT
@@ -16,20 +11,10 @@ Worker -> head:  HELLO info | MISSING nodeid why-or-None | READY key | SAMPLES [
                  FINISHED measurement | FAILED key text | MEASUREMENTS [m...] |
                  DONE nodeid outcome | PROBED ns-or-None | PROFILED op-profile-or-None trace-or-problem
 
-MISSING's why: the test's module (or a parent) exists at the base but could not be
-collected there; None: the base has no such test.
-
-START carries the worker's pytest command line; the process waits for it after
-importing torch, so it can start before the head knows its tests. HELLO's info:
-``items`` (tests collected), ``version`` and ``location`` (``harness()``); the
-head refuses a worker whose harness is not its own. PROBE is only sent between
-tests: the worker measures the machine's speed and answers PROBED. PROFILE too,
-after the test that measured ``key``: the worker profiles that measurement's
-function (torch.profiler, a few calls), writes its Chrome trace where the head
-says, and answers PROFILED with the compact table, or None and why not.
-
-Every receive on the head has a timeout and watches the worker process, so a
-crashed or hung worker becomes a WorkerError naming the last lines of its log.
+MISSING's why: the test's module (or a parent) could not be collected; None: no such test.
+HELLO's info: ``items`` (tests collected) and ``harness()``, which must be the head's.
+PROBE and PROFILE come only between tests. Every receive on the head has a timeout and
+watches the worker process: a crashed or hung worker is a WorkerError with its log's end.
 """
 
 from __future__ import annotations
@@ -67,10 +52,9 @@ DONE = "done"
 PROBED = "probed"
 PROFILED = "profiled"
 
-# Pause before handing the machine to the other process: OpenMP worker threads spin
-# for milliseconds after a parallel region, and two processes' spinning pools on the
-# same cores slow the measuring side by orders of magnitude. A process with one
-# intra-op thread has no pool to spin, and skips the pause.
+# Pause before handing the machine to the other process: OpenMP worker threads spin for milliseconds
+# after a parallel region, and two processes' spinning pools on the same cores slow the measuring side
+# by orders of magnitude. A process with one intra-op thread has no pool to spin, and skips the pause.
 HANDOVER_S = 0.02
 _POLL_SLICE_S = 0.25
 _LOG_TAIL_LINES = 30
@@ -92,12 +76,11 @@ def harness() -> dict[str, str]:
     return {"version": pytest_gpuperf.__version__, "location": str(Path(pytest_gpuperf.__file__).resolve().parent)}
 
 
-def log_tail(path: Path | None, lines: int = _LOG_TAIL_LINES) -> str:
+def log_tail(path: Path | None) -> str:
     """The end of the worker's log, for error messages."""
     if path is None or not path.exists():
         return ""
-    text = path.read_text(errors="replace").splitlines()
-    return "\n".join(text[-lines:])
+    return "\n".join(path.read_text(errors="replace").splitlines()[-_LOG_TAIL_LINES:])
 
 
 class HeadChannel:

@@ -1,13 +1,7 @@
 """One worker process as the head sees it: how to start it, and how to drive one measurement in it.
 
-A worker imports torch, receives its pytest command line (START) and runs pytest
-with ``pytest_gpuperf.abtest.worker_plugin``: it collects, says HELLO, then runs
-the tests the head names; inside each, it warms a measurement up, says READY and
-measures one round per ROUND command. The base worker runs in REF's worktree,
-confirmation workers (confirm.py) at REF and at the head's checkout. Every worker
-runs the head's pytest-gpuperf and only the user's code from its checkout
-(``launch_worker``); the head refuses one whose HELLO names another harness.
-``RemoteSide`` keeps what the head knows about one worker.
+Every worker runs the head's pytest-gpuperf and only the user's code from its checkout
+(``launch_worker``). ``RemoteSide`` keeps what the head knows about one worker.
 """
 
 from __future__ import annotations
@@ -46,14 +40,11 @@ class WorkerLaunch:
     worker_args: tuple[str, ...] = ()  # the head's plugins, options and settings (GpuperfConfig.worker_args)
 
 
-# What a worker process runs (``python -c``): import torch, the slow part of its start-up,
-# then wait for its pytest command line (START) and run it in this process, so a worker
-# started before the head has collected its tests (prestart.py) imports torch while the head
-# does. Written out here rather than imported from this package: nothing may be imported
-# before its first line has put the head's harness first on sys.path, ahead of the cwd that
-# ``python -c`` puts there (a checkout holding a pytest_gpuperf folder would otherwise supply
-# the plugin). The plugin is imported next, before pytest puts folders of the checkout in
-# front (the ``pythonpath`` ini).
+# What a worker process runs (``python -c``): import torch (the slow part), then wait for its pytest
+# command line (START), so a worker started early (prestart.py) imports torch while the head collects.
+# Written out here rather than imported from this package: the head's harness must come first on
+# sys.path, ahead of the cwd that ``python -c`` puts there, before anything is imported; the plugin
+# is imported before pytest puts folders of the checkout in front (the ``pythonpath`` ini).
 _LAUNCHER = f"""
 import os, sys
 harness = os.environ[{protocol.ENV_HARNESS!r}]
@@ -98,11 +89,8 @@ def worker_argv(launch: WorkerLaunch) -> list[str]:
 def head_harness_dir(scratch: Path) -> Path:
     """A folder in ``scratch`` holding only a link to this process's pytest_gpuperf package.
 
-    First on a worker's import path, it makes ``import pytest_gpuperf`` find the
-    head's package while every other name still resolves in the worker's checkout
-    first. It reaches the processes the worker's tests start too: new interpreters
-    through PYTHONPATH, multiprocessing's spawn children (DDP ranks) through the
-    copy of sys.path they get (the worker plugin keeps it first there).
+    First on the import path of a worker and its children, it makes ``import pytest_gpuperf``
+    find the head's package while every other name resolves in the worker's checkout first.
     """
     folder = scratch / "harness"
     folder.mkdir(parents=True, exist_ok=True)
@@ -114,10 +102,8 @@ def head_harness_dir(scratch: Path) -> Path:
 def launch_worker(cwd: Path, import_roots: Sequence[Path], log_path: Path, *, time_only: bool = False) -> HeadChannel:
     """Start a worker process that imports torch and waits for START (see ``_LAUNCHER``).
 
-    Its import path: the head's harness (``head_harness_dir``), then ``cwd`` (where
-    ``python -c`` put it) and ``import_roots``, then the head's own PYTHONPATH.
-    PYTHONPATH carries the harness and the roots, in that order, to the processes
-    its tests start.
+    Its import path: the head's harness (``head_harness_dir``), ``cwd``, ``import_roots``,
+    then the head's own PYTHONPATH.
     """
     parent, child = multiprocessing.Pipe(duplex=True)
     env = dict(os.environ)
@@ -178,9 +164,7 @@ class RemoteSide:
         self.test: str | None = None  # the test it runs now
         self.test_done = True
         self.test_note = ""
-        # the base has the test but could not measure it (collection error, failure, time limit):
-        # "not gated", where a test it lacks is "new"
-        self.unmeasurable = False
+        self.unmeasurable = False  # has the test but could not measure it: "not gated" (a test it lacks is "new")
         self.open_key: str | None = None  # a measurement waiting for rounds
         self.final: dict[str, Measurement] = {}  # finished measurements, with their metrics
 
@@ -197,11 +181,8 @@ class RemoteSide:
     def open(self, test_id: str, key: str, *, again: bool = False) -> str | None:
         """Run ``test_id`` up to measurement ``key`` (READY); None then, else why it never got there.
 
-        A test already running (or run) here is continued: compare-ref opens its
-        measurements one by one, and a key the base's test never reached is
-        missing there, not a reason to run the test again. ``again`` runs a
-        finished test anew, for measuring the same key twice (the fresh
-        re-measure process).
+        A test already running (or run) here is continued: compare-ref opens its measurements one
+        by one. ``again`` runs a finished test anew (the fresh re-measure process).
         """
         if self.test != test_id or (again and self.test_done):
             self.drain()
@@ -270,8 +251,7 @@ class RemoteSide:
         if kind == protocol.READY:
             self.channel.send(protocol.SKIP)  # a measurement the head does not want (or not now)
         elif kind == protocol.MEASUREMENTS:
-            for m in message[1]:
-                self.final[m.key] = m
+            self.final.update({m.key: m for m in message[1]})
         elif kind == protocol.FAILED:
             self.unmeasurable = True
             self.test_note = f"measurement {message[1]} failed {self.where}: {message[2]}"
@@ -286,9 +266,9 @@ class RemoteSide:
             outcome = message[2]
             if outcome.get("outcome") == "failed":
                 self.unmeasurable = True
-            if outcome.get("outcome") == "failed" and not self.test_note:
-                detail = outcome.get("detail", "").strip().splitlines()
-                self.test_note = f"the test failed {self.where}: {detail[-1] if detail else 'see the worker log'}"
+                if not self.test_note:
+                    detail = outcome.get("detail", "").strip().splitlines()
+                    self.test_note = f"the test failed {self.where}: {detail[-1] if detail else 'see the worker log'}"
         else:
             raise WorkerError(f"--gpuperf-compare-ref worker: unexpected message {kind!r}")
 
@@ -296,8 +276,7 @@ class RemoteSide:
         """Let the worker finish its current test, skipping measurements nobody asked for."""
         self.abandon()
         while not self.test_done:
-            message = self.channel.recv(self.recv_timeout_s, f"{self.test} to finish {self.where}")
-            self.handle_background(message)
+            self.handle_background(self.channel.recv(self.recv_timeout_s, f"{self.test} to finish {self.where}"))
 
     def abandon(self) -> None:
         if self.open_key is not None:

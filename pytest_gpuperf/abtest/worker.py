@@ -1,10 +1,7 @@
 """The worker's engine: measures the base ref's code on the head's command, round by round.
 
-It implements the fixture's engine protocol (``measure``/``evaluate``) so the
-base's unchanged tests run through the normal ``gpu_bench`` fixture, but every
-measurement waits for the head: warm up, say READY, then measure one round per
-ROUND command until FINISH (or SKIP, when the head does not want it). Nothing
-is judged here; the finished measurements go back to the head.
+The fixture's engine protocol, so the base's tests run through the normal ``gpu_bench``
+fixture; nothing is judged here, the finished measurements go back to the head.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
-"""The pytest plugin of the base-ref worker process (``-p pytest_gpuperf.abtest.worker_plugin``).
+"""The pytest plugin of a worker process (``-p pytest_gpuperf.abtest.worker_plugin``).
 
-Started by the head's CompareRefEngine inside the temporary worktree. The
-session (session.py) measures with its WorkerEngine (``worker_engine``); this
-plugin replaces the run loop with a
-command loop: RUN <nodeid> runs that one test (its ``gpu_bench`` measurements
-then follow the head's ROUND commands), QUIT or a closed pipe ends the process
-at once (``_exit_now``).
-Each test runs with ``nextitem=None``, so its fixtures of every scope are torn
-down after it: the head picks the order, and a stale module fixture must never
-leak into the next test.
+A command loop replaces the run loop. Each test runs with ``nextitem=None``, so its
+fixtures of every scope are torn down after it: the head picks the order, and a stale
+module fixture must never leak into the next test.
 """
 
 from __future__ import annotations
@@ -28,7 +22,6 @@ if TYPE_CHECKING:
     from pytest_gpuperf.abtest.worker import WorkerEngine
     from pytest_gpuperf.runner import Runner
 
-CHANNEL_KEY = pytest.StashKey[WorkerChannel]()
 ENGINE_KEY = pytest.StashKey["WorkerEngine"]()
 
 
@@ -47,7 +40,6 @@ def worker_engine(config: pytest.Config, runner: Runner) -> WorkerEngine:
                           peak_memory=False)  # fmt: skip
         runner = Runner(dataclasses.replace(runner.options, guard=guard))
     engine = config.stash[ENGINE_KEY] = WorkerEngine(runner, channel)
-    config.stash[CHANNEL_KEY] = channel
     return engine
 
 
@@ -86,7 +78,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> bool:
     global _CURRENT
-    channel = session.config.stash[CHANNEL_KEY]
+    channel = _engine(session.config).channel
     items = {item.nodeid: item for item in session.items}
     _keep_harness_first()
     channel.send(protocol.HELLO, {"items": len(items), **protocol.harness()})
@@ -98,8 +90,8 @@ def pytest_runtestloop(session: pytest.Session) -> bool:
         kind = message[0]
         if kind == protocol.QUIT:
             _exit_now()
-        if kind == protocol.PROBE:
-            channel.send(protocol.PROBED, _speed_probe(session.config))
+        if kind == protocol.PROBE:  # the host's speed before the next test
+            channel.send(protocol.PROBED, _engine(session.config).runner.guard.speed_probe())
             continue
         if kind == protocol.PROFILE:
             channel.send(protocol.PROFILED, *_engine(session.config).profile(message[1], message[2]))
@@ -124,8 +116,7 @@ def pytest_runtestloop(session: pytest.Session) -> bool:
 def _keep_harness_first() -> None:
     """Put the head's harness back in front of what collection put on sys.path (``pythonpath`` ini, rootdirs).
 
-    This process imported pytest_gpuperf before that; the spawn children its tests
-    start (DDP ranks) import it anew with a copy of this sys.path.
+    The spawn children its tests start (DDP ranks) import pytest_gpuperf anew with a copy of sys.path.
     """
     harness = os.environ.get(protocol.ENV_HARNESS)
     if harness and sys.path[:1] != [harness]:
@@ -135,9 +126,7 @@ def _keep_harness_first() -> None:
 def _exit_now() -> NoReturn:
     """End the worker at once: every test it ran is torn down and its results are with the head.
 
-    The end-of-session hooks and the interpreter's teardown would only cost time (seconds
-    per worker, with some plugins), and a session with confirmation pairs ends a dozen
-    workers together.
+    The end-of-session hooks and teardown would only cost seconds per worker, a dozen with confirmation pairs.
     """
     sys.stdout.flush()
     sys.stderr.flush()
@@ -146,11 +135,6 @@ def _exit_now() -> NoReturn:
 
 def _engine(config: pytest.Config) -> WorkerEngine:
     return config.stash[ENGINE_KEY]  # worker_engine put it there
-
-
-def _speed_probe(config: pytest.Config) -> float | None:
-    """The host's speed before this process runs the next test (its host guard's probe)."""
-    return _engine(config).runner.guard.speed_probe()
 
 
 def _release_cuda_cache() -> None:

@@ -1,23 +1,14 @@
 """The base revision of ``--gpuperf-compare-ref`` and a temporary, detached git worktree of it.
 
-:func:`resolve_ref` turns the option's value into a commit once, at the start of
-the session, with git's own rules (``git rev-parse --verify --end-of-options
-REF^{commit}``: a branch, a tag, a full or short sha, ``HEAD~2``, ``@{-1}``,
-``origin/main``); anything else is a usage error naming it. The worktree is
-``git worktree add --detach`` of that commit into a fresh scratch folder that
-records its owner (leftovers.py), so that a run killed outright leaves nothing the
-next run does not remove. Removal runs from ``close()``, from ``atexit`` as a
-fallback, and on SIGTERM (turned into KeyboardInterrupt so ``finally`` blocks and
-pytest's unconfigure run). KeyboardInterrupt already unwinds through pytest's
-unconfigure, where the engine closes the worktree. ``git worktree prune``
-afterwards drops the bookkeeping of any worktree whose folder is gone.
+The worktree lies in a scratch folder that records its owner (leftovers.py). It is
+removed by ``close()``, by ``atexit`` as a fallback, and on SIGTERM (turned into
+KeyboardInterrupt so that ``finally`` blocks and pytest's unconfigure run).
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import shutil
 import signal
 import threading
 from dataclasses import dataclass
@@ -25,7 +16,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from pytest_gpuperf.abtest.leftovers import REF_PREFIX, WORKTREE_NAME, make_scratch, remove_abandoned
+from pytest_gpuperf.abtest.leftovers import REF_PREFIX, WORKTREE_NAME, make_scratch, remove_abandoned, remove_scratch
 from pytest_gpuperf.errors import ConfigError, WorkerError
 
 OPTION = "--gpuperf-compare-ref"
@@ -66,15 +57,13 @@ def _fetch_hint(repo: Any, ref: str) -> str:
     """What to fetch: in a shallow clone (CI's default) the base is usually history it does not hold."""
     import git
 
-    try:
-        shallow = repo.git.rev_parse("--is-shallow-repository").strip() == "true"
-    except git.GitCommandError:
-        shallow = False
-    if shallow:
-        return (
-            f"this is a shallow clone, which may not hold it: fetch more history (git fetch --deepen=50 origin, "
-            f"or git fetch --unshallow; actions/checkout: fetch-depth: 0), or the ref itself (git fetch origin {ref})"
-        )
+    with contextlib.suppress(git.GitCommandError):
+        if repo.git.rev_parse("--is-shallow-repository").strip() == "true":
+            return (
+                "this is a shallow clone, which may not hold it: fetch more history (git fetch --deepen=50 origin, "
+                "or git fetch --unshallow; actions/checkout: fetch-depth: 0), "
+                f"or the ref itself (git fetch origin {ref})"
+            )
     return f"fetch it first, e.g. git fetch origin {ref}"
 
 
@@ -135,19 +124,8 @@ class RefWorktree:
         atexit.unregister(self.close)
         if self._previous_sigterm is not None and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._previous_sigterm)
-        if self.path is not None and self.repo_root is not None:
-            import git
-
-            with git.Repo(self.repo_root) as repo:
-                # the folder may be gone already; prune below drops the record then
-                with contextlib.suppress(git.GitCommandError):
-                    repo.git.worktree("remove", "--force", str(self.path))
-                if self._tmp is not None:
-                    shutil.rmtree(self._tmp, ignore_errors=True)
-                with contextlib.suppress(git.GitCommandError):
-                    repo.git.worktree("prune")
-        elif self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+        if self._tmp is not None:
+            remove_scratch(self._tmp, self.repo_root)
 
     def __enter__(self) -> RefWorktree:
         return self.create()
