@@ -29,8 +29,8 @@ Settle = Callable[[Callable[[], "float | None"], "float | None"], "tuple[float |
 def session_import_path() -> tuple[Path, ...]:
     """This process's import path, for a worker that must import what this session imported.
 
-    Not the checkout's ``src/`` first, as compare-ref's workers do: that would put a project's
-    own sources ahead of the installed copy the session measured.
+    Not the checkout's ``src/`` first (as compare-ref's workers): a project's own sources would come
+    ahead of the installed copy the session measured.
     """
     return tuple(Path(p) if p else Path.cwd() for p in sys.path)
 

@@ -1,9 +1,7 @@
 """The head <-> worker message protocol over a private socket pair.
 
-``multiprocessing.Pipe()``: the worker inherits its end (``pass_fds``) and finds it
-through ``GPUPERF_WORKER_FD``; no port is opened. Messages are tuples
-``(kind, *payload)``. Both ends run the head's pytest-gpuperf (remote.py's
-``launch_worker``), whatever the worker's checkout holds.
+``multiprocessing.Pipe()``: the worker inherits its end (``pass_fds``) and finds it through
+``GPUPERF_WORKER_FD``; no port is opened. Messages are tuples ``(kind, *payload)``.
 
 Head -> worker:  START argv (first, once) | RUN nodeid | ROUND budget_s | FINISH | SKIP |
                  PROBE | PROFILE key trace-path-or-None | QUIT
