@@ -1,11 +1,8 @@
 """Locked, atomic replacement of baseline files: readers see the old file or the new one, never a mix.
 
-The write itself is ``files.write_atomic`` (a temporary file beside the target,
-fsynced and renamed over it), done under the lock file ``.<name>.lock``, since
-the store reads, merges and writes a file as one step. A writer killed mid-way
-leaves at most a temporary file, which no reader looks at and the next writer,
-holding the lock, deletes. The lock is an OS lock (flock), so a killed holder's
-lock dies with it.
+The write is ``files.write_atomic``, under the lock file ``.<name>.lock`` since the store
+reads, merges and writes a file as one step. A killed writer leaves at most a temporary file,
+which the next writer deletes; the lock is an OS lock (flock), so it dies with its holder.
 """
 
 from __future__ import annotations

@@ -1,22 +1,16 @@
-"""Plausibility rules for baseline entries: values the schema allows but no measurement produces.
+"""Plausibility rules: values the baseline schema allows but no measurement produces.
 
-A schema-valid entry can still switch the gate off for its test: a noise of
-1e9 makes every change look like noise, a median of 1e300 makes every run an
-improvement. Each rule here names one such impossibility; ``check_entry``
-runs them all on a current-version entry (as JSON) and raises BaselineError
-at the first fault, with the JSON path of the field at fault, exactly as a
-corrupt file is refused. The store runs them on every read and before every
-write (codec.check_entry).
-
-Stored floats carry 6 significant digits (codec.SIGNIFICANT_DIGITS), so
-comparisons between two stored values allow ROUNDING of relative slack.
+A schema-valid entry can still switch the gate off for its test (a noise of 1e9 passes
+every change, a median of 1e300 makes every run an improvement). ``check_entry`` runs
+every rule on every read and before every write, refusing the entry as a corrupt file is.
+Stored floats carry 6 significant digits, so comparisons of two stored values allow ROUNDING.
 """
 
 from __future__ import annotations
 
 import itertools
 import statistics
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,22 +64,19 @@ def _noise(entry: Mapping[str, Any]) -> Fault | None:
 
 
 def _positive_times(entry: Mapping[str, Any]) -> Fault | None:
-    return next(_non_positive(entry), None)
-
-
-def _non_positive(entry: Mapping[str, Any]) -> Iterator[Fault]:
     stats = entry["stats"]
     for name in TIME_STATS:
         if not float(stats[name]) > 0:
-            yield Fault(("stats", name), f"{name} {float(stats[name]):g} is not a time: a timed call takes > 0 ns")
+            return Fault(("stats", name), f"{name} {float(stats[name]):g} is not a time: a timed call takes > 0 ns")
     for field in ("samples_ns", "round_medians_ns"):
         for i, value in enumerate(entry[field]):
             if not float(value) > 0:
-                yield Fault((field, i), f"{field}[{i}] is {float(value):g}, not a time: a timed call takes > 0 ns")
+                return Fault((field, i), f"{field}[{i}] is {float(value):g}, not a time: a timed call takes > 0 ns")
     for field in ("calibration_ns", "speed_probe_ns"):
         value = entry.get(field)  # speed_probe_ns is optional in the schema
         if value is not None and not float(value) > 0:
-            yield Fault((field,), f"{field} {float(value):g} is not a time: a timed workload takes > 0 ns")
+            return Fault((field,), f"{field} {float(value):g} is not a time: a timed workload takes > 0 ns")
+    return None
 
 
 def _within_a_day(entry: Mapping[str, Any]) -> Fault | None:

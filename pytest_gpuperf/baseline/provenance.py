@@ -13,10 +13,7 @@ T = TypeVar("T")
 
 def _existing_dir(path: Path) -> Path | None:
     """``path`` or its nearest existing ancestor directory (the baselines folder may not exist yet)."""
-    for candidate in (path, *path.parents):
-        if candidate.is_dir():
-            return candidate
-    return None
+    return next((candidate for candidate in (path, *path.parents) if candidate.is_dir()), None)
 
 
 def git_provenance(path: Path) -> Provenance:

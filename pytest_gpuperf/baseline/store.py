@@ -1,18 +1,14 @@
 """The git-tracked baseline store: ``<root>/<device class>/<safe module name>.json``.
 
-Reads validate every file (schema and plausibility) and check it sits where
-its content says it belongs. Updates take a file lock beside the JSON file, re-read the file under
-it, merge, and replace it atomically (``atomic.py``), so concurrent sessions
-and xdist workers lose nothing and a killed writer leaves the old file whole.
-A corrupt file is never overwritten: the update refuses and names it. Each
-file is updated on its own: an update spanning two modules can fail on the
-second after writing the first.
+Reads validate every file (schema, plausibility, location). Updates lock the file, re-read it,
+merge and replace it atomically (``atomic.py``), so concurrent sessions and xdist workers lose
+nothing. A corrupt file is never overwritten. Files are updated one by one: an update spanning
+two modules can fail on the second after writing the first.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,8 +53,6 @@ class BaselineStore:
         self.lock_timeout_s = lock_timeout_s
         self._cache: dict[Path, _ParsedFile] = {}
 
-    # -- paths ---------------------------------------------------------------
-
     def file_for(self, device_class: str, test_id: str) -> Path:
         """The file holding the baselines of ``test_id``'s module on ``device_class``."""
         return self.root / device_class_dir(device_class) / module_file_name(module_of(test_id))
@@ -71,8 +65,6 @@ class BaselineStore:
     @staticmethod
     def _baseline_files(folder: Path) -> list[Path]:
         return sorted(p for p in folder.iterdir() if p.suffix == ".json" and not p.name.startswith(".") and p.is_file())
-
-    # -- reading -------------------------------------------------------------
 
     def _parse_file(self, path: Path, raw: bytes | None = None, *, earlier: _ParsedFile | None = None) -> _ParsedFile:
         if raw is None:
@@ -163,13 +155,12 @@ class BaselineStore:
 
     def validate_tree(self) -> list[BaselineError]:
         """Every problem in the tree, one error per bad file (reads from disk, not the cache)."""
-        errors: list[BaselineError] = []
         if not self.root.is_dir():
-            return errors
-        for stray in self._baseline_files(self.root):
-            errors.append(
-                BaselineError(stray, "a baseline file belongs in a device-class folder: <root>/<class>/<module>.json")
-            )
+            return []
+        errors = [
+            BaselineError(stray, "a baseline file belongs in a device-class folder: <root>/<class>/<module>.json")
+            for stray in self._baseline_files(self.root)
+        ]
         for folder in self._device_dirs():
             for path in self._baseline_files(folder):
                 try:
@@ -177,8 +168,6 @@ class BaselineStore:
                 except BaselineError as exc:
                     errors.append(exc)
         return errors
-
-    # -- writing -------------------------------------------------------------
 
     def update(self, device_class: str, entries: Sequence[BaselineEntry]) -> list[EntryChange]:
         """Add or replace ``entries`` of ``device_class``, leaving every other entry as it is."""
@@ -287,7 +276,7 @@ class BaselineStore:
             # Only new entries need checking: the others passed the checks when the file was read.
             codec.check_entry(new, path, entry.key, writing=True)
             old = merged.get(entry.key)
-            kind: ChangeKind = "added" if old is None else "unchanged" if _same(old, new) else "changed"
+            kind: ChangeKind = "added" if old is None else "unchanged" if codec.same_json(old, new) else "changed"
             merged[entry.key] = new
             decoded[entry.key] = codec.decode_entry(new, entry.key)
             changes.append(EntryChange(entry.key, path, kind))
@@ -308,7 +297,3 @@ class BaselineStore:
         """Keep lock and temporary files out of git (only where no .gitignore exists)."""
         with contextlib.suppress(OSError), open(self.root / ".gitignore", "x", encoding="utf-8") as f:
             f.write(GITIGNORE)  # a nicety: an existing or unwritable one is left alone
-
-
-def _same(old: object, new: object) -> bool:
-    return json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True)

@@ -1,20 +1,11 @@
 """Confirmation as a step of the verdict: what is suspected, and what the extra readings made of it.
 
-The engines gather readings (fresh processes in baseline mode, fresh process
-pairs in compare-ref); everything they mean is decided here. A comparison is
-*suspected* when a rule whose step is flagged ``suspect`` (the significance
-test) called a change, a regression or an improvement, and no later rule
-cleared it (a host guard may have doubted it: then it reads unstable, still
-suspected). A suspicion is confirmed or cleared by the mode's confirmation
-readings, in the same direction only: readings faster than the base never turn
-a suspected regression into an improvement, nor slower ones a suspected
-improvement into a regression. Improvements are reported, so they are held to
-at least the standard of regressions: a stricter one (``confirming_gate``), since a
-missed improvement costs a user nothing while a false one credits a change with a
-speed-up it does not have.
-
-``confirmed`` writes the outcome as the comparison's last step (``confirmation``),
-with the wording the reports show.
+The engines gather readings (fresh processes in baseline mode, fresh process pairs in
+compare-ref); what they mean is decided here. A comparison is *suspected* when a ``suspect``
+step (the significance test) called a regression or an improvement and no later rule cleared
+it. Confirmation readings confirm or clear it, in the same direction only. Improvements are held
+to a stricter standard (``confirming_gate``): a missed one costs a user nothing, a false one
+credits a change with a speed-up it does not have.
 """
 
 from __future__ import annotations
@@ -38,7 +29,9 @@ IMPROVEMENT_CONFIDENCE = 0.99
 
 
 def suspicion(c: Comparison) -> Verdict | None:
-    """The change a suspecting step called, if it still stands (REGRESSION or IMPROVEMENT); else None."""
+    """The change a suspecting step called, if it still stands (REGRESSION or IMPROVEMENT); else None.
+
+    A change a host guard doubted (now UNSTABLE) is still suspected."""
     called = next((step.verdict for step in reversed(c.explanation) if step.suspect), None)
     if called not in SUSPECTED:
         return None

@@ -41,9 +41,8 @@ def fails(result: MeasurementResult, settings: GateSettings) -> bool:
 def absolute_failures(result: MeasurementResult) -> tuple[Comparison, ...]:
     """The comparisons an ``absolute`` step made a regression (a violated hard bound: ``rules.MetricBounds``).
 
-    An update run records whatever it measures as the new reference, so a
-    relative regression does not fail it; a bound is not relative to anything,
-    so its violation fails the test there too, and the value is never written.
+    An update run records what it measures, so a relative regression does not fail it; a bound's
+    violation does, and the value is never written.
     """
     return tuple(
         c for c in result.comparisons

@@ -1,17 +1,12 @@
 """When fresh process pairs have decided a compare-ref suspicion: a sequential plan with a look after each pair.
 
-The engine (abtest/confirm.py) gathers the readings, one pair ratio at a time
-(``readings.take_readings`` over ``pair_waves``); this module decides after each
-look whether they are enough. The first ``MIN_CONFIRMING_PAIRS`` pairs come
-together (no interval exists with fewer), then one pair at a time. A look stops
-the confirmation when the pairs already confirm the change or rule it out, both
-at the stricter ``INTERIM_CONFIDENCE`` (looking more than once must not add false
-alarms), or, at the first look, when the pairs still to come could not make it
-(``futile``); at the planned count it stops unless the verdict is still open
-(``undecided``), which earns an extension of half as many pairs again, looked at
-pair by pair the same way. The verdict itself is then judged from all the pairs (``evidence.replicates``).
-The Student-t interval of the pairs' log ratios is ``stats.replicate_ratio_ci``
-(scipy's t quantiles). docs/statistics.md gives the reasoning and the numbers.
+The engine (abtest/confirm.py) gathers the pair ratios; this module decides after each look
+whether they are enough. A look stops when the pairs confirm the change or rule it out, both at
+the stricter ``INTERIM_CONFIDENCE`` (looking more than once must not add false alarms), or, at the
+first look, when the pairs to come could not make it (``futile``). At the planned count it stops
+unless the verdict is still open (``undecided``), which earns an extension of half as many pairs
+again. The verdict is judged from all the pairs (``evidence.replicates``); docs/statistics.md
+gives the reasoning and the numbers.
 """
 
 from __future__ import annotations
@@ -26,13 +21,8 @@ INTERIM_CONFIDENCE = 0.99  # an early stop needs this; the final look uses the g
 
 
 def pair_waves(planned: int) -> tuple[int, ...]:
-    """The looks of a confirmation: after the first pairs together, then after each further pair.
-
-    The first ``MIN_CONFIRMING_PAIRS`` start and measure before the first look (no
-    interval exists before), then every pair is looked at up to the planned count
-    and through one extension of half as many again (at least one). A pair is only
-    started when the look before it left the verdict open (confirm.py).
-    """
+    """The looks of a confirmation: after the first ``MIN_CONFIRMING_PAIRS`` together (no interval exists
+    with fewer), then after each further pair, through the extension (``last_pair``)."""
     first = min(planned, MIN_CONFIRMING_PAIRS)
     return (first, *range(first + 1, last_pair(planned) + 1))
 
@@ -54,7 +44,7 @@ def pairs_done(ratios: Sequence[float], planned: int, *, pairs: int, threshold: 
     if planned == pairs:
         return not undecided(ratios, threshold, confidence)
     # futility only at the first look: at later ones it would clear real regressions that the
-    # extension would have confirmed (detection_plan.py: 3% slowdowns caught 78% of the time, not 82%)
+    # extension would have confirmed (benchmarks/detection_plan.py)
     return planned == min(pairs, MIN_CONFIRMING_PAIRS) and futile(ratios, threshold, pairs)
 
 

@@ -1,8 +1,6 @@
-"""The rules every host shares. Each is a small object with a name, a note and its own test.
+"""The rules every host shares, each a small object with a name, a note and its own test.
 
-Host-specific rules (the CPU's fast end, calibration and speed probe; NVML health
-on CUDA) live with their host guard in ``pytest_gpuperf.host`` and implement the
-same ``Rule`` protocol.
+Host-specific rules live with their host guard in ``pytest_gpuperf.host``.
 """
 
 from __future__ import annotations
@@ -32,11 +30,11 @@ class Reference:
             return Step(_other_class((there or "",), here), Verdict.NOT_COMPARABLE, final=True)
         if entry is None and case.other_classes:
             return Step(_other_class(case.other_classes, here), Verdict.NOT_COMPARABLE, final=True)
-        missing = entry is None
-        if case.kind is Kind.MEMORY and entry is not None and entry.peak_allocated_bytes is None:
-            missing = True
-        if case.kind is Kind.METRIC and case.reference_metric is None:
-            missing = True
+        missing = (
+            entry is None
+            or (case.kind is Kind.MEMORY and entry.peak_allocated_bytes is None)
+            or (case.kind is Kind.METRIC and case.reference_metric is None)
+        )
         if missing and case.unmeasured:  # the reference has the test: its absence of a number gates nothing
             return Step(f"not gated: {case.unmeasured}", Verdict.NOT_GATED, final=True)
         if missing:
@@ -163,11 +161,8 @@ class ConfirmOnly:
         speed_up = case.suspicion is Verdict.IMPROVEMENT
         if draft.verdict is not (Verdict.REGRESSION if speed_up else Verdict.IMPROVEMENT):
             return None
-        note = (
-            "the first reading suspected a speed-up: a slower confirmation only clears it"
-            if speed_up
-            else ("the first reading suspected a slowdown: a faster confirmation only clears it")
-        )
+        suspected, other = ("a speed-up", "slower") if speed_up else ("a slowdown", "faster")
+        note = f"the first reading suspected {suspected}: a {other} confirmation only clears it"
         return Step(note, Verdict.UNCHANGED)
 
 
@@ -221,23 +216,18 @@ class MetricBounds:
     name: str = "metric-bounds"
 
     def apply(self, case: Case, draft: Comparison) -> Step | None:
-        violation = bound_violation(case)
-        if violation is None:
+        metric = case.metric
+        if metric is None:
             return None
-        note = violation if not case.metric or not case.metric.description else (
-            f"{violation} ({case.metric.description})")  # fmt: skip
+        if metric.minimum is not None and metric.value < metric.minimum:
+            note = f"{metric.name} = {metric.value:g}{metric.unit} is below its minimum {metric.minimum:g}"
+        elif metric.maximum is not None and metric.value > metric.maximum:
+            note = f"{metric.name} = {metric.value:g}{metric.unit} is above its maximum {metric.maximum:g}"
+        else:
+            return None
+        if metric.description:
+            note += f" ({metric.description})"
         return Step(note, Verdict.REGRESSION, final=True, absolute=True)
-
-
-def bound_violation(case: Case) -> str | None:
-    metric = case.metric
-    if metric is None:
-        return None
-    if metric.minimum is not None and metric.value < metric.minimum:
-        return f"{metric.name} = {metric.value:g}{metric.unit} is below its minimum {metric.minimum:g}"
-    if metric.maximum is not None and metric.value > metric.maximum:
-        return f"{metric.name} = {metric.value:g}{metric.unit} is above its maximum {metric.maximum:g}"
-    return None
 
 
 @dataclass(frozen=True)
