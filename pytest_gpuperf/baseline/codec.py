@@ -1,8 +1,7 @@
 """BaselineEntry <-> JSON, and whole baseline documents <-> text.
 
-The text form is canonical: sorted keys, indent 2, a trailing newline, floats
-rounded to 6 significant digits (ints stay ints), so writing the same entries
-twice changes no byte and a git diff shows only what really changed.
+The text is canonical (sorted keys, indent 2, a trailing newline, floats rounded to 6 significant
+digits), so writing the same entries twice changes no byte and a git diff shows only real changes.
 """
 
 from __future__ import annotations
@@ -97,10 +96,7 @@ def profile_from_json(d: Mapping[str, Any]) -> OpProfile:
 
 
 def entry_to_json(entry: BaselineEntry) -> dict[str, Any]:
-    """The current-version JSON object of one entry (its key is the object's name in ``entries``).
-
-    Raises NonFiniteNumberError (a ValueError) for NaN or infinity anywhere in it.
-    """
+    """The current-version JSON object of one entry; NonFiniteNumberError (a ValueError) for NaN or infinity."""
     s, env = entry.stats, entry.environment
     raw = {
         "stats": {"count": int(s.count), **{name: float(getattr(s, name)) for name in _STAT_TIMES}},
@@ -236,10 +232,7 @@ def parse_json(text: str | bytes, path: Path) -> object:
         document = json.loads(text, parse_float=_parse_float, parse_int=_parse_int, parse_constant=_reject_constant)
         found = _first_not_a_number(document)
     except json.JSONDecodeError as exc:
-        raise BaselineError(
-            path,
-            f"not valid JSON: {where_in_text(exc)} (truncated, or a merge conflict?)",
-        ) from None
+        raise BaselineError(path, f"not valid JSON: {where_in_text(exc)} (truncated, or a merge conflict?)") from None
     except ValueError as exc:
         raise BaselineError(path, f"not valid JSON: {exc}") from None
     except RecursionError:
@@ -253,11 +246,10 @@ def parse_document(
     text: str | bytes, path: Path | str, *, validated: Mapping[str, Any] | None = None
 ) -> migrate.Document:
     """Parse, validate against its version's schema, migrate to the current version, check the keys
-    and the plausibility of every entry (plausible.py).
+    and the plausibility of every entry.
 
-    ``validated``: current-version entries known to be valid (an earlier parse
-    of the same file); entries identical to one of them skip the checks,
-    which are most of the cost of re-reading a file another process updated.
+    ``validated``: entries of an earlier parse of the file; identical ones skip the checks, which
+    are most of the cost of re-reading a file another process updated.
     """
     path = Path(path)
     document = parse_json(text, path)

@@ -14,12 +14,10 @@ A loader validates a document against the schema of *its* version, then migrates
 in memory one version at a time; a file is rewritten only when an update writes it.
 Migrations are frozen history: they spell the old defaults out instead of reading today's model.
 
-Device classes have a history too (``device_class.py``): a CPU class once was the model
-name alone (``cpu-amd-epyc``); it now names the kernels torch dispatches to
-(``cpu-amd-epyc--avx512-bf16``). An entry there that recorded its ``cpu_isa`` belongs to
-its kernels' class (``current_class``), and moves there when the store next writes baselines
-of the model (``BaselineStore.migrate_legacy_class``). An entry without one stays, never lost,
-and reads "not comparable" with the reason.
+Device classes have a history too: a CPU class once was the model name alone (``cpu-amd-epyc``); it
+now names the kernels torch dispatches to (``cpu-amd-epyc--avx512-bf16``). An old entry that recorded
+its ``cpu_isa`` belongs to its kernels' class (``current_class``) and is moved there by
+``BaselineStore.migrate_legacy_class``; one that did not stays, and reads "not comparable".
 """
 
 from __future__ import annotations
@@ -128,11 +126,8 @@ def migrate(document: Document, version: int) -> Document:
 
 
 def current_class(entry: BaselineEntry, filed_under: str) -> str:
-    """The device class ``entry`` (filed under ``filed_under``) belongs to today.
-
-    A CPU class without kernels gains them from the entry's recorded ``cpu_isa``;
-    without one it stays as it was (what ran there is unknown).
-    """
+    """The device class ``entry`` (filed under ``filed_under``) belongs to today: a CPU class without
+    kernels gains them from the entry's recorded ``cpu_isa``; without one, what ran there is unknown."""
     base, kernels = device_class.split(filed_under)
     isa = entry.environment.extra.get("cpu_isa") if entry.environment is not None else None
     if kernels is not None or not device_class.is_cpu(filed_under) or not isa:

@@ -28,14 +28,12 @@ TIME_STATS = ("median_ns", "min_ns", "mean_ns", "p90_ns", "p99_ns", "max_ns")
 READ_HINT = "fix or delete the entry, then record it again (an update run does not overwrite a refused file)"
 WRITE_HINT = "not written; record it again (on a quieter machine, or measuring longer)"
 
-Parts = tuple[str | int, ...]
-
 
 @dataclass(frozen=True)
 class Fault:
     """What a rule found: the path of the field inside the entry, and why it cannot be."""
 
-    parts: Parts
+    parts: tuple[str | int, ...]
     message: str
 
 
@@ -84,8 +82,7 @@ def _within_a_day(entry: Mapping[str, Any]) -> Fault | None:
     for name in TIME_STATS:
         if float(stats[name]) > MAX_TIME_NS:
             return Fault(
-                ("stats", name),
-                f"{name} {float(stats[name]):g} ns is more than a day ({MAX_TIME_NS:g} ns) per call",
+                ("stats", name), f"{name} {float(stats[name]):g} ns is more than a day ({MAX_TIME_NS:g} ns) per call"
             )
     return None
 
@@ -115,8 +112,7 @@ def _spreads(entry: Mapping[str, Any]) -> Fault | None:
     for name in ("iqr_ns", "stdev_ns"):
         if not stats[name] <= span + ROUNDING * stats["max_ns"]:
             return Fault(
-                ("stats", name),
-                f"{name} {stats[name]:g} is wider than the samples' range max_ns - min_ns = {span:g}",
+                ("stats", name), f"{name} {stats[name]:g} is wider than the samples' range max_ns - min_ns = {span:g}"
             )
     return None
 
@@ -147,8 +143,7 @@ def _samples_match_stats(entry: Mapping[str, Any]) -> Fault | None:
     for i, value in enumerate(samples):
         if not (_le(low, value) and _le(value, high)):
             return Fault(
-                ("samples_ns", i),
-                f"sample {value:g} is outside the stats' [min_ns, max_ns] = [{low:g}, {high:g}]",
+                ("samples_ns", i), f"sample {value:g} is outside the stats' [min_ns, max_ns] = [{low:g}, {high:g}]"
             )
     if len(samples) == count:  # every sample kept: their median is the stats' median
         median = statistics.median(samples)
@@ -217,10 +212,8 @@ def find_fault(entry: Mapping[str, Any]) -> tuple[Rule, Fault] | None:
 
 
 def check_entry(entry: Mapping[str, Any], path: Path, key: str, *, writing: bool = False) -> None:
-    """Raise BaselineError naming ``path`` and ``$.entries[key]...`` if ``entry`` breaks a rule.
-
-    ``writing``: the entry is about to be written (the hint says what to do then).
-    """
+    """Raise BaselineError naming ``path`` and ``$.entries[key]...`` if ``entry`` breaks a rule
+    (``writing``: it is about to be written, which changes the hint)."""
     found = find_fault(entry)
     if found is not None:
         rule, fault = found

@@ -19,9 +19,8 @@ def _existing_dir(path: Path) -> Path | None:
 def git_provenance(path: Path) -> Provenance:
     """Commit, branch, dirtiness and commit date of the repository holding ``path``.
 
-    Never raises: without GitPython or a git executable, outside a repository,
-    or in a repository without commits every field is None; on a detached HEAD
-    only ``branch`` is None.
+    Never raises: without GitPython or git, outside a repository, or without commits every field
+    is None; on a detached HEAD only ``branch`` is None.
     """
     try:
         import git

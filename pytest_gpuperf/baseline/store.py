@@ -96,17 +96,15 @@ class BaselineStore:
             )
 
     def _cached(self, path: Path) -> _ParsedFile:
-        parsed = self._cache.get(path)
-        if parsed is None:
-            parsed = self._cache[path] = self._parse_file(path)
-        return parsed
+        if path not in self._cache:
+            self._cache[path] = self._parse_file(path)
+        return self._cache[path]
 
     def load(self, device_class: str, test_id: str, name: str) -> BaselineEntry | None:
         """The baseline of measurement ``name`` of ``test_id`` on ``device_class``, or None.
 
-        A CPU class with kernels also finds an entry of its model's older class (without
-        kernels) that recorded the same ones (migrate.current_class), until it is moved.
-        """
+        A CPU class with kernels also finds an entry of its model's older class that recorded
+        the same kernels (migrate.current_class), until it is moved."""
         key = measurement_key(test_id, name)
         path = self.file_for(device_class, test_id)
         if path.is_file() and key in self._cached(path).entries:
@@ -121,10 +119,8 @@ class BaselineStore:
         return migrate.in_current_class(entry, legacy)
 
     def load_other_classes(self, test_id: str, name: str, *, exclude: str | None = None) -> list[BaselineEntry]:
-        """The same measurement's baselines on every device class (but ``exclude``), by folder name.
-
-        Each in the class it belongs to today (migrate.current_class), so a CPU entry says which kernels ran.
-        """
+        """The same measurement's baselines on every device class but ``exclude``, each in the class
+        it belongs to today (migrate.current_class), so a CPU entry says which kernels ran."""
         key = measurement_key(test_id, name)
         file_name = module_file_name(module_of(test_id))
         skip = device_class_dir(exclude) if exclude else None
@@ -144,9 +140,7 @@ class BaselineStore:
 
     def iter_entries(self) -> Iterator[tuple[str, Path, BaselineEntry]]:
         """(device class, file, entry) for every entry under the root, in a stable order.
-
-        Raises BaselineError at the first invalid file; validate_tree lists them all.
-        """
+        Raises BaselineError at the first invalid file; validate_tree lists them all."""
         for folder in self._device_dirs():
             for path in self._baseline_files(folder):
                 parsed = self._cached(path)
@@ -183,10 +177,8 @@ class BaselineStore:
                     f"{entry.key}: measured on device class {env_class!r}, cannot be stored under {device_class!r}"
                 )
             groups.setdefault(module_of(entry.key), []).append(entry)
-        changes: list[EntryChange] = []
         legacy, kernels = classes.split(device_class)
-        if kernels is not None:
-            changes += self.migrate_legacy_class(legacy)
+        changes = self.migrate_legacy_class(legacy) if kernels is not None else []
         for module in sorted(groups):
             changes += self._update_file(device_class, module, groups[module])
         return changes
@@ -194,9 +186,8 @@ class BaselineStore:
     def migrate_legacy_class(self, legacy: str) -> list[EntryChange]:
         """Move the entries of a CPU class without kernels that recorded theirs into their class's folder.
 
-        Each moved entry is written to its new file before it leaves the old one, so an
-        interrupted move leaves a copy, never a loss; entries that did not record their
-        kernels stay (migrate.py). Returns the entries added to their new files.
+        Each is written to its new file before it leaves the old one, so an interrupted move leaves a
+        copy, never a loss. Returns the entries added to their new files.
         """
         folder = self.root / device_class_dir(legacy)
         if not folder.is_dir() or classes.split(legacy)[1] is not None or not classes.is_cpu(legacy):
@@ -236,7 +227,7 @@ class BaselineStore:
             self._write_gitignore()
             with atomic.locked(path, self.lock_timeout_s):
                 atomic.remove_stale_temps(path)
-                return self._merge_and_write(path, device_class, module, self._reread(path), entries)
+                return self._merge_and_write(path, device_class, module, entries)
         except OSError as exc:  # a read-only checkout, a full disk: name the file, no traceback
             raise BaselineError(path, f"cannot update it: {exc.strerror or exc}") from None
 
@@ -254,14 +245,11 @@ class BaselineStore:
         return self._parse_file(path, raw, earlier=cached)
 
     def _merge_and_write(
-        self,
-        path: Path,
-        device_class: str,
-        module: str,
-        existing: _ParsedFile | None,
-        entries: list[BaselineEntry],
+        self, path: Path, device_class: str, module: str, entries: list[BaselineEntry]
     ) -> list[EntryChange]:
-        # Merge raw JSON, not decoded entries, so untouched entries stay byte-identical.
+        """Merge ``entries`` into the file (call under its lock). Merging raw JSON, not decoded entries,
+        keeps untouched entries byte-identical."""
+        existing = self._reread(path)
         merged = dict(existing.document["entries"]) if existing else {}
         decoded = dict(existing.entries) if existing else {}
         changes = []

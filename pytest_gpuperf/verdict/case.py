@@ -10,21 +10,15 @@ from pytest_gpuperf.model import BaselineEntry, Environment, Kind, Measurement, 
 
 @dataclass(frozen=True)
 class Evidence:
-    """The ratio current / reference with its confidence interval, and how it was obtained.
+    """The ratio current / reference with its confidence interval, and how it was obtained."""
 
-    ``change`` is what the verdict reads (relative, +0.12 = 12% more); it is the
-    gated statistic's change in baseline mode and the paired estimate in compare-ref.
-    ``readings`` counts the independent readings behind the smaller side
-    (samples, round pairs or process pairs), for the minimum-samples rule.
-    """
-
-    change: float
+    change: float  # what the verdict reads (+0.12 = 12% more): the gated statistic's, or the paired estimate
     ratio: float
     low: float
     high: float
     p_value: float | None
     method: str
-    readings: int
+    readings: int  # independent readings (samples, round pairs or process pairs), for the minimum-samples rule
     reference_readings: int
     # The change is a median or mean of per-pair ratios (compare-ref), not current / a reference
     # value: the reference shown beside it is then current / ratio (pipeline.draft_for).

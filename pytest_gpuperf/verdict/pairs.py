@@ -1,11 +1,9 @@
 """When fresh process pairs have decided a compare-ref suspicion: a sequential plan with a look after each pair.
 
-The engine (abtest/confirm.py) gathers the pair ratios; this module decides after each look
-whether they are enough. A look stops when the pairs confirm the change or rule it out, both at
-the stricter ``INTERIM_CONFIDENCE`` (looking more than once must not add false alarms), or, at the
-first look, when the pairs to come could not make it (``futile``). At the planned count it stops
-unless the verdict is still open (``undecided``), which earns an extension of half as many pairs
-again. The verdict is judged from all the pairs (``evidence.replicates``); docs/statistics.md
+The engine (abtest/confirm.py) gathers the pair ratios. A look stops when they confirm the change or
+rule it out, both at the stricter ``INTERIM_CONFIDENCE`` (looking more than once must not add false
+alarms), or, at the first look, when the pairs to come could not make it (``futile``). At the planned
+count an open verdict (``undecided``) earns an extension of half as many pairs again. docs/statistics.md
 gives the reasoning and the numbers.
 """
 
@@ -36,8 +34,7 @@ def pairs_done(ratios: Sequence[float], planned: int, *, pairs: int, threshold: 
     """The stopping rule for compare-ref confirmation pairs, after ``planned`` pairs (see the module docstring)."""
     if len(ratios) < MIN_CONFIRMING_PAIRS:
         return True  # too few pairs could measure: more of the same workers will not help
-    last = last_pair(pairs)
-    if planned >= last:
+    if planned >= last_pair(pairs):
         return True  # the extension's last pair
     if confirmed(ratios, threshold, INTERIM_CONFIDENCE) or cleared(ratios, threshold, INTERIM_CONFIDENCE):
         return True
@@ -57,13 +54,11 @@ def confirmed(ratios: Sequence[float], threshold: float, confidence: float) -> b
 def futile(ratios: Sequence[float], threshold: float, planned: int) -> bool:
     """True when the pairs still to come could only confirm a regression by reading far above these.
 
-    The verdict over all ``planned`` pairs needs their geometric mean ratio above
-    ``1 + threshold``. With ``k`` ratios whose log-mean is ``l``, the other
-    ``planned - k`` would need a log-mean of ``(planned * L - k * l) / (planned - k)``
-    (``L = log(1 + threshold)``). If that lies a whole threshold or more above ``l``,
-    which is when ``l <= L * k / planned``, the rest would have to disagree with the
-    first wave by more than the smallest change the gate reports. Stopping can only
-    clear a suspicion, never make one.
+    The verdict over all ``planned`` pairs needs their geometric mean ratio above ``1 + threshold``.
+    With ``k`` ratios whose log-mean is ``l``, the other ``planned - k`` would need a log-mean of
+    ``(planned * L - k * l) / (planned - k)`` (``L = log(1 + threshold)``). If that lies a whole
+    threshold or more above ``l`` (when ``l <= L * k / planned``), the rest would have to disagree
+    with the first wave by more than the smallest change the gate reports. It can only clear a suspicion.
     """
     k = len(ratios)
     if k == 0 or k >= planned:
@@ -73,10 +68,7 @@ def futile(ratios: Sequence[float], threshold: float, planned: int) -> bool:
 
 
 def cleared(ratios: Sequence[float], threshold: float, confidence: float) -> bool:
-    """The interval's upper end lies below ``1 + threshold``: a change of the threshold's size is ruled out.
-
-    Like ``futile``, it can only end a confirmation without a regression, never make one.
-    """
+    """The interval's upper end lies below ``1 + threshold``: a change of the threshold's size is ruled out."""
     if len(ratios) < MIN_CONFIRMING_PAIRS:
         return False
     _, _, high, _ = stats.replicate_ratio_ci(ratios, confidence)

@@ -53,8 +53,7 @@ def _other_class(there: tuple[str, ...], here: str) -> str:
 class MinimumSamples:
     """A time verdict needs ``settings.min_samples`` independent readings on each side; so does a baseline.
 
-    First in the time list: a measurement too slow for the samples a verdict needs is
-    "not gated" whatever its reference, and a baseline is never written from one.
+    First in the time list: too few samples are "not gated" whatever the reference.
     """
 
     name: str = "minimum-samples"
@@ -83,13 +82,10 @@ NOISE_FLOOR_CAP = 2.5
 class NoiseFloor:
     """The threshold is never below what the recorded between-run noise allows (stats.noise_floor), up to a cap.
 
-    The noise is an estimate from a few readings (two to five process medians, a
-    handful of rounds); a machine busy while they were taken makes it large, and a
-    floor that follows it makes the gate blind (a noise of 0.95 would ask for +285%).
-    Past 1.5x the configured threshold a baseline write already takes more readings
-    and calls its entry noisy; past ``NOISE_FLOOR_CAP`` times the threshold the
-    estimate is not what the gate leans on: the floor stops there and says so, and
-    the significance test and the fresh-process confirmation decide the rest.
+    The noise is an estimate from a few readings; a machine busy while they were taken makes it
+    large, and a floor that follows it makes the gate blind (a noise of 0.95 would ask for +285%).
+    Past ``NOISE_FLOOR_CAP`` times the threshold the floor stops and says so; the significance
+    test and the fresh-process confirmation decide the rest.
     """
 
     name: str = "noise-floor"
@@ -122,13 +118,10 @@ def _pct(noise: float | None) -> str:
 
 @dataclass(frozen=True)
 class Significance:
-    """Large enough (|change| above the threshold) and significant (the CI of the ratio excludes 1).
-
-    ``suspects``: a change it calls awaits confirmation (off where it judges the confirmation itself).
-    """
+    """Large enough (|change| above the threshold) and significant (the CI of the ratio excludes 1)."""
 
     name: str = "significance"
-    suspects: bool = True
+    suspects: bool = True  # a change it calls awaits confirmation (off where it judges the confirmation itself)
 
     def apply(self, case: Case, draft: Comparison) -> Step | None:
         ev = case.evidence
@@ -202,9 +195,7 @@ class MemoryGrowth:
                 f"{floor} byte floor under which peak memory moves with the allocator's granularity",
                 Verdict.UNCHANGED, threshold=limit,
             )  # fmt: skip
-        verdict = Verdict.UNCHANGED
-        if past_threshold:
-            verdict = Verdict.REGRESSION if diff > 0 else Verdict.IMPROVEMENT
+        verdict = Verdict.UNCHANGED if not past_threshold else Verdict.REGRESSION if diff > 0 else Verdict.IMPROVEMENT
         return Step(f"peak allocated {base} -> {current} bytes ({diff:+d}), threshold {limit:.1%}", verdict,
                     threshold=limit, quiet=verdict is Verdict.UNCHANGED)  # fmt: skip
 
