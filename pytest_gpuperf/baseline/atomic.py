@@ -1,8 +1,7 @@
 """Locked, atomic replacement of baseline files: readers see the old file or the new one, never a mix.
 
-The write is ``files.write_atomic``, under the lock file ``.<name>.lock`` since the store
-reads, merges and writes a file as one step. A killed writer leaves at most a temporary file,
-which the next writer deletes; the lock is an OS lock (flock), so it dies with its holder.
+The write (``files.write_atomic``) happens under the lock file ``.<name>.lock``, as the store reads, merges
+and writes a file as one step. The lock is an OS lock (flock), so it dies with a killed holder.
 """
 
 from __future__ import annotations

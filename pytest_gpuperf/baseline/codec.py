@@ -146,8 +146,7 @@ def entry_from_json(data: object, *, path: Path | str, key: str) -> BaselineEntr
 
 
 def decode_entry(d: dict[str, Any], key: str) -> BaselineEntry:
-    s = d["stats"]
-    env = d["environment"]
+    s, env = d["stats"], d["environment"]
     return BaselineEntry(
         key=key,
         stats=SampleStats(count=int(s["count"]), **{name: float(s[name]) for name in _STAT_TIMES}),
@@ -245,12 +244,10 @@ def parse_json(text: str | bytes, path: Path) -> object:
 def parse_document(
     text: str | bytes, path: Path | str, *, validated: Mapping[str, Any] | None = None
 ) -> migrate.Document:
-    """Parse, validate against its version's schema, migrate to the current version, check the keys
-    and the plausibility of every entry.
+    """Parse, validate against its version's schema, migrate to the current version, check keys and plausibility.
 
-    ``validated``: entries of an earlier parse of the file; identical ones skip the checks, which
-    are most of the cost of re-reading a file another process updated.
-    """
+    ``validated``: entries of an earlier parse of the file; identical ones skip the checks, which are most
+    of the cost of re-reading a file another process updated."""
     path = Path(path)
     document = parse_json(text, path)
     version = migrate.document_version(document, path)

@@ -1,6 +1,4 @@
-"""Schema versions of baseline files and the migrations between them (pyperf style).
-
-Version history:
+"""Schema versions of baseline files and the migrations between them (pyperf style). Version history:
 
 1. The first draft format. One ``environment`` per file; per entry the raw samples as ``samples``,
    the peaks as top-level ``peak_*_bytes``, metrics as a bare ``{name: value}`` map (tolerances

@@ -1,10 +1,9 @@
 """Safe, collision-free file names for device classes and test modules.
 
-A name is a readable slug of the original, used as it is only when the original can be read back
-from it (``/`` is written as ``__``); otherwise (upper case, unicode, ``..``, backslashes, NUL,
-long names, Windows device names) a ``~`` and a hash of the original follow a truncated slug.
-``~`` never occurs in a plain slug, and every name is lower case, so no two names collide,
-not even on case-insensitive file systems.
+A name is a readable slug of the original, used as it is only when the original can be read back from it
+(``/`` is written as ``__``); otherwise (upper case, unicode, ``..``, backslashes, NUL, long names, Windows
+device names) a ``~`` and a hash of the original follow a truncated slug. ``~`` never occurs in a plain
+slug and every name is lower case, so no two names collide, even on case-insensitive file systems.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Plausibility rules: values the baseline schema allows but no measurement produces.
 
-A schema-valid entry can still switch the gate off for its test (a noise of 1e9 passes
-every change, a median of 1e300 makes every run an improvement). ``check_entry`` runs
-every rule on every read and before every write, refusing the entry as a corrupt file is.
-Stored floats carry 6 significant digits, so comparisons of two stored values allow ROUNDING.
+Such an entry could switch the gate off for its test (a noise of 1e9 passes every change, a median of
+1e300 makes every run an improvement), so every read and write refuses it as a corrupt file is. Stored
+floats carry 6 significant digits, so comparisons of two stored values allow ROUNDING.
 """
 
 from __future__ import annotations
@@ -217,9 +216,8 @@ def check_entry(entry: Mapping[str, Any], path: Path, key: str, *, writing: bool
     found = find_fault(entry)
     if found is not None:
         rule, fault = found
-        hint = WRITE_HINT if writing else READ_HINT
         raise BaselineError(
             path,
-            f"implausible entry ({rule.name}): {fault.message}; {hint}",
+            f"implausible entry ({rule.name}): {fault.message}; {WRITE_HINT if writing else READ_HINT}",
             json_path=schema.json_path(("entries", key, *fault.parts)),
         )

@@ -17,11 +17,10 @@ def _existing_dir(path: Path) -> Path | None:
 
 
 def git_provenance(path: Path) -> Provenance:
-    """Commit, branch, dirtiness and commit date of the repository holding ``path``.
+    """Commit, branch, dirtiness and commit date of the repository holding ``path``; never raises.
 
-    Never raises: without GitPython or git, outside a repository, or without commits every field
-    is None; on a detached HEAD only ``branch`` is None.
-    """
+    Without GitPython or git, outside a repository or without commits every field is None; on a detached
+    HEAD only ``branch`` is."""
     try:
         import git
     except ImportError:  # GitPython missing, or it found no git executable

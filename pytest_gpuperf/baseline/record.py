@@ -48,10 +48,8 @@ def entry_from_measurement(
 ) -> BaselineEntry:
     """The baseline record of ``m``: statistics of all samples, a bounded subset of the samples.
 
-    ``noise`` defaults to ``measured_noise(m)``. The kept samples are evenly spaced order statistics,
-    so a rank test or bootstrap against them sees the full distribution; ``round_medians_ns`` keeps
-    the time order.
-    """
+    ``noise`` defaults to ``measured_noise(m)``. The kept samples are evenly spaced order statistics, so a
+    rank test or bootstrap against them sees the full distribution; ``round_medians_ns`` keeps the time order."""
     if not m.samples_ns:
         raise ValueError(f"{m.key}: a measurement without samples cannot become a baseline")
     return BaselineEntry(

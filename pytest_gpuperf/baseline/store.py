@@ -1,9 +1,8 @@
 """The git-tracked baseline store: ``<root>/<device class>/<safe module name>.json``.
 
-Reads validate every file (schema, plausibility, location). Updates lock the file, re-read it,
-merge and replace it atomically (``atomic.py``), so concurrent sessions and xdist workers lose
-nothing. A corrupt file is never overwritten. Files are updated one by one: an update spanning
-two modules can fail on the second after writing the first.
+Reads validate every file (schema, plausibility, location). Updates lock the file, re-read, merge and
+replace it atomically, so concurrent sessions and xdist workers lose nothing; a corrupt file is never
+overwritten. Files are updated one by one: an update of two modules can fail after writing the first.
 """
 
 from __future__ import annotations
@@ -101,10 +100,8 @@ class BaselineStore:
         return self._cache[path]
 
     def load(self, device_class: str, test_id: str, name: str) -> BaselineEntry | None:
-        """The baseline of measurement ``name`` of ``test_id`` on ``device_class``, or None.
-
-        A CPU class with kernels also finds an entry of its model's older class that recorded
-        the same kernels (migrate.current_class), until it is moved."""
+        """The baseline of measurement ``name`` of ``test_id`` on ``device_class``, or None; for a CPU class
+        with kernels also an entry of its model's older class that recorded them (migrate.current_class)."""
         key = measurement_key(test_id, name)
         path = self.file_for(device_class, test_id)
         if path.is_file() and key in self._cached(path).entries:
@@ -184,11 +181,8 @@ class BaselineStore:
         return changes
 
     def migrate_legacy_class(self, legacy: str) -> list[EntryChange]:
-        """Move the entries of a CPU class without kernels that recorded theirs into their class's folder.
-
-        Each is written to its new file before it leaves the old one, so an interrupted move leaves a
-        copy, never a loss. Returns the entries added to their new files.
-        """
+        """Move the entries of a CPU class without kernels that recorded theirs into their class's folder
+        (written there before they leave, so an interrupted move leaves a copy); returns the added ones."""
         folder = self.root / device_class_dir(legacy)
         if not folder.is_dir() or classes.split(legacy)[1] is not None or not classes.is_cpu(legacy):
             return []

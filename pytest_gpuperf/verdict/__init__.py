@@ -1,9 +1,8 @@
 """The verdict: one pipeline of small, named rules that every mode shares.
 
-Each rule of the mode's ordered list (``rulesets.py``) may set the threshold, change the
-verdict or stop the pipeline, and says why in a note; ``Comparison.explanation`` keeps every
-note, for failure messages, the results JSON and ``--gpuperf-explain``. The modes differ only
-in their evidence (``evidence.py``) and rule lists; host guards (``pytest_gpuperf.host``) add theirs.
+Each rule of the mode's list (``rulesets.py``) may set the threshold, change the verdict or stop the
+pipeline, and says why in a note, kept in ``Comparison.explanation``. The modes differ only in their
+evidence (``evidence.py``) and rule lists; host guards (``pytest_gpuperf.host``) add their rules.
 """
 
 from __future__ import annotations

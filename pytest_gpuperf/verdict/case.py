@@ -20,9 +20,7 @@ class Evidence:
     method: str
     readings: int  # independent readings (samples, round pairs or process pairs), for the minimum-samples rule
     reference_readings: int
-    # The change is a median or mean of per-pair ratios (compare-ref), not current / a reference
-    # value: the reference shown beside it is then current / ratio (pipeline.draft_for).
-    paired: bool = False
+    paired: bool = False  # the change is of per-pair ratios: the reference shown is current / ratio (draft_for)
 
     def describe(self, confidence: float) -> str:
         """``ratio 1.520 [1.470, 1.580] 95% CI, p=1e-12, bootstrap of medians``."""

@@ -1,10 +1,9 @@
 """Confirmation as a step of the verdict: what is suspected, and what the extra readings made of it.
 
-The engines gather readings (fresh processes in baseline mode, fresh process pairs in
-compare-ref); what they mean is decided here. A comparison is *suspected* when a ``suspect``
-step (the significance test) called a regression or an improvement and no later rule cleared
-it. Confirmation readings confirm or clear it, in the same direction only. Improvements are held
-to a stricter standard (``confirming_gate``): a missed one costs a user nothing, a false one
+The engines gather readings (fresh processes, or process pairs in compare-ref); what they mean is
+decided here. A comparison is *suspected* when a ``suspect`` step called a regression or an improvement
+and no later rule cleared it; readings confirm or clear it, in the same direction only. Improvements
+are held to a stricter standard (``confirming_gate``): a missed one costs a user nothing, a false one
 credits a change with a speed-up it does not have.
 """
 

@@ -39,11 +39,8 @@ def fails(result: MeasurementResult, settings: GateSettings) -> bool:
 
 
 def absolute_failures(result: MeasurementResult) -> tuple[Comparison, ...]:
-    """The comparisons an ``absolute`` step made a regression (a violated hard bound: ``rules.MetricBounds``).
-
-    An update run records what it measures, so a relative regression does not fail it; a bound's
-    violation does, and the value is never written.
-    """
+    """The comparisons an ``absolute`` step made a regression (a violated hard bound: ``rules.MetricBounds``),
+    which fail even an update run (a relative regression does not) and are never written."""
     return tuple(
         c for c in result.comparisons
         if c.verdict is Verdict.REGRESSION and any(n.absolute for n in c.explanation)

@@ -1,10 +1,9 @@
 """When fresh process pairs have decided a compare-ref suspicion: a sequential plan with a look after each pair.
 
-The engine (abtest/confirm.py) gathers the pair ratios. A look stops when they confirm the change or
-rule it out, both at the stricter ``INTERIM_CONFIDENCE`` (looking more than once must not add false
-alarms), or, at the first look, when the pairs to come could not make it (``futile``). At the planned
-count an open verdict (``undecided``) earns an extension of half as many pairs again. docs/statistics.md
-gives the reasoning and the numbers.
+A look stops when the pairs confirm the change or rule it out, both at the stricter ``INTERIM_CONFIDENCE``
+(looking more than once must not add false alarms), or, at the first look, when the pairs to come could
+not make it (``futile``). At the planned count an open verdict (``undecided``) earns an extension of half
+as many pairs again. docs/statistics.md gives the reasoning and the numbers.
 """
 
 from __future__ import annotations

@@ -51,10 +51,7 @@ def _other_class(there: tuple[str, ...], here: str) -> str:
 
 @dataclass(frozen=True)
 class MinimumSamples:
-    """A time verdict needs ``settings.min_samples`` independent readings on each side; so does a baseline.
-
-    First in the time list: too few samples are "not gated" whatever the reference.
-    """
+    """A time verdict needs ``settings.min_samples`` independent readings on each side, whatever the reference."""
 
     name: str = "minimum-samples"
 
@@ -82,11 +79,9 @@ NOISE_FLOOR_CAP = 2.5
 class NoiseFloor:
     """The threshold is never below what the recorded between-run noise allows (stats.noise_floor), up to a cap.
 
-    The noise is an estimate from a few readings; a machine busy while they were taken makes it
-    large, and a floor that follows it makes the gate blind (a noise of 0.95 would ask for +285%).
-    Past ``NOISE_FLOOR_CAP`` times the threshold the floor stops and says so; the significance
-    test and the fresh-process confirmation decide the rest.
-    """
+    The noise is an estimate from a few readings, large if the machine was busy then; a floor that follows
+    it blinds the gate (a noise of 0.95 would ask for +285%). So it stops at ``NOISE_FLOOR_CAP`` times the
+    threshold, and the significance test and the fresh-process confirmation decide the rest."""
 
     name: str = "noise-floor"
 
