@@ -1,10 +1,8 @@
 """The git-tracked baseline store: ``baselines/<device class>/<safe module name>.json``.
 
-``store`` reads and updates the files (``atomic``: locked atomic replacement), ``codec`` maps entries to
-canonical JSON, ``schema`` validates against the shipped JSON Schema,
-``plausible`` refuses schema-valid values no measurement produces,
-``migrate`` holds the version history, ``naming`` the safe file names,
-``record`` turns measurements into entries and ``provenance`` reads git.
+``store`` reads and updates the files, ``atomic`` replaces them under a lock, ``codec`` maps entries
+to canonical JSON, ``schema`` and ``plausible`` validate them, ``migrate`` holds the version history,
+``naming`` the safe file names, ``record`` turns measurements into entries, ``provenance`` reads git.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Locked, atomic replacement of baseline files: readers see the old file or the new one, never a mix.
 
-The write itself is ``files.write_atomic`` (a temporary file beside the target,
-fsynced and renamed over it), done under the lock file ``.<name>.lock``, since
-the store reads, merges and writes a file as one step. A writer killed mid-way
-leaves at most a temporary file, which no reader looks at and the next writer,
-holding the lock, deletes. The lock is an OS lock (flock), so a killed holder's
-lock dies with it.
+The write (``files.write_atomic``) happens under the lock file ``.<name>.lock``, as the store reads, merges
+and writes a file as one step. The lock is an OS lock (flock), so it dies with a killed holder.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """BaselineEntry <-> JSON, and whole baseline documents <-> text.
 
-The text form is canonical: sorted keys, indent 2, a trailing newline, floats
-rounded to 6 significant digits (ints stay ints), so writing the same entries
-twice changes no byte and a git diff shows only what really changed.
+The text is canonical (sorted keys, indent 2, a trailing newline, floats rounded to 6 significant
+digits), so writing the same entries twice changes no byte and a git diff shows only real changes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Mapping
@@ -56,36 +56,13 @@ def _opt_int(value: int | None) -> int | None:
     return None if value is None else int(value)
 
 
-def _environment_to_json(env: Environment | None) -> dict[str, Any] | None:
-    if env is None:
-        return None
-    return {
-        "device_class": env.device_class,
-        "device_type": env.device_type,
-        "device_name": env.device_name,
-        "cpu_model": env.cpu_model,
-        "python": env.python,
-        "torch": env.torch,
-        "cuda": env.cuda,
-        "driver": env.driver,
-        "gpu_uuid": env.gpu_uuid,
-        "platform": env.platform,
-        "extra": dict(env.extra),
-    }
+def _fields(obj: Any) -> dict[str, Any]:
+    """A dataclass's fields by name (unlike ``dataclasses.asdict``, nested values are kept as they are)."""
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
 
 
-def _metric_to_json(metric: Metric) -> dict[str, Any]:
-    return {
-        "name": metric.name,
-        "value": float(metric.value),
-        "unit": metric.unit,
-        "better": metric.better,
-        "tolerance": _opt_float(metric.tolerance),
-        "absolute_tolerance": _opt_float(metric.absolute_tolerance),
-        "minimum": _opt_float(metric.minimum),
-        "maximum": _opt_float(metric.maximum),
-        "description": metric.description,
-    }
+_STAT_TIMES = tuple(f.name for f in dataclasses.fields(SampleStats) if f.name != "count")
+_METRIC_BOUNDS = ("tolerance", "absolute_tolerance", "minimum", "maximum")
 
 
 def profile_to_json(profile: OpProfile) -> dict[str, Any]:
@@ -95,13 +72,7 @@ def profile_to_json(profile: OpProfile) -> dict[str, Any]:
         "host_ns": float(profile.host_ns),
         "device_ns": _opt_float(profile.device_ns),
         "ops": [
-            {
-                "name": s.name,
-                "kind": s.kind,
-                "calls": float(s.calls),
-                "host_ns": float(s.host_ns),
-                "device_ns": float(s.device_ns),
-            }
+            {**_fields(s), "calls": float(s.calls), "host_ns": float(s.host_ns), "device_ns": float(s.device_ns)}
             for s in profile.ops
         ],
         "omitted_below_ns": float(profile.omitted_below_ns),
@@ -125,23 +96,10 @@ def profile_from_json(d: Mapping[str, Any]) -> OpProfile:
 
 
 def entry_to_json(entry: BaselineEntry) -> dict[str, Any]:
-    """The current-version JSON object of one entry (its key is the object's name in ``entries``).
-
-    Raises NonFiniteNumberError (a ValueError) for NaN or infinity anywhere in it.
-    """
-    s = entry.stats
+    """The current-version JSON object of one entry; NonFiniteNumberError (a ValueError) for NaN or infinity."""
+    s, env = entry.stats, entry.environment
     raw = {
-        "stats": {
-            "count": int(s.count),
-            "mean_ns": float(s.mean_ns),
-            "median_ns": float(s.median_ns),
-            "p90_ns": float(s.p90_ns),
-            "p99_ns": float(s.p99_ns),
-            "min_ns": float(s.min_ns),
-            "max_ns": float(s.max_ns),
-            "iqr_ns": float(s.iqr_ns),
-            "stdev_ns": float(s.stdev_ns),
-        },
+        "stats": {"count": int(s.count), **{name: float(getattr(s, name)) for name in _STAT_TIMES}},
         "samples_ns": [float(x) for x in entry.samples_ns],
         "round_medians_ns": [float(x) for x in entry.round_medians_ns],
         "calls_per_sample": int(entry.calls_per_sample),
@@ -154,19 +112,13 @@ def entry_to_json(entry: BaselineEntry) -> dict[str, Any]:
             "peak_allocated_bytes": _opt_int(entry.peak_allocated_bytes),
             "peak_reserved_bytes": _opt_int(entry.peak_reserved_bytes),
         },
-        "throughput": {
-            "items": _opt_float(entry.throughput.items),
-            "flops": _opt_float(entry.throughput.flops),
-            "bytes": _opt_float(entry.throughput.bytes),
-        },
-        "metrics": [_metric_to_json(m) for m in entry.metrics],
-        "environment": _environment_to_json(entry.environment),
-        "provenance": {
-            "commit": entry.provenance.commit,
-            "branch": entry.provenance.branch,
-            "dirty": entry.provenance.dirty,
-            "commit_date": entry.provenance.commit_date,
-        },
+        "throughput": {name: _opt_float(value) for name, value in _fields(entry.throughput).items()},
+        "metrics": [
+            {**_fields(m), "value": float(m.value), **{name: _opt_float(getattr(m, name)) for name in _METRIC_BOUNDS}}
+            for m in entry.metrics
+        ],
+        "environment": None if env is None else {**_fields(env), "extra": dict(env.extra)},
+        "provenance": _fields(entry.provenance),
         "recorded_at": entry.recorded_at,
     }
     if entry.profile is not None:  # optional: an entry without one keeps its bytes
@@ -194,21 +146,10 @@ def entry_from_json(data: object, *, path: Path | str, key: str) -> BaselineEntr
 
 
 def decode_entry(d: dict[str, Any], key: str) -> BaselineEntry:
-    s = d["stats"]
-    env = d["environment"]
+    s, env = d["stats"], d["environment"]
     return BaselineEntry(
         key=key,
-        stats=SampleStats(
-            count=int(s["count"]),
-            mean_ns=float(s["mean_ns"]),
-            median_ns=float(s["median_ns"]),
-            p90_ns=float(s["p90_ns"]),
-            p99_ns=float(s["p99_ns"]),
-            min_ns=float(s["min_ns"]),
-            max_ns=float(s["max_ns"]),
-            iqr_ns=float(s["iqr_ns"]),
-            stdev_ns=float(s["stdev_ns"]),
-        ),
+        stats=SampleStats(count=int(s["count"]), **{name: float(s[name]) for name in _STAT_TIMES}),
         samples_ns=tuple(float(x) for x in d["samples_ns"]),
         round_medians_ns=tuple(float(x) for x in d["round_medians_ns"]),
         calls_per_sample=int(d["calls_per_sample"]),
@@ -221,40 +162,12 @@ def decode_entry(d: dict[str, Any], key: str) -> BaselineEntry:
         written_busy=d.get("written_busy"),  # optional too
         peak_allocated_bytes=_opt_int(d["memory"]["peak_allocated_bytes"]),
         peak_reserved_bytes=_opt_int(d["memory"]["peak_reserved_bytes"]),
-        throughput=Throughput(
-            items=_opt_float(d["throughput"]["items"]),
-            flops=_opt_float(d["throughput"]["flops"]),
-            bytes=_opt_float(d["throughput"]["bytes"]),
-        ),
+        throughput=Throughput(**{name: _opt_float(value) for name, value in d["throughput"].items()}),
         metrics=tuple(
-            Metric(
-                name=m["name"],
-                value=float(m["value"]),
-                unit=m["unit"],
-                better=m["better"],
-                tolerance=_opt_float(m["tolerance"]),
-                absolute_tolerance=_opt_float(m["absolute_tolerance"]),
-                minimum=_opt_float(m["minimum"]),
-                maximum=_opt_float(m["maximum"]),
-                description=m["description"],
-            )
+            Metric(**{**m, "value": float(m["value"]), **{name: _opt_float(m[name]) for name in _METRIC_BOUNDS}})
             for m in d["metrics"]
         ),
-        environment=None
-        if env is None
-        else Environment(
-            device_class=env["device_class"],
-            device_type=env["device_type"],
-            device_name=env["device_name"],
-            cpu_model=env["cpu_model"],
-            python=env["python"],
-            torch=env["torch"],
-            cuda=env["cuda"],
-            driver=env["driver"],
-            gpu_uuid=env["gpu_uuid"],
-            platform=env["platform"],
-            extra=dict(env["extra"]),
-        ),
+        environment=None if env is None else Environment(**{**env, "extra": dict(env["extra"])}),
         provenance=Provenance(**d["provenance"]),
         recorded_at=d["recorded_at"],
         profile=profile_from_json(d["profile"]) if d.get("profile") is not None else None,
@@ -266,11 +179,11 @@ def where_in_text(exc: json.JSONDecodeError) -> str:
     return f"{exc.msg.removesuffix(' at')} at line {exc.lineno} column {exc.colno}"
 
 
+@dataclasses.dataclass(frozen=True)
 class _NotANumber:
     """Stands in for NaN, Infinity or an overflowing number while parsing, so the error can name its JSON path."""
 
-    def __init__(self, problem: str) -> None:
-        self.problem = problem
+    problem: str
 
 
 def _reject_constant(name: str) -> _NotANumber:
@@ -318,10 +231,7 @@ def parse_json(text: str | bytes, path: Path) -> object:
         document = json.loads(text, parse_float=_parse_float, parse_int=_parse_int, parse_constant=_reject_constant)
         found = _first_not_a_number(document)
     except json.JSONDecodeError as exc:
-        raise BaselineError(
-            path,
-            f"not valid JSON: {where_in_text(exc)} (truncated, or a merge conflict?)",
-        ) from None
+        raise BaselineError(path, f"not valid JSON: {where_in_text(exc)} (truncated, or a merge conflict?)") from None
     except ValueError as exc:
         raise BaselineError(path, f"not valid JSON: {exc}") from None
     except RecursionError:
@@ -334,13 +244,10 @@ def parse_json(text: str | bytes, path: Path) -> object:
 def parse_document(
     text: str | bytes, path: Path | str, *, validated: Mapping[str, Any] | None = None
 ) -> migrate.Document:
-    """Parse, validate against its version's schema, migrate to the current version, check the keys
-    and the plausibility of every entry (plausible.py).
+    """Parse, validate against its version's schema, migrate to the current version, check keys and plausibility.
 
-    ``validated``: current-version entries known to be valid (an earlier parse
-    of the same file); entries identical to one of them skip the checks,
-    which are most of the cost of re-reading a file another process updated.
-    """
+    ``validated``: entries of an earlier parse of the file; identical ones skip the checks, which are most
+    of the cost of re-reading a file another process updated."""
     path = Path(path)
     document = parse_json(text, path)
     version = migrate.document_version(document, path)
@@ -349,7 +256,7 @@ def parse_document(
     to_check: list[str] | None = None  # None: every entry
     if validated is not None and version == migrate.CURRENT_VERSION and isinstance(entries, dict):
         schema.validate({**document, "entries": {}}, version, path)
-        to_check = [k for k, data in entries.items() if k not in validated or _compact(validated[k]) != _compact(data)]
+        to_check = [k for k, data in entries.items() if k not in validated or not same_json(validated[k], data)]
         for key in to_check:
             schema.validate_entry(entries[key], path, key)
     else:
@@ -379,9 +286,9 @@ def check_key(key: str, module: str, path: Path) -> None:
         )
 
 
-def _compact(value: Any) -> str:
-    # Text, not ==: in Python True == 1 == 1.0, which the schema tells apart.
-    return json.dumps(value, sort_keys=True)
+def same_json(a: Any, b: Any) -> bool:
+    """Whether two JSON values are the same: by text, not ==, since True == 1 == 1.0 and the schema tells them apart."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
 def decode_entries(document: migrate.Document) -> dict[str, BaselineEntry]:

@@ -1,30 +1,21 @@
-"""Schema versions of baseline files and the migrations between them (pyperf style).
+"""Schema versions of baseline files and the migrations between them (pyperf style). Version history:
 
-Version history:
+1. The first draft format. One ``environment`` per file; per entry the raw samples as ``samples``,
+   the peaks as top-level ``peak_*_bytes``, metrics as a bare ``{name: value}`` map (tolerances
+   came from the test each run) and only the ``commit`` of the run.
+2. (current) Per-entry ``environment`` (machines of one device class share a file), ``samples_ns``
+   plus ``round_medians_ns``, ``memory`` and ``throughput`` objects, metrics as a list of full
+   ``Metric`` records (the tolerance and bounds travel with the baseline) and a ``provenance``
+   object (commit, branch, dirty, commit date).
 
-1. The first draft format. One ``environment`` per file; per entry the raw
-   samples as ``samples``, the peaks as top-level ``peak_*_bytes``, metrics as a
-   bare ``{name: value}`` map (tolerances came from the test each run) and only
-   the ``commit`` of the run.
-2. (current) Per-entry ``environment`` (machines of one device class share a
-   file), ``samples_ns`` plus ``round_medians_ns``, ``memory`` and
-   ``throughput`` objects, metrics as a list of full ``Metric`` records (the
-   tolerance and bounds travel with the baseline) and a ``provenance`` object
-   (commit, branch, dirty, commit date).
+A loader validates a document against the schema of *its* version, then migrates it
+in memory one version at a time; a file is rewritten only when an update writes it.
+Migrations are frozen history: they spell the old defaults out instead of reading today's model.
 
-A loader validates a document against the schema of *its* version, then walks
-it up one migration at a time. Migrations work in memory; a file is rewritten
-in the current version only when an update writes it. Migrations are frozen
-history: they spell the old defaults out instead of reading today's model.
-
-Device classes have a history too (``device_class.py``): a CPU class once was the
-model name alone (``cpu-amd-epyc``); it now names the kernels torch dispatches to
-(``cpu-amd-epyc--avx512-bf16``). An entry in such a folder that recorded its
-``cpu_isa`` belongs to the class of those kernels (``current_class``): the store
-reads it there at once and moves it into that class's folder when it next writes
-baselines of the model (``BaselineStore.migrate_legacy_class``). An entry that did
-not record it stays where it is, never lost, and reads "not comparable" with the
-reason to every run.
+Device classes have a history too: a CPU class once was the model name alone (``cpu-amd-epyc``); it
+now names the kernels torch dispatches to (``cpu-amd-epyc--avx512-bf16``). An old entry that recorded
+its ``cpu_isa`` belongs to its kernels' class (``current_class``) and is moved there by
+``BaselineStore.migrate_legacy_class``; one that did not stays, and reads "not comparable".
 """
 
 from __future__ import annotations
@@ -133,11 +124,8 @@ def migrate(document: Document, version: int) -> Document:
 
 
 def current_class(entry: BaselineEntry, filed_under: str) -> str:
-    """The device class ``entry`` (filed under ``filed_under``) belongs to today.
-
-    A CPU class without kernels gains them from the entry's recorded ``cpu_isa``;
-    without one it stays as it was (what ran there is unknown).
-    """
+    """The device class ``entry`` (filed under ``filed_under``) belongs to today: a CPU class without
+    kernels gains them from the entry's recorded ``cpu_isa``; without one, what ran there is unknown."""
     base, kernels = device_class.split(filed_under)
     isa = entry.environment.extra.get("cpu_isa") if entry.environment is not None else None
     if kernels is not None or not device_class.is_cpu(filed_under) or not isa:

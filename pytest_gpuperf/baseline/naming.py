@@ -1,12 +1,9 @@
 """Safe, collision-free file names for device classes and test modules.
 
-A name is a readable slug of the original. The slug is the file name as it is
-only when the original can be read back from it exactly (``/`` is written as
-``__``); otherwise (upper case, unicode, ``..``, backslashes, NUL, very long
-names, Windows device names) a ``~`` and a hash of the original follow a
-truncated slug. ``~`` never occurs in a plain slug, so a plain and a hashed
-name cannot collide, and every name is lower case, so none collide on
-case-insensitive file systems either.
+A name is a readable slug of the original, used as it is only when the original can be read back from it
+(``/`` is written as ``__``); otherwise (upper case, unicode, ``..``, backslashes, NUL, long names, Windows
+device names) a ``~`` and a hash of the original follow a truncated slug. ``~`` never occurs in a plain
+slug and every name is lower case, so no two names collide, even on case-insensitive file systems.
 """
 
 from __future__ import annotations

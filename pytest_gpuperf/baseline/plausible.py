@@ -1,22 +1,15 @@
-"""Plausibility rules for baseline entries: values the schema allows but no measurement produces.
+"""Plausibility rules: values the baseline schema allows but no measurement produces.
 
-A schema-valid entry can still switch the gate off for its test: a noise of
-1e9 makes every change look like noise, a median of 1e300 makes every run an
-improvement. Each rule here names one such impossibility; ``check_entry``
-runs them all on a current-version entry (as JSON) and raises BaselineError
-at the first fault, with the JSON path of the field at fault, exactly as a
-corrupt file is refused. The store runs them on every read and before every
-write (codec.check_entry).
-
-Stored floats carry 6 significant digits (codec.SIGNIFICANT_DIGITS), so
-comparisons between two stored values allow ROUNDING of relative slack.
+Such an entry could switch the gate off for its test (a noise of 1e9 passes every change, a median of
+1e300 makes every run an improvement), so every read and write refuses it as a corrupt file is. Stored
+floats carry 6 significant digits, so comparisons of two stored values allow ROUNDING.
 """
 
 from __future__ import annotations
 
 import itertools
 import statistics
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,14 +27,12 @@ TIME_STATS = ("median_ns", "min_ns", "mean_ns", "p90_ns", "p99_ns", "max_ns")
 READ_HINT = "fix or delete the entry, then record it again (an update run does not overwrite a refused file)"
 WRITE_HINT = "not written; record it again (on a quieter machine, or measuring longer)"
 
-Parts = tuple[str | int, ...]
-
 
 @dataclass(frozen=True)
 class Fault:
     """What a rule found: the path of the field inside the entry, and why it cannot be."""
 
-    parts: Parts
+    parts: tuple[str | int, ...]
     message: str
 
 
@@ -70,22 +61,19 @@ def _noise(entry: Mapping[str, Any]) -> Fault | None:
 
 
 def _positive_times(entry: Mapping[str, Any]) -> Fault | None:
-    return next(_non_positive(entry), None)
-
-
-def _non_positive(entry: Mapping[str, Any]) -> Iterator[Fault]:
     stats = entry["stats"]
     for name in TIME_STATS:
         if not float(stats[name]) > 0:
-            yield Fault(("stats", name), f"{name} {float(stats[name]):g} is not a time: a timed call takes > 0 ns")
+            return Fault(("stats", name), f"{name} {float(stats[name]):g} is not a time: a timed call takes > 0 ns")
     for field in ("samples_ns", "round_medians_ns"):
         for i, value in enumerate(entry[field]):
             if not float(value) > 0:
-                yield Fault((field, i), f"{field}[{i}] is {float(value):g}, not a time: a timed call takes > 0 ns")
+                return Fault((field, i), f"{field}[{i}] is {float(value):g}, not a time: a timed call takes > 0 ns")
     for field in ("calibration_ns", "speed_probe_ns"):
         value = entry.get(field)  # speed_probe_ns is optional in the schema
         if value is not None and not float(value) > 0:
-            yield Fault((field,), f"{field} {float(value):g} is not a time: a timed workload takes > 0 ns")
+            return Fault((field,), f"{field} {float(value):g} is not a time: a timed workload takes > 0 ns")
+    return None
 
 
 def _within_a_day(entry: Mapping[str, Any]) -> Fault | None:
@@ -93,8 +81,7 @@ def _within_a_day(entry: Mapping[str, Any]) -> Fault | None:
     for name in TIME_STATS:
         if float(stats[name]) > MAX_TIME_NS:
             return Fault(
-                ("stats", name),
-                f"{name} {float(stats[name]):g} ns is more than a day ({MAX_TIME_NS:g} ns) per call",
+                ("stats", name), f"{name} {float(stats[name]):g} ns is more than a day ({MAX_TIME_NS:g} ns) per call"
             )
     return None
 
@@ -124,8 +111,7 @@ def _spreads(entry: Mapping[str, Any]) -> Fault | None:
     for name in ("iqr_ns", "stdev_ns"):
         if not stats[name] <= span + ROUNDING * stats["max_ns"]:
             return Fault(
-                ("stats", name),
-                f"{name} {stats[name]:g} is wider than the samples' range max_ns - min_ns = {span:g}",
+                ("stats", name), f"{name} {stats[name]:g} is wider than the samples' range max_ns - min_ns = {span:g}"
             )
     return None
 
@@ -156,8 +142,7 @@ def _samples_match_stats(entry: Mapping[str, Any]) -> Fault | None:
     for i, value in enumerate(samples):
         if not (_le(low, value) and _le(value, high)):
             return Fault(
-                ("samples_ns", i),
-                f"sample {value:g} is outside the stats' [min_ns, max_ns] = [{low:g}, {high:g}]",
+                ("samples_ns", i), f"sample {value:g} is outside the stats' [min_ns, max_ns] = [{low:g}, {high:g}]"
             )
     if len(samples) == count:  # every sample kept: their median is the stats' median
         median = statistics.median(samples)
@@ -226,16 +211,13 @@ def find_fault(entry: Mapping[str, Any]) -> tuple[Rule, Fault] | None:
 
 
 def check_entry(entry: Mapping[str, Any], path: Path, key: str, *, writing: bool = False) -> None:
-    """Raise BaselineError naming ``path`` and ``$.entries[key]...`` if ``entry`` breaks a rule.
-
-    ``writing``: the entry is about to be written (the hint says what to do then).
-    """
+    """Raise BaselineError naming ``path`` and ``$.entries[key]...`` if ``entry`` breaks a rule
+    (``writing``: it is about to be written, which changes the hint)."""
     found = find_fault(entry)
     if found is not None:
         rule, fault = found
-        hint = WRITE_HINT if writing else READ_HINT
         raise BaselineError(
             path,
-            f"implausible entry ({rule.name}): {fault.message}; {hint}",
+            f"implausible entry ({rule.name}): {fault.message}; {WRITE_HINT if writing else READ_HINT}",
             json_path=schema.json_path(("entries", key, *fault.parts)),
         )

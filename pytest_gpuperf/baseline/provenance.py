@@ -13,19 +13,14 @@ T = TypeVar("T")
 
 def _existing_dir(path: Path) -> Path | None:
     """``path`` or its nearest existing ancestor directory (the baselines folder may not exist yet)."""
-    for candidate in (path, *path.parents):
-        if candidate.is_dir():
-            return candidate
-    return None
+    return next((candidate for candidate in (path, *path.parents) if candidate.is_dir()), None)
 
 
 def git_provenance(path: Path) -> Provenance:
-    """Commit, branch, dirtiness and commit date of the repository holding ``path``.
+    """Commit, branch, dirtiness and commit date of the repository holding ``path``; never raises.
 
-    Never raises: without GitPython or a git executable, outside a repository,
-    or in a repository without commits every field is None; on a detached HEAD
-    only ``branch`` is None.
-    """
+    Without GitPython or git, outside a repository or without commits every field is None; on a detached
+    HEAD only ``branch`` is."""
     try:
         import git
     except ImportError:  # GitPython missing, or it found no git executable

@@ -48,13 +48,8 @@ def entry_from_measurement(
 ) -> BaselineEntry:
     """The baseline record of ``m``: statistics of all samples, a bounded subset of the samples.
 
-    ``noise`` defaults to ``measured_noise(m)``; a value given is recorded as it is.
-
-    The kept samples are evenly spaced order statistics (picked from the sorted
-    samples), so they follow the full distribution closely, which is what a
-    rank test or bootstrap against them needs; the time order lives on in
-    ``round_medians_ns``, thinned in time order.
-    """
+    ``noise`` defaults to ``measured_noise(m)``. The kept samples are evenly spaced order statistics, so a
+    rank test or bootstrap against them sees the full distribution; ``round_medians_ns`` keeps the time order."""
     if not m.samples_ns:
         raise ValueError(f"{m.key}: a measurement without samples cannot become a baseline")
     return BaselineEntry(

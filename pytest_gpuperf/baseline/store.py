@@ -1,18 +1,13 @@
 """The git-tracked baseline store: ``<root>/<device class>/<safe module name>.json``.
 
-Reads validate every file (schema and plausibility) and check it sits where
-its content says it belongs. Updates take a file lock beside the JSON file, re-read the file under
-it, merge, and replace it atomically (``atomic.py``), so concurrent sessions
-and xdist workers lose nothing and a killed writer leaves the old file whole.
-A corrupt file is never overwritten: the update refuses and names it. Each
-file is updated on its own: an update spanning two modules can fail on the
-second after writing the first.
+Reads validate every file (schema, plausibility, location). Updates lock the file, re-read, merge and
+replace it atomically, so concurrent sessions and xdist workers lose nothing; a corrupt file is never
+overwritten. Files are updated one by one: an update of two modules can fail after writing the first.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,8 +52,6 @@ class BaselineStore:
         self.lock_timeout_s = lock_timeout_s
         self._cache: dict[Path, _ParsedFile] = {}
 
-    # -- paths ---------------------------------------------------------------
-
     def file_for(self, device_class: str, test_id: str) -> Path:
         """The file holding the baselines of ``test_id``'s module on ``device_class``."""
         return self.root / device_class_dir(device_class) / module_file_name(module_of(test_id))
@@ -71,8 +64,6 @@ class BaselineStore:
     @staticmethod
     def _baseline_files(folder: Path) -> list[Path]:
         return sorted(p for p in folder.iterdir() if p.suffix == ".json" and not p.name.startswith(".") and p.is_file())
-
-    # -- reading -------------------------------------------------------------
 
     def _parse_file(self, path: Path, raw: bytes | None = None, *, earlier: _ParsedFile | None = None) -> _ParsedFile:
         if raw is None:
@@ -104,17 +95,13 @@ class BaselineStore:
             )
 
     def _cached(self, path: Path) -> _ParsedFile:
-        parsed = self._cache.get(path)
-        if parsed is None:
-            parsed = self._cache[path] = self._parse_file(path)
-        return parsed
+        if path not in self._cache:
+            self._cache[path] = self._parse_file(path)
+        return self._cache[path]
 
     def load(self, device_class: str, test_id: str, name: str) -> BaselineEntry | None:
-        """The baseline of measurement ``name`` of ``test_id`` on ``device_class``, or None.
-
-        A CPU class with kernels also finds an entry of its model's older class (without
-        kernels) that recorded the same ones (migrate.current_class), until it is moved.
-        """
+        """The baseline of measurement ``name`` of ``test_id`` on ``device_class``, or None; for a CPU class
+        with kernels also an entry of its model's older class that recorded them (migrate.current_class)."""
         key = measurement_key(test_id, name)
         path = self.file_for(device_class, test_id)
         if path.is_file() and key in self._cached(path).entries:
@@ -129,10 +116,8 @@ class BaselineStore:
         return migrate.in_current_class(entry, legacy)
 
     def load_other_classes(self, test_id: str, name: str, *, exclude: str | None = None) -> list[BaselineEntry]:
-        """The same measurement's baselines on every device class (but ``exclude``), by folder name.
-
-        Each in the class it belongs to today (migrate.current_class), so a CPU entry says which kernels ran.
-        """
+        """The same measurement's baselines on every device class but ``exclude``, each in the class
+        it belongs to today (migrate.current_class), so a CPU entry says which kernels ran."""
         key = measurement_key(test_id, name)
         file_name = module_file_name(module_of(test_id))
         skip = device_class_dir(exclude) if exclude else None
@@ -152,9 +137,7 @@ class BaselineStore:
 
     def iter_entries(self) -> Iterator[tuple[str, Path, BaselineEntry]]:
         """(device class, file, entry) for every entry under the root, in a stable order.
-
-        Raises BaselineError at the first invalid file; validate_tree lists them all.
-        """
+        Raises BaselineError at the first invalid file; validate_tree lists them all."""
         for folder in self._device_dirs():
             for path in self._baseline_files(folder):
                 parsed = self._cached(path)
@@ -163,13 +146,12 @@ class BaselineStore:
 
     def validate_tree(self) -> list[BaselineError]:
         """Every problem in the tree, one error per bad file (reads from disk, not the cache)."""
-        errors: list[BaselineError] = []
         if not self.root.is_dir():
-            return errors
-        for stray in self._baseline_files(self.root):
-            errors.append(
-                BaselineError(stray, "a baseline file belongs in a device-class folder: <root>/<class>/<module>.json")
-            )
+            return []
+        errors = [
+            BaselineError(stray, "a baseline file belongs in a device-class folder: <root>/<class>/<module>.json")
+            for stray in self._baseline_files(self.root)
+        ]
         for folder in self._device_dirs():
             for path in self._baseline_files(folder):
                 try:
@@ -177,8 +159,6 @@ class BaselineStore:
                 except BaselineError as exc:
                     errors.append(exc)
         return errors
-
-    # -- writing -------------------------------------------------------------
 
     def update(self, device_class: str, entries: Sequence[BaselineEntry]) -> list[EntryChange]:
         """Add or replace ``entries`` of ``device_class``, leaving every other entry as it is."""
@@ -194,21 +174,15 @@ class BaselineStore:
                     f"{entry.key}: measured on device class {env_class!r}, cannot be stored under {device_class!r}"
                 )
             groups.setdefault(module_of(entry.key), []).append(entry)
-        changes: list[EntryChange] = []
         legacy, kernels = classes.split(device_class)
-        if kernels is not None:
-            changes += self.migrate_legacy_class(legacy)
+        changes = self.migrate_legacy_class(legacy) if kernels is not None else []
         for module in sorted(groups):
             changes += self._update_file(device_class, module, groups[module])
         return changes
 
     def migrate_legacy_class(self, legacy: str) -> list[EntryChange]:
-        """Move the entries of a CPU class without kernels that recorded theirs into their class's folder.
-
-        Each moved entry is written to its new file before it leaves the old one, so an
-        interrupted move leaves a copy, never a loss; entries that did not record their
-        kernels stay (migrate.py). Returns the entries added to their new files.
-        """
+        """Move the entries of a CPU class without kernels that recorded theirs into their class's folder
+        (written there before they leave, so an interrupted move leaves a copy); returns the added ones."""
         folder = self.root / device_class_dir(legacy)
         if not folder.is_dir() or classes.split(legacy)[1] is not None or not classes.is_cpu(legacy):
             return []
@@ -247,7 +221,7 @@ class BaselineStore:
             self._write_gitignore()
             with atomic.locked(path, self.lock_timeout_s):
                 atomic.remove_stale_temps(path)
-                return self._merge_and_write(path, device_class, module, self._reread(path), entries)
+                return self._merge_and_write(path, device_class, module, entries)
         except OSError as exc:  # a read-only checkout, a full disk: name the file, no traceback
             raise BaselineError(path, f"cannot update it: {exc.strerror or exc}") from None
 
@@ -265,14 +239,11 @@ class BaselineStore:
         return self._parse_file(path, raw, earlier=cached)
 
     def _merge_and_write(
-        self,
-        path: Path,
-        device_class: str,
-        module: str,
-        existing: _ParsedFile | None,
-        entries: list[BaselineEntry],
+        self, path: Path, device_class: str, module: str, entries: list[BaselineEntry]
     ) -> list[EntryChange]:
-        # Merge raw JSON, not decoded entries, so untouched entries stay byte-identical.
+        """Merge ``entries`` into the file (call under its lock). Merging raw JSON, not decoded entries,
+        keeps untouched entries byte-identical."""
+        existing = self._reread(path)
         merged = dict(existing.document["entries"]) if existing else {}
         decoded = dict(existing.entries) if existing else {}
         changes = []
@@ -287,7 +258,7 @@ class BaselineStore:
             # Only new entries need checking: the others passed the checks when the file was read.
             codec.check_entry(new, path, entry.key, writing=True)
             old = merged.get(entry.key)
-            kind: ChangeKind = "added" if old is None else "unchanged" if _same(old, new) else "changed"
+            kind: ChangeKind = "added" if old is None else "unchanged" if codec.same_json(old, new) else "changed"
             merged[entry.key] = new
             decoded[entry.key] = codec.decode_entry(new, entry.key)
             changes.append(EntryChange(entry.key, path, kind))
@@ -308,7 +279,3 @@ class BaselineStore:
         """Keep lock and temporary files out of git (only where no .gitignore exists)."""
         with contextlib.suppress(OSError), open(self.root / ".gitignore", "x", encoding="utf-8") as f:
             f.write(GITIGNORE)  # a nicety: an existing or unwritable one is left alone
-
-
-def _same(old: object, new: object) -> bool:
-    return json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True)

@@ -10,25 +10,17 @@ from pytest_gpuperf.model import BaselineEntry, Environment, Kind, Measurement, 
 
 @dataclass(frozen=True)
 class Evidence:
-    """The ratio current / reference with its confidence interval, and how it was obtained.
+    """The ratio current / reference with its confidence interval, and how it was obtained."""
 
-    ``change`` is what the verdict reads (relative, +0.12 = 12% more); it is the
-    gated statistic's change in baseline mode and the paired estimate in compare-ref.
-    ``readings`` counts the independent readings behind the smaller side
-    (samples, round pairs or process pairs), for the minimum-samples rule.
-    """
-
-    change: float
+    change: float  # what the verdict reads (+0.12 = 12% more): the gated statistic's, or the paired estimate
     ratio: float
     low: float
     high: float
     p_value: float | None
     method: str
-    readings: int
+    readings: int  # independent readings (samples, round pairs or process pairs), for the minimum-samples rule
     reference_readings: int
-    # The change is a median or mean of per-pair ratios (compare-ref), not current / a reference
-    # value: the reference shown beside it is then current / ratio (pipeline.draft_for).
-    paired: bool = False
+    paired: bool = False  # the change is of per-pair ratios: the reference shown is current / ratio (draft_for)
 
     def describe(self, confidence: float) -> str:
         """``ratio 1.520 [1.470, 1.580] 95% CI, p=1e-12, bootstrap of medians``."""

@@ -1,20 +1,10 @@
 """Confirmation as a step of the verdict: what is suspected, and what the extra readings made of it.
 
-The engines gather readings (fresh processes in baseline mode, fresh process
-pairs in compare-ref); everything they mean is decided here. A comparison is
-*suspected* when a rule whose step is flagged ``suspect`` (the significance
-test) called a change, a regression or an improvement, and no later rule
-cleared it (a host guard may have doubted it: then it reads unstable, still
-suspected). A suspicion is confirmed or cleared by the mode's confirmation
-readings, in the same direction only: readings faster than the base never turn
-a suspected regression into an improvement, nor slower ones a suspected
-improvement into a regression. Improvements are reported, so they are held to
-at least the standard of regressions: a stricter one (``confirming_gate``), since a
-missed improvement costs a user nothing while a false one credits a change with a
-speed-up it does not have.
-
-``confirmed`` writes the outcome as the comparison's last step (``confirmation``),
-with the wording the reports show.
+The engines gather readings (fresh processes, or process pairs in compare-ref); what they mean is
+decided here. A comparison is *suspected* when a ``suspect`` step called a regression or an improvement
+and no later rule cleared it; readings confirm or clear it, in the same direction only. Improvements
+are held to a stricter standard (``confirming_gate``): a missed one costs a user nothing, a false one
+credits a change with a speed-up it does not have.
 """
 
 from __future__ import annotations
@@ -23,22 +13,24 @@ import dataclasses
 from collections.abc import Sequence
 
 from pytest_gpuperf.config import GateSettings
-from pytest_gpuperf.model import Comparison, Environment, Kind, Measurement, MeasurementResult, Note, RuleNote, Verdict
+from pytest_gpuperf.model import Comparison, Environment, Kind, Measurement, MeasurementResult, Note, Verdict
 from pytest_gpuperf.verdict import evidence as ev
 from pytest_gpuperf.verdict.judge import Reference, time_comparison
+from pytest_gpuperf.verdict.pipeline import Step, apply_step
 from pytest_gpuperf.verdict.rulesets import RuleSet
 
 SUSPECTED = frozenset({Verdict.REGRESSION, Verdict.IMPROVEMENT})
 
-# The confidence at which readings confirm a suspected improvement. Confirming readings are
-# few (3 to 9 fresh pairs), so at 95% an unchanged test whose pairs happen to lean one way
-# passes now and then; for a regression the gate accepts that to catch small slowdowns, for
-# an improvement nothing is gained by it.
+# The confidence at which readings confirm a suspected improvement. With few confirming readings (3 to 9
+# fresh pairs), at 95% an unchanged test whose pairs happen to lean one way passes now and then; for a
+# regression the gate accepts that to catch small slowdowns, for an improvement nothing is gained by it.
 IMPROVEMENT_CONFIDENCE = 0.99
 
 
 def suspicion(c: Comparison) -> Verdict | None:
-    """The change a suspecting step called, if it still stands (REGRESSION or IMPROVEMENT); else None."""
+    """The change a suspecting step called, if it still stands (REGRESSION or IMPROVEMENT); else None.
+
+    A change a host guard doubted (now UNSTABLE) is still suspected."""
     called = next((step.verdict for step in reversed(c.explanation) if step.suspect), None)
     if called not in SUSPECTED:
         return None
@@ -81,18 +73,10 @@ def oriented_threshold(threshold: float, suspected: Verdict) -> float:
 def confirmed(result: MeasurementResult, note: str, verdict: Verdict | None = None) -> MeasurementResult:
     """``result`` with a ``confirmation`` step on its time comparison (and the note on the measurement)."""
     time_c = time_of(result)
-    verdict = verdict or time_c.verdict
-    explained = dataclasses.replace(
-        time_c, verdict=verdict, note=f"{time_c.note}; {note}" if time_c.note else note,
-        explanation=(*time_c.explanation, RuleNote("confirmation", verdict, note)),
-    )  # fmt: skip
+    explained = apply_step(time_c, "confirmation", Step(note, verdict))
     comparisons = tuple(explained if c is time_c else c for c in result.comparisons)
     measured = dataclasses.replace(result.measurement, notes=(*result.measurement.notes, Note(note)))
     return dataclasses.replace(result, measurement=measured, comparisons=comparisons)
-
-
-def _word(suspected: Verdict) -> str:
-    return "regression" if suspected is Verdict.REGRESSION else "improvement"
 
 
 def remeasure_note(suspected: Verdict, verdict: Verdict, count: int, history: str) -> str:
@@ -101,7 +85,7 @@ def remeasure_note(suspected: Verdict, verdict: Verdict, count: int, history: st
         return f"confirmed by {count} re-measure(s) in fresh processes: {history}"
     if verdict is Verdict.UNSTABLE:
         return f"not judged on re-measure {count}: {history}"
-    return f"suspected {_word(suspected)} not confirmed on re-measure {count}: {history}"
+    return f"suspected {suspected.value} not confirmed on re-measure {count}: {history}"
 
 
 def pairs_note(
@@ -114,15 +98,15 @@ def pairs_note(
         return f"confirmed by {count} fresh process pairs{level}"
     if stopped_early:
         return (
-            f"the first pair's suspected {_word(suspected)} was not confirmed: {count} fresh pairs "
+            f"the first pair's suspected {suspected.value} was not confirmed: {count} fresh pairs "
             f"left no room for a change beyond {threshold:.1%}, the other pairs were not measured"
         )
-    return f"the first pair's suspected {_word(suspected)} was not confirmed{level}"
+    return f"the first pair's suspected {suspected.value} was not confirmed{level}"
 
 
 def unusable_note(suspected: Verdict, measured: int, problems: str) -> str:
     """Compare-ref: too few pairs could measure. A suspected improvement is then not reported as one."""
-    return f"{_word(suspected)} not confirmed in fresh process pairs ({measured} measured: {problems})"
+    return f"{suspected.value} not confirmed in fresh process pairs ({measured} measured: {problems})"
 
 
 def unconfirmed_verdict(suspected: Verdict, current: Verdict) -> Verdict:

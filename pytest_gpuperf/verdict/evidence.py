@@ -1,12 +1,8 @@
 """How each mode turns its readings into Evidence; the rules never see the difference.
 
-* baseline mode: this run's samples against the baseline's stored samples, the
-  bootstrap CI of the ratio of medians and a Mann-Whitney p-value;
-* compare-ref: the median of ratios of adjacent head and base rounds
-  (``stats.paired_median_ratio``), which a machine changing speed mid-run cannot move;
-* a confirmation: the spread of independent readings' ratios, each from a fresh
-  process or process pair (``stats.replicate_ratio_ci``), which includes the
-  offset one process carries.
+* baseline mode: the bootstrap CI of the ratio of medians against the stored samples, and a Mann-Whitney p;
+* compare-ref: the median of ratios of adjacent head and base rounds, which a machine changing speed cannot move;
+* a confirmation: the spread of fresh processes' (or pairs') ratios, with the offset one process carries.
 """
 
 from __future__ import annotations

@@ -39,12 +39,8 @@ def fails(result: MeasurementResult, settings: GateSettings) -> bool:
 
 
 def absolute_failures(result: MeasurementResult) -> tuple[Comparison, ...]:
-    """The comparisons an ``absolute`` step made a regression (a violated hard bound: ``rules.MetricBounds``).
-
-    An update run records whatever it measures as the new reference, so a
-    relative regression does not fail it; a bound is not relative to anything,
-    so its violation fails the test there too, and the value is never written.
-    """
+    """The comparisons an ``absolute`` step made a regression (a violated hard bound: ``rules.MetricBounds``),
+    which fail even an update run (a relative regression does not) and are never written."""
     return tuple(
         c for c in result.comparisons
         if c.verdict is Verdict.REGRESSION and any(n.absolute for n in c.explanation)
@@ -53,27 +49,17 @@ def absolute_failures(result: MeasurementResult) -> tuple[Comparison, ...]:
 
 @dataclass(frozen=True)
 class Reference:
-    """What a measurement is judged against.
+    """What a measurement is judged against."""
 
-    ``entry``: the stored baseline, or the base ref's side as an entry (compare-ref).
-    ``time_evidence``: the mode's time evidence when it is not the baseline bootstrap
-    (compare-ref's paired rounds); None derives it from ``entry``.
-    ``other_classes``: device classes that have a baseline for this key when this one has none.
-    """
-
-    entry: BaselineEntry | None = None
-    time_evidence: Evidence | None = None
-    other_classes: tuple[str, ...] = ()
+    entry: BaselineEntry | None = None  # the stored baseline, or the base ref's side as an entry (compare-ref)
+    time_evidence: Evidence | None = None  # compare-ref's paired rounds; None: the bootstrap against ``entry``
+    other_classes: tuple[str, ...] = ()  # device classes with a baseline for this key when this one has none
     base_ref: str | None = None  # compare-ref: the base ref; None: a stored baseline
     unmeasured: str = ""  # the reference has the test but could not measure it (why): not gated, never new
 
 
 def judge(
-    measurement: Measurement,
-    reference: Reference,
-    settings: GateSettings,
-    rules: RuleSet,
-    environment: Environment,
+    measurement: Measurement, reference: Reference, settings: GateSettings, rules: RuleSet, environment: Environment
 ) -> MeasurementResult:
     """Time, peak memory and every metric of ``measurement``, each through its rule list."""
     comparisons = [time_comparison(measurement, reference, settings, rules, environment)]

@@ -1,17 +1,9 @@
 """When fresh process pairs have decided a compare-ref suspicion: a sequential plan with a look after each pair.
 
-The engine (abtest/confirm.py) gathers the readings, one pair ratio at a time
-(``readings.take_readings`` over ``pair_waves``); this module decides after each
-look whether they are enough. The first ``MIN_CONFIRMING_PAIRS`` pairs come
-together (no interval exists with fewer), then one pair at a time. A look stops
-the confirmation when the pairs already confirm the change or rule it out, both
-at the stricter ``INTERIM_CONFIDENCE`` (looking more than once must not add false
-alarms), or, at the first look, when the pairs still to come could not make it
-(``futile``); at the planned count it stops unless the verdict is still open
-(``undecided``), which earns an extension of half as many pairs again, looked at
-pair by pair the same way. The verdict itself is then judged from all the pairs (``evidence.replicates``).
-The Student-t interval of the pairs' log ratios is ``stats.replicate_ratio_ci``
-(scipy's t quantiles). docs/statistics.md gives the reasoning and the numbers.
+A look stops when the pairs confirm the change or rule it out, both at the stricter ``INTERIM_CONFIDENCE``
+(looking more than once must not add false alarms), or, at the first look, when the pairs to come could
+not make it (``futile``). At the planned count an open verdict (``undecided``) earns an extension of half
+as many pairs again. docs/statistics.md gives the reasoning and the numbers.
 """
 
 from __future__ import annotations
@@ -26,13 +18,8 @@ INTERIM_CONFIDENCE = 0.99  # an early stop needs this; the final look uses the g
 
 
 def pair_waves(planned: int) -> tuple[int, ...]:
-    """The looks of a confirmation: after the first pairs together, then after each further pair.
-
-    The first ``MIN_CONFIRMING_PAIRS`` start and measure before the first look (no
-    interval exists before), then every pair is looked at up to the planned count
-    and through one extension of half as many again (at least one). A pair is only
-    started when the look before it left the verdict open (confirm.py).
-    """
+    """The looks of a confirmation: after the first ``MIN_CONFIRMING_PAIRS`` together (no interval exists
+    with fewer), then after each further pair, through the extension (``last_pair``)."""
     first = min(planned, MIN_CONFIRMING_PAIRS)
     return (first, *range(first + 1, last_pair(planned) + 1))
 
@@ -46,15 +33,14 @@ def pairs_done(ratios: Sequence[float], planned: int, *, pairs: int, threshold: 
     """The stopping rule for compare-ref confirmation pairs, after ``planned`` pairs (see the module docstring)."""
     if len(ratios) < MIN_CONFIRMING_PAIRS:
         return True  # too few pairs could measure: more of the same workers will not help
-    last = last_pair(pairs)
-    if planned >= last:
+    if planned >= last_pair(pairs):
         return True  # the extension's last pair
     if confirmed(ratios, threshold, INTERIM_CONFIDENCE) or cleared(ratios, threshold, INTERIM_CONFIDENCE):
         return True
     if planned == pairs:
         return not undecided(ratios, threshold, confidence)
     # futility only at the first look: at later ones it would clear real regressions that the
-    # extension would have confirmed (detection_plan.py: 3% slowdowns caught 78% of the time, not 82%)
+    # extension would have confirmed (benchmarks/detection_plan.py)
     return planned == min(pairs, MIN_CONFIRMING_PAIRS) and futile(ratios, threshold, pairs)
 
 
@@ -67,13 +53,11 @@ def confirmed(ratios: Sequence[float], threshold: float, confidence: float) -> b
 def futile(ratios: Sequence[float], threshold: float, planned: int) -> bool:
     """True when the pairs still to come could only confirm a regression by reading far above these.
 
-    The verdict over all ``planned`` pairs needs their geometric mean ratio above
-    ``1 + threshold``. With ``k`` ratios whose log-mean is ``l``, the other
-    ``planned - k`` would need a log-mean of ``(planned * L - k * l) / (planned - k)``
-    (``L = log(1 + threshold)``). If that lies a whole threshold or more above ``l``,
-    which is when ``l <= L * k / planned``, the rest would have to disagree with the
-    first wave by more than the smallest change the gate reports. Stopping can only
-    clear a suspicion, never make one.
+    The verdict over all ``planned`` pairs needs their geometric mean ratio above ``1 + threshold``.
+    With ``k`` ratios whose log-mean is ``l``, the other ``planned - k`` would need a log-mean of
+    ``(planned * L - k * l) / (planned - k)`` (``L = log(1 + threshold)``). If that lies a whole
+    threshold or more above ``l`` (when ``l <= L * k / planned``), the rest would have to disagree
+    with the first wave by more than the smallest change the gate reports. It can only clear a suspicion.
     """
     k = len(ratios)
     if k == 0 or k >= planned:
@@ -83,10 +67,7 @@ def futile(ratios: Sequence[float], threshold: float, planned: int) -> bool:
 
 
 def cleared(ratios: Sequence[float], threshold: float, confidence: float) -> bool:
-    """The interval's upper end lies below ``1 + threshold``: a change of the threshold's size is ruled out.
-
-    Like ``futile``, it can only end a confirmation without a regression, never make one.
-    """
+    """The interval's upper end lies below ``1 + threshold``: a change of the threshold's size is ruled out."""
     if len(ratios) < MIN_CONFIRMING_PAIRS:
         return False
     _, _, high, _ = stats.replicate_ratio_ci(ratios, confidence)

@@ -13,20 +13,14 @@ from pytest_gpuperf.verdict.case import Case
 
 @dataclass(frozen=True)
 class Step:
-    """What a rule did: a new verdict or threshold (None: unchanged), why, and whether the pipeline ends.
-
-    ``quiet`` steps (the significance test's routine finding) go into the
-    explanation but not into the comparison's short note. A ``suspect`` step's
-    change is confirmed or cleared by the mode's confirmation readings
-    (confirmation.py).
-    """
+    """What a rule did: a new verdict or threshold (None: unchanged), why, and whether the pipeline ends."""
 
     note: str
     verdict: Verdict | None = None
     threshold: float | None = None
     final: bool = False
-    quiet: bool = False
-    suspect: bool = False
+    quiet: bool = False  # in the explanation, not in the comparison's short note (a routine finding)
+    suspect: bool = False  # the change awaits the mode's confirmation readings (confirmation.py)
     absolute: bool = False  # a violated hard bound: needs no reference, fails in every mode (judge.absolute_failures)
 
 

@@ -1,8 +1,6 @@
-"""The rules every host shares. Each is a small object with a name, a note and its own test.
+"""The rules every host shares, each a small object with a name, a note and its own test.
 
-Host-specific rules (the CPU's fast end, calibration and speed probe; NVML health
-on CUDA) live with their host guard in ``pytest_gpuperf.host`` and implement the
-same ``Rule`` protocol.
+Host-specific rules live with their host guard in ``pytest_gpuperf.host``.
 """
 
 from __future__ import annotations
@@ -32,11 +30,11 @@ class Reference:
             return Step(_other_class((there or "",), here), Verdict.NOT_COMPARABLE, final=True)
         if entry is None and case.other_classes:
             return Step(_other_class(case.other_classes, here), Verdict.NOT_COMPARABLE, final=True)
-        missing = entry is None
-        if case.kind is Kind.MEMORY and entry is not None and entry.peak_allocated_bytes is None:
-            missing = True
-        if case.kind is Kind.METRIC and case.reference_metric is None:
-            missing = True
+        missing = (
+            entry is None
+            or (case.kind is Kind.MEMORY and entry.peak_allocated_bytes is None)
+            or (case.kind is Kind.METRIC and case.reference_metric is None)
+        )
         if missing and case.unmeasured:  # the reference has the test: its absence of a number gates nothing
             return Step(f"not gated: {case.unmeasured}", Verdict.NOT_GATED, final=True)
         if missing:
@@ -53,11 +51,7 @@ def _other_class(there: tuple[str, ...], here: str) -> str:
 
 @dataclass(frozen=True)
 class MinimumSamples:
-    """A time verdict needs ``settings.min_samples`` independent readings on each side; so does a baseline.
-
-    First in the time list: a measurement too slow for the samples a verdict needs is
-    "not gated" whatever its reference, and a baseline is never written from one.
-    """
+    """A time verdict needs ``settings.min_samples`` independent readings on each side, whatever the reference."""
 
     name: str = "minimum-samples"
 
@@ -85,14 +79,9 @@ NOISE_FLOOR_CAP = 2.5
 class NoiseFloor:
     """The threshold is never below what the recorded between-run noise allows (stats.noise_floor), up to a cap.
 
-    The noise is an estimate from a few readings (two to five process medians, a
-    handful of rounds); a machine busy while they were taken makes it large, and a
-    floor that follows it makes the gate blind (a noise of 0.95 would ask for +285%).
-    Past 1.5x the configured threshold a baseline write already takes more readings
-    and calls its entry noisy; past ``NOISE_FLOOR_CAP`` times the threshold the
-    estimate is not what the gate leans on: the floor stops there and says so, and
-    the significance test and the fresh-process confirmation decide the rest.
-    """
+    The noise is an estimate from a few readings, large if the machine was busy then; a floor that follows
+    it blinds the gate (a noise of 0.95 would ask for +285%). So it stops at ``NOISE_FLOOR_CAP`` times the
+    threshold, and the significance test and the fresh-process confirmation decide the rest."""
 
     name: str = "noise-floor"
 
@@ -124,13 +113,10 @@ def _pct(noise: float | None) -> str:
 
 @dataclass(frozen=True)
 class Significance:
-    """Large enough (|change| above the threshold) and significant (the CI of the ratio excludes 1).
-
-    ``suspects``: a change it calls awaits confirmation (off where it judges the confirmation itself).
-    """
+    """Large enough (|change| above the threshold) and significant (the CI of the ratio excludes 1)."""
 
     name: str = "significance"
-    suspects: bool = True
+    suspects: bool = True  # a change it calls awaits confirmation (off where it judges the confirmation itself)
 
     def apply(self, case: Case, draft: Comparison) -> Step | None:
         ev = case.evidence
@@ -163,11 +149,8 @@ class ConfirmOnly:
         speed_up = case.suspicion is Verdict.IMPROVEMENT
         if draft.verdict is not (Verdict.REGRESSION if speed_up else Verdict.IMPROVEMENT):
             return None
-        note = (
-            "the first reading suspected a speed-up: a slower confirmation only clears it"
-            if speed_up
-            else ("the first reading suspected a slowdown: a faster confirmation only clears it")
-        )
+        suspected, other = ("a speed-up", "slower") if speed_up else ("a slowdown", "faster")
+        note = f"the first reading suspected {suspected}: a {other} confirmation only clears it"
         return Step(note, Verdict.UNCHANGED)
 
 
@@ -207,9 +190,7 @@ class MemoryGrowth:
                 f"{floor} byte floor under which peak memory moves with the allocator's granularity",
                 Verdict.UNCHANGED, threshold=limit,
             )  # fmt: skip
-        verdict = Verdict.UNCHANGED
-        if past_threshold:
-            verdict = Verdict.REGRESSION if diff > 0 else Verdict.IMPROVEMENT
+        verdict = Verdict.UNCHANGED if not past_threshold else Verdict.REGRESSION if diff > 0 else Verdict.IMPROVEMENT
         return Step(f"peak allocated {base} -> {current} bytes ({diff:+d}), threshold {limit:.1%}", verdict,
                     threshold=limit, quiet=verdict is Verdict.UNCHANGED)  # fmt: skip
 
@@ -221,23 +202,18 @@ class MetricBounds:
     name: str = "metric-bounds"
 
     def apply(self, case: Case, draft: Comparison) -> Step | None:
-        violation = bound_violation(case)
-        if violation is None:
+        metric = case.metric
+        if metric is None:
             return None
-        note = violation if not case.metric or not case.metric.description else (
-            f"{violation} ({case.metric.description})")  # fmt: skip
+        if metric.minimum is not None and metric.value < metric.minimum:
+            note = f"{metric.name} = {metric.value:g}{metric.unit} is below its minimum {metric.minimum:g}"
+        elif metric.maximum is not None and metric.value > metric.maximum:
+            note = f"{metric.name} = {metric.value:g}{metric.unit} is above its maximum {metric.maximum:g}"
+        else:
+            return None
+        if metric.description:
+            note += f" ({metric.description})"
         return Step(note, Verdict.REGRESSION, final=True, absolute=True)
-
-
-def bound_violation(case: Case) -> str | None:
-    metric = case.metric
-    if metric is None:
-        return None
-    if metric.minimum is not None and metric.value < metric.minimum:
-        return f"{metric.name} = {metric.value:g}{metric.unit} is below its minimum {metric.minimum:g}"
-    if metric.maximum is not None and metric.value > metric.maximum:
-        return f"{metric.name} = {metric.value:g}{metric.unit} is above its maximum {metric.maximum:g}"
-    return None
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from pytest_gpuperf.config import Mode
 from pytest_gpuperf.verdict.pipeline import Rule
@@ -30,8 +30,7 @@ class RuleSet:
 
     def names(self) -> dict[str, tuple[str, ...]]:
         """Rule names per list, for ``--gpuperf-explain`` and the docs."""
-        kinds = ("time", "memory", "metric", "confirmation")
-        return {kind: tuple(r.name for r in getattr(self, kind)) for kind in kinds}
+        return {f.name: tuple(r.name for r in getattr(self, f.name)) for f in fields(self)}
 
 
 @dataclass(frozen=True)
