@@ -1,11 +1,8 @@
 """The differential profile: which operators and kernels a regression changed.
 
-Both sides are compact per-call tables (``OpProfile``). Ops are matched by
-kind and name; one seen on a side only appeared or disappeared. Rows are
-ranked by how much their time per measured call changed (device time on
-CUDA, CPU time on the CPU), so the op responsible for a slowdown comes first
-whether it got slower, was added, or is now called twice; ops that merely
-got faster follow the rest.
+Ops of the two ``OpProfile`` tables are matched by kind and name and ranked by how much their
+time per call changed, so the op behind a slowdown comes first whether it got slower, was added
+or is now called twice; ops that merely got faster follow the rest.
 """
 
 from __future__ import annotations
@@ -19,8 +16,7 @@ NEGLIGIBLE_SHARE = 0.005
 def _rank(change: OpChange) -> tuple[bool, float]:
     """Slower, added and removed ops first by the size of their change; ops that only got faster last.
 
-    A removed op stays up front: a kernel replaced by another reads as the
-    pair, the new one's cost beside the old one's.
+    A removed op stays up front: a kernel replaced by another reads as the pair.
     """
     sped_up = change.status == "changed" and change.delta_ns <= 0
     return sped_up, -abs(change.delta_ns)
@@ -29,10 +25,8 @@ def _rank(change: OpChange) -> tuple[bool, float]:
 def _row(before: OpStat | None, after: OpStat | None, base: OpProfile, head: OpProfile) -> OpChange | None:
     """The row of one op; None for an op on one side only whose time fits under the other side's cut.
 
-    A stored profile keeps its top ops. An op the other side's table left out
-    may have been there at up to that side's cut: a row records the cut
-    (``OpChange.absent_below_ns``), and one no larger than the cut says
-    nothing, since its change could be none.
+    An op the other side's table left out may have been there at up to that side's cut
+    (``OpChange.absent_below_ns``): a change no larger than the cut could be none.
     """
     stat = after or before
     assert stat is not None
@@ -51,24 +45,20 @@ def diff_profiles(
     note: str = "",
 ) -> ProfileDiff:
     """Rank the ops of ``head`` against ``base`` (or list the head's alone when there is no base)."""
-    on_device = head.on_device
     if base is None:
-        rows = [OpChange(s.name, s.kind, None, s, on_device) for s in head.ops]
+        rows = [OpChange(s.name, s.kind, None, s, head.on_device) for s in head.ops]
         rows.sort(key=lambda c: c.head_ns, reverse=True)
-        return ProfileDiff(
-            head=head, base=None, base_label=base_label, changes=tuple(rows),
-            head_trace=head_trace, base_trace=base_trace,
-            note=note or f"{base_label} has no stored profile: the head's top operators alone",
-        )  # fmt: skip
-    total = (head.device_ns if on_device else head.host_ns) or 0.0
-    rows = []
-    before = {(s.kind, s.name): s for s in base.ops}
-    after = {(s.kind, s.name): s for s in head.ops}
-    for key in dict.fromkeys([*after, *before]):
-        change = _row(before.get(key), after.get(key), base, head)
-        if change is not None and (change.calls_changed or abs(change.delta_ns) > NEGLIGIBLE_SHARE * total):
-            rows.append(change)
-    rows.sort(key=_rank)
+        note = note or f"{base_label} has no stored profile: the head's top operators alone"
+    else:
+        total = (head.device_ns if head.on_device else head.host_ns) or 0.0
+        before = {(s.kind, s.name): s for s in base.ops}
+        after = {(s.kind, s.name): s for s in head.ops}
+        rows = []
+        for key in dict.fromkeys([*after, *before]):
+            change = _row(before.get(key), after.get(key), base, head)
+            if change is not None and (change.calls_changed or abs(change.delta_ns) > NEGLIGIBLE_SHARE * total):
+                rows.append(change)
+        rows.sort(key=_rank)
     return ProfileDiff(
         head=head, base=base, base_label=base_label, changes=tuple(rows),
         head_trace=head_trace, base_trace=base_trace, note=note,

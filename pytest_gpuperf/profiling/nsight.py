@@ -1,9 +1,7 @@
 """Limit an Nsight Systems / Nsight Compute capture to the measured rounds.
 
-``torch.cuda.profiler.start()``/``stop()`` call ``cudaProfilerStart/Stop``;
-a profiler launched with ``nsys profile --capture-range=cudaProfilerApi`` or
-``ncu --profile-from-start off`` records only between them, so warm-up,
-imports and baseline I/O stay out of the report.
+``nsys profile --capture-range=cudaProfilerApi`` or ``ncu --profile-from-start off`` records only
+between ``cudaProfilerStart/Stop``, so warm-up, imports and baseline I/O stay out of the report.
 """
 
 from __future__ import annotations
@@ -23,11 +21,7 @@ _cpu_noted = False
 
 @dataclass
 class CaptureState:
-    """What ``capture_range`` did: ``active`` when it bracketed the block for a CUDA profiler.
-
-    ``note`` is set once per process, the first time a capture was asked for
-    on a device where it cannot work; the caller adds it to its notes.
-    """
+    """``active`` when ``capture_range`` bracketed the block; ``note`` once per process where it cannot work."""
 
     active: bool
     note: str | None = None

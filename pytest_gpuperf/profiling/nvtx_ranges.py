@@ -1,8 +1,6 @@
 """NVTX ranges around warm-up and measurement, so Nsight timelines show which test is which.
 
-``nvtx.annotate`` costs a few hundred nanoseconds when no profiler is
-attached; ranges wrap whole rounds, never single calls, so that never shows
-in a sample.
+A range costs a few hundred nanoseconds; ranges wrap whole rounds, never single calls.
 """
 
 from __future__ import annotations
@@ -17,8 +15,7 @@ DOMAIN = "pytest-gpuperf"
 def nvtx_range(message: str, *, enabled: bool = True) -> Iterator[None]:
     """Push an NVTX range named ``message`` in the "pytest-gpuperf" domain for the block.
 
-    A no-op when disabled, when the ``nvtx`` package is missing, or when
-    ``NVTX_DISABLE`` is set in the environment.
+    A no-op when disabled, without the ``nvtx`` package, or with ``NVTX_DISABLE`` set.
     """
     if not enabled:
         yield

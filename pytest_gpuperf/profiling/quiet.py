@@ -1,14 +1,9 @@
 """Keep the profiler's start/stop chatter out of a test's captured stderr, and torch's warnings warnings.
 
-Kineto (torch.profiler's C++ side) writes lines such as
-``USDT:2026-01-01 12:00:00 123:123 SyncActivityProfilerHandler.cpp:52] profiler_start``
-straight to file descriptor 2 at every start and stop. A confirmed regression is
-profiled inside its test, so each failure report would show them under
-"Captured stderr". No setting turns them off (``KINETO_LOG_LEVEL`` leaves these),
-so fd 2 is pointed at a temporary file for the profiled block; afterwards every
-line that is not such chatter is written back, in order, so nothing the
-profiled code itself printed is lost. Hand-written: no library redirects a
-file descriptor and filters what passed through it.
+Kineto writes lines such as ``USDT:... SyncActivityProfilerHandler.cpp:52] profiler_start`` straight
+to fd 2, and no setting turns them off (``KINETO_LOG_LEVEL`` leaves these), so a profiled failure
+would show them under "Captured stderr". fd 2 is pointed at a temporary file for the profiled
+block; afterwards every other line is written back, in order.
 """
 
 from __future__ import annotations
@@ -62,11 +57,9 @@ TORCH_MODULES = r"torch(\.|$)"
 def torch_warnings_stay_warnings() -> Iterator[None]:
     """Inside, a warning torch's own code issues is shown, never raised, whatever the filters say.
 
-    A profile pass re-runs the measured function, and a compiled one may be traced
-    again there; dynamo reads tensor attributes that warn as it traces (``.grad`` of
-    a non-leaf tensor), and under a project's ``filterwarnings = error`` that warning
-    becomes an exception inside dynamo (``InternalTorchDynamoError``), so the profile
-    is lost. Filters for other modules, the user's code included, are left as they are.
+    A profile pass may trace a compiled function again, and dynamo reads attributes that warn
+    (``.grad`` of a non-leaf); under ``filterwarnings = error`` that would lose the profile.
+    Filters for other modules, the user's code included, are left as they are.
     """
     with warnings.catch_warnings():
         warnings.filterwarnings("default", module=TORCH_MODULES)

@@ -1,20 +1,8 @@
-"""A short torch.profiler capture of a measured function (``--gpuperf-profile``).
+"""A short torch.profiler capture of a measured function (``--gpuperf-profile``), after the timed rounds.
 
-It runs after the timed rounds, never during them: the profiler's own
-overhead would otherwise be part of the samples. It writes a Chrome trace
-(open it in https://ui.perfetto.dev, chrome://tracing or TensorBoard) and
-summarizes the operators that took the most time.
-
-Times are *self* times (an operator's own time, without its children), so
-the shares of different operators never count the same microsecond twice.
-On CUDA the ranking is by self device time and shares are fractions of the
-total kernel time; on the CPU it is by self CPU time.
-
-The same pass gives the compact per-call table a baseline entry keeps and a
-differential profile compares (``OpProfile``, ``op_table``): the profiler's
-first step only warms up, and of the next ``calls`` steps the host times
-of the median call count (``op_table``): one call that carried the
-profiler's start-up or a preemption does not become a row of the diff.
+It writes a Chrome trace and ranks operators by *self* time (device time on CUDA, CPU time on
+the CPU), so no microsecond counts twice. The same pass gives the compact per-call table
+(``OpProfile``) a baseline entry keeps and a differential profile compares.
 """
 
 from __future__ import annotations
@@ -86,11 +74,9 @@ def capture_calls(
 ) -> ProfileCapture:
     """One torch.profiler pass over ``calls`` calls of ``fn``, each in a ``gpuperf:<label>#i`` range.
 
-    One unprofiled call comes first (lazy initialization), then one profiled
-    call the profiler discards (its own first-call costs), then ``calls``
-    recorded ones. ``trace_path``: where the Chrome trace goes (None: not
-    exported). ``detailed`` records shapes and memory too (``--gpuperf-profile``);
-    a differential profile needs neither and costs less without them.
+    An unprofiled call (lazy initialization) and a discarded profiled one (the profiler's first-call
+    costs) come first. ``trace_path`` None: no Chrome trace. ``detailed`` records shapes and memory
+    too (``--gpuperf-profile``); a differential profile needs neither.
     """
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function, schedule
@@ -98,20 +84,17 @@ def capture_calls(
     if calls < 1:
         raise ValueError(f"capture_calls: calls must be at least 1, got {calls}")
     on_cuda = device.type == "cuda"
-    activities = [ProfilerActivity.CPU]
-    if on_cuda:
-        activities.append(ProfilerActivity.CUDA)
-    call_kwargs = dict(kwargs)
+    activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if on_cuda else [ProfilerActivity.CPU]
 
     with torch_warnings_stay_warnings():  # a compiled fn may be traced again here (quiet.py)
-        fn(*args, **call_kwargs)  # lazy initialization stays out of the profile
+        fn(*args, **kwargs)  # lazy initialization stays out of the profile
         cuda_synchronize(device)
         steps = schedule(wait=0, warmup=1, active=calls, repeat=1)
         with quiet_profiler(), profile(activities=activities, schedule=steps, record_shapes=detailed,
                                        profile_memory=detailed) as prof:  # fmt: skip
             for i in range(calls + 1):
                 with record_function(f"{RANGE_PREFIX}{label}#{i}"):
-                    fn(*args, **call_kwargs)
+                    fn(*args, **kwargs)
                 if i == calls:
                     cuda_synchronize(device)  # the last kernels finish inside the recorded window
                 prof.step()
@@ -122,12 +105,11 @@ def capture_calls(
             trace = str(export_atomic(trace_path, prof.export_chrome_trace))
         except WriteError as exc:  # a trace is a report: one that cannot be written is a note, not a failure
             trace_error = f"profile trace not written: could not write {exc.path}: {exc.reason}"
-    averages = prof.key_averages()
     is_cuda_event = _is_cuda(torch)
     return ProfileCapture(
         trace_path=trace,
         trace_error=trace_error,
-        top_ops=top_operators(averages, on_cuda=on_cuda, is_cuda_event=is_cuda_event),
+        top_ops=top_operators(prof.key_averages(), on_cuda=on_cuda, is_cuda_event=is_cuda_event),
         activities=("cpu", "cuda") if on_cuda else ("cpu",),
         table=op_table(prof.events(), calls=calls, on_cuda=on_cuda, is_cuda_event=is_cuda_event,
                        torch_version=str(torch.__version__)),
@@ -156,10 +138,9 @@ def top_operators(
 ) -> tuple[tuple[str, float, float], ...]:
     """(name, self time ns, share of the total) for the operators that took longest.
 
-    On CUDA, kernels appear twice in ``key_averages()``: as kernel events and
-    inside the self device time of the operator that launched them. Ranking
-    uses the operators; the total is the kernels', so work launched outside
-    any operator lowers the shares instead of inflating them.
+    On CUDA, kernels appear twice in ``key_averages()``: as kernel events and in their operator's
+    self device time. Ranking uses the operators and the total the kernels, so work launched
+    outside any operator lowers the shares instead of inflating them.
     """
     rows: list[tuple[str, float]] = []
     total_us = 0.0
@@ -195,19 +176,12 @@ def op_table(
 ) -> OpProfile:
     """The per-call table of a profiler pass (``prof.events()``) over ``calls`` calls, each in a ``gpuperf:`` range.
 
-    Host times are medians over the calls: a call's host time is its range's CPU
-    time (Python, dispatch and launches: no sync), an operator's its self CPU
-    time inside that range, and what the range spends outside any operator is a
-    row of its own (``OUTSIDE_OPS``), so Python overhead has a name in the diff.
-    The median, not the mean: the first recorded call carries the profiler's
-    start-up host time, and a call the scheduler preempted carries milliseconds
-    that are no part of the code; averaged over a few calls, one such call made
-    the host-time row of a diff the largest change. Counts and device times
-    (kernels, CUDA events, run asynchronously and are not bounded by a range)
-    are per-call averages: 2.0 is "twice per call". The table keeps the
-    ``limit`` rows that took longest (device time on CUDA, host time on the
-    CPU) and, on CUDA, the ``limit // 3`` longest by host time besides: a
-    launch-bound slowdown shows there.
+    Host times are medians over the calls (the first call carries the profiler's start-up, a
+    preempted one milliseconds of nothing): a call's is its range's CPU time, an operator's its
+    self CPU time inside the range, and the rest of the range is a row of its own (``OUTSIDE_OPS``).
+    Counts and device times (asynchronous, not bounded by a range) are per-call averages. The table
+    keeps the ``limit`` longest rows and, on CUDA, the ``limit // 3`` longest by host time besides:
+    a launch-bound slowdown shows there.
     """
     ranges = sorted((e for e in events if str(e.key).startswith(RANGE_PREFIX)), key=lambda e: e.time_range.start)
     starts = [r.time_range.start for r in ranges]

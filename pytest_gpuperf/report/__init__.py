@@ -1,16 +1,12 @@
 """Reports of a session's results: each module renders, none decides.
 
-``terminal`` (the pytest summary), ``results_json`` (the machine-readable file
-every other report can be made from), ``markdown`` (the PR comment), ``html``
-(a self-contained page with distribution plots), ``benchmark_export``
-(pytest-benchmark's JSON) and ``history`` (the CLI's).
-``text`` makes user-controlled strings inert for each of them. Every file is
-written whole through ``pytest_gpuperf.files``. matplotlib is imported only
-when an HTML report or a history plot is made.
+``text`` makes user-controlled strings inert for each of them; every file is written
+whole through ``pytest_gpuperf.files``; matplotlib is imported only for HTML and plots.
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,8 +66,6 @@ def _html(session: SessionResults, path: Path | None, history: History | None) -
 
 
 def _table(session: SessionResults, path: Path | None, history: History | None) -> str:
-    import io
-
     from pytest_gpuperf.report.terminal import PlainWriter, render_summary
 
     buffer = io.StringIO()
@@ -94,8 +88,7 @@ REPORTS: dict[str, Renderer] = {
 def render(name: str, session: SessionResults, *, path: Path | None = None, history: History | None = None) -> str:
     """Report ``name`` of ``REPORTS`` as text; ``path``: where it will be written (None: standard output).
 
-    Links in a report (trace files) are relative to ``path``'s folder; ``history``
-    (the baselines' git history) adds trend charts to the HTML report.
+    Links in a report (trace files) are relative to ``path``'s folder; ``history`` adds trend charts to the HTML.
     """
     if name not in REPORTS:
         raise ValueError(f"unknown report format {name!r}; known: {sorted(REPORTS)}")
@@ -108,13 +101,10 @@ def write_reports(
     *,
     history: History | None = None,
 ) -> ReportsWritten:
-    """Write each report of ``REPORTS`` whose path ``targets`` gives, whole (``files.write_atomic``); one that
-    fails does not stop the others.
+    """Write each report of ``REPORTS`` whose path ``targets`` gives, whole (``files.write_atomic``).
 
-    A report that cannot be written (a full disk, a folder where the file should be,
-    a session the results schema rejects) is returned in ``failed`` with its reason,
-    for the caller to warn about: a report is never a reason to fail a test run.
-    ``history`` (the baselines' git history) adds trend charts to the HTML report.
+    A report that cannot be written (a full disk, a session the results schema rejects) is
+    returned in ``failed`` for the caller to warn about: a report never fails a test run.
     """
     unknown = sorted(set(targets) - set(REPORTS))
     if unknown:
@@ -126,8 +116,6 @@ def write_reports(
             continue
         try:
             outcome.written.append(write_atomic(path, render(name, session, path=Path(path), history=history)))
-        except WriteError as exc:
-            outcome.failed.append(ReportFailure(Path(path), exc.reason))
         except (GpuperfError, OSError, ValueError) as exc:  # ValueError: json's NaN refusal
-            outcome.failed.append(ReportFailure(Path(path), str(exc)))
+            outcome.failed.append(ReportFailure(Path(path), exc.reason if isinstance(exc, WriteError) else str(exc)))
     return outcome

@@ -1,13 +1,7 @@
-"""Results in pytest-benchmark's JSON format, for its ``compare`` command and the tools that read it.
+"""Results in pytest-benchmark's JSON format (as ``pytest --benchmark-json`` writes it), for its ``compare``.
 
-The layout follows what ``pytest --benchmark-json`` writes (format unchanged
-since pytest-benchmark 3.1 added ``ops``): ``machine_info``, ``commit_info``,
-``benchmarks[]`` with ``stats`` in seconds, ``datetime`` and ``version``.
-A gpuperf sample is the mean per call over a block of ``calls_per_sample``
-calls, which is exactly what pytest-benchmark stores per round with
-``iterations`` calls, so samples map to rounds one to one. Quartiles use linear
-interpolation, as every other gpuperf statistic does. pytest-benchmark itself
-is not needed to write the file.
+A gpuperf sample (the mean per call over ``calls_per_sample`` calls) maps one to one to a pytest-benchmark
+round of ``iterations`` calls. Quartiles use linear interpolation, as every gpuperf statistic does.
 """
 
 from __future__ import annotations
@@ -36,8 +30,7 @@ def benchmark_stats(samples_s: Sequence[float]) -> dict[str, Any]:
     iqr = q3 - q1
     mean = statistics.fmean(data)
     stddev = statistics.stdev(data) if len(data) > 1 else 0.0
-    low_fence, high_fence = q1 - 1.5 * iqr, q3 + 1.5 * iqr
-    inside = [d for d in data if low_fence <= d <= high_fence]
+    inside = [d for d in data if q1 - 1.5 * iqr <= d <= q3 + 1.5 * iqr]
     iqr_outliers = len(data) - len(inside)
     stddev_outliers = sum(1 for d in data if not mean - stddev <= d <= mean + stddev)
     total = sum(data)
@@ -125,8 +118,7 @@ def benchmark_entry(result: MeasurementResult, taken: Collection[str] = ()) -> d
 def benchmark_document(session: SessionResults) -> dict[str, Any]:
     """The whole pytest-benchmark document for ``session``.
 
-    The ``benchmark`` fixture's entry is named as pytest-benchmark names it (the test's
-    name) unless another measurement of the test (gpu_bench's default one) already is.
+    The ``benchmark`` fixture's entry takes the test's name unless another measurement of the test has it.
     """
     taken = {_names(r.measurement.test_id, r.measurement.name)[1] for r in session.results
              if r.measurement.benchmark is None}  # fmt: skip

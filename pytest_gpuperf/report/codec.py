@@ -1,10 +1,7 @@
 """Model dataclasses to plain JSON values and back, driven by their type hints.
 
-Driving the conversion from ``model.py``'s annotations (rather than a
-hand-written function per class) keeps the results format in step with the
-model: a new optional field is written and read without touching this file,
-and the schema's ``additionalProperties: false`` makes the round-trip test
-fail until the schema learns it too.
+A new optional field of ``model.py`` is written and read without touching this file; the
+schema's ``additionalProperties: false`` fails the round-trip test until the schema learns it.
 """
 
 from __future__ import annotations
@@ -56,14 +53,9 @@ def _hints(cls: type) -> dict[str, Any]:
 
 def from_json(cls: type[Any], data: Mapping[str, Any]) -> Any:
     """Build ``cls`` (a model dataclass) from a schema-checked JSON object."""
-    hints = _hints(cls)
-    skipped = _DERIVED.get(cls, {})
-    kwargs = {
-        f.name: _decode(hints[f.name], data[f.name])
-        for f in dataclasses.fields(cls)
-        if f.name in data and f.name not in skipped
-    }
-    return cls(**kwargs)
+    hints, skipped = _hints(cls), _DERIVED.get(cls, {})
+    fields = [f.name for f in dataclasses.fields(cls) if f.name in data and f.name not in skipped]
+    return cls(**{name: _decode(hints[name], data[name]) for name in fields})
 
 
 def _decode(tp: Any, value: Any) -> Any:

@@ -1,9 +1,7 @@
 """The line that opens a measuring session: its mode, its device, and what it compares with.
 
-``render_header`` is pure (plain values in, one line out); ``session_header``
-gathers those values from the session's configuration without importing torch,
-so a session whose perf tests never start the device still says what it would
-compare with. A device known only once measuring starts is named as requested.
+``session_header`` gathers the values without importing torch, so a session whose perf tests
+never start the device still says what it would compare with.
 """
 
 from __future__ import annotations
@@ -32,9 +30,8 @@ def render_header(
 ) -> str | None:
     """``gpuperf: baseline mode on cuda:0 (NVIDIA H100 80GB HBM3, sm clocks 1980 MHz) against baselines/...``.
 
-    ``device`` is the resolved device (``cuda:0``) or, before it is known, the
-    requested one (``auto``); ``device_name`` is None until the device is probed.
-    A smoke session (one call per perf test, nothing compared) has no header: None.
+    ``device``: resolved (``cuda:0``) or, before it is probed (``device_name`` None), as requested
+    (``auto``). A smoke session (nothing compared) has no header: None.
     """
     if mode is Mode.SMOKE:
         return None
@@ -62,8 +59,7 @@ def _device(device: str, name: str | None, sm_clock_mhz: int | None, locked: boo
 def sm_clock(extra: Mapping[str, str]) -> tuple[int | None, bool]:
     """The SM clock the GPU runs kernels at, from NVML's probe, and whether it is locked.
 
-    The applications clock, not the current one: an idle GPU reads its lowest
-    clock, which says nothing about the clock it measures at.
+    The applications clock, not the current one: an idle GPU reads its lowest clock.
     """
     raw = extra.get("sm_app_clock_mhz")
     try:
@@ -82,10 +78,8 @@ def session_header(
 ) -> str | None:
     """The header for a session from what is known now; nothing here starts torch.
 
-    ``environment`` and ``device`` once the device was probed; before that a
-    ``cpu`` request is named from /proc/cpuinfo (what the probe reads too), any
-    other request as given. ``ref_commit`` when the compare-ref worktree knows it;
-    otherwise the ref is looked up in git, best effort.
+    Before the device is probed (``environment``, ``device``), a ``cpu`` request is named from
+    /proc/cpuinfo, any other as given. Without ``ref_commit`` the ref is looked up in git, best effort.
     """
     if config.mode is Mode.SMOKE:
         return None
@@ -98,7 +92,9 @@ def session_header(
         name = cpu_model()
         device_class = device_class_for("cpu", name, expected_cpu_kernels())
     mhz, locked = sm_clock(environment.extra) if environment is not None else (None, False)
-    folder = _relative(config.baseline_dir, config.rootdir) / (device_class or UNKNOWN_CLASS)
+    folder = config.baseline_dir
+    if folder.is_relative_to(config.rootdir):
+        folder = folder.relative_to(config.rootdir)
     commit = ref_commit
     if config.compare_ref and commit is None:
         commit = _resolve(config.rootdir, config.compare_ref)
@@ -108,17 +104,10 @@ def session_header(
         device_name=name,
         sm_clock_mhz=mhz,
         clocks_locked=locked,
-        baseline_folder=folder.as_posix(),
+        baseline_folder=(folder / (device_class or UNKNOWN_CLASS)).as_posix(),
         ref=config.compare_ref,
         ref_commit=commit,
     )
-
-
-def _relative(path: Path, root: Path) -> Path:
-    try:
-        return path.relative_to(root)
-    except ValueError:
-        return path
 
 
 def _resolve(rootdir: Path, ref: str) -> str | None:

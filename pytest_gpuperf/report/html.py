@@ -1,16 +1,8 @@
 """One self-contained HTML page: the summary table and, per measurement, its distribution and trend.
 
-The distribution plot puts the baseline's samples and this run's on one time
-axis, zoomed to their bulk so that a lone outlier cannot flatten a shift, with
-the gate's threshold band drawn around the baseline's statistic. Given the
-baselines' git history (history.collect_history), a trend chart follows: the
-baseline's value at each commit that changed it, and this run's value after them.
-
-The figures are PNGs embedded as base64 ``data:`` URIs and the style sheet is
-inline, so the file can be uploaded as a CI artifact and opened anywhere, with
-no network. matplotlib is driven through its object API (``Figure`` and the Agg
-canvas), never ``pyplot``, so rendering inside a pytest session leaves the
-user's backend and global figure state alone.
+Figures are base64 ``data:`` PNGs and the style sheet is inline, so a CI artifact opens anywhere
+without a network. matplotlib is driven through ``Figure`` and the Agg canvas, never ``pyplot``,
+so rendering inside a pytest session leaves the user's backend and figure state alone.
 """
 
 from __future__ import annotations
@@ -25,34 +17,25 @@ from typing import TYPE_CHECKING, Any, cast
 from pytest_gpuperf.model import Comparison, MeasurementResult, ProfileDiff, SessionResults, Verdict
 from pytest_gpuperf.report.history import STEP_DOWN, STEP_UP, History, Series, draw_series, time_scale
 from pytest_gpuperf.report.markdown import TOP_OPS
-from pytest_gpuperf.report.rows import counts_line, headline, ordered, time_comparison
+from pytest_gpuperf.report.rows import counts_line, headline, ordered, plural, time_comparison
 
 # html.escape after stripping control characters: every string of the page goes through it
 from pytest_gpuperf.report.text import html_text as escape
-from pytest_gpuperf.report.units import (
-    format_change,
-    format_precision,
-    format_time,
-    format_value,
-)
+from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 from pytest_gpuperf.report.why import (
     UNCHANGED_OPS,
-    calls_cell,
-    calls_text,
-    change_cell,
     heading,
+    row_cells,
     sentence,
     short_name,
     split_text,
     time_basis,
-    time_cells,
     traces_text,
 )
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-_UNITS = (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0))
 _BASE_COLOUR, _NOW_COLOUR, _BAND_COLOUR = "#7f7f7f", "#1f77b4", "#f2b134"
 _FENCE_IQR = 3.0  # Tukey's "far out": past this many IQRs beyond a quartile a sample is an outlier
 _STYLE = """
@@ -78,18 +61,21 @@ def _css_class(verdict: Verdict) -> str:
     return verdict.value.replace(" ", "-")
 
 
-def _time_unit(values: Sequence[float]) -> tuple[str, float]:
-    typical = sorted(values)[len(values) // 2]
-    return next(((name, f) for name, f in _UNITS if typical >= f), ("ns", 1.0))
+def _figure(width: float, height: float) -> tuple[Figure, Any]:
+    """A figure on its own Agg canvas (pyplot's state untouched) and its axes."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig, fig.add_subplot()
 
 
 def central_range(values: Sequence[float]) -> tuple[float, float]:
     """Where the bulk of ``values`` lies: the central 98%, narrowed to Tukey's far-out fences.
 
-    With a few dozen samples the 1st and 99th percentiles still reach a lone
-    outlier (one 12 ms sample among 207 us ones), and a linear axis stretched to
-    it squeezes a 207 -> 331 us shift into a few pixels; the fences (3 IQR past
-    the quartiles) leave such a sample out whatever the count.
+    With a few dozen samples the 1st and 99th percentiles still reach a lone outlier, and an axis
+    stretched to it hides a shift; the fences leave such a sample out whatever the count.
     """
     import numpy as np
 
@@ -114,18 +100,6 @@ class _Side:
     statistic: float | None  # ns: the comparison's value for this side
 
 
-def _sides(result: MeasurementResult, base_label: str) -> tuple[list[_Side], Comparison | None]:
-    timing = time_comparison(result)
-    m = result.measurement
-    sides = []
-    if result.baseline is not None and result.baseline.samples_ns:
-        base_stat = timing.baseline if timing is not None else result.baseline.stats.median_ns
-        sides.append(_Side(base_label, _BASE_COLOUR, result.baseline.samples_ns, base_stat))
-    now_stat = timing.current if timing is not None else m.stats.median_ns
-    sides.append(_Side("now", _NOW_COLOUR, m.samples_ns, now_stat))
-    return sides, timing
-
-
 def _band(timing: Comparison | None) -> tuple[float, float] | None:
     """The threshold band around the baseline's statistic: outside it a change is large enough."""
     if timing is None or timing.baseline is None or timing.threshold is None:
@@ -136,33 +110,28 @@ def _band(timing: Comparison | None) -> tuple[float, float] | None:
 def distribution_figure(result: MeasurementResult, base_label: str = "baseline") -> Figure:
     """Baseline and now on one time axis zoomed to their bulk, the threshold band drawn around the baseline.
 
-    Violins where there is a spread, every sample as a dot, each side's statistic
-    as a bar. Samples beyond the zoom sit at the axis edge as triangles, with
-    their count and extreme written beside them: nothing is hidden, and a lone
-    outlier cannot stretch the axis until the shift disappears.
+    Violins where there is a spread, every sample as a dot, each side's statistic as a bar.
+    Samples beyond the zoom sit at the axis edge as triangles, with their count and extreme.
     """
     import numpy as np
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
-    sides, timing = _sides(result, base_label)
+    h = headline(result)
+    sides = [_Side("now", _NOW_COLOUR, result.measurement.samples_ns, h.now_ns)]
+    if result.baseline is not None and result.baseline.samples_ns:
+        sides.insert(0, _Side(base_label, _BASE_COLOUR, result.baseline.samples_ns, h.baseline_ns))
+    timing = time_comparison(result)
     band = _band(timing)
-    statistic = timing.metric.split(".", 1)[1] if timing is not None else "p50"
-    unit, factor = _time_unit([v for side in sides for v in side.samples])
+    samples = sorted(v for side in sides for v in side.samples)
+    factor, unit = time_scale([samples[len(samples) // 2]])  # the unit of a typical sample
     marks = [side.statistic for side in sides if side.statistic is not None] + list(band or ())
     lo, hi = (v / factor for v in zoom_limits([side.samples for side in sides], marks))
-    fig = Figure(figsize=(7.5, 1.3 + 0.75 * len(sides)), dpi=100, layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+    fig, ax = _figure(7.5, 1.3 + 0.75 * len(sides))
     if band is not None and timing is not None and timing.baseline is not None:
         ax.axvspan(band[0] / factor, band[1] / factor, color=_BAND_COLOUR, alpha=0.25, lw=0,
                    label=f"threshold ±{timing.threshold:.1%}")  # fmt: skip
         ax.axvline(timing.baseline / factor, color=_BASE_COLOUR, linestyle="--", linewidth=1)
-    horizontal: dict[str, Any] = (
-        {"orientation": "horizontal"}  # matplotlib 3.10 replaced ``vert=False`` (and deprecated it)
-        if "orientation" in inspect.signature(ax.violinplot).parameters
-        else {"vert": False}
-    )
+    new_api = "orientation" in inspect.signature(ax.violinplot).parameters  # matplotlib 3.10 deprecated ``vert``
+    horizontal: dict[str, Any] = {"orientation": "horizontal"} if new_api else {"vert": False}
     rng = np.random.default_rng(0)  # fixed jitter: the same results draw the same picture
     clipped = 0
     for pos, side in enumerate(sides, start=1):
@@ -178,7 +147,7 @@ def distribution_figure(result: MeasurementResult, base_label: str = "baseline")
         clipped += _beyond(ax, scaled[scaled < lo], pos, lo, side.colour, factor, right=False)
         if side.statistic is not None:
             ax.plot([side.statistic / factor] * 2, [pos - 0.38, pos + 0.38], color=side.colour, linewidth=2.5,
-                    label=f"{side.label} {statistic}")  # fmt: skip
+                    label=f"{side.label} {h.statistic}")  # fmt: skip
     ax.set_xlim(lo, hi)
     ax.set_yticks(range(1, len(sides) + 1), [side.label for side in sides])
     ax.set_ylim(0.4, len(sides) + 0.6)
@@ -195,28 +164,18 @@ def _beyond(ax: Any, values: Any, pos: int, edge: float, colour: str, factor: fl
     ax.scatter([edge] * len(values), [pos] * len(values), marker=">" if right else "<", s=40, color=colour,
                clip_on=False, zorder=3)  # fmt: skip
     extreme = (max(values) if right else min(values)) * factor
-    count = f"{len(values)} sample{'s' if len(values) > 1 else ''}"
-    text = f"{count}\n{'up to' if right else 'down to'} {format_time(extreme)}"
+    text = f"{plural(len(values), 'sample')}\n{'up to' if right else 'down to'} {format_time(extreme)}"
     # outside the axes, beside the triangle: inside, the text would cover samples
     ax.annotate(text, (edge, pos), ha="left" if right else "right", va="center", fontsize=8, color=colour,
                 xytext=(10 if right else -10, 0), textcoords="offset points", annotation_clip=False)  # fmt: skip
     return len(values)
 
 
-def distribution_png(result: MeasurementResult, base_label: str = "baseline") -> bytes:
-    return _png(distribution_figure(result, base_label))
-
-
 def trend_figure(series: Series, now_ns: float | None, metric: str) -> Figure:
     """The baseline's versions over the commits that changed it, and this run's value after them."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     values = [p.value_ns for p in series.points]
     factor, unit = time_scale([*values, *([now_ns] if now_ns is not None else [])])
-    fig = Figure(figsize=(7.5, 2.4), dpi=100, layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+    fig, ax = _figure(7.5, 2.4)
     draw_series(ax, series, metric=metric, factor=factor, unit=unit, colour=_BASE_COLOUR)
     if now_ns is not None:
         ticks = [p.commit[:7] for p in series.points]
@@ -230,15 +189,17 @@ def trend_figure(series: Series, now_ns: float | None, metric: str) -> Figure:
     return fig
 
 
-def _png(fig: Figure) -> bytes:
+def _img(fig: Figure, alt: str) -> str:
+    """``fig`` as an inline PNG."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
-    return buffer.getvalue()
-
-
-def _img(png: bytes, alt: str) -> str:
-    data = base64.b64encode(png).decode("ascii")
+    data = base64.b64encode(buffer.getvalue()).decode("ascii")
     return f'<img src="data:image/png;base64,{data}" alt="{escape(alt)}">'
+
+
+def _table(headers: Sequence[str], rows: Sequence[str], attributes: str = "") -> str:
+    head = "".join(f"<th>{h}</th>" for h in headers)
+    return f"<table{attributes}><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
 def _summary_table(session: SessionResults) -> str:
@@ -256,10 +217,7 @@ def _summary_table(session: SessionResults) -> str:
             f"<td>{escape(h.verdict.value)}</td>",
         ]
         rows.append(f'<tr class="{_css_class(h.verdict)}">{"".join(cells)}</tr>')
-    header = "".join(
-        f"<th>{c}</th>" for c in ("test", "measurement", "now", "baseline", "change", "precision", "verdict")
-    )
-    return f'<table id="summary"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    return _table(("test", "measurement", "now", "baseline", "change", "precision", "verdict"), rows, ' id="summary"')
 
 
 def _comparisons(result: MeasurementResult) -> str:
@@ -279,38 +237,29 @@ def _comparisons(result: MeasurementResult) -> str:
         rows.append(f'<tr class="{_css_class(c.verdict)}">{tds}</tr>')
         if c.note:
             rows.append(f'<tr><td colspan="6" class="note">{escape(c.note)}</td></tr>')
-    header = "".join(f"<th>{c}</th>" for c in ("metric", "baseline", "now", "change", "evidence", "verdict"))
-    return f"<table><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    return _table(("metric", "baseline", "now", "change", "evidence", "verdict"), rows)
 
 
 def _profile(result: MeasurementResult) -> str:
     profile = result.measurement.profile
     if profile is None or not profile.top_ops:
         return ""
-    rows = "".join(
+    rows = [
         f'<tr><td><code>{escape(name)}</code></td><td class="num">{format_time(ns)}</td>'
         f'<td class="num">{share * 100:.1f}%</td></tr>'
         for name, ns, share in profile.top_ops[:TOP_OPS]
-    )
-    return (
-        f"<details><summary>Top operators (<code>{escape(profile.trace_path)}</code>)</summary>"
-        f"<table><thead><tr><th>operator</th><th>time</th><th>share</th></tr></thead>"
-        f"<tbody>{rows}</tbody></table></details>"
-    )
+    ]
+    summary = f"<summary>Top operators (<code>{escape(profile.trace_path)}</code>)</summary>"
+    return f"<details>{summary}{_table(('operator', 'time', 'share'), rows)}</details>"
 
 
 def why_figure(diff: ProfileDiff) -> Figure:
     """The top changes as horizontal bars, largest on top: red slower, green faster; the head's times without a base."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     rows = diff.changes[:WHY_BARS]
     has_base = diff.base is not None
     values = [c.delta_ns if has_base else c.head_ns for c in rows]
     factor, unit = time_scale([abs(v) for v in values])
-    fig = Figure(figsize=(9.0, 1.0 + 0.32 * len(rows)), dpi=100, layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+    fig, ax = _figure(9.0, 1.0 + 0.32 * len(rows))
     colours = [(STEP_UP if v > 0 else STEP_DOWN) if has_base else _BASE_COLOUR for v in values]
     positions = range(len(rows))
     ax.barh(positions, [v / factor for v in values], color=colours)
@@ -329,31 +278,20 @@ def _why_table(diff: ProfileDiff) -> str:
     heads = ("op", "kind", "base", "head", "change per call", "calls") if has_base else ("op", "kind", "time", "calls")
     rows = []
     for c in diff.changes:
-        if has_base:
-            cells = [*time_cells(c), change_cell(c), calls_cell(c)]
-        else:
-            cells = [format_time(c.head_ns), calls_text(c.head)]
-        tds = "".join(f'<td class="num">{escape(x)}</td>' for x in cells)
+        tds = "".join(f'<td class="num">{escape(x)}</td>' for x in row_cells(c, has_base=has_base))
         rows.append(f"<tr><td><code>{escape(short_name(c.name))}</code></td><td>{c.kind}</td>{tds}</tr>")
-    header = "".join(f"<th>{h}</th>" for h in heads)
-    return f"<table><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-
-
-def _why(result: MeasurementResult) -> str:
-    diff = result.profile_diff
-    return "" if diff is None else why_section(diff, result.measurement.key)
+    return _table(heads, rows)
 
 
 def why_section(diff: ProfileDiff, key: str) -> str:
     """Why a regression got slower: the host/device split, a bar chart of the top changes, every row, the traces.
 
-    ``key`` names the measurement in the figure's alt text. The history dashboard's
-    profile-diff pages show the same section.
+    ``key`` names the measurement in the figure's alt text; the history dashboard shows the same section.
     """
     facts = " ".join(sentence(text) for text in (heading(diff), split_text(diff)) if text)
     parts = [f"<h4>Why it got slower</h4><p>{escape(facts)}</p>"]
     if diff.changes:
-        figure = _img(_png(why_figure(diff)), f"why {key} got slower")
+        figure = _img(why_figure(diff), f"why {key} got slower")
         parts += [f'<figure class="why">{figure}</figure>', _why_table(diff)]
     else:
         parts.append(f"<p>{escape(sentence(UNCHANGED_OPS))}</p>")
@@ -365,9 +303,8 @@ def _trend(result: MeasurementResult, series: Series | None, metric: str) -> str
     if series is None or not series.points:
         return ""
     m = result.measurement
-    figure = _img(_png(trend_figure(series, m.stats.get(metric), metric)), f"baseline trend of {m.key}")
-    steps = len(series.steps)
-    caption = f"{len(series.points)} baseline versions, {steps} lasting step{'' if steps == 1 else 's'}"
+    figure = _img(trend_figure(series, m.stats.get(metric), metric), f"baseline trend of {m.key}")
+    caption = f"{len(series.points)} baseline versions, {plural(len(series.steps), 'lasting step')}"
     return f'<figure class="trend">{figure}<figcaption>{caption}</figcaption></figure>'
 
 
@@ -380,12 +317,13 @@ def _measurement_section(result: MeasurementResult, base_label: str, series: Ser
         f"IQR {format_time(stats.iqr_ns)}, precision {escape(format_precision(m.precision))}"
     )
     unstable = f'<p class="note">unstable: {escape(m.unstable_reason)}</p>' if m.unstable_reason else ""
-    figure = _img(distribution_png(result, base_label), f"distribution of {m.key}")
+    why = why_section(result.profile_diff, m.key) if result.profile_diff is not None else ""
+    figure = _img(distribution_figure(result, base_label), f"distribution of {m.key}")
     return (
         f'<section class="measurement {_css_class(result.verdict)}">'
         f"<h3>{escape(m.key)}</h3><p>{facts}</p>{unstable}"
         f'<figure class="distribution">{figure}</figure>{_trend(result, series, metric)}'
-        f"{_comparisons(result)}{_why(result)}{_profile(result)}</section>"
+        f"{_comparisons(result)}{why}{_profile(result)}</section>"
     )
 
 
@@ -406,20 +344,14 @@ def _context(session: SessionResults) -> str:
     return "<ul>" + "".join(f"<li><b>{escape(k)}</b>: {escape(str(v))}</li>" for k, v in items if v) + "</ul>"
 
 
-def _series_for(history: History | None, device_class: str) -> dict[str, Series]:
-    if history is None:
-        return {}
-    return {series.key: series for series in history.series if series.device_class == device_class}
-
-
 def render_html(session: SessionResults, history: History | None = None) -> str:
     """The complete page as text; with ``history`` (history.collect_history) a trend chart per measurement.
 
-    The history's metric should be the statistic the gate used (``p50`` unless
-    --gpuperf-metric said otherwise); this run's value is drawn after it in that statistic.
+    The history's metric should be the statistic the gate used: this run's value is drawn after it in that one.
     """
     base_label = f"base ({session.compare_ref})" if session.compare_ref else "baseline"
-    trends = _series_for(history, session.environment.device_class)
+    device_class = session.environment.device_class
+    trends = {s.key: s for s in (history.series if history else ()) if s.device_class == device_class}
     sections = "".join(
         _measurement_section(r, base_label, trends.get(r.measurement.key), headline(r).statistic)
         for r in ordered(session.results)

@@ -1,42 +1,27 @@
 """The pull-request comment: a summary line, a table, details, and a hidden marker.
 
-The marker lets a workflow find its own earlier comment and edit it instead of
-adding a new one per push (see ``.github/workflows/gpuperf.yml``). A bot posts
-it, so every string from the tests or the pull request goes through
-``report.text`` first: identifiers as code spans, the rest as escaped prose.
+The marker lets a workflow edit its earlier comment instead of adding one per push. A bot posts
+it, so every string from the tests or the pull request goes through ``report.text`` first.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterable
 from pathlib import Path
 
-from pytest_gpuperf.model import (
-    Comparison,
-    Environment,
-    MeasurementResult,
-    OpChange,
-    ProfileDiff,
-    Provenance,
-    SessionResults,
-    Verdict,
-)
+from pytest_gpuperf.model import Environment, MeasurementResult, ProfileDiff, Provenance, SessionResults, Verdict
 from pytest_gpuperf.report.rows import counts_line, ordered, plural, split_key, verdict_counts
 from pytest_gpuperf.report.text import html_text, md_code, md_text
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 from pytest_gpuperf.report.why import (
     PERFETTO,
     UNCHANGED_OPS,
-    calls_cell,
-    calls_text,
-    change_cell,
     heading,
     headline,
+    row_cells,
     sentence,
     short_name,
     split_text,
-    time_cells,
 )
 
 MARKER = "<!-- pytest-gpuperf-comment -->"
@@ -61,10 +46,14 @@ def _cell(markdown: str) -> str:
     return markdown.replace("|", "\\|").replace("\n", " ").strip() or " "
 
 
-def _test(test_id: str) -> str:
-    """``tests/perf/test_mm.py::test_x`` -> ```test_mm.py::test_x``` (the folder adds little)."""
+def _short_test(test_id: str) -> str:
+    """``tests/perf/test_mm.py::test_x`` -> ``test_mm.py::test_x`` (the folder adds little)."""
     path, name = split_key(test_id)
-    return md_code(f"{path.rsplit('/', 1)[-1]}::{name}" if path else name)
+    return f"{path.rsplit('/', 1)[-1]}::{name}" if path else name
+
+
+def _test(test_id: str) -> str:
+    return md_code(_short_test(test_id))
 
 
 def _verdict(v: Verdict) -> str:
@@ -75,41 +64,25 @@ def _short(commit: str | None) -> str:
     return md_code(commit[:12]) if commit else "-"
 
 
-def _rows(result: MeasurementResult) -> Iterable[list[str]]:
+def _row(cells: Iterable[str]) -> str:
+    return "| " + " | ".join(_cell(c) for c in cells) + " |"
+
+
+def _rows(result: MeasurementResult) -> Iterable[str]:
     m = result.measurement
-    if not result.comparisons:
-        # A measurement the gate had nothing to compare with: still show its time.
-        yield [
-            _test(m.test_id),
-            md_text(m.name),
-            "time.p50",
-            "-",
-            format_time(m.stats.median_ns),
-            "-",
-            "",
-            _verdict(result.verdict),
-        ]
-        return
+    test = [_test(m.test_id), md_text(m.name)]
+    if not result.comparisons:  # nothing to compare with: still show its time
+        yield _row([*test, "time.p50", "-", format_time(m.stats.median_ns), "-", "", _verdict(result.verdict)])
     for c in result.comparisons:
-        yield [
-            _test(m.test_id),
-            md_text(m.name),
-            md_text(c.metric),
-            md_text(format_value(c.baseline, c.unit)),
-            md_text(format_value(c.current, c.unit)),
-            format_change(c.change),
-            md_text(c.evidence),
-            _verdict(c.verdict),
-        ]
+        base, head = (md_text(format_value(v, c.unit)) for v in (c.baseline, c.current))
+        change = format_change(c.change)
+        yield _row([*test, md_text(c.metric), base, head, change, md_text(c.evidence), _verdict(c.verdict)])
 
 
 def _table(session: SessionResults) -> list[str]:
     header = ["test", "measurement", "metric", "base", "head", "change", "evidence", "verdict"]
-    lines = ["| " + " | ".join(header) + " |", "|---|---|---|---:|---:|---:|---|---|"]
-    for result in ordered(session.results):
-        for row in _rows(result):
-            lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
-    return lines
+    rows = [row for result in ordered(session.results) for row in _rows(result)]
+    return [_row(header), "|---|---|---|---:|---:|---:|---|---|", *rows]
 
 
 def _environment(env: Environment) -> list[str]:
@@ -134,16 +107,9 @@ def _provenance(label: str, prov: Provenance | None) -> str | None:
 
 
 def _commits(session: SessionResults) -> list[str]:
-    lines = [
-        line
-        for line in (
-            _provenance("head", session.provenance),
-            _provenance(
-                f"base ({md_text(session.compare_ref)})" if session.compare_ref else "base", session.base_provenance
-            ),
-        )
-        if line
-    ]
+    base = f"base ({md_text(session.compare_ref)})" if session.compare_ref else "base"
+    provenances = (_provenance("head", session.provenance), _provenance(base, session.base_provenance))
+    lines = [line for line in provenances if line]
     baseline_commits = sorted({c.baseline_commit for r in session.results for c in r.comparisons if c.baseline_commit})
     if baseline_commits:
         lines.append("- **baselines recorded at**: " + ", ".join(_short(c) for c in baseline_commits))
@@ -168,19 +134,17 @@ def _noise(session: SessionResults) -> list[str]:
             md_text(m.timer),
             md_text(notes),
         ]
-        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+        lines.append(_row(cells))
     return lines
 
 
 def trace_label(trace: str, folder: Path | None) -> str:
-    """A trace's path as the comment shows it: relative to ``folder`` (the report's, so the
-    artifact's) when it lies inside, else its file name: never a runner's absolute path."""
+    """A trace's path relative to ``folder`` (the report's) when inside, else its file name: never a runner's path."""
     path = Path(trace)
     if not path.is_absolute():
         return path.as_posix()
-    if folder is not None:
-        with contextlib.suppress(ValueError):
-            return path.relative_to(folder).as_posix()
+    if folder is not None and path.is_relative_to(folder):
+        return path.relative_to(folder).as_posix()
     return path.name
 
 
@@ -193,8 +157,7 @@ def _profiles(session: SessionResults, folder: Path | None) -> list[str]:
         if lines:
             lines.append("")
         trace = f" ({md_code(trace_label(profile.trace_path, folder))})" if profile.trace_path else ""
-        lines += [f"**{md_code(r.measurement.key)}**{trace}", ""]
-        lines += ["| operator | time | share |", "|---|---:|---:|"]
+        lines += [f"**{md_code(r.measurement.key)}**{trace}", "", "| operator | time | share |", "|---|---:|---:|"]
         for name, ns, share in profile.top_ops[:TOP_OPS]:
             lines.append(f"| {_cell(md_code(name))} | {format_time(ns)} | {share * 100:.1f}% |")
     return lines
@@ -206,34 +169,26 @@ def _details(summary: str, body: list[str]) -> list[str]:
 
 def _why_summary(result: MeasurementResult, diff: ProfileDiff) -> str:
     """The collapsed line, raw HTML (GitHub reads no Markdown in it): the test and the diff's headline."""
-    path, name = split_key(result.measurement.test_id)
-    test = html_text(f"{path.rsplit('/', 1)[-1]}::{name}" if path else name)
+    test = html_text(_short_test(result.measurement.test_id))
     words = headline(diff, lambda op: f"<code>{html_text(op)}</code>")
     return f"Why <code>{test}</code> got slower" + (f": {words}" if words else "")
 
 
-def _why_row(c: OpChange, has_base: bool) -> str:
-    name, kind = _cell(md_code(short_name(c.name))), c.kind
-    if not has_base:
-        return f"| {name} | {kind} | {format_time(c.head_ns)} | {calls_text(c.head)} |"
-    base, head = time_cells(c)
-    return f"| {name} | {kind} | {base} | {head} | {change_cell(c)} | {calls_cell(c)} |"
-
-
 def _why_table(diff: ProfileDiff) -> list[str]:
-    if diff.base is None:
-        lines = ["| op | kind | time per call | calls |", "|---|---|---:|---:|"]
-    else:
+    has_base = diff.base is not None
+    if has_base:
         lines = ["| op | kind | base | head | change per call | calls |", "|---|---|---:|---:|---:|---:|"]
-    lines += [_why_row(c, diff.base is not None) for c in diff.changes[:WHY_ROWS]]
+    else:
+        lines = ["| op | kind | time per call | calls |", "|---|---|---:|---:|"]
+    for c in diff.changes[:WHY_ROWS]:
+        lines.append(_row([md_code(short_name(c.name)), c.kind, *row_cells(c, has_base=has_base)]))
     rest = len(diff.changes) - WHY_ROWS
     return lines + (["", f"{rest} more rows in the HTML report and the results JSON."] if rest > 0 else [])
 
 
 def _why(result: MeasurementResult, diff: ProfileDiff) -> list[str]:
     """One collapsed section: the heading, the host/device split, the table, the note and the traces."""
-    split = split_text(diff)
-    body = [" ".join(md_text(sentence(text)) for text in (heading(diff), split) if text), ""]
+    body = [" ".join(md_text(sentence(text)) for text in (heading(diff), split_text(diff)) if text), ""]
     body += _why_table(diff) if diff.changes else [md_text(sentence(UNCHANGED_OPS))]
     if diff.note:
         body += ["", md_text(diff.note)]
@@ -244,10 +199,6 @@ def _why(result: MeasurementResult, diff: ProfileDiff) -> list[str]:
     return _details(_why_summary(result, diff), body)
 
 
-def _utf16(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
-
-
 def why_sections(session: SessionResults, budget: int = WHY_BUDGET) -> list[str]:
     """A collapsed section per regression with a differential profile, worst first, within ``budget``."""
     diffs = [(r, r.profile_diff) for r in ordered(session.results) if r.profile_diff is not None]
@@ -255,7 +206,7 @@ def why_sections(session: SessionResults, budget: int = WHY_BUDGET) -> list[str]
     used = 0
     for shown, (result, diff) in enumerate(diffs):
         section = _why(result, diff)
-        size = sum(_utf16(line) + 1 for line in section)
+        size = sum(len(line.encode("utf-16-le")) // 2 + 1 for line in section)  # GitHub counts UTF-16 units
         if used + size > budget:
             left = len(diffs) - shown
             lines += [f"Differential profiles of {plural(left, 'more regressed test')}: "
@@ -266,15 +217,8 @@ def why_sections(session: SessionResults, budget: int = WHY_BUDGET) -> list[str]
     return lines
 
 
-def _comparisons_with_notes(session: SessionResults) -> list[Comparison]:
-    return [c for r in ordered(session.results) for c in r.comparisons if c.note]
-
-
 def render_comment(session: SessionResults, folder: Path | None = None) -> str:
-    """The Markdown PR comment for ``session`` (ends with a newline).
-
-    ``folder``: where the comment is written; trace paths are shown relative to it.
-    """
+    """The Markdown PR comment for ``session``; trace paths are shown relative to ``folder``, where it is written."""
     counts = verdict_counts(session)
     icon = "🔴" if counts[Verdict.REGRESSION] else "🟢"
     against = f" against {md_code(session.compare_ref)}" if session.compare_ref else ""
@@ -286,11 +230,8 @@ def render_comment(session: SessionResults, folder: Path | None = None) -> str:
         f"({plural(len(session.results), 'measurement')} on {md_text(session.environment.device_name)})",
         "",
     ]
-    if session.results:
-        lines += _table(session)
-    else:
-        lines.append("No measurements were taken.")
-    noted = _comparisons_with_notes(session)
+    lines += _table(session) if session.results else ["No measurements were taken."]
+    noted = [c for r in ordered(session.results) for c in r.comparisons if c.note]
     if noted:
         lines += ["", *[f"- {md_code(c.key)} {md_text(c.metric)}: {md_text(c.note)}" for c in noted]]
     lines.append("")

@@ -1,16 +1,12 @@
-"""Lines written while a test runs long for a reason the reader cannot see.
+"""Lines written while a test runs long for a reason the reader cannot see (confirming a regression).
 
-Confirming a suspected regression measures it again in fresh processes, which
-can take half a minute for one test; without a word the run looks hung. The
-engines call a :class:`Progress`; the plugin builds it from pytest's terminal
-reporter. With no terminal (an xdist worker, ``-q -q``, a library caller) it is
-inert, so the engines never need to ask.
+Inert with no terminal (an xdist worker, ``-q -q``, a library caller), so the engines never need to ask.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -45,28 +41,16 @@ class Progress:
     @classmethod
     def for_config(cls, config: pytest.Config) -> Progress:
         """Writing to pytest's terminal, around output capturing; inert where nobody would read it."""
-        if hasattr(config, "workerinput"):  # an xdist worker: its output is not shown
-            return cls()
-        if config.get_verbosity() < QUIETEST_WITH_PROGRESS:
-            return cls()
         reporter = config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is None:
+        # an xdist worker's output is not shown
+        if hasattr(config, "workerinput") or config.get_verbosity() < QUIETEST_WITH_PROGRESS or reporter is None:
             return cls()
         capture = config.pluginmanager.get_plugin("capturemanager")
 
         def write_line(text: str) -> None:
             # A test is running: its captured output must not swallow the line (as --setup-show does).
-            with _uncaptured(capture):
+            disabled = getattr(capture, "global_and_fixture_disabled", None)
+            with disabled() if disabled is not None else contextlib.nullcontext():
                 reporter.write_line(text)
 
         return cls(write_line)
-
-
-@contextlib.contextmanager
-def _uncaptured(capture: object | None) -> Iterator[None]:
-    disabled = getattr(capture, "global_and_fixture_disabled", None)
-    if disabled is None:
-        yield
-        return
-    with disabled():
-        yield

@@ -1,8 +1,6 @@
 """The session's results as a JSON file (``--gpuperf-json``): written, read, schema-checked.
 
-The file holds every measurement with its samples, statistics, comparisons,
-verdict, baseline, environment and provenance, so the other reports (and
-``gpuperf compare``/``report``) can be produced later from it alone.
+It holds everything the other reports (and ``gpuperf compare``/``report``) are made from.
 """
 
 from __future__ import annotations
@@ -46,20 +44,13 @@ def results_schema() -> dict[str, Any]:
 
 def session_to_json(session: SessionResults) -> dict[str, Any]:
     """The results document for ``session`` (not yet validated)."""
-    body = codec.to_json(session)
     counts = Counter(r.verdict.value for r in session.results)
     return {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
-        **body,
+        **codec.to_json(session),
         "summary": dict(sorted(counts.items())),
     }
-
-
-def session_from_json(document: Mapping[str, Any]) -> SessionResults:
-    """The inverse of :func:`session_to_json` for a validated document."""
-    result: SessionResults = codec.from_json(SessionResults, document)
-    return result
 
 
 def validate_document(document: object, path: Path | str) -> None:
@@ -74,16 +65,12 @@ def _first_non_finite(value: object, where: str = "$") -> str | None:
     if isinstance(value, float) and not math.isfinite(value):
         return where
     if isinstance(value, Mapping):
-        for k, v in value.items():
-            found = _first_non_finite(v, f"{where}.{k}")
-            if found:
-                return found
-    if isinstance(value, list):
-        for i, v in enumerate(value):
-            found = _first_non_finite(v, f"{where}[{i}]")
-            if found:
-                return found
-    return None
+        inner = [(f"{where}.{k}", v) for k, v in value.items()]
+    elif isinstance(value, list):
+        inner = [(f"{where}[{i}]", v) for i, v in enumerate(value)]
+    else:
+        return None
+    return next((found for path, v in inner if (found := _first_non_finite(v, path))), None)
 
 
 def dumps_results(session: SessionResults, path: Path | str = "<results>") -> str:
@@ -117,10 +104,8 @@ def loads_results(text: str, path: Path | str = "<results>") -> SessionResults:
     if bad is not None:
         raise ResultsError(path, "NaN or infinity is not a number a results file may hold", json_path=bad)
     validate_document(_upgrade(document), path)
-    return session_from_json(document)
-
-
-_KINDS = {"time": "time", "memory": "memory", "metric": "metric"}
+    session: SessionResults = codec.from_json(SessionResults, document)
+    return session
 
 
 def _upgrade(document: object) -> object:
@@ -133,7 +118,7 @@ def _upgrade(document: object) -> object:
             for comparison in result.get("comparisons", ()):
                 if isinstance(comparison, dict):
                     prefix = str(comparison.get("metric", "")).split(".", 1)[0]
-                    comparison.setdefault("kind", _KINDS.get(prefix, "metric"))
+                    comparison.setdefault("kind", prefix if prefix in ("time", "memory") else "metric")
                     comparison.setdefault("explanation", [])
     for result in results:
         result.setdefault("profile_diff", None)

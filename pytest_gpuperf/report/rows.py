@@ -1,7 +1,6 @@
 """What every report shows for a measurement: its headline comparison and its order.
 
-The renderers (terminal, Markdown, HTML) format these; none of them decides a
-verdict, they only read the ones the gate put in ``MeasurementResult``.
+The renderers format these; they only read the verdicts the gate put in ``MeasurementResult``.
 """
 
 from __future__ import annotations
@@ -13,10 +12,6 @@ from dataclasses import dataclass
 from pytest_gpuperf.model import VERDICT_ORDER, Comparison, Kind, MeasurementResult, SessionResults, Verdict
 
 _RANK = {v: i for i, v in enumerate(VERDICT_ORDER)}
-
-
-def verdict_rank(verdict: Verdict) -> int:
-    return _RANK[verdict]
 
 
 def split_key(test_id: str) -> tuple[str, str]:
@@ -61,7 +56,7 @@ def headline(result: MeasurementResult) -> Headline:
 
 def ordered(results: Iterable[MeasurementResult]) -> list[MeasurementResult]:
     """Worst verdict first, then by key, so regressions lead every report."""
-    return sorted(results, key=lambda r: (verdict_rank(r.verdict), r.measurement.key))
+    return sorted(results, key=lambda r: (_RANK[r.verdict], r.measurement.key))
 
 
 def verdict_counts(session: SessionResults) -> Counter[Verdict]:
@@ -77,15 +72,6 @@ def plural(n: int, word: str) -> str:
 def counts_line(session: SessionResults) -> str:
     """``1 regression, 2 improvements, 5 unchanged, 1 new, 0 not comparable`` (+ unstable, not gated if any)."""
     counts = verdict_counts(session)
-    parts = [
-        plural(counts[Verdict.REGRESSION], "regression"),
-        plural(counts[Verdict.IMPROVEMENT], "improvement"),
-        plural(counts[Verdict.UNCHANGED], "unchanged"),
-        plural(counts[Verdict.NEW], "new"),
-        plural(counts[Verdict.NOT_COMPARABLE], "not comparable"),
-    ]
-    if counts[Verdict.UNSTABLE]:
-        parts.append(plural(counts[Verdict.UNSTABLE], "unstable"))
-    if counts[Verdict.NOT_GATED]:
-        parts.append(plural(counts[Verdict.NOT_GATED], "not gated"))
-    return ", ".join(parts)
+    shown = [Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.UNCHANGED, Verdict.NEW, Verdict.NOT_COMPARABLE]
+    shown += [v for v in (Verdict.UNSTABLE, Verdict.NOT_GATED) if counts[v]]
+    return ", ".join(plural(counts[v], v.value) for v in shown)

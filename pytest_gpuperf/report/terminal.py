@@ -1,10 +1,7 @@
 """The terminal summary: a table of every measurement and a line of counts.
 
-``render_summary`` takes anything shaped like pytest's ``TerminalWriter``
-(``sep``, ``line`` with ``red``/``green``/``yellow``/``bold`` markup and
-optionally ``fullwidth``), so the plugin passes ``terminalreporter._tw`` and
-the CLI passes a :class:`PlainWriter`. Every string from the tests is written
-through ``text.plain``: no escape sequence of theirs reaches the terminal.
+``render_summary`` writes to pytest's ``TerminalWriter`` (the plugin) or a :class:`PlainWriter` (the CLI).
+Every string from the tests goes through ``text.plain``: no escape sequence of theirs reaches the terminal.
 """
 
 from __future__ import annotations
@@ -45,9 +42,8 @@ class Writer(Protocol):
 def shorten_test_id(test_id: str, width: int) -> str | None:
     """``test_id`` in ``width`` characters, or None: only folders give way, from the middle.
 
-    The file name, the test name and its parameters are what tell rows apart
-    (``tests/…/test_mm.py::test_mm[fp16-4096]``); cutting any of them could make
-    two rows read the same, so an id that cannot fit whole gets a line of its own.
+    The file name, test name and parameters tell rows apart (``tests/…/test_mm.py::test_mm[fp16-4096]``),
+    so an id that cannot fit without cutting them gets a line of its own.
     """
     if len(test_id) <= width:
         return test_id
@@ -87,9 +83,8 @@ def _markup(verdict: Verdict) -> dict[str, bool]:
 def _details(h: Headline) -> tuple[tuple[str, dict[str, bool]], ...]:
     """Lines under a row: its other comparisons that decided or are past their threshold, and why it got slower.
 
-    An unchanged comparison past its threshold carries the note saying why it is
-    unchanged (a floor, a guard); without it "+56% unchanged" reads as the gate
-    ignoring its own threshold. The notes of deciding comparisons are the plugin's.
+    An unchanged comparison past its threshold carries the note saying why (a floor, a guard):
+    without it "+56% unchanged" reads as the gate ignoring its own threshold.
     """
     timing = time_comparison(h.result)
     lines = []
@@ -160,15 +155,10 @@ def _layout(headers: Sequence[str], rows: Sequence[_Row], width: int) -> list[tu
     return out
 
 
-def _title(session: SessionResults) -> str:
-    if session.compare_ref:
-        return f"gpuperf: compared with {plain(session.compare_ref)}"
-    return f"gpuperf ({session.mode})"
-
-
 def render_summary(session: SessionResults, tw: Writer) -> None:
     """Write the measurement table and the counts line to ``tw``."""
-    tw.sep("=", _title(session))
+    ref = session.compare_ref
+    tw.sep("=", f"gpuperf: compared with {plain(ref)}" if ref else f"gpuperf ({session.mode})")
     if not session.results:
         tw.line("no measurements")
         return
@@ -179,9 +169,8 @@ def render_summary(session: SessionResults, tw: Writer) -> None:
     width = int(getattr(tw, "fullwidth", 0) or shutil.get_terminal_size((100, 24)).columns)
     for text, markup in _layout(headers, [_row(h) for h in heads], width):
         tw.line(text, **markup)
-    counts = counts_line(session)
-    has_regression = any(h.verdict is Verdict.REGRESSION for h in heads)
-    tw.line(f"gpuperf: {counts}", bold=True, **({"red": True} if has_regression else {"green": True}))
+    colour = "red" if any(h.verdict is Verdict.REGRESSION for h in heads) else "green"
+    tw.line(f"gpuperf: {counts_line(session)}", bold=True, **{colour: True})
 
 
 class PlainWriter:
@@ -214,12 +203,8 @@ class PlainWriter:
 def render_notes(tw: Any, session: SessionResults, threshold: float) -> None:
     """What a reader must not miss: not-comparable baselines, environment drift, unconfirmed suspicions.
 
-    Routine notes (``NoteKind.ROUTINE``: precision short of the target, which the table has a
-    column for; a power cap that only trimmed the clocks) stay in the results files. A note
-    that several measurements share (unlocked GPU clocks, say) is written once. A time
-    the table shows past ``threshold`` yet "unchanged" gets its reason too (a threshold
-    raised by noise, a fast end that did not move, a suspicion the fresh pairs did not
-    confirm): without it the table reads as the gate ignoring its own threshold.
+    Routine notes (``NoteKind.ROUTINE``) stay in the results files; a note several measurements share
+    is written once. A time past ``threshold`` yet "unchanged" gets its reason too.
     """
     loud = {Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.NOT_COMPARABLE, Verdict.UNSTABLE, Verdict.NOT_GATED}
     keys_by_note: dict[str, list[str]] = {}
@@ -260,16 +245,15 @@ def render_explanations(tw: Any, session: SessionResults) -> None:
 
 def render_top_ops(tw: Any, session: SessionResults) -> None:
     """Under --gpuperf-profile: each measurement's trace to open and its top operators."""
-    profiled = [r.measurement for r in session.results if r.measurement.profile is not None]
+    profiled = [(r.measurement.key, p) for r in session.results if (p := r.measurement.profile) is not None]
     if not profiled:
         return
     tw.write_sep("-", "gpuperf profile: top operators")
-    for m in profiled:
-        assert m.profile is not None
-        path = m.profile.trace_path
+    for key, profile in profiled:
+        path = profile.trace_path
         trace = f"trace: {path}, open in {PERFETTO}" if path else "trace not written: see the notes"
-        tw.write_line(plain(f"{m.key}  ({trace})"))
-        for line in format_top_ops(m.profile, n=8):
+        tw.write_line(plain(f"{key}  ({trace})"))
+        for line in format_top_ops(profile, n=8):
             tw.write_line(plain(f"  {line}"))
 
 

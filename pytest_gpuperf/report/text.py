@@ -1,25 +1,9 @@
 """User-controlled strings made inert for each report.
 
-Test ids, measurement and metric names, units, notes, operator names and git
-branch and ref names come from the tests' code or from a pull request's author.
-They reach a terminal (the summary), a PR comment posted by a bot (Markdown) and
-an HTML page, and none of them may act there: no colours, cursor moves or line
-rewrites in a terminal; no @mentions, issue references, links, images, HTML or
-code spans broken open in the comment; no markup in the page.
-
-- :func:`plain`: ANSI escape sequences, C0/C1 control characters and bidirectional
-  formatting characters (U+202E and its kin) removed
-  (a tab becomes a space; a newline too unless kept). The base of the others.
-- :func:`md_code`: a Markdown code span that holds any text; nothing inside a
-  code span is a mention, link or tag, and its fence is longer than any run of
-  backticks inside, so none can close it.
-- :func:`md_text`: Markdown prose shown as written: the punctuation of emphasis,
-  code, links, images, tags and entities backslash-escaped, bare URLs kept from
-  becoming links, and a zero-width joiner after ``@`` and after a ``#`` before a
-  digit, which GitHub's mention and issue-reference filters (they run on the
-  rendered text, after escapes are gone) do not match.
-- :func:`html_text`: ``plain`` then HTML-escaped (quotes too, for attributes).
-
+Test ids, names, units, notes, operator names and git refs come from the tests' code or a pull
+request's author. They reach a terminal, a PR comment posted by a bot and an HTML page, and none
+may act there: no colours, cursor moves or line rewrites in a terminal; no @mentions, issue
+references, links, images, HTML or broken code spans in the comment; no markup in the page.
 A Markdown table cell needs its ``|`` escaped as well (``markdown._cell``).
 """
 
@@ -55,7 +39,6 @@ _ANY_CONTROL_BUT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f\x7f-\x9f{_BIDI}]")
 _MD_PUNCTUATION = re.compile(r"([\\`*\[\]<>!~&]|(?<![^\W_])_|_(?![^\W_]))")
 # GFM's bare-URL autolinks: "https:" and "www." stop being ones with an escape in them.
 _AUTOLINK = re.compile(r"(?i)\b(https?|ftp|mailto|xmpp):|\b(www)\.")
-_MENTION = re.compile(r"@")
 _ISSUE_REF = re.compile(r"#(?=\d)")
 _BACKTICKS = re.compile(r"`+")
 
@@ -72,14 +55,19 @@ def plain(text: str, *, keep_newlines: bool = False) -> str:
 
 
 def md_text(text: str) -> str:
-    """``text`` as literal Markdown prose on one line (see the module's doc)."""
+    """``text`` as literal Markdown prose on one line.
+
+    Markup punctuation is backslash-escaped and bare URLs kept from becoming links; a zero-width
+    joiner follows ``@`` and a ``#`` before a digit, which GitHub's mention and issue-reference
+    filters (run on the rendered text, after escapes are gone) do not match.
+    """
     escaped = _MD_PUNCTUATION.sub(r"\\\1", plain(text))
     escaped = _AUTOLINK.sub(lambda m: f"{m[1]}\\:" if m[1] else f"{m[2]}\\.", escaped)
-    return _ISSUE_REF.sub("#" + ZWJ, _MENTION.sub("@" + ZWJ, escaped))
+    return _ISSUE_REF.sub("#" + ZWJ, escaped.replace("@", "@" + ZWJ))
 
 
 def md_code(text: str) -> str:
-    """``text`` as a Markdown code span on one line, whatever backticks it holds."""
+    """``text`` as a Markdown code span on one line: its fence is longer than any run of backticks inside."""
     content = plain(text)
     if not content:
         return ""

@@ -1,8 +1,4 @@
-"""Numbers with units, for people: the only place where nanoseconds and bytes get units.
-
-Every renderer goes through these helpers so a time reads the same in the
-terminal, the PR comment and the HTML page.
-"""
+"""Numbers with units for people, the only place nanoseconds and bytes get them: a time reads the same everywhere."""
 
 from __future__ import annotations
 
@@ -16,24 +12,16 @@ _BYTE_UNIT_NAMES = {"b", "bytes", "byte"}
 
 def _digits(value: float) -> str:
     """Four significant digits without an exponent, for values in [0, 10000)."""
-    magnitude = abs(value)
-    if magnitude >= 1000:
-        return f"{value:.0f}"
-    if magnitude >= 100:
-        return f"{value:.1f}"
-    if magnitude >= 10:
-        return f"{value:.2f}"
-    return f"{value:.3f}"
+    decimals = next(d for d, low in ((0, 1000), (1, 100), (2, 10), (3, 0)) if abs(value) >= low)
+    return f"{value:.{decimals}f}"
 
 
 def _scaled(value: float, units: tuple[tuple[str, float], ...]) -> str:
     if not math.isfinite(value):
         return str(value)
-    for name, factor in units:
-        # Round first so 999.96 us is shown as 1.000 ms, not 1000.0 us.
-        if abs(value) >= factor * 0.99995 or factor == 1.0:
-            return f"{_digits(value / factor)} {name}"
-    raise AssertionError("unreachable: the last unit has factor 1")
+    # Round first so 999.96 us is shown as 1.000 ms, not 1000.0 us; the last unit has factor 1.
+    name, factor = next((n, f) for n, f in units if abs(value) >= f * 0.99995 or f == 1.0)
+    return f"{_digits(value / factor)} {name}"
 
 
 def format_time(ns: float) -> str:

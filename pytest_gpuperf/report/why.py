@@ -1,15 +1,4 @@
-"""Why a regression got slower, in words: the differential profile's lines, shared by every report.
-
-The failure message and the terminal summary print :func:`why_lines`; the PR
-comment and the HTML page lay the same rows out as tables, and take their
-cells (:func:`change_cell`, :func:`calls_cell`), headings (:func:`heading`)
-and the host/device sentence (:func:`split_text`) from here, so a regression
-reads the same wherever a user looks. Nothing here decides anything: the diff
-was ranked by ``profiling.diff``; this module words it.
-
-Strings are returned raw: each renderer makes them inert for its medium
-(``report.text``).
-"""
+"""Why a regression got slower, in words every report shares; strings are raw, each renderer makes them inert."""
 
 from __future__ import annotations
 
@@ -37,11 +26,9 @@ _QUALIFIER = re.compile(r"\b(?:[A-Za-z_]\w*::)+")
 def short_name(name: str, limit: int = SHORT_NAME) -> str:
     """A readable op name: return type, parameter list and nested template arguments dropped.
 
-    ``void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>,
-    at::detail::Array<char*, 3> >(int, ...)`` becomes
-    ``at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<…>, at::detail::Array<…> >``:
-    the first level of template arguments names the kernel, deeper ones rarely
-    do. ``aten::mm`` stays as it is; what is still too long is cut in the middle.
+    ``void at::native::kernel<4, at::native::CUDAFunctor_add<float> >(int, ...)`` becomes
+    ``at::native::kernel<4, at::native::CUDAFunctor_add<…> >``: the first level of template
+    arguments names the kernel, deeper ones rarely do. What is still too long is cut in the middle.
     """
     # Hand-written: demangled C++ names nest brackets, which no regular expression matches.
     short = name.strip().removeprefix("void ").replace("(anonymous namespace)::", "")
@@ -60,7 +47,7 @@ def short_name(name: str, limit: int = SHORT_NAME) -> str:
             if depth == 1:
                 out.append(">")
                 continue
-        if depth < 2 and not (ch == "<" and depth == 2):
+        if depth < 2:
             out.append(ch)
     short = "".join(out).strip()
     if len(short) > limit and "<" in short:  # namespaces inside the template arguments go first
@@ -73,9 +60,7 @@ def short_name(name: str, limit: int = SHORT_NAME) -> str:
 
 
 def calls_text(stat: OpStat | None) -> str:
-    if stat is None:
-        return "0"
-    return f"{stat.calls:g}"
+    return "0" if stat is None else f"{stat.calls:g}"
 
 
 def signed_time(ns: float) -> str:
@@ -125,17 +110,22 @@ def _side_calls(change: OpChange, stat: OpStat | None) -> str:
 def time_cells(change: OpChange) -> tuple[str, str]:
     """The base's and the head's time per call: ``-`` where the op is absent, ``< 5.000 us`` under a cut."""
 
-    def cell(stat: OpStat | None, ns: float) -> str:
-        if stat is not None:
-            return format_time(ns)
-        return f"< {format_time(change.absent_below_ns)}" if change.absent_below_ns > 0 else "-"
-
-    return cell(change.base, change.base_ns), cell(change.head, change.head_ns)
+    absent = f"< {format_time(change.absent_below_ns)}" if change.absent_below_ns > 0 else "-"
+    base = format_time(change.base_ns) if change.base is not None else absent
+    head = format_time(change.head_ns) if change.head is not None else absent
+    return base, head
 
 
 def calls_cell(change: OpChange) -> str:
     """Calls per measured call, base -> head: ``1 -> 2``, ``0 -> 1`` (appeared), ``? -> 1`` (grew)."""
     return f"{_side_calls(change, change.base)} → {_side_calls(change, change.head)}"
+
+
+def row_cells(change: OpChange, *, has_base: bool) -> list[str]:
+    """A table row's cells after the op and its kind: base, head, change, calls; without a base, time and calls."""
+    if not has_base:
+        return [format_time(change.head_ns), calls_text(change.head)]
+    return [*time_cells(change), change_cell(change), calls_cell(change)]
 
 
 def _under(cut_ns: float) -> str:
@@ -198,8 +188,7 @@ def sentence(text: str) -> str:
 def headline(diff: ProfileDiff, name: Callable[[str], str] = str) -> str | None:
     """The diff in a few words, for a collapsed section's title: ``host-side, +41.00 us`` or the top row.
 
-    ``name`` renders the top op's (shortened) name, as code in a page; the rest of
-    the words are this module's own.
+    ``name`` renders the top op's (shortened) name, as code in a page.
     """
     if slower_side(diff) == "host" and diff.host_delta_ns is not None:
         return f"host-side, {signed_time(diff.host_delta_ns)}"
@@ -218,12 +207,10 @@ def traces_text(diff: ProfileDiff) -> str | None:
 def why_lines(diff: ProfileDiff, indent: str = "  ", top: int = TOP_LINES) -> list[str]:
     """The short block of the failure message and the terminal: heading, top rows, host/device split, traces."""
     has_base = diff.base is not None
-    lines = [f"why ({heading(diff)}):"]
     rows = [change_line(c, on_device=diff.head.on_device, has_base=has_base) for c in diff.changes[:top]]
     if not rows and has_base:
         rows = [UNCHANGED_OPS]
     if len(diff.changes) > top:
         rows.append(f"... {len(diff.changes) - top} more in the reports")
-    split = split_text(diff)
-    extras = [text for text in (split, diff.note, traces_text(diff)) if text]
-    return lines + [f"{indent}{line}" for line in [*rows, *extras]]
+    rows += [text for text in (split_text(diff), diff.note, traces_text(diff)) if text]
+    return [f"why ({heading(diff)}):", *(f"{indent}{line}" for line in rows)]
