@@ -1,20 +1,10 @@
 """Device classes: the key that decides which baselines a run compares with.
 
-A GPU's class is its model (``cuda-nvidia-h100-80gb-hbm3``). A CPU's model name
-does not decide its timings: torch's CPU backend picks its kernels from what the
-processor can do (its *capability*: ``DEFAULT``, ``AVX2``, ``AVX512``, ``SVE256``)
-and takes native low-precision paths where the CPU has them (``avx512_bf16``,
-AMX), and a VM's masked model name ("AMD EPYC") hides which of them run. A
-bfloat16 autocast step runs several times faster with native bf16 than without,
-on processors that report the same name. So a CPU class is the model name and
-the kernels, joined by ``--``::
-
-    cpu-amd-epyc--avx512-bf16      cpu-amd-epyc--avx2
-
-A plain slug never contains ``--``, so the two parts can always be told apart.
-CPU classes written before the kernels were part of them (``cpu-amd-epyc``)
-have no kernel part: what ran there is unknown, and they are never comparable
-with a class that has one.
+A GPU's class is its model (``cuda-nvidia-h100-80gb-hbm3``). A CPU's timings depend
+on the kernels torch picks from its capability and native low-precision features,
+which a VM's masked model name hides; so a CPU class is the model name and the
+kernels joined by ``--``, as ``cpu-amd-epyc--avx512-bf16``. Older CPU classes
+without a kernel part are never comparable with one that has it.
 """
 
 from __future__ import annotations
@@ -23,8 +13,7 @@ import re
 
 KERNEL_SEPARATOR = "--"
 
-# CPU features that give torch a native low-precision path, and how a class names them.
-# x86 (/proc/cpuinfo "flags") and ARM ("Features") spell them differently.
+# CPU features (x86 and ARM spellings) that give torch a native low-precision path, and their tags.
 NATIVE_LOW_PRECISION = {
     "avx512_bf16": "bf16",
     "avx512_fp16": "fp16",

@@ -20,10 +20,7 @@ slug = device_class.slug
 
 @functools.lru_cache(maxsize=1)
 def _cpuinfo() -> dict[str, str]:
-    """/proc/cpuinfo's fields, keys lower-cased, the first CPU's value of each (empty where there is none).
-
-    The whole file is read: on ARM, ``Hardware`` follows the last CPU's block.
-    """
+    """/proc/cpuinfo's fields, keys lower-cased, each one's first value (ARM's ``Hardware`` comes last)."""
     fields: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
@@ -49,11 +46,7 @@ def _cpu_flags() -> set[str]:
 
 @functools.lru_cache(maxsize=1)
 def cpu_isa() -> str:
-    """The kernels torch's CPU backend dispatches to here: its capability, plus native low-precision features.
-
-    ``AVX512+avx512_bf16+avx512_fp16``; a VM's masked model name ("AMD EPYC") does not tell them apart.
-    torch reads ``ATEN_CPU_CAPABILITY`` to run lower kernels than the CPU has; its capability says so.
-    """
+    """The kernels torch's CPU backend dispatches to here: ``AVX512+avx512_bf16+avx512_fp16``."""
     import torch
 
     capability = str(torch.backends.cpu.get_cpu_capability())
@@ -61,12 +54,8 @@ def cpu_isa() -> str:
     return "+".join([capability, *(f for f in device_class.NATIVE_LOW_PRECISION if f in flags)])
 
 
-def device_class_for(device_type: str, device_name: str, kernels: str | None = None) -> str:
-    """The key baselines are filed under: runners of one class compare with each other only.
-
-    A CPU's class includes the kernels torch dispatches to (``cpu_kernels()``; see device_class.py).
-    """
-    return device_class.class_for(device_type, device_name, kernels)
+# The key baselines are filed under: runners of one class compare with each other only.
+device_class_for = device_class.class_for
 
 
 def cpu_kernels() -> str:
@@ -78,13 +67,7 @@ _ENV_CAPABILITY = {"default": "DEFAULT", "avx2": "AVX2", "avx512": "AVX512", "sv
 
 
 def expected_cpu_kernels() -> str:
-    """``cpu_kernels()`` without importing torch (the session header is printed before torch starts).
-
-    Where torch is loaded already this is its answer. Otherwise torch's own choice is
-    followed from the CPU flags (aten's DispatchStub: AVX512 needs avx512 vl, bw, dq and
-    fma; AVX2 needs avx2 and fma) and ``ATEN_CPU_CAPABILITY``; tests/test_device_class.py
-    checks that the two agree here.
-    """
+    """``cpu_kernels()`` without importing torch (for the session header), as aten's DispatchStub chooses."""
     if "torch" in sys.modules:
         return cpu_kernels()
     flags = _cpu_flags()

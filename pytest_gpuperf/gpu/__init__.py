@@ -1,8 +1,4 @@
-"""GPU building blocks: device parsing, memory peaks, L2 flushing, CUDA graphs, NVML health.
-
-Each submodule imports torch (and pynvml) inside its functions, so importing
-this package costs nothing on a machine without them.
-"""
+"""GPU building blocks: device parsing, memory peaks, L2 flushing, CUDA graphs, NVML health (torch loaded lazily)."""
 
 from __future__ import annotations
 

@@ -12,11 +12,7 @@ if TYPE_CHECKING:
 
 
 def resolve_device(spec: str) -> torch.device:
-    """Parse a device spec; "auto" picks the current CUDA device when there is one, else the CPU.
-
-    CUDA devices always come back with an explicit index, so every later call
-    (memory stats, NVML, events) talks about the same GPU.
-    """
+    """Parse a device spec ("auto": the current CUDA device, else the CPU); CUDA always with an explicit index."""
     import torch
 
     text = spec.strip().lower()

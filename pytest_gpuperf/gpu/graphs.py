@@ -1,12 +1,7 @@
-"""CUDA graph mode: capture the measured function once, time its replays.
+"""CUDA graph mode: capture the measured function once, time its replays (no launch overhead).
 
-Replaying a graph removes the per-kernel launch overhead of Python and the
-CUDA driver, which is what a model served through CUDA graphs (or
-``torch.compile(mode="reduce-overhead")``) pays. The usual rules of capture
-apply and are checked or explained here: every tensor must already live on
-the GPU, shapes are frozen at capture, and nothing inside may wait for the GPU
-(``.item()``, ``.cpu()``, ``print(tensor)``, ``torch.cuda.synchronize()``,
-data-dependent shapes such as ``nonzero`` or boolean masks).
+The rules of capture are checked or explained here: every tensor on the GPU,
+shapes frozen at capture, and no waiting for the GPU inside the function.
 """
 
 from __future__ import annotations
@@ -57,10 +52,8 @@ def capture(
 ) -> Callable[[], object]:
     """Warm ``fn`` up on a side stream, capture one call, and return a replay callable.
 
-    The callable replays the graph on the current stream and returns the
-    captured call's output tensors, which every replay overwrites in place.
-    Errors raised by ``fn`` itself during warm-up propagate unchanged: they
-    are the function's bugs, not graph problems.
+    A replay returns the captured call's output tensors, overwritten in place.
+    Errors ``fn`` raises during warm-up propagate unchanged: they are its own bugs.
     """
     if device.type != "cuda":
         raise ConfigError(f"cuda_graph=True needs a CUDA device; this measurement runs on {device}")
@@ -80,8 +73,7 @@ def capture(
         graph = torch.cuda.CUDAGraph()
         rng_backup = _rng_backup(device)
         try:
-            # Capture on our side stream: torch.cuda.graph's own default stream is created
-            # once, on whichever device was current then.
+            # Our side stream: torch.cuda.graph's default one lives on whichever device was current first.
             with torch.cuda.graph(graph, stream=side):
                 static_output = fn(*args, **call_kwargs)
         except Exception as exc:
@@ -99,10 +91,8 @@ def capture(
 def _rng_backup(device: torch.device) -> torch.Generator | None:
     """A copy of the device's default RNG state, taken before a capture.
 
-    A capture that fails leaves the default CUDA generator in capture mode (torch
-    2.11 skips its capture epilogue when ending the capture fails), and from then
-    on every random op on that GPU raises "Offset increment outside graph capture
-    encountered unexpectedly": one bad test would break all later ones.
+    A failed capture leaves the default CUDA generator in capture mode (torch 2.11),
+    so every later random op on that GPU would raise: one bad test would break the rest.
     """
     import torch
 
@@ -156,8 +146,7 @@ def _tensors(value: object, path: str) -> Iterator[tuple[str, Any]]:
 def _check_tensors_on(
     device: torch.device, args: Sequence[object], kwargs: Mapping[str, object], fn: Callable[..., object]
 ) -> None:
-    # A CPU tensor argument is not an error for the CUDA API, but its work
-    # would run once during capture and never again on replay: refuse it.
+    # A CPU tensor's work would run once during capture and never on replay: refuse it.
     found = [*_tensors(tuple(args), "args"), *_tensors(dict(kwargs), "kwargs")]
     for where, tensor in found:
         if tensor.device.type != "cuda":

@@ -1,16 +1,8 @@
 """Cold-cache measurements: evict the GPU's L2 between timed calls.
 
-A function that reads a few MiB runs from L2 when it is called in a loop,
-which makes a memory-bound kernel look faster than it is in a real model,
-where other kernels have replaced those lines in between. Writing a buffer
-larger than L2 before each timed call evicts them. The write is queued on the
-current stream before the next timing event, so it stays outside the timed
-region without a host synchronization.
-
-On the CPU the flusher is inactive: there is no portable way to flush the
-last-level cache from Python (``clflush`` needs native code, and writing a
-buffer larger than the LLC would also evict the measured function's own code
-and the interpreter's state), so ``l2_flush`` has no effect there.
+Called in a loop, a memory-bound kernel reads from L2 and looks faster than in a real
+model. A write over a buffer larger than L2, queued before the next timing event, evicts
+those lines outside the timed region. The CPU has no portable flush: there it does nothing.
 """
 
 from __future__ import annotations
@@ -48,9 +40,8 @@ class L2Flusher:
         if self.active:
             import torch
 
-            # Allocated now, before the runner resets the memory peaks, so the buffer is a
-            # constant offset in both peaks (MemoryTracker.exclude takes it back out) rather
-            # than a jump in the middle of the first round.
+            # Allocated before the runner resets the peaks: a constant offset that
+            # MemoryTracker.exclude takes back out, not a jump in the first round.
             before = torch.cuda.memory_reserved(device)
             # int32 words: a plain fill kernel at full bandwidth, no byte-granular stores.
             self._buffer = torch.empty(self.nbytes // 4, dtype=torch.int32, device=device)

@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import torch
 
-# Messages of OOMs that reach Python as a plain RuntimeError (older torch,
-# cuBLAS/cuDNN workspace allocations that fail inside the library).
+# OOMs that reach Python as a plain RuntimeError (older torch, cuBLAS/cuDNN workspaces).
 _OOM_MESSAGES = ("CUDA out of memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED")
 _SUMMARY_LINES = 40
 
@@ -18,22 +17,13 @@ def is_oom_error(exc: BaseException) -> bool:
     """True for a CUDA out-of-memory error, whichever torch version raised it."""
     import torch
 
-    oom_types = tuple(
-        t
-        for t in (getattr(torch, "OutOfMemoryError", None), getattr(torch.cuda, "OutOfMemoryError", None))
-        if isinstance(t, type)
-    )
-    if oom_types and isinstance(exc, oom_types):
+    if isinstance(exc, torch.cuda.OutOfMemoryError):  # torch.OutOfMemoryError is the same class
         return True
     return isinstance(exc, RuntimeError) and any(m in str(exc) for m in _OOM_MESSAGES)
 
 
 class MemoryTracker:
-    """Reads the caching allocator's peaks for one CUDA device; reports nothing on the CPU.
-
-    CPU peaks are left out on purpose: the process RSS mixes the interpreter,
-    pytest and every earlier test, so it is no per-measurement number.
-    """
+    """The caching allocator's peaks for one CUDA device; none on the CPU (RSS is no per-measurement number)."""
 
     def __init__(self, device: torch.device) -> None:
         self.device = device
@@ -42,10 +32,9 @@ class MemoryTracker:
         self.excluded_reserved = 0
 
     def exclude(self, allocated: int, reserved: int | None = None) -> None:
-        """Leave memory the harness itself holds (the L2 flush buffer) out of the peaks.
+        """Leave memory the harness holds (the L2 flush buffer) out of the peaks.
 
-        ``reserved`` is what that memory added to the allocator's reserved bytes
-        (0 when it reused a cached block); it defaults to ``allocated``.
+        ``reserved``: what it added to the reserved bytes (0 for a reused block); defaults to ``allocated``.
         """
         reserved = allocated if reserved is None else reserved
         if allocated < 0 or reserved < 0:
@@ -77,11 +66,7 @@ class MemoryTracker:
         return max(0, int(torch.cuda.max_memory_reserved(self.device)) - self.excluded_reserved)
 
     def release(self) -> None:
-        """Give cached blocks back after an OOM so the next test starts clean.
-
-        The collection comes first: tensors kept alive by the failed call's
-        traceback frames can only be freed once those cycles are broken.
-        """
+        """Give cached blocks back after an OOM (collecting first: traceback frames hold tensors)."""
         gc.collect()
         if self.active:
             import torch
@@ -94,8 +79,7 @@ class MemoryTracker:
             return f"no CUDA memory summary: the measurement ran on {self.device}"
         import torch
 
-        summary = torch.cuda.memory_summary(self.device, abbreviated=True)
-        lines = summary.splitlines()
+        lines = torch.cuda.memory_summary(self.device, abbreviated=True).splitlines()
         if len(lines) > _SUMMARY_LINES:
             lines = [*lines[:_SUMMARY_LINES], f"... ({len(lines) - _SUMMARY_LINES} more lines)"]
         return "\n".join(lines)

@@ -1,13 +1,8 @@
 """What NVML says about the GPU: identity, clocks, and whether it slowed down while measured.
 
-``Nvml`` is the small surface this module needs; ``PynvmlBackend`` implements
-it over pynvml (imported on first use). Nothing here raises on a machine
-without NVML: a failure becomes a note ("NVML unavailable: ...") or a missing
-key, because a probe that cannot run must never fail a measurement.
-
-Clock-event reasons ("throttle reasons" before driver 535) are a bit mask; the
-values below are NVML's (nvml.h, nvmlClocksEventReason*), so decoding them
-needs no pynvml.
+Nothing here raises without NVML: a failure becomes a note or a missing key,
+since a probe that cannot run must never fail a measurement. The clock-event
+reason bits are NVML's (nvml.h, nvmlClocksEventReason*), so decoding needs no pynvml.
 """
 
 from __future__ import annotations
@@ -46,16 +41,10 @@ REASON_NAMES: dict[int, str] = {
     HW_POWER_BRAKE_SLOWDOWN: "hw_power_brake_slowdown",
     DISPLAY_CLOCK_SETTING: "display_clock_setting",
 }
-# The reasons that slow the clocks below what the measurement asked for.
-# Hardware slowdowns (a power brake, an over-temperature or external slowdown
-# signal) cut the clocks hard: a measurement taken under them measures the
-# cooling or the power supply, not the code, and is unstable.
+# Hardware slowdowns cut clocks hard: the measurement is of the cooling or power supply, unstable.
 HARD_SLOWDOWN_MASK = HW_SLOWDOWN | HW_THERMAL_SLOWDOWN | HW_POWER_BRAKE_SLOWDOWN
-# The driver's own power and thermal management trims clocks a few percent under
-# sustained load (large matmuls routinely run with sw_power_cap set), and that is
-# how such code runs in production; so these count as throttling only when the SM
-# clock falls below THROTTLE_CLOCK_FRACTION of the applications clock (nvbench's
-# rule and default threshold).
+# The driver trims clocks a few percent under sustained load (as in production): throttling only
+# below THROTTLE_CLOCK_FRACTION of the applications clock (nvbench's rule and default threshold).
 SOFT_SLOWDOWN_MASK = SW_POWER_CAP | SW_THERMAL_SLOWDOWN
 SLOWDOWN_MASK = HARD_SLOWDOWN_MASK | SOFT_SLOWDOWN_MASK
 THROTTLE_CLOCK_FRACTION = 0.75
@@ -100,17 +89,14 @@ class PynvmlBackend:
             self._nvml = pynvml
         return self._nvml
 
-    def _call(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)``, an NVML function; its error names it as the query at fault."""
+    def _query(self, name: str, *args: Any) -> Any:
+        """``pynvml.<name>(*args)``; its error names it as the query at fault."""
         lib = self._lib()
+        fn = getattr(lib, name)
         try:
             return fn(*args)
         except lib.NVMLError as exc:
             raise NvmlQueryError(str(exc), query=getattr(fn, "__name__", repr(fn))) from exc
-
-    def _query(self, name: str, *args: Any) -> Any:
-        """``pynvml.<name>(*args)``."""
-        return self._call(getattr(self._lib(), name), *args)
 
     def init(self) -> None:
         self._query("nvmlInit")
@@ -120,8 +106,7 @@ class PynvmlBackend:
         self._query("nvmlShutdown")
 
     def device_handle(self, cuda_index: int) -> Any:
-        # CUDA and NVML number GPUs differently when CUDA_VISIBLE_DEVICES or
-        # CUDA_DEVICE_ORDER is set; the UUID names the same GPU in both.
+        # CUDA and NVML may number GPUs differently (CUDA_VISIBLE_DEVICES); the UUID names one GPU.
         uuid = _torch_uuid(cuda_index)
         if uuid is not None:
             with contextlib.suppress(NvmlQueryError):
@@ -173,13 +158,7 @@ _kept_alive_lock = threading.Lock()
 
 
 def _keep_alive(lib: Any) -> None:
-    """Hold one extra NVML reference for the rest of the process.
-
-    NVML counts nvmlInit/nvmlShutdown pairs and tears down when the count reaches
-    zero; re-initializing enumerates every GPU again (tens of milliseconds, more
-    without persistence mode). One reference kept until exit makes the
-    per-measurement init/shutdown pairs cheap.
-    """
+    """Hold one NVML reference until exit: re-initializing enumerates every GPU again (tens of ms)."""
     with _kept_alive_lock:
         if id(lib) in _kept_alive:
             return
@@ -228,9 +207,8 @@ def format_cuda_version(version: int) -> str:
 def clocks_look_locked(app_sm: int | None, default_app_sm: int | None, reasons: int | None) -> str:
     """Do the SM clocks look pinned by an administrator: "yes", "no" or "unknown".
 
-    NVML has no direct query for ``nvidia-smi -lgc``; the evidence is that
-    the applications-clocks limiter is active, or that the application clocks
-    were moved off their default (``nvidia-smi -ac``).
+    NVML has no query for ``nvidia-smi -lgc``; the evidence is the applications-clocks
+    limiter being active, or application clocks moved off their default (``-ac``).
     """
     if reasons is not None and reasons & APPLICATIONS_CLOCKS_SETTING:
         return "yes"
@@ -239,18 +217,15 @@ def clocks_look_locked(app_sm: int | None, default_app_sm: int | None, reasons: 
     return "no" if reasons is not None else "unknown"
 
 
-def _try(fn: Callable[[], T]) -> T | None:
+def _try(fn: Callable[..., T], *args: Any) -> T | None:
     try:
-        return fn()
+        return fn(*args)
     except NvmlQueryError:
         return None
 
 
 def probe_device(index: int, *, nvml: Nvml | None = None) -> dict[str, str]:
-    """Identity, clocks and settings of CUDA device ``index``; keys NVML cannot answer are left out.
-
-    Without NVML the answer is ``{"nvml": "unavailable: <why>"}``.
-    """
+    """Identity, clocks and settings of CUDA device ``index``; without NVML ``{"nvml": "unavailable: <why>"}``."""
     api = nvml if nvml is not None else PynvmlBackend()
     handle, unavailable = _open(api, index)
     if unavailable is not None:
@@ -281,8 +256,8 @@ def _probe(api: Nvml, handle: Any) -> dict[str, str]:
         if value is not None:
             out[key] = str(value)
 
-    put("name", _try(lambda: api.name(handle)))
-    put("uuid", _try(lambda: api.uuid(handle)))
+    put("name", _try(api.name, handle))
+    put("uuid", _try(api.uuid, handle))
     put("driver", _try(api.driver_version))
     cuda = _try(api.cuda_driver_version)
     put("cuda_driver_version", format_cuda_version(cuda) if cuda is not None else None)
@@ -295,14 +270,14 @@ def _probe(api: Nvml, handle: Any) -> dict[str, str]:
             ("default_applications", "default_app_clock"),
         ):
             key = f"{domain}_{label}_mhz"
-            clocks[key] = _try(lambda d=domain, k=kind: api.clock_mhz(handle, d, k))  # type: ignore[misc]
+            clocks[key] = _try(api.clock_mhz, handle, domain, kind)
             put(key, clocks[key])
-    limit = _try(lambda: api.power_limit_mw(handle))
+    limit = _try(api.power_limit_mw, handle)
     put("power_limit_w", f"{limit / 1000:g}" if limit is not None else None)
-    put("temperature_c", _try(lambda: api.temperature_c(handle)))
-    persistence = _try(lambda: api.persistence_mode(handle))
+    put("temperature_c", _try(api.temperature_c, handle))
+    persistence = _try(api.persistence_mode, handle)
     put("persistence_mode", None if persistence is None else ("on" if persistence else "off"))
-    reasons = _try(lambda: api.clock_event_reasons(handle))
+    reasons = _try(api.clock_event_reasons, handle)
     put("clock_event_reasons", None if reasons is None else ",".join(decode_reasons(reasons)) or "none")
     out["clocks_locked"] = clocks_look_locked(clocks["sm_app_clock_mhz"], clocks["sm_default_app_clock_mhz"], reasons)
     return out
@@ -310,11 +285,7 @@ def _probe(api: Nvml, handle: Any) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class HealthReport:
-    """What happened to the GPU during one measurement.
-
-    ``unstable_reason`` is set when the clocks were slowed by heat or power,
-    so the samples describe the cooling rather than the code.
-    """
+    """What happened to the GPU during one measurement (``unstable_reason``: clocks slowed by heat or power)."""
 
     unstable_reason: str | None = None
     notes: tuple[Note, ...] = ()
@@ -324,24 +295,15 @@ class HealthReport:
 class HealthMonitor:
     """Polls NVML in a background thread between ``start()`` and ``stop()``.
 
-    Clock-event reasons are instantaneous, so a slowdown shorter than the
-    poll interval can slip through; ``stop()`` reads once more so a slowdown
-    still active at the end is always seen.
+    Clock-event reasons are instantaneous, so a slowdown shorter than the poll
+    interval can slip through; ``stop()`` reads once more to see one still active.
     """
 
     def __init__(
-        self,
-        device_index: int,
-        *,
-        nvml: Nvml | None = None,
-        poll_interval_s: float = DEFAULT_POLL_INTERVAL_S,
-        slowdown_mask: int = SLOWDOWN_MASK,
-        throttle_fraction: float = THROTTLE_CLOCK_FRACTION,
+        self, device_index: int, *, nvml: Nvml | None = None, poll_interval_s: float = DEFAULT_POLL_INTERVAL_S
     ) -> None:
         self.device_index = device_index
         self.poll_interval_s = poll_interval_s
-        self.slowdown_mask = slowdown_mask
-        self.throttle_fraction = throttle_fraction
         self._api: Nvml = nvml if nvml is not None else PynvmlBackend()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -375,11 +337,11 @@ class HealthMonitor:
         if unavailable is not None:
             self._unavailable = f"NVML {unavailable}"
             return
-        self._temp_before = _try(lambda: self._api.temperature_c(self._handle))
-        app = _try(lambda: self._api.clock_mhz(self._handle, "sm", "applications"))
-        default = _try(lambda: self._api.clock_mhz(self._handle, "sm", "default_applications"))
+        self._temp_before = _try(self._api.temperature_c, self._handle)
+        app = _try(self._api.clock_mhz, self._handle, "sm", "applications")
+        default = _try(self._api.clock_mhz, self._handle, "sm", "default_applications")
         self._locked_at_start = clocks_look_locked(app, default, None)
-        self._reference_sm = app if app else _try(lambda: self._api.clock_mhz(self._handle, "sm", "max"))
+        self._reference_sm = app if app else _try(self._api.clock_mhz, self._handle, "sm", "max")
         self._poll()
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="gpuperf-nvml-health", daemon=True)
@@ -398,13 +360,13 @@ class HealthMonitor:
             with self._lock:
                 self._poll_error = f"clock-event reasons unavailable: {exc}"
             return False
-        sm = _try(lambda: self._api.clock_mhz(self._handle, "sm", "current"))
+        sm = _try(self._api.clock_mhz, self._handle, "sm", "current")
         with self._lock:
             self._polls += 1
             self._seen |= reasons
-            for name in decode_reasons(reasons & self.slowdown_mask):
+            for name in decode_reasons(reasons & SLOWDOWN_MASK):
                 self._slow_polls[name] = self._slow_polls.get(name, 0) + 1
-            if reasons & self.slowdown_mask & SOFT_SLOWDOWN_MASK:
+            if reasons & SOFT_SLOWDOWN_MASK:
                 if sm is None:
                     self._soft_sm_unreadable = True
                 elif self._soft_lowest_sm is None or sm < self._soft_lowest_sm:
@@ -429,7 +391,7 @@ class HealthMonitor:
             self._thread = None
         if self._poll_error is None:
             self._poll()
-        temp_after = _try(lambda: self._api.temperature_c(self._handle))
+        temp_after = _try(self._api.temperature_c, self._handle)
         _try(self._api.shutdown)
         self._report = self._build(temp_after)
         return self._report
@@ -437,17 +399,13 @@ class HealthMonitor:
     def _judge_slowdowns(
         self, seen: int, slow: dict[str, int], polls: int, lowest: int | None
     ) -> tuple[str | None, str]:
-        """(unstable reason or None, a note) from the slowdown reasons seen while polling.
-
-        ``lowest`` is the lowest SM clock polled under a soft slowdown, None if any such
-        poll could not read it.
-        """
+        """(unstable reason or None, a note); ``lowest``: the lowest SM clock under a soft slowdown, None if unread."""
 
         def found(mask: int) -> str:
             return ", ".join(f"{n} ({slow.get(n, 0)}/{polls} polls)" for n in decode_reasons(seen & mask))
 
-        hard = seen & self.slowdown_mask & HARD_SLOWDOWN_MASK
-        soft = seen & self.slowdown_mask & SOFT_SLOWDOWN_MASK
+        hard = seen & HARD_SLOWDOWN_MASK
+        soft = seen & SOFT_SLOWDOWN_MASK
         if hard:
             return f"GPU clocks were slowed during the measurement: {found(hard | soft)}", ""
         if not soft:
@@ -456,15 +414,15 @@ class HealthMonitor:
         if reference is None or lowest is None:
             # Without the clocks there is no telling a trim from a throttle: assume the worse.
             return f"GPU clocks were slowed during the measurement: {found(soft)} (SM clock unreadable)", ""
-        floor = self.throttle_fraction * reference
+        floor = THROTTLE_CLOCK_FRACTION * reference
         if lowest < floor:
             return (
                 f"GPU clocks were throttled during the measurement: {found(soft)}; the SM clock fell to "
-                f"{lowest} MHz, below {self.throttle_fraction:.0%} of {reference} MHz"
+                f"{lowest} MHz, below {THROTTLE_CLOCK_FRACTION:.0%} of {reference} MHz"
             ), ""
         return None, (
             f"{found(soft)}: the SM clock stayed at {lowest} MHz or more ({lowest / reference:.0%} of "
-            f"{reference} MHz, above the {self.throttle_fraction:.0%} throttle threshold), so the result is kept"
+            f"{reference} MHz, above the {THROTTLE_CLOCK_FRACTION:.0%} throttle threshold), so the result is kept"
         )
 
     def _build(self, temp_after: int | None) -> HealthReport:

@@ -1,11 +1,8 @@
 """Helpers for the performance paths users gate: AMP, torch.compile, DDP, custom kernels.
 
-Each helper takes the ``gpu_bench`` fixture (or anything shaped like it, see
-:class:`Bench`) and turns one optimisation into named measurements plus gateable
-metrics, so a lost speedup, an added graph break or a wrong autocast path fails
-the test with a message naming the path (``amp.bf16``, ``compile.steady`` ...).
-
-torch is imported inside the submodules, so importing this package stays cheap.
+Each takes the ``gpu_bench`` fixture (or anything shaped like :class:`Bench`) and turns
+one optimisation into named measurements plus gateable metrics. torch is imported
+inside the submodules, so importing this package stays cheap.
 """
 
 from __future__ import annotations

@@ -34,11 +34,7 @@ def tensor_leaves(value: object) -> Iterator[torch.Tensor]:
 
 
 def relative_error(actual: object, expected: object) -> float:
-    """``||actual - expected|| / ||expected||`` over all tensor leaves, in float64.
-
-    A norm-wise error is the usual way to compare a reduced-precision result with
-    its fp32 reference: elementwise tolerances trip on values near zero.
-    """
+    """``||actual - expected|| / ||expected||`` over all tensor leaves in float64 (elementwise trips near 0)."""
     got = [t.detach().to(torch.float64).flatten() for t in tensor_leaves(actual)]
     ref = [t.detach().to(torch.float64).flatten() for t in tensor_leaves(expected)]
     if len(got) != len(ref) or not ref:
@@ -59,11 +55,8 @@ def relative_error(actual: object, expected: object) -> float:
 def saved_activation_bytes(fn: Callable[[], Any], exclude: Any = ()) -> tuple[Any, int]:
     """Run ``fn`` and count the bytes autograd keeps alive for the backward pass.
 
-    Every tensor saved for backward passes through ``saved_tensors_hooks``; storages
-    are counted once (views share them) and those in ``exclude`` (the parameters,
-    which live anyway) are left out. This is the memory activation checkpointing
-    and autocast trade, measured the same way on CPU and GPU: no CPU allocator
-    statistic sees torch's allocations, and this count needs none.
+    Storages are counted once (views share them), those in ``exclude`` (the
+    parameters) left out. It measures the same way on CPU, where no allocator statistic helps.
     """
     excluded = {t.untyped_storage().data_ptr() for t in exclude}
     seen: dict[int, int] = {}

@@ -1,18 +1,8 @@
 """Automatic mixed precision: fp32 against autocast bf16/fp16 in one test.
 
-:func:`compare_autocast` builds the same step (inference, or a training step with
-its optimizer; fp16 with ``torch.amp.GradScaler``) for each precision from one
-initial state, checks that the reduced-precision result stays within a tolerance
-of fp32 (a faster but wrong autocast path fails here, before any timing), then
-measures each as ``<name>.fp32``, ``<name>.bf16``, ``<name>.fp16`` and attaches
-gateable metrics to the autocast measurements:
-
-- ``speedup``: fp32 median time / autocast median time (``minimum=min_speedup``);
-- ``memory_saving``: ``1 - peak/peak_fp32`` of device memory (CUDA only: the
-  fixture reports no peak on CPU);
-- ``activation_saving``: the same for the bytes autograd saves for backward
-  (training steps, any device; see :func:`~pytest_gpuperf.paths._torch.saved_activation_bytes`);
-- ``numerics_error``: the relative error against fp32 (``maximum=`` the tolerance).
+A reduced-precision result must stay within a tolerance of fp32 before any timing.
+Each autocast measurement gets ``speedup``, ``numerics_error``, and where known
+``memory_saving`` (CUDA peaks) and ``activation_saving`` (training steps).
 """
 
 from __future__ import annotations
@@ -32,10 +22,8 @@ from pytest_gpuperf.paths._torch import relative_error, saved_activation_bytes, 
 
 DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
-# Norm-wise relative error against fp32 still counted as right. bf16 keeps 8
-# mantissa bits (unit roundoff 2**-9), fp16 11 (2**-12); errors accumulate over
-# layers, so these leave an order of magnitude of headroom, and a wrong path
-# (a dropped scale, a layer skipped) is off by far more.
+# Norm-wise relative error against fp32 still counted as right: an order of magnitude above the
+# unit roundoff (bf16 2**-9, fp16 2**-12); a wrong path (a dropped scale) is off by far more.
 DEFAULT_TOLERANCE: dict[str, float] = {"bf16": 0.05, "fp16": 0.01}
 _MAX_BACKOFFS = 24  # halvings of the fp16 loss scale before the check gives up (65536 -> ~0.004)
 
@@ -66,19 +54,14 @@ class AmpReport:
 
 
 def cpu_fp16_skip_reason() -> str | None:
-    """Why fp16 autocast is not worth measuring on this CPU, or None where it is.
-
-    CPU autocast accepts float16, but without AVX512-FP16 or AMX-FP16 the matmuls
-    are emulated and far slower than fp32: a speedup gate would only measure the
-    emulation.
-    """
+    """Why fp16 autocast is not worth measuring on this CPU (emulated matmuls), or None where it is."""
     capability = str(torch.backends.cpu.get_cpu_capability())
     if "FP16" in capability.upper() or "AMX" in capability.upper():
         return None
     return f"fp16 autocast on CPU needs native fp16 (AVX512-FP16/AMX); this CPU has {capability}"
 
 
-def _native_cuda_bf16(device: torch.device) -> bool:
+def _native_cuda_bf16() -> bool:
     try:
         return bool(torch.cuda.is_bf16_supported(including_emulation=False))
     except TypeError:  # torch < 2.4 has no including_emulation and counts native support only
@@ -89,7 +72,7 @@ def _skip_reason(dtype: str, device: torch.device, allow_emulated: bool) -> str 
     if device.type == "cpu" and dtype == "fp16" and not allow_emulated:
         return cpu_fp16_skip_reason()
     # Pre-Ampere GPUs (T4, V100) run bf16 only emulated: right, but no speedup to gate.
-    if device.type == "cuda" and dtype == "bf16" and not allow_emulated and not _native_cuda_bf16(device):
+    if device.type == "cuda" and dtype == "bf16" and not allow_emulated and not _native_cuda_bf16():
         return f"{torch.cuda.get_device_name(device)} has no native bf16"
     return None
 
@@ -144,8 +127,7 @@ class _Step:
         if self.loss_fn is None:
             with torch.inference_mode():
                 return [t.float() for t in tensor_leaves(self.forward(inputs))]
-        # fp16 gradients are scaled as the GradScaler would; where they overflow at this
-        # scale, halve it and retry, as the scaler's skipped steps do.
+        # Scale fp16 gradients as the GradScaler would, halving the scale on overflow as it does.
         scale = float(self.scaler.get_scale()) if self.scaler is not None else 1.0
         for _ in range(_MAX_BACKOFFS):
             self.model.zero_grad(set_to_none=True)
@@ -204,15 +186,12 @@ def compare_autocast(
     flops: float | None = None,
     allow_emulated: bool = False,
 ) -> AmpReport:
-    """Measure ``model`` in fp32 and under autocast for each of ``dtypes`` on ``bench.device``.
+    """Measure ``model`` as ``<name>.fp32`` and under autocast as ``<name>.<dtype>`` on ``bench.device``.
 
-    ``loss_fn(output) -> scalar`` makes it a training step (forward, backward and
-    ``optimizer(params)`` if given); without it the step is inference. Each
-    precision runs on its own deep copy of ``model``, so all start from the same
-    weights. Dtypes the device cannot run usefully are skipped with the reason in
-    :attr:`AmpReport.skipped` (``allow_emulated=True`` measures fp16 on a CPU
-    without native fp16 anyway: right, but slow). Raises :class:`AmpNumericsError` when a dtype's
-    result differs from fp32 by more than its tolerance.
+    ``loss_fn(output) -> scalar`` makes it a training step (with ``optimizer(params)``
+    if given), else inference. Each precision runs on its own deep copy of ``model``.
+    Dtypes the device cannot run usefully are skipped (:attr:`AmpReport.skipped`)
+    unless ``allow_emulated``. Raises :class:`AmpNumericsError` past a dtype's tolerance.
     """
     __tracebackhide__ = True
     unknown = [d for d in dtypes if d not in DTYPES or d == "fp32"]

@@ -1,28 +1,9 @@
 """torch.compile: compile cost, steady-state speedup, graph breaks and recompilations.
 
-:func:`compare_compile` resets dynamo, compiles ``fn``, times the first call on
-its own (tracing and code generation), feeds the ``extra_inputs`` the workload
-also sees (shape changes that may recompile), then measures eager as
-``<name>.eager`` and the compiled function as ``<name>.steady``.
-
-The first call's time is named by how inductor's FX graph cache served it:
-``first_call_s`` when any graph was compiled from scratch (or the cache was
-off), ``first_call_cached_s`` when every graph came from the cache. A cold
-compile can take several times as long as a cached one, so a fresh runner (or a
-cleared ``TORCHINDUCTOR_CACHE_DIR``) against a baseline written with a warm cache
-would read a "regression" that is no change of the code; each name is compared
-only with its own kind.
-
-The counts come from dynamo's own records, not from timing:
-
-- ``graph_breaks``: ``torch._dynamo.utils.counters["graph_break"]`` after the first call;
-- ``recompiles``: compilations dynamo logged with a recompile reason
-  (``torch._dynamo.utils.get_compilation_metrics()``), over the whole test.
-
-Both are gated with ``absolute_tolerance=0``: one more graph break or recompile
-than the baseline fails even when the time holds. ``max_graph_breaks`` /
-``max_recompiles`` add hard bounds that fail without a baseline. Every metric's
-description names the backend and mode, so a report says what was compiled how.
+The first call is ``first_call_cached_s`` when every graph came from inductor's FX
+graph cache, else ``first_call_s``: a cold compile takes several times as long, so
+the two are never compared. Graph breaks and recompiles come from dynamo's records
+and are gated with ``absolute_tolerance=0``.
 """
 
 from __future__ import annotations
@@ -49,7 +30,6 @@ class DynamoCounts:
     graph_break_reasons: tuple[str, ...]
     recompiles: int
     recompile_reasons: tuple[str, ...]
-    unique_graphs: int
 
 
 CacheState = Literal["hit", "miss", "none"]
@@ -58,21 +38,12 @@ CacheState = Literal["hit", "miss", "none"]
 def fx_graph_cache_state() -> CacheState:
     """How inductor's FX graph cache served the compilations since :func:`reset_dynamo`.
 
-    "hit": every graph came from the cache; "miss": at least one was compiled
-    (a miss or a bypass); "none": no inductor compilation was counted (another
-    backend, or nothing compiled yet).
+    "hit": every graph from the cache; "miss": at least one compiled; "none": no inductor compilation.
     """
     inductor = counters["inductor"]
-    hits = inductor["fxgraph_cache_hit"]
-    compiled = inductor["fxgraph_cache_miss"] + inductor["fxgraph_cache_bypass"]
-    if compiled:
+    if inductor["fxgraph_cache_miss"] + inductor["fxgraph_cache_bypass"]:
         return "miss"
-    return "hit" if hits else "none"
-
-
-def first_call_metric_name(cache_state: CacheState) -> str:
-    """The first call's metric name for a cache state (see the module doc)."""
-    return "first_call_cached_s" if cache_state == "hit" else "first_call_s"
+    return "hit" if inductor["fxgraph_cache_hit"] else "none"
 
 
 @dataclass(frozen=True)
@@ -113,12 +84,7 @@ def dynamo_counts() -> DynamoCounts:
         graph_break_reasons=tuple(_first_line(r) for r in breaks),
         recompiles=len(recompiles),
         recompile_reasons=tuple(_first_line(r) for r in recompiles),
-        unique_graphs=int(counters["stats"]["unique_graphs"]),
     )
-
-
-def _describe(backend: str, mode: str | None, dynamic: bool | None) -> str:
-    return f"torch.compile(backend={backend!r}, mode={mode!r}, dynamic={dynamic!r})"
 
 
 def _summary(reasons: Sequence[str]) -> str:
@@ -147,13 +113,11 @@ def compare_compile(
     items: float | None = None,
     flops: float | None = None,
 ) -> CompileReport:
-    """Compile ``fn`` with ``torch.compile`` and measure it against eager on ``bench.device``.
+    """Compile ``fn`` and measure it as ``<name>.steady`` against eager ``<name>.eager`` on ``bench.device``.
 
-    ``fn`` is a function or module called as ``fn(*args, **kwargs)``;
-    ``extra_inputs`` are further argument tuples called once each after the first
-    call (with ``kwargs``). ``first_call_tolerance`` is loose by default: even
-    like for like (see the module doc), compile time varies with the disk and
-    the compiler more than steady-state time does.
+    ``extra_inputs``: further argument tuples called once each after the first call
+    (shape changes that may recompile). ``first_call_tolerance`` is loose: compile
+    time varies with the disk and the compiler more than steady-state time does.
     """
     kw = dict(kwargs or {})
     device = bench.device
@@ -170,7 +134,7 @@ def compare_compile(
     counts = dynamo_counts()  # recompiles during the timed calls count too
     speedup = eager.stats.median_ns / steady.stats.median_ns if steady.stats.median_ns > 0 else math.inf
 
-    how = _describe(backend, mode, dynamic)
+    how = f"torch.compile(backend={backend!r}, mode={mode!r}, dynamic={dynamic!r})"
     bench.metric(
         "speedup",
         speedup,
@@ -203,7 +167,7 @@ def compare_compile(
     )
     served = {"hit": ", served from inductor's FX graph cache", "miss": ", compiled from scratch"}.get(cache_state, "")
     bench.metric(
-        first_call_metric_name(cache_state),
+        "first_call_cached_s" if cache_state == "hit" else "first_call_s",
         first_call_s,
         unit="s",
         better="lower",

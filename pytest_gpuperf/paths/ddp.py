@@ -1,23 +1,8 @@
 """Distributed data parallel: per-rank step times, all-reduce bandwidth, scaling.
 
-:func:`run_ddp` starts ranks through torch.distributed's own launcher
-(``torch.distributed.launcher.api.elastic_launch``, what ``torchrun`` runs) with a
-c10d rendezvous; gloo on CPU, NCCL on GPUs. Each rank builds its step with the
-user's *step factory* and times it; results are gathered on rank 0 and turned into
-one :class:`~pytest_gpuperf.model.Measurement` (``ddp.<n>ranks``: each sample is a
-step's time on the slowest rank, which is when the step is done) handed to
-``gpu_bench.record``, with these metrics:
-
-- ``busbw_gbps``: all-reduce bus bandwidth by the nccl-tests convention,
-  ``busbw = algbw * 2(n-1)/n`` with ``algbw = bytes / time``;
-- ``scaling_efficiency``: one-rank step time / n-rank step time (weak scaling: the
-  per-rank batch is fixed, so 1.0 is perfect);
-- ``rank_imbalance``: slowest rank's median step / fastest rank's;
-- ``rank<r>.step_ms``: each rank's median step time (informational).
-
-The step factory is a picklable top-level callable or an importable
-``"module:function"`` string; it is called once per rank with a
-:class:`RankContext` (the process group is up) and returns the step to time.
+Ranks start through torch's own launcher (as ``torchrun``), each building its step
+with the user's *step factory* (a picklable callable or ``"module:function"``, given a
+:class:`RankContext`); each sample is the slowest rank's step time.
 """
 
 from __future__ import annotations
@@ -51,8 +36,7 @@ from pytest_gpuperf.paths._torch import elapsed_ns
 
 StepFactory = Callable[["RankContext"], Callable[[], object]]
 
-# All-reduce payload when none is given: large enough to be bandwidth-bound on
-# the device kind (nccl-tests sweeps up to GiBs; 256 MiB is on its plateau).
+# Default all-reduce payload: bandwidth-bound on the device kind (256 MiB is on nccl-tests' plateau).
 DEFAULT_ALLREDUCE_BYTES = {"cpu": 8 * 2**20, "cuda": 256 * 2**20}
 
 
@@ -130,11 +114,7 @@ def resolve_factory(factory: str | StepFactory) -> StepFactory:
 
 
 def bus_bandwidth(payload_bytes: float, seconds: float, world_size: int) -> tuple[float, float]:
-    """(algbw, busbw) in bytes/s of one all-reduce, by the nccl-tests convention.
-
-    An all-reduce moves ``2(n-1)/n`` times the payload over each rank's link, so
-    busbw is comparable with the link's peak whatever the rank count.
-    """
+    """(algbw, busbw) in bytes/s of one all-reduce, by the nccl-tests convention (busbw = algbw * 2(n-1)/n)."""
     if seconds <= 0:
         raise ValueError(f"all-reduce time must be positive, got {seconds}")
     algbw = payload_bytes / seconds
@@ -163,11 +143,7 @@ def _rank_main(spec: _RankSpec) -> list[RankTimes] | None:
 
 
 def _note_error(error_dir: str, exc: BaseException) -> None:
-    """Leave ``<time_ns> <rank> <error>`` behind: the earliest note is the root cause.
-
-    When one rank fails, its peers fail next in their collectives ("connection
-    reset by peer"), and the launcher may see any of them exit first.
-    """
+    """Leave ``<time_ns> <rank> <error>`` behind: the earliest note is the root cause, whichever exits first."""
     rank = os.environ.get("RANK", "?")
     text = str(exc).strip()
     line = f"{time.time_ns()} {rank} {type(exc).__name__}: {text.splitlines()[0] if text else ''}"
@@ -209,7 +185,6 @@ def free_port(host: str = "127.0.0.1") -> int:
 def _launch(spec: _RankSpec, nprocs: int, nnodes: int, rdzv_endpoint: str | None, name: str) -> list[RankTimes] | None:
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
-    endpoint = rdzv_endpoint or f"127.0.0.1:{free_port()}"
     config = LaunchConfig(
         min_nodes=nnodes,
         max_nodes=nnodes,
@@ -217,7 +192,7 @@ def _launch(spec: _RankSpec, nprocs: int, nnodes: int, rdzv_endpoint: str | None
         # Nodes of one multi-node run must agree on the id; a local run wants a fresh one.
         run_id=os.environ.get("GPUPERF_DDP_RUN_ID", f"gpuperf-{name}") if nnodes > 1 else uuid.uuid4().hex,
         rdzv_backend="c10d",
-        rdzv_endpoint=endpoint,
+        rdzv_endpoint=rdzv_endpoint or f"127.0.0.1:{free_port()}",
         max_restarts=0,
         monitor_interval=0.1,
         start_method="spawn",
@@ -256,21 +231,14 @@ def _last_line(message: object) -> str:
 
 
 def _round_medians(samples: list[float], rounds: int) -> tuple[float, ...]:
-    """Medians of ``rounds`` consecutive blocks of steps, standing in for rounds in the noise estimate.
-
-    Empty with fewer than 3 rounds or 2 steps per block (no estimate rather than a bad one).
-    """
+    """Medians of ``rounds`` consecutive blocks of steps for the noise estimate; empty when too few."""
     if rounds < 3 or len(samples) < 2 * rounds:
         return ()
     return tuple(float(np.median(block)) for block in np.array_split(np.asarray(samples), rounds))
 
 
 def _cpu_threads(device: torch.device, nprocs: int) -> int:
-    """Torch threads per CPU rank: the cores shared out, so ranks do not oversubscribe the machine.
-
-    The one-rank reference gets the same share, so scaling compares like with
-    like; OMP_NUM_THREADS, where set, wins (0: leave the threads alone).
-    """
+    """Torch threads per CPU rank (0: leave alone), the cores shared out; OMP_NUM_THREADS wins."""
     if device.type != "cpu" or os.environ.get("OMP_NUM_THREADS"):
         return 0
     return max(1, (os.cpu_count() or 1) // nprocs)
@@ -279,36 +247,6 @@ def _cpu_threads(device: torch.device, nprocs: int) -> int:
 def _median_step(ranks: list[RankTimes]) -> list[float]:
     """Per step, the slowest rank's time: the step is over when every rank is done."""
     return [max(r.step_ns[i] for r in ranks) for i in range(min(len(r.step_ns) for r in ranks))]
-
-
-def _step_measurement(
-    spec: _RankSpec,
-    ranks: list[RankTimes],
-    name: str,
-    device: torch.device,
-    world: int,
-    backend: str,
-    rounds: int,
-    items_per_rank: float | None,
-    wall_s: float,
-) -> Measurement:
-    """The step time across ranks (each sample the slowest rank's step) as a Measurement."""
-    samples = _median_step(ranks)
-    return Measurement(
-        test_id="",
-        name=name,
-        samples_ns=tuple(samples),
-        calls_per_sample=1,
-        device=str(device) if device.type == "cpu" else f"{device.type}:0",
-        timer="perf_counter",
-        round_medians_ns=_round_medians(samples, rounds),
-        precision=stats.relative_precision(samples) if len(samples) > 1 else None,
-        warmup_calls=spec.warmup,
-        total_calls=spec.warmup + spec.steps,
-        wall_time_s=wall_s,
-        notes=(Note(f"{world} ranks, backend {backend}, hosts {sorted({r.hostname for r in ranks})}"),),
-        throughput=Throughput(items=None if items_per_rank is None else items_per_rank * world),
-    )
 
 
 def run_ddp(
@@ -334,31 +272,27 @@ def run_ddp(
     rounds: int = 4,
     timeout_s: float = 300.0,
 ) -> DdpReport:
-    """Run ``step_factory``'s step on ``nprocs`` ranks per node and record the result.
+    """Run ``step_factory``'s step on ``nprocs`` ranks per node, record it as ``ddp.<n>ranks`` with metrics.
 
-    On one node the rendezvous is a free localhost port; for several nodes give
-    ``nnodes`` and the same ``rdzv_endpoint`` (``host:port`` of node 0) on each
-    node, as with ``torchrun --rdzv-backend=c10d``; only the node holding rank 0
-    records a measurement. ``scaling`` also runs the step on one rank (one more
-    launch) for ``scaling_efficiency``. ``bandwidth_tolerance`` and
-    ``scaling_tolerance`` are the relative drops of ``busbw_gbps`` and
-    ``scaling_efficiency`` against the baseline that still pass (``None``: bounds
-    only); loopback gloo on a shared CPU wants them wide. The steps are split into
-    ``rounds`` blocks whose medians give the gate its between-run noise estimate.
-    Without ``--gpuperf`` (smoke mode) the ranks run one step each and no one-rank
-    run is made.
+    Metrics: ``busbw_gbps`` (all-reduce bus bandwidth), ``scaling_efficiency`` (one-rank
+    step time / n-rank step time at a fixed per-rank batch; ``scaling`` adds that one-rank
+    launch), ``rank_imbalance`` and informational ``rank<r>.step_ms``. For several nodes
+    give ``nnodes`` and the same ``rdzv_endpoint`` (``host:port`` of node 0) on each, as
+    with torchrun; only the node holding rank 0 records. The tolerances are the relative
+    drops against the baseline that still pass (``None``: bounds only); ``rounds`` blocks
+    of steps give the noise estimate. In smoke mode each rank runs one step, no one-rank run.
     """
     device = bench.device
     world = nprocs * nnodes
+    name = name or f"ddp.{world}ranks"
     if nprocs < 1 or nnodes < 1:
         raise ValueError(f"nprocs and nnodes must be >= 1, got nprocs={nprocs}, nnodes={nnodes}")
     if device.type == "cuda" and nprocs > torch.cuda.device_count():
         raise DdpError(
             f"{nprocs} ranks per node need {nprocs} GPUs, this node has {torch.cuda.device_count()}",
-            measurement=name or f"ddp.{world}ranks",
+            measurement=name,
         )
     backend = backend or ("nccl" if device.type == "cuda" else "gloo")
-    name = name or f"ddp.{world}ranks"
     smoke = bench.smoke
     spec = _RankSpec(
         factory=step_factory,
@@ -379,9 +313,23 @@ def run_ddp(
         ranks = _launch(spec, nprocs, nnodes, rdzv_endpoint, name)
         if ranks is None:
             return None
-        return _step_measurement(
-            spec, ranks, name, device, world, backend, rounds, items_per_rank, time.perf_counter() - started
-        ), ranks
+        samples = _median_step(ranks)
+        measurement = Measurement(
+            test_id="",
+            name=name,
+            samples_ns=tuple(samples),
+            calls_per_sample=1,
+            device=str(device) if device.type == "cpu" else f"{device.type}:0",
+            timer="perf_counter",
+            round_medians_ns=_round_medians(samples, rounds),
+            precision=stats.relative_precision(samples) if len(samples) > 1 else None,
+            warmup_calls=spec.warmup,
+            total_calls=spec.warmup + spec.steps,
+            wall_time_s=time.perf_counter() - started,
+            notes=(Note(f"{world} ranks, backend {backend}, hosts {sorted({r.hostname for r in ranks})}"),),
+            throughput=Throughput(items=None if items_per_rank is None else items_per_rank * world),
+        )
+        return measurement, ranks
 
     first = launch()
     if first is None:

@@ -1,18 +1,8 @@
 """Custom kernels: achieved TFLOP/s and GB/s, and how close they come to the device's roof.
 
-Given the work of one call (``flops``, ``bytes`` moved to and from memory),
-:func:`kernel_efficiency` turns a measurement's median time into achieved rates
-and the fraction of the device's peak (:mod:`~pytest_gpuperf.paths.peaks`: the
-datasheet table, or a calibration where the device is not listed). The gated
-``fraction_of_peak`` is the roofline one, ``max(flop fraction, bandwidth fraction)``:
-a kernel is judged against the resource that bounds it (it equals achieved FLOP/s
-over ``min(peak FLOP/s, intensity * peak bandwidth)``).
-
-The rates are the measured time inverted, and the time is already gated with
-statistical evidence and noise-aware thresholds; so by default ``tflops`` and
-``gbps`` are informational and ``fraction_of_peak`` gates through its bound
-(``min_fraction``). ``tolerance=`` also gates the fraction's change against the
-baseline, which is reasonable where timings are steady (GPUs).
+``fraction_of_peak`` is the roofline one, ``max(flop fraction, bandwidth fraction)``,
+gated through ``min_fraction`` (and ``tolerance=``); ``tflops`` and ``gbps`` invert the
+already gated time, so they are informational.
 """
 
 from __future__ import annotations
@@ -74,7 +64,6 @@ def kernel_efficiency(
     fractions = {k: v for k, v in (("compute", flops_fraction), ("memory", bandwidth_fraction)) if v is not None}
     bound = max(fractions, key=fractions.__getitem__)
     fraction = fractions[bound]
-    where = f"{peaks.name}, {peaks.source}"
     if tflops is not None:
         bench.metric(
             "tflops",
@@ -102,7 +91,7 @@ def kernel_efficiency(
         tolerance=tolerance,
         minimum=min_fraction,
         measurement=measurement.name,
-        description=f"{bound}-bound fraction of peak on {where}",
+        description=f"{bound}-bound fraction of peak on {peaks.name}, {peaks.source}",
     )
     return KernelReport(measurement, peaks, tflops, gbps, flops_fraction, bandwidth_fraction, fraction, bound)
 
@@ -125,12 +114,5 @@ def measure_kernel(
     """Measure ``fn(*args, **kwargs)`` as ``name`` and rate it with :func:`kernel_efficiency`."""
     m = bench.measure(fn, args, kwargs, name=name, flops=flops, bytes=bytes, l2_flush=l2_flush)
     return kernel_efficiency(
-        bench,
-        m,
-        flops=flops,
-        bytes=bytes,
-        dtype=dtype,
-        peaks=peaks,
-        min_fraction=min_fraction,
-        tolerance=tolerance,
+        bench, m, flops=flops, bytes=bytes, dtype=dtype, peaks=peaks, min_fraction=min_fraction, tolerance=tolerance
     )

@@ -1,22 +1,8 @@
 """Peak throughput of a device: a datasheet table, or a calibration measured on the spot.
 
-Table values are dense (no 2:4 sparsity) peaks from NVIDIA's datasheets and
-architecture whitepapers, at boost clock:
-
-- A100: "NVIDIA A100 Tensor Core GPU" datasheet (2021); 40GB SXM/PCIe 1,555 GB/s,
-  80GB SXM 2,039 GB/s, 80GB PCIe 1,935 GB/s.
-- H100: "NVIDIA H100 Tensor Core GPU" datasheet (SXM5, PCIe, NVL columns).
-- H200: "NVIDIA H200 Tensor Core GPU" datasheet (SXM and NVL columns).
-- L4, L40S, L40, A10, T4, V100: the product datasheets of each.
-- A10G: AWS's variant of the A10; NVIDIA publishes no A10G datasheet, so the A10
-  datasheet's tensor/fp32 figures and AWS's 600 GB/s are used: treat as approximate.
-- RTX 4090: "NVIDIA Ada GPU Architecture" whitepaper, appendix A (fp16/bf16 tensor
-  with fp32 accumulate, which is what PyTorch uses: half the fp16-accumulate rate).
-
-Tensor-core rates are what a kernel can reach with bf16/fp16 inputs; ``fp32`` is
-the non-tensor-core rate (TF32 tensor cores are listed apart). Where a device is
-not in the table (every CPU, a new GPU), :func:`calibrate` measures a large matmul
-and a large copy and uses those as the attainable peak.
+Table values are dense boost-clock peaks from the datasheet each row names (A10G: the A10's
+figures with AWS's 600 GB/s; RTX 4090: tensor rates with fp32 accumulate, as PyTorch uses).
+``fp32`` is the non-tensor-core rate. Devices not listed (every CPU) are calibrated.
 """
 
 from __future__ import annotations
@@ -63,16 +49,12 @@ def dtype_key(dtype: torch.dtype | str) -> str:
 def _peaks(
     name: str, bf16: float | None, fp16: float, tf32: float | None, fp32: float, gbps: float, source: str
 ) -> DevicePeaks:
-    tflops = {"fp16": fp16, "fp32": fp32}
-    if bf16 is not None:
-        tflops["bf16"] = bf16
-    if tf32 is not None:
-        tflops["tf32"] = tf32
+    rates = {"bf16": bf16, "fp16": fp16, "tf32": tf32, "fp32": fp32}
+    tflops = {key: rate for key, rate in rates.items() if rate is not None}
     return DevicePeaks(name, tflops, gbps, f"datasheet: {source}")
 
 
-# (pattern on the torch/NVML device name, peaks); the first match wins, so the
-# more specific names (H100 NVL before H100 PCIe) come first.
+# (pattern on the device name, peaks): the first match wins, so more specific names come first.
 PEAK_TABLE: tuple[tuple[re.Pattern[str], DevicePeaks], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), peaks)
     for pattern, peaks in [
@@ -102,10 +84,7 @@ PEAK_TABLE: tuple[tuple[re.Pattern[str], DevicePeaks], ...] = tuple(
 
 def lookup(device_name: str) -> DevicePeaks | None:
     """The table's peaks for a device name (``torch.cuda.get_device_name`` or NVML), or None."""
-    for pattern, peaks in PEAK_TABLE:
-        if pattern.search(device_name):
-            return peaks
-    return None
+    return next((peaks for pattern, peaks in PEAK_TABLE if pattern.search(device_name)), None)
 
 
 def device_name(device: torch.device) -> str:
@@ -131,11 +110,9 @@ def calibrate(
     copy_bytes: int | None = None,
     reps: int = 3,
 ) -> DevicePeaks:
-    """Measure the attainable peak on ``device``: an ``n x n`` matmul and a large copy.
+    """Measure the attainable peak on ``device``: an ``n x n`` matmul and a copy (moving ``2 * copy_bytes``).
 
-    The result is cached per (device, dtype) for the process. Sizes default to
-    what saturates the device kind without taking long (CPU: n=1024, 64 MiB).
-    A copy reads and writes each byte, so it moves ``2 * copy_bytes``.
+    With the default sizes (saturating the device kind quickly) the result is cached per (device, dtype).
     """
     key = (str(device), dtype_key(dtype))
     if key in _CALIBRATED and matmul_n is None and copy_bytes is None:

@@ -1,10 +1,6 @@
-"""A minimal stand-in for the ``gpu_bench`` fixture, for scripts and notebooks.
+"""A minimal stand-in for the ``gpu_bench`` fixture (:class:`~pytest_gpuperf.paths.Bench`), for scripts.
 
-The path helpers take anything shaped like :class:`pytest_gpuperf.paths.Bench`.
-Outside pytest (a quick look at an AMP speedup from a script, the helpers' own unit
-tests) this class provides that shape with a fixed number of timed calls: no
-adaptive stopping, no baseline, no gate. Metrics attached with :meth:`metric` are
-kept on the measurements it returns from :attr:`measurements`.
+A fixed number of timed calls: no adaptive stopping, no baseline, no gate.
 """
 
 from __future__ import annotations
@@ -23,33 +19,19 @@ from pytest_gpuperf.paths._torch import elapsed_ns
 class StandaloneBench:
     """Times each call ``calls`` times after ``warmup`` calls; one sample per call."""
 
+    enabled = True
+    smoke = False
+
     def __init__(
-        self,
-        device: torch.device | str = "cpu",
-        *,
-        calls: int = 5,
-        warmup: int = 1,
-        test_id: str = "standalone",
+        self, device: torch.device | str = "cpu", *, calls: int = 5, warmup: int = 1, test_id: str = "standalone"
     ) -> None:
         if calls < 1 or warmup < 0:
             raise ValueError(f"calls must be >= 1 and warmup >= 0, got calls={calls}, warmup={warmup}")
-        self._device = torch.device(device)
+        self.device = torch.device(device)
         self.calls = calls
         self.warmup = warmup
         self.test_id = test_id
         self._measurements: dict[str, Measurement] = {}
-
-    @property
-    def enabled(self) -> bool:
-        return True
-
-    @property
-    def smoke(self) -> bool:
-        return False
-
-    @property
-    def device(self) -> torch.device:
-        return self._device
 
     @property
     def measurements(self) -> dict[str, Measurement]:
@@ -76,16 +58,16 @@ class StandaloneBench:
         started = time.perf_counter()
         for _ in range(self.warmup):
             fn(*args, **kw)
-        samples = [elapsed_ns(lambda: fn(*args, **kw), self._device) for _ in range(self.calls)]
+        samples = [elapsed_ns(lambda: fn(*args, **kw), self.device) for _ in range(self.calls)]
         peak = None
-        if self._device.type == "cuda":
-            peak = int(torch.cuda.max_memory_allocated(self._device))
+        if self.device.type == "cuda":
+            peak = int(torch.cuda.max_memory_allocated(self.device))
         m = Measurement(
             test_id=self.test_id,
             name=label,
             samples_ns=tuple(samples),
             calls_per_sample=1,
-            device=str(self._device),
+            device=str(self.device),
             timer="perf_counter",
             peak_allocated_bytes=peak,
             throughput=Throughput(items=items, flops=flops, bytes=bytes),
