@@ -93,8 +93,7 @@ def autograd_mode() -> tuple[bool, bool] | None:
 def in_autograd_mode(mode: tuple[bool, bool] | None) -> Iterator[None]:
     """Run the block in ``mode`` (autograd_mode), so a profile after the test body runs what was measured.
 
-    Outside the test's ``torch.inference_mode()`` the call would record autograd graphs
-    and a compiled function would be compiled again.
+    Outside the test's ``inference_mode()`` it would record autograd graphs and compile again.
     """
     if mode is None:
         yield
@@ -514,10 +513,8 @@ class Runner:
         return PreparedMeasurement(self, spec)
 
     def profile(self, spec: MeasureSpec, *, trace_path: Path | None, label: str) -> ProfileCapture:
-        """One untimed torch.profiler pass over a few calls of ``spec``, for a differential profile.
-
-        No shapes or memory recorded; the trace at ``trace_path`` (None: none written).
-        """
+        """One untimed torch.profiler pass over a few calls of ``spec``, for a differential profile (no shapes
+        or memory); the trace at ``trace_path`` (None: none written)."""
         from pytest_gpuperf.profiling.torch_profile import capture_calls
 
         deadline = time.perf_counter() + spec.settings.time_limit_s

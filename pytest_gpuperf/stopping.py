@@ -16,9 +16,8 @@ from dataclasses import dataclass
 
 from pytest_gpuperf.config import MeasureSettings
 
-# The next round starts only if this many times its expected length still fits in
-# the time limit: a round that runs a little slower than the last must not meet the
-# hard stop (time_limit.py), which fails the test.
+# The next round starts only if this many times its expected length fits in the time limit:
+# a round a little slower than the last must not meet the hard stop, which fails the test.
 LIMIT_MARGIN = 1.25
 
 

@@ -57,8 +57,7 @@ class CalibrationWorkload:
     def result_ns(self) -> float | None:
         """The workload's uncontended per-call time: a low quantile of all samples (None before any).
 
-        Not the median: under CPU contention the median of its short samples moves
-        by tens of percent with the momentary load while the fast end stays put.
+        Not the median, which moves by tens of percent with the momentary load.
         """
         if not self.samples_ns:
             return None

@@ -18,9 +18,8 @@ from typing import Any
 from pytest_gpuperf.host.cpu.pinning import available_cpus
 from pytest_gpuperf.model import Note
 
-# A measurement is taken on a busy runner when, over its wall time, some task waited for a CPU
-# a tenth of the time, or the hypervisor took a twentieth of it, or more tasks were runnable
-# than there are CPUs. Below these, the fast end and the samples' shape tell the rest.
+# Busy: over the wall time some task waited for a CPU a tenth of the time, or the hypervisor
+# took a twentieth of it, or (without PSI) more tasks were runnable than there are CPUs.
 BUSY_PRESSURE = 0.10
 BUSY_STEAL = 0.05
 
