@@ -1,19 +1,11 @@
 """Warm-up, block sizing, measurement rounds and adaptive stopping.
 
-Measure in rounds (a fraction of the time budget each); after each round the
-stopping rule (stopping.py) decides: stop once the relative half-width of the
-95% confidence interval of the median is within ``target_precision`` after
-``min_time``, or when ``max_time`` is spent, but never before ``min_samples``
-samples while the measurement's time limit allows more. Rounds also give the
-round-to-round spread of the median, which the baseline records as its noise,
-and they are the unit the compare-ref engine alternates.
-
-The time limit (``time_limit_s``) counts everything a measurement calls: the
-warm-up, the rounds and the CPU memory probe. Rounds are sized to end before
-it; a call still running at the limit fails the measurement
-(``MeasurementTimeout``, time_limit.py). A slow function costs one warm-up call
-when that call alone exceeds the warm-up budget (a second would not settle
-anything), one call per sample, and one call for the memory probe on a CPU.
+Measure in rounds (a fraction of the time budget each) until the stopping rule
+(stopping.py) says enough. Rounds also give the round-to-round spread of the
+median, which the baseline records as its noise, and are the unit the
+compare-ref engine alternates. The time limit (``time_limit_s``) covers the
+warm-up, the rounds and the CPU memory probe; a call still running at the limit
+fails the measurement (``MeasurementTimeout``, time_limit.py).
 """
 
 from __future__ import annotations
@@ -63,8 +55,7 @@ class LazyResults(enum.Enum):
     """What a measured call that returns a generator, coroutine or other iterator gets."""
 
     REFUSE = "refuse"  # gpu_bench: an error naming the test; the work would not be in the timing
-    # the benchmark fixture: timed as written, with a note, as pytest-benchmark times it, so that
-    # its suites run unchanged (a suite may mean to time the creation of a lazy result)
+    # the benchmark fixture: timed as pytest-benchmark times it, with a note, so its suites run unchanged
     TIME_AS_WRITTEN = "time as written"
 
 
@@ -100,10 +91,9 @@ def autograd_mode() -> tuple[bool, bool] | None:
 
 @contextlib.contextmanager
 def in_autograd_mode(mode: tuple[bool, bool] | None) -> Iterator[None]:
-    """Run the block in ``mode`` (autograd_mode): a profile after the test body runs what was measured.
+    """Run the block in ``mode`` (autograd_mode), so a profile after the test body runs what was measured.
 
-    Out of the test's ``torch.inference_mode()`` the call would record autograd graphs
-    the measured calls never did, and a compiled function would be compiled again.
+    Outside the test's ``inference_mode()`` it would record autograd graphs and compile again.
     """
     if mode is None:
         yield
@@ -130,15 +120,11 @@ class RunnerOptions:
 
 def round_seconds(settings: MeasureSettings) -> float:
     """How long one round of a measurement lasts."""
-    s = settings
-    return min(MAX_ROUND_S, max(s.max_time_s * ROUND_FRACTION / 2, s.min_time_s / MIN_ROUNDS, 0.001))
+    return min(MAX_ROUND_S, max(settings.max_time_s * ROUND_FRACTION / 2, settings.min_time_s / MIN_ROUNDS, 0.001))
 
 
 def stopping_rule(settings: MeasureSettings) -> StoppingRule:
-    """The rule of a measurement's own rounds, here or in a worker driven round by round.
-
-    Fixed rounds (``settings.rounds``) stop at exactly that many samples, or at the time limit.
-    """
+    """The rule of a measurement's own rounds; fixed ``settings.rounds`` stop at exactly that many samples."""
     rule = StoppingRule.from_settings(
         settings,
         round_s=round_seconds(settings),
@@ -158,9 +144,8 @@ def sample_precision(samples: Sequence[float]) -> float:
 
 _NEVER_RUNS = "its body never runs when called"
 _NOT_CONSUMED = "its work runs only as it is iterated, and nothing iterates it"
-# What a measured call may not return: the work would not be in the timing. Generators and
-# coroutines first (their own wording); then any other iterator (map, filter, zip,
-# itertools.chain, iter(loader) ...), which holds its work until something consumes it.
+# What a measured call may not return, as the work would not be in the timing: generators and
+# coroutines first (their own wording), then any other iterator (map, zip, iter(loader) ...).
 _LAZY_RESULTS: tuple[tuple[Callable[[object], bool], str, str, str], ...] = (
     (inspect.isasyncgen, "an async generator", _NEVER_RUNS, "lambda: asyncio.run(consume(agen()))"),
     (inspect.iscoroutine, "a coroutine", _NEVER_RUNS, "lambda: asyncio.run(coro())"),
@@ -171,13 +156,10 @@ _LAZY_RESULTS: tuple[tuple[Callable[[object], bool], str, str, str], ...] = (
 
 
 def check_lazy_result(result: object, spec: MeasureSpec) -> str | None:
-    """What to say of one call's result if it is a generator, coroutine, awaitable or any other iterator.
+    """The note on a lazy result (generator, coroutine, awaitable, iterator), whose work the timing misses.
 
-    Calling a generator or coroutine function runs none of its body, and a ``map`` or
-    ``filter`` does none of its work until it is consumed, so timing them times only
-    their creation. Under ``LazyResults.REFUSE`` that is a MeasurementError; under
-    ``TIME_AS_WRITTEN`` the returned note says so. A coroutine or generator is closed
-    first: Python warns about a coroutine that is never awaited.
+    Under ``LazyResults.REFUSE`` it is a MeasurementError instead. A coroutine or
+    generator is closed first: Python warns about a coroutine never awaited.
     """
     for test, kind, why, example in _LAZY_RESULTS:
         if test(result):
@@ -286,8 +268,7 @@ class PreparedMeasurement:
     def _warm_up(self) -> tuple[int, float]:
         """Call until block times settle or the warm-up budget is spent; return calls and ns/call.
 
-        One call that alone exceeds the budget ends the warm-up: a slow function is
-        not called again before its samples.
+        One call that alone exceeds the budget ends the warm-up.
         """
         from pytest_gpuperf.profiling.nvtx_ranges import nvtx_range
 
@@ -319,11 +300,7 @@ class PreparedMeasurement:
     def _calls_per_sample(self) -> int:
         """Calls per timed block: enough for the timer (``min_sample_ns``), in whole pedantic iterations.
 
-        A sub-microsecond call timed alone is mostly the clock's own cost and
-        resolution (``perf_counter`` costs tens of ns), and that share moves with the
-        process; a block of them is the call's time. ``benchmark.pedantic``'s
-        ``iterations`` are kept as the unit of a block, unless a per-round setup must
-        run before each block of exactly that many.
+        A per-round setup keeps blocks of exactly ``benchmark.pedantic``'s ``iterations``.
         """
         fixed = self.spec.calls_per_sample
         if fixed is not None and self.spec.before_block is not None:
@@ -344,12 +321,9 @@ class PreparedMeasurement:
         if not math.isfinite(total_ns) or total_ns < 0:
             raise MeasurementError(self.spec.test_id, f"measurement {self.spec.name!r} produced timing {total_ns}")
 
-    def _probes_memory(self) -> bool:
-        return self.guard.measures_peak_memory
-
     def _after_rounds_s(self) -> float:
         """Time to keep free after the rounds: the CPU memory probe's one call."""
-        return self.per_call_ns / 1e9 if self._probes_memory() else 0.0
+        return self.per_call_ns / 1e9 if self.guard.measures_peak_memory else 0.0
 
     def _sample_s(self) -> float:
         return self.per_call_ns * self.calls_per_sample / 1e9
@@ -446,11 +420,11 @@ class PreparedMeasurement:
             self.notes.extend(report.notes)
             health = dict(report.data)
         precision = self.precision()
+        target = self.spec.settings.target_precision
         shortfall = self.rule.shortfall_note(len(self.samples))
         if shortfall is not None:
             self.notes.append(Note(shortfall))
-        elif precision > self.spec.settings.target_precision:
-            target = self.spec.settings.target_precision
+        elif precision > target:
             self.notes.append(Note(f"precision {precision:.1%} above target {target:.1%} at the time budget "
                                    f"({self.spec.settings.max_time_s:g}s)", NoteKind.ROUTINE))  # fmt: skip
         if self._flusher is not None:
@@ -497,7 +471,7 @@ class PreparedMeasurement:
     def _peak_allocated(self) -> int | None:
         """The allocator's peak where it keeps one (CUDA), else the host guard's one more call, if it fits."""
         peak = self.memory.peak_allocated()
-        if peak is not None or not self._probes_memory():
+        if peak is not None or not self.guard.measures_peak_memory:
             return peak
         if not self.rule.fits(self.elapsed_s(), self.per_call_ns / 1e9):
             limit = self.spec.settings.time_limit_s
@@ -539,11 +513,8 @@ class Runner:
         return PreparedMeasurement(self, spec)
 
     def profile(self, spec: MeasureSpec, *, trace_path: Path | None, label: str) -> ProfileCapture:
-        """One torch.profiler pass over a few calls of ``spec`` (profiling/torch_profile.py), never timed.
-
-        For a differential profile: no shapes or memory recorded, the trace at
-        ``trace_path`` (None: none written). Bounded by the spec's time limit.
-        """
+        """One untimed torch.profiler pass over a few calls of ``spec``, for a differential profile (no shapes
+        or memory); the trace at ``trace_path`` (None: none written)."""
         from pytest_gpuperf.profiling.torch_profile import capture_calls
 
         deadline = time.perf_counter() + spec.settings.time_limit_s

@@ -1,19 +1,12 @@
 """Is a runner steady enough for baseline mode? The spread of unchanged code between sessions.
 
-Baseline mode compares a session with numbers written in an earlier one. When
-unchanged code's log change against its baseline spreads by ``s`` from one
-gating session to the next (the host's speed, the process's memory layout, a
-different VM), a threshold ``T`` gives at most ``false_alarms`` only if
-``T >= z(1 - false_alarms) s``, and catches a slowdown ``d`` at least ``caught``
+When unchanged code's log change against its baseline spreads by ``s`` from one
+gating session to the next, a threshold ``T`` gives at most ``false_alarms`` only
+if ``T >= z(1 - false_alarms) s``, and catches a slowdown ``d`` at least ``caught``
 of the time only if ``log(1 + d) - T >= z(caught) s``. So ``s`` alone sets the
-smallest slowdown baseline mode can be trusted with on that runner; rounds and
-re-measures inside one session do not lower it. Compare-ref measures both sides
-in the same session and is not bound by it.
-
-The tests of a session are assumed to move together (as they do on a noisy
-host), so the z values add. The spread is the root mean square of the log
-changes around zero, not around their mean: an offset between the writing and
-the gating sessions is error to a gate like any other.
+smallest slowdown baseline mode can be trusted with on that runner. The spread is
+the root mean square of the log changes around zero: an offset between the writing
+and the gating sessions is error to a gate like any other.
 """
 
 from __future__ import annotations
@@ -69,10 +62,9 @@ def rms_log_change(changes: Iterable[float]) -> float:
 
 
 def spread_upper_bound(spread: float, sessions: int, confidence: float = UPPER_BOUND_CONFIDENCE) -> float:
-    """A one-sided upper confidence bound on the spread from ``sessions`` independent sessions.
+    """A one-sided upper confidence bound on the spread: chi-square, one degree of freedom per session.
 
-    The changes of one session's tests move together, so only the sessions count as
-    independent: the chi-square bound with one degree of freedom per session.
+    The changes of one session's tests move together, so only the sessions count as independent.
     """
     from scipy.stats import chi2
 
@@ -168,8 +160,7 @@ def render(
         "",
         f"{'measurement':<{width}}  sessions  spread  mean",
     ]
-    for m in stability.measurements:
-        lines.append(f"{m.key:<{width}}  {len(m.changes):>8}  {m.rms:>6.1%}  {m.mean:+.1%}")
+    lines += [f"{m.key:<{width}}  {len(m.changes):>8}  {m.rms:>6.1%}  {m.mean:+.1%}" for m in stability.measurements]
     spread, upper = stability.spread, stability.spread_upper
     lines.append(f"{'all':<{width}}  {stability.sessions:>8}  {spread:>6.1%}  ({UPPER_BOUND_CONFIDENCE:.0%} upper bound"
                  f" {upper:.1%})")  # fmt: skip

@@ -1,28 +1,10 @@
 """When a loop of measurement rounds stops: one rule for every such loop.
 
-The runner's own rounds (runner.py), compare-ref's alternating rounds
-(abtest/alternate.py) and the fresh-process re-measure (abtest/fresh.py) all
-ask ``StoppingRule.check`` after each round. In order:
-
-1. The time limit. The next round must end, with a margin, before the
-   measurement's time limit (``time_limit_s``), counted from the start of its
-   warm-up. If it would not, stop, whatever the count: a function too slow for
-   ``min_samples`` samples within the limit is measured as far as the limit
-   allows, and the result says it has fewer samples than a verdict needs.
-2. A cap on the samples kept (memory, for very fast functions).
-3. ``min_samples``: never stop for the budget or for precision before this
-   many samples. 6 is the fewest for which the distribution-free 95%
-   confidence interval of the median exists: that interval runs between two
-   order statistics, and even the widest, (min, max), misses the median only
-   when all n samples fall on one side of it, with probability 2 / 2**n:
-   6.25% for n = 5, 3.1% for n = 6. With calls so slow that 6 samples do not
-   fit in ``max_time``, the budget extends up to the time limit.
-4. The budget: ``max_time_s`` of measuring (the rounds' own time) is spent.
-5. Precision: after ``min_time_s``, ``min_rounds`` rounds and
-   ``precision_samples`` samples, the relative half-width of the 95% CI of the
-   median is within ``target_precision``.
-
-No torch here: the loops bring their own counts, clocks and precision.
+The runner's rounds, compare-ref's alternating rounds and the fresh-process re-measure
+all ask ``StoppingRule.check`` after each round. The time limit comes first, whatever
+the count (the next round must end before it, with a margin); no budget or precision
+stop comes before ``min_samples``: 6 is the fewest for which the distribution-free
+95% CI of the median exists ((min, max) misses it with probability 2 / 2**n).
 """
 
 from __future__ import annotations
@@ -34,9 +16,8 @@ from dataclasses import dataclass
 
 from pytest_gpuperf.config import MeasureSettings
 
-# The next round starts only if this many times its expected length still fits in
-# the time limit: a round that runs a little slower than the last must not meet the
-# hard stop (time_limit.py), which fails the test.
+# The next round starts only if this many times its expected length fits in the time limit:
+# a round a little slower than the last must not meet the hard stop, which fails the test.
 LIMIT_MARGIN = 1.25
 
 

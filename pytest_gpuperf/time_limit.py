@@ -1,20 +1,9 @@
 """The hard stop at a measurement's time limit, for a call that never returns.
 
-``hard_limit(deadline, timeout)`` guards the calls of a measurement (its warm-up,
-its rounds, the CPU memory probe). On POSIX, on the main thread, a real-time
-interval timer (``signal.setitimer(ITIMER_REAL)``) raises the ``timeout()``
-error inside the running call once the deadline passes, as pytest-timeout's
-"signal" method does. A SIGALRM handler and timer that were set before (that
-method's own) are put back afterwards, less the time spent; one due before the
-deadline still fires, through its own handler.
-
-Python runs signal handlers between bytecodes only: a call stuck in C code (a
-CUDA synchronize, a native library waiting on a lock) is interrupted when
-control returns to Python, not before. Elsewhere (another thread, Windows) no
-timer can interrupt the call: the deadline is checked between calls instead,
-so a hung call is reported once it returns. Either way a call that ends past
-the deadline fails the measurement: the planning in stopping.py starts no
-call that it expects to end there.
+On POSIX, on the main thread, an ``ITIMER_REAL`` timer raises ``timeout()`` inside the
+running call at the deadline, as pytest-timeout's "signal" method does, and puts back a
+SIGALRM timer set before (one due first still fires). C code is interrupted only when
+control returns to Python. Elsewhere the deadline is checked between calls instead.
 """
 
 from __future__ import annotations
@@ -25,7 +14,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import Any
 
 Timeout = Callable[[], BaseException]
 
@@ -45,11 +33,7 @@ def check_deadline(deadline: float, timeout: Timeout) -> None:
 def hard_limit(deadline: float, timeout: Timeout) -> Iterator[None]:
     """Run the body with ``deadline`` (``time.perf_counter`` seconds) as a hard stop."""
     check_deadline(deadline, timeout)
-    if not signals_usable():
-        yield
-        check_deadline(deadline, timeout)
-        return
-    with _alarm(deadline, timeout):
+    with _alarm(deadline, timeout) if signals_usable() else contextlib.nullcontext():
         yield
     check_deadline(deadline, timeout)
 
@@ -78,7 +62,8 @@ def _alarm(deadline: float, timeout: Timeout) -> Iterator[None]:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, _as_handler(previous_handler))
+        # getsignal answers None for a handler not set from Python: the default then
+        signal.signal(signal.SIGALRM, signal.SIG_DFL if previous_handler is None else previous_handler)
         if outer_due is not None:  # not fired yet: what is left of it, at once if due already
             left = outer_due - time.perf_counter()
             signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6), previous_interval)
@@ -89,8 +74,3 @@ def _alarm(deadline: float, timeout: Timeout) -> Iterator[None]:
 def _next_delay(deadline: float, outer_due: float | None) -> float:
     due = deadline if outer_due is None else min(deadline, outer_due)
     return max(due - time.perf_counter(), 1e-6)
-
-
-def _as_handler(handler: Any) -> Any:
-    """``signal.getsignal`` answers None for a handler not set from Python; the default then."""
-    return signal.SIG_DFL if handler is None else handler

@@ -1,19 +1,11 @@
 """Clocks that time blocks of calls: the wall clock on a CPU, CUDA events on a GPU.
 
-A timer times ``samples`` blocks of ``calls`` calls each and returns the total
-nanoseconds of each block; anything done between blocks (an L2 flush) runs
-outside the timed region. The CUDA timer records an event pair per block on the
-current stream and reads them all after one synchronize, so the host never
-stalls the device inside a round and asynchronous work is never under-counted.
-
-If the GPU is idle when a block's start event is recorded, the event fires at
-once and the block also times the host's launch of its first call (tens of
-microseconds with torch, as much as a small kernel itself). So each block is
-queued behind a short GPU sleep (``torch.cuda._sleep``, a head start) that
-outlasts the host's work to open it, as nvbench does with its blocking kernel:
-the GPU starts the block with work queued, as inside a training loop. What stays
-in the samples is the function's own launch cost when the host cannot keep up
-with the GPU across a whole block: the real cost of launch-bound code.
+What runs between blocks (an L2 flush) is outside the timed region. The CUDA
+timer records an event pair per block and reads them all after one synchronize.
+On an idle GPU a block's start event fires at once and the block would also time
+the host's launch of its first call, so each block is queued behind a short GPU
+sleep (``torch.cuda._sleep``, a head start), as nvbench does with its blocking
+kernel. Launch cost stays in the samples only where the host cannot keep up.
 """
 
 from __future__ import annotations
@@ -26,17 +18,13 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     import torch
 
-# A sample should last this long at least, so the clock's resolution and the
-# cost of reading it stay far below 0.1% of the sample.
+# Long enough that the clock's resolution and cost stay far below 0.1% of a sample.
 CPU_MIN_SAMPLE_NS = 200_000
-# CUDA events resolve about 0.5 us. Blocks of 1 ms keep that, and the GPU sleep
-# that opens each block (the head start, below), small against the block: the GPU
-# stays busy more than 90% of the time, as under a real workload (power and clock
-# behaviour included). Work of 1 ms and more is timed one call per sample.
+# CUDA events resolve about 0.5 us; 1 ms blocks keep that and the head start small, so
+# the GPU stays busy more than 90% of the time, as under a real workload.
 CUDA_MIN_SAMPLE_NS = 1_000_000
-# The head start: at least the host time to open a block seen in the previous round,
-# times this margin, plus a fixed slack; bounded so a slow first call (compilation,
-# autotuning) cannot make every block wait long.
+# The head start: the host time to open a block seen last round, times this margin, plus
+# a slack; bounded so a slow first call (compilation, autotuning) cannot make every block wait.
 HEAD_START_MARGIN = 2.0
 HEAD_START_SLACK_NS = 10_000
 HEAD_START_INITIAL_NS = 100_000
@@ -58,10 +46,8 @@ class Timer(Protocol):
     ) -> list[float]:
         """Total nanoseconds of each of up to ``samples`` blocks of ``calls`` calls.
 
-        A host-side timer may stop early at ``deadline_ns`` (perf_counter_ns), so a
-        machine that slowed down mid-round does not overrun the time budget.
+        A host-side timer may stop early at ``deadline_ns`` (perf_counter_ns).
         """
-        ...
 
     def synchronize(self) -> None: ...
 
@@ -70,7 +56,6 @@ class Timer(Protocol):
 
         Empty where the samples are the host's time already (the wall clock).
         """
-        ...
 
 
 class WallTimer:
@@ -119,8 +104,8 @@ class CudaEventTimer:
 
         self._torch = torch
         self._device = device
-        # torch.cuda._sleep spins one GPU thread for a number of clock cycles; a private
-        # but long-standing torch API (its own CUDA tests use it). Without it, no head start.
+        # torch.cuda._sleep spins one GPU thread for a number of clock cycles: private but
+        # long-standing (torch's own CUDA tests use it). Without it, no head start.
         self._sleep: Callable[[int], None] | None = getattr(torch.cuda, "_sleep", None) if head_start else None
         self._ns_per_cycle: float | None = None
         self.open_ns = float(HEAD_START_INITIAL_NS)  # host time to open a block, worst seen last round

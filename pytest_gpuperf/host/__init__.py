@@ -1,11 +1,7 @@
 """Host guards: what a measurement needs from the machine it runs on, behind one interface.
 
-A shared CPU runner needs guards a GPU does not: a speed probe with a settle
-wait, core pinning, a calibration workload, the fast-end rule and a profiler
-pass for peak tensor memory (``host.cpu``). On CUDA the guard is NVML health:
-throttling and clocks (``host.cuda``). ``guard_for`` picks one by the device;
-the core calls only this interface, and the CUDA path imports none of the CPU
-guard's modules.
+A shared CPU runner's guard is ``host.cpu``; on CUDA it is NVML health (``host.cuda``).
+The core calls only this interface, and the CUDA path imports none of the CPU guard's modules.
 """
 
 from __future__ import annotations
@@ -36,8 +32,7 @@ class HealthMonitor(Protocol):
 
     def start(self) -> None: ...
 
-    def stop(self) -> Any:  # gpu/nvml.py's HealthReport: unstable_reason, notes, data
-        ...
+    def stop(self) -> Any: ...  # gpu/nvml.py's HealthReport: unstable_reason, notes, data
 
 
 class HostGuard(Protocol):
@@ -47,62 +42,48 @@ class HostGuard(Protocol):
 
     def rules(self, mode: Mode) -> GuardRules:
         """The verdict rules this host adds for ``mode`` (baseline, compare-ref, update)."""
-        ...
 
     def pinned(self) -> AbstractContextManager[object]:
         """Around warm-up and every round: where the measuring thread runs."""
-        ...
 
     @property
     def measures_peak_memory(self) -> bool:
         """Whether ``peak_memory`` calls the measured function once more (the runner budgets for it)."""
-        ...
 
     def peak_memory(self, call: Callable[[], object]) -> int | None:
         """Peak memory of one more call where the device keeps no allocator statistics (None: not needed)."""
-        ...
 
     def health_monitor(self) -> HealthMonitor | None:
         """A monitor of the device during a measurement (None where there is nothing to watch)."""
-        ...
 
     def calibration(self) -> Interleaved | None:
         """The calibration workload for one measurement, when calibration is on for this host."""
-        ...
 
     def speed_probe(self) -> float | None:
         """The host's speed now, in ns of a fixed workload (None where it means nothing)."""
-        ...
 
     def session_probe(self, *, writing: bool) -> tuple[float | None, str | None]:
         """The probe a measurement of this session records, and what waiting for it was (None: no wait).
 
-        Gating probes once per session; writing baselines probes before every
-        measurement, waits while the host reads slow, and keeps the fastest.
+        Gating probes once per session; writing baselines probes before every measurement.
         """
-        ...
 
     @property
     def fastest_probe_ns(self) -> float | None:
         """The fastest probe this session has seen (None before any, or where probes mean nothing)."""
-        ...
 
     def settle(self, take: Callable[[], float | None], reference_ns: float | None) -> tuple[float | None, str | None]:
         """``take`` a probe (in another process, say), again while it reads slow against ``reference_ns``."""
-        ...
 
     def probe_spread(self, others: Sequence[float]) -> float | None:
         """The probe's own spread over this session's readings and ``others`` (other processes'), or None."""
-        ...
 
     def busy(self, health: Mapping[str, object]) -> str | None:
         """The evidence that the host was contended while a measurement with this ``health`` data ran, or None."""
-        ...
 
     @property
     def pin_cpu(self) -> int | None:
         """The core measurements run on (for worker processes to use the same), or None."""
-        ...
 
 
 def guard_for(device: torch.device, *, mode: Mode, pin_cpu: str = "auto", peak_memory: bool = True,

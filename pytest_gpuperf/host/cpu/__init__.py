@@ -1,9 +1,7 @@
 """The shared-CPU host guard: contention and speed probe with their waits, pinning, calibration, rules, peak memory.
 
-On a CPU runner the measured code shares the machine with other processes, which
-decide much of its timing. Everything that exists for that reason lives in this
-package and reaches the core only through ``CpuHostGuard`` (the ``HostGuard``
-interface of ``pytest_gpuperf.host``).
+Everything that exists because the measured code shares the CPU with other processes
+lives in this package and reaches the core only through ``CpuHostGuard``.
 """
 
 from __future__ import annotations
@@ -14,16 +12,14 @@ from typing import TYPE_CHECKING
 
 from pytest_gpuperf.config import BusyPolicy, Mode
 from pytest_gpuperf.host.cpu import speed_probe as probes
-from pytest_gpuperf.host.cpu.contention import ContentionReader, QuietWait
+from pytest_gpuperf.host.cpu.calibration import CalibrationWorkload
+from pytest_gpuperf.host.cpu.contention import Contention, ContentionMonitor, ContentionReader, QuietWait
 from pytest_gpuperf.host.cpu.pinning import pinned, resolve_pin_cpu
 from pytest_gpuperf.host.cpu.rules import BusyRunner, Calibration, FastEnd, SlowDurations, SlowMachine
 from pytest_gpuperf.verdict.rulesets import GuardRules
 
 if TYPE_CHECKING:
     import torch
-
-    from pytest_gpuperf.host.cpu.calibration import CalibrationWorkload
-    from pytest_gpuperf.host.cpu.contention import ContentionMonitor
 
 
 class CpuHostGuard:
@@ -33,16 +29,12 @@ class CpuHostGuard:
                  busy_policy: BusyPolicy = BusyPolicy.RETAKE, reader: ContentionReader | None = None,
                  quiet: QuietWait | None = None) -> None:  # fmt: skip
         self.device = device
-        self._pin = resolve_pin_cpu(pin_cpu, mode=mode, device_type=device.type)
-        self._peak_memory = peak_memory
-        self._session: probes.SessionSpeedProbe | None = None
+        self.pin_cpu = resolve_pin_cpu(pin_cpu, mode=mode, device_type=device.type)
+        self.measures_peak_memory = peak_memory
+        self._session = probes.SessionSpeedProbe(self.speed_probe)
         self.busy_policy = BusyPolicy(busy_policy)  # a word from a test or a worker's command line too
         self._reader = reader or ContentionReader()
         self._quiet = quiet or QuietWait(self._reader)
-
-    @property
-    def pin_cpu(self) -> int | None:
-        return self._pin
 
     def rules(self, mode: Mode) -> GuardRules:
         if mode is Mode.COMPARE_REF:  # interleaved rounds on one core already cancel the host's drift
@@ -53,35 +45,25 @@ class CpuHostGuard:
                           metric=(SlowDurations(),))  # fmt: skip
 
     def pinned(self) -> AbstractContextManager[object]:
-        return pinned(self._pin)
-
-    @property
-    def measures_peak_memory(self) -> bool:
-        return self._peak_memory
+        return pinned(self.pin_cpu)
 
     def peak_memory(self, call: Callable[[], object]) -> int | None:
-        if not self._peak_memory:
+        if not self.measures_peak_memory:
             return None
         from pytest_gpuperf.host.cpu.memory import peak_tensor_bytes
 
         return peak_tensor_bytes(call)
 
     def health_monitor(self) -> ContentionMonitor:
-        from pytest_gpuperf.host.cpu.contention import ContentionMonitor
-
         return ContentionMonitor(self._reader)  # evidence for the busy-runner and fast-end rules
 
     def calibration(self) -> CalibrationWorkload:
-        from pytest_gpuperf.host.cpu.calibration import CalibrationWorkload
-
         return CalibrationWorkload(self.device)
 
     def speed_probe(self) -> float | None:
-        return probes.measure_speed_probe(self.device, self._pin)
+        return probes.measure_speed_probe(self.device, self.pin_cpu)
 
     def session_probe(self, *, writing: bool) -> tuple[float | None, str | None]:
-        if self._session is None:
-            self._session = probes.SessionSpeedProbe(self.speed_probe)
         if writing:  # a baseline is not measured in a busy or slow moment it could wait out
             quiet = self.wait_quiet()
             probe, waited = self._session.settled_fastest()
@@ -94,7 +76,7 @@ class CpuHostGuard:
 
     @property
     def fastest_probe_ns(self) -> float | None:
-        return self._session.fastest_ns if self._session is not None else None
+        return self._session.fastest_ns
 
     def settle(self, take: Callable[[], float | None], reference_ns: float | None) -> tuple[float | None, str | None]:
         quiet = self.wait_quiet()  # a re-take waits for the contention to pass, then for the machine's speed
@@ -102,14 +84,11 @@ class CpuHostGuard:
         return probe, _joined(quiet, waited)
 
     def busy(self, health: Mapping[str, object]) -> str | None:
-        from pytest_gpuperf.host.cpu.contention import Contention
-
         contention = Contention.from_data(health)
         return contention.describe() if contention is not None and contention.busy else None
 
     def probe_spread(self, others: Sequence[float]) -> float | None:
-        session = self._session.readings if self._session is not None else []
-        return probes.probe_spread([*session, *others])
+        return probes.probe_spread([*self._session.readings, *others])
 
 
 def _joined(*notes: str | None) -> str | None:

@@ -1,15 +1,8 @@
 """A fixed CPU workload measured interleaved with a test's rounds (``--gpuperf-calibrate=on``).
 
-A CPU runner as a whole gets faster or slower between runs (frequency scaling,
-other tenants, a different VM of the "same" type). A fixed workload measured
-in the same process, between the test's rounds, feels the same drift, and
-dividing by it (host/cpu/rules.py, when the baseline and the measurement both
-have one) removes it. It is opt-in because the workload carries a per-process
-offset of its own, which can widen the spread of unchanged code's change
-instead of narrowing it.
-
-The runner calls :meth:`CalibrationWorkload.step` after each round and stores
-:meth:`result_ns` in ``Measurement.calibration_ns``.
+It feels the same drift of the machine's speed as the test, and dividing by it
+(host/cpu/rules.py) removes it. Opt-in: its own per-process offset can widen the
+spread of unchanged code's change instead of narrowing it.
 """
 
 from __future__ import annotations
@@ -64,10 +57,7 @@ class CalibrationWorkload:
     def result_ns(self) -> float | None:
         """The workload's uncontended per-call time: a low quantile of all samples (None before any).
 
-        A low quantile, not the median: the calibration should measure the
-        machine's speed, and under CPU contention the median of its short
-        samples moves by tens of percent with the momentary load while the
-        fast end stays put (contention itself is the gate's floor check's job).
+        Not the median, which moves by tens of percent with the momentary load.
         """
         if not self.samples_ns:
             return None

@@ -1,35 +1,25 @@
 """What the kernel knows about CPU contention during a measurement: pressure stalls, steal time, the run queue.
 
-The shape of a test's samples can only guess at contention (the fast-end rule's
-guess: the fastest calls kept their speed, so the rest was other processes). The
-kernel counts it directly, and the guard reads it before and after every
-measurement:
-
-- ``/proc/pressure/cpu`` (PSI, Linux 4.20+): the time at least one runnable task
-  waited for a CPU ("some" total, in microseconds). Its share of the measurement's
-  wall time is the *CPU pressure*.
-- ``/proc/stat``'s ``steal``: time the hypervisor gave this VM's CPUs to another
-  guest, as a share of all CPU time in the interval.
-- ``procs_running`` (``/proc/stat``): tasks runnable at the two instants, against
-  the CPUs this process may use.
-
-A probe that cannot be read (another OS, a kernel without PSI) leaves its figure
-unknown; it never fails a run. Hand-written: psutil has no PSI reader.
+Read before and after every measurement: ``/proc/pressure/cpu`` (PSI: the share of
+the wall time some runnable task waited for a CPU), ``/proc/stat``'s ``steal`` and
+``procs_running``. A counter that cannot be read leaves its figure unknown; it never
+fails a run. Hand-written: psutil has no PSI reader.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_gpuperf.host.cpu.pinning import available_cpus
 from pytest_gpuperf.model import Note
 
-# A measurement is taken on a busy runner when, over its wall time, some task waited for a CPU
-# a tenth of the time, or the hypervisor took a twentieth of it, or more tasks were runnable
-# than there are CPUs. Below these, the fast end and the samples' shape tell the rest.
+# Busy: over the wall time some task waited for a CPU a tenth of the time, or the hypervisor
+# took a twentieth of it, or (without PSI) more tasks were runnable than there are CPUs.
 BUSY_PRESSURE = 0.10
 BUSY_STEAL = 0.05
 
@@ -47,10 +37,7 @@ class Sample:
 
 @dataclass(frozen=True)
 class ContentionReader:
-    """Reads the counters from their files: /proc on a real run, any files a test writes.
-
-    ``clock`` gives the wall time of a sample (seconds, monotonic).
-    """
+    """Reads the counters from their files (/proc, or a test's); ``clock`` times a sample (monotonic s)."""
 
     pressure_path: str = "/proc/pressure/cpu"
     stat_path: str = "/proc/stat"
@@ -66,30 +53,24 @@ class ContentionReader:
         return None if avg10 is None else avg10 / 100.0
 
     def _pressure_field(self, name: str) -> float | None:
-        try:
-            with open(self.pressure_path, encoding="ascii") as fh:
-                for line in fh:
-                    if line.startswith("some "):
-                        fields = dict(part.split("=", 1) for part in line.split()[1:])
-                        return float(fields[name])
-        except (OSError, ValueError, KeyError):
-            pass
+        with contextlib.suppress(OSError, ValueError, KeyError), open(self.pressure_path, encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("some "):
+                    fields = dict(part.split("=", 1) for part in line.split()[1:])
+                    return float(fields[name])
         return None
 
     def _stat(self) -> tuple[int | None, int | None, int | None]:
         """(steal ticks, all ticks, runnable tasks) from /proc/stat."""
         steal = total = runnable = None
-        try:
-            with open(self.stat_path, encoding="ascii") as fh:
-                for line in fh:
-                    if line.startswith("cpu "):
-                        ticks = [int(x) for x in line.split()[1:]]
-                        total = sum(ticks[:8])  # user .. steal; guest time is already inside user
-                        steal = ticks[7] if len(ticks) > 7 else None
-                    elif line.startswith("procs_running "):
-                        runnable = int(line.split()[1])
-        except (OSError, ValueError):
-            pass
+        with contextlib.suppress(OSError, ValueError), open(self.stat_path, encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("cpu "):
+                    ticks = [int(x) for x in line.split()[1:]]
+                    total = sum(ticks[:8])  # user .. steal; guest time is already inside user
+                    steal = ticks[7] if len(ticks) > 7 else None
+                elif line.startswith("procs_running "):
+                    runnable = int(line.split()[1])
         return steal, total, runnable
 
 
@@ -97,8 +78,7 @@ PROC = ContentionReader()
 
 
 def _cpus() -> int:
-    getter = getattr(os, "sched_getaffinity", None)
-    return len(getter(0)) if getter is not None else (os.cpu_count() or 1)
+    return len(available_cpus()) or os.cpu_count() or 1
 
 
 @dataclass(frozen=True)
@@ -188,19 +168,17 @@ class ContentionMonitor:
         self._before = self._reader.sample()
 
     def stop(self) -> ContentionReport:
-        if self._before is None:
-            return ContentionReport()
-        contention = Contention.between(self._before, self._reader.sample())
-        if not contention.known:
-            return ContentionReport()
-        return ContentionReport(data=contention.as_data())  # the rules that need it say it (rules.py)
+        if self._before is not None:
+            contention = Contention.between(self._before, self._reader.sample())
+            if contention.known:
+                return ContentionReport(data=contention.as_data())  # the rules that need it say it (rules.py)
+        return ContentionReport()
 
 
-# Waiting for a quiet runner (QuietWait): a window this long must read quiet; one wait lasts at
-# most QUIET_WAIT_S; a session waits in all at most QUIET_FIRST_S plus QUIET_SHARE of the time
-# since its first wait, and never more than QUIET_BUDGET_S. A runner busy for a whole session so
-# costs it about a tenth more time (writing baselines must stay within 3x a gating run; without
-# waits a write costs about 2.2x), and its measurements say they were busy.
+# QuietWait: a window this long must read quiet; one wait lasts at most QUIET_WAIT_S; a session
+# waits in all at most QUIET_FIRST_S plus QUIET_SHARE of the time since its first wait, and never
+# more than QUIET_BUDGET_S, so a runner busy all session costs about a tenth more time (writing
+# baselines must stay within 3x a gating run).
 QUIET_WINDOW_S = 0.25
 QUIET_WAIT_S = 5.0
 QUIET_FIRST_S = 1.0
@@ -212,9 +190,7 @@ QUIET_BUDGET_S = 60.0
 class QuietWait:
     """Waits, bounded, for a window in which the kernel's counters read the runner quiet.
 
-    Before a measurement a baseline is written from, and before a busy
-    measurement is taken again: either is worth a few seconds, a frozen
-    number or a verdict measured under contention is not.
+    Before a measurement a baseline is written from, and before a busy one is taken again.
     """
 
     reader: ContentionReader = PROC
@@ -237,9 +213,8 @@ class QuietWait:
     def wait(self) -> str | None:
         """Wait for a quiet window; what the measurement's notes say about it (None: quiet at once, or no signal).
 
-        Where PSI's own 10 s average reads quiet, the runner has been quiet and
-        nothing is waited; otherwise windows of ``window_s`` decide (they see the
-        contention pass sooner than the average does).
+        Where PSI's own 10 s average reads quiet nothing is waited; otherwise windows of
+        ``window_s`` decide (they see the contention pass sooner than the average does).
         """
         recent = self.reader.recent_pressure()
         if recent is not None and recent < BUSY_PRESSURE:

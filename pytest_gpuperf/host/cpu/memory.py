@@ -1,20 +1,15 @@
 """Peak torch memory on the CPU, where torch keeps no allocator statistics.
 
-One extra call runs under the autograd profiler with ``profile_memory=True``;
-its raw allocation events (bytes allocated and freed, in order) give the peak
-of live tensor memory during the call, relative to what was live before it. It
-counts torch tensors only, not Python objects, which is what a perf test gates.
-Where a torch version does not offer the raw events the probe returns None.
-
-``torch.autograd.profiler.profile`` gives the same events as
-``torch.profiler.profile`` without the latter's start-up cost: that one checks
-``hasattr(torch, "_inductor")``, which imports inductor and dynamo (seconds,
-once per process).
+One extra call runs under the autograd profiler with ``profile_memory=True``; its
+raw allocation events give the peak of live tensor memory during the call (torch
+tensors only). ``torch.autograd.profiler.profile`` rather than ``torch.profiler``,
+whose start-up imports inductor and dynamo (seconds, once per process).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import sys
 import warnings
@@ -44,19 +39,12 @@ def peak_tensor_bytes(call: Callable[[], object]) -> int | None:
         changes = sorted((e.start_ns(), e.nbytes()) for e in events if e.name() == "[memory]")
     except (AttributeError, RuntimeError):
         return None
-    live = peak = 0
-    for _, nbytes in changes:
-        live += nbytes
-        peak = max(peak, live)
-    return int(peak)
+    return int(max(itertools.accumulate((nbytes for _, nbytes in changes), initial=0)))
 
 
 @contextlib.contextmanager
 def _quiet_stderr() -> Iterator[None]:
-    """Silence the profiler back-end's start/stop lines, which it writes straight to fd 2.
-
-    Only the profiler's own start and stop run inside: the user's call keeps its stderr.
-    """
+    """Silence the profiler back-end's start/stop lines, which it writes straight to fd 2."""
     sys.stderr.flush()
     saved = os.dup(2)
     try:

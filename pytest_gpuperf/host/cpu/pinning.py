@@ -1,20 +1,9 @@
 """Pinning the measuring thread to one CPU core, so two processes compare on the same core.
 
-The cores of a shared VM differ in speed (the first usually takes the interrupts
-and housekeeping). Under ``--gpuperf-compare-ref`` the head and the base worker
-are two processes; on different cores such a difference becomes a steady offset
-between the sides that no confidence interval sees. Only one of them measures at
-a time, so both can share a core at no cost: ``auto`` pins both to the last CPU
-of the head's affinity set (usually the quietest) for compare-ref runs on the CPU.
-
-Only the measuring thread is pinned (``sched_setaffinity(0, ...)`` applies to the
-calling thread on Linux), and only while it warms up and measures. Processes the
-measured function starts meanwhile (DataLoader workers, DDP ranks) inherit the
-one core, on both sides alike. So would the threads of torch's intra-op pool
-created meanwhile: several OpenMP threads on one core wait for each other at
-every parallel region, spinning for up to a scheduler time slice, which turns
-a 40 us operator into milliseconds of noise. Pinned, torch therefore runs with
-one intra-op thread (one core cannot run more), and gets its count back after.
+The cores of a shared VM differ in speed, so for compare-ref on the CPU ``auto`` pins
+the head and its base worker (one measures at a time) to the last CPU of the head's
+affinity set. Only the measuring thread is pinned, while it measures, and with one
+torch intra-op thread: OpenMP threads sharing a core spin waiting for each other.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Verdict rules that exist because a shared CPU runs the measured code.
 
-Other processes on the host decide much of a CPU timing: they slow the median
-and the tail while the fastest calls keep their speed, they slow the whole
-machine for seconds at a time, and they change its speed between sessions.
-These rules tell such moves from a change in the code; the GPU path never
-loads them (a kernel's time does not follow host load).
+Other processes slow the median and the tail while the fastest calls keep their
+speed, and slow the whole machine for seconds at a time or between sessions. These
+rules tell such moves from a change in the code; the GPU path never loads them.
 """
 
 from __future__ import annotations
@@ -27,14 +25,9 @@ _DURATION_UNITS = frozenset({"s", "ms", "us", "ns"})
 
 @dataclass(frozen=True)
 class BusyRunner:
-    """A time change measured while the kernel counted contention is "unstable: the runner was busy", never a verdict.
+    """A time change measured while the kernel counted contention is unstable, never a verdict.
 
-    The kernel's counters around the measurement (contention.py: CPU pressure,
-    steal, the run queue) say directly whether other work competed for the CPUs
-    while it ran. A regression or improvement measured then is unstable, with the
-    evidence, and stays suspected: the mode's confirmation takes it again in a fresh
-    process, after waiting (bounded) for a quiet window with ``busy_policy=retake``,
-    and a reading taken quiet is judged on its own. Off with ``busy_policy=judge``.
+    It stays suspected, for the mode's confirmation to take again. Off with ``busy_policy=judge``.
     """
 
     name: str = "busy-runner"
@@ -54,14 +47,10 @@ class BusyRunner:
 class FastEnd:
     """Where the kernel says nothing about contention: a time verdict stands only if the fastest calls moved too.
 
-    More work makes every call slower, the fastest ones included; contention
-    inflates the median and the tail while the fastest calls keep their speed.
-    That is a guess from the samples' shape, and the kernel counts contention
-    directly (contention.py), so the guess is made only where it cannot: where the
-    counters say the runner was quiet, the verdict stands (a deterministic slowdown
-    can leave the fast end nearly where it was); where they say busy, the
-    busy-runner rule decides (``trust_counters``; with ``busy_policy=judge`` the
-    guess is made there too); without counters (no PSI, another OS) the guess stands.
+    More work slows every call, the fastest included; contention inflates the median
+    and the tail while the fastest calls keep their speed. A guess from the samples'
+    shape, so made only where the counters cannot tell: quiet counters let the verdict
+    stand; busy ones leave it to the busy-runner rule (unless not ``trust_counters``).
     """
 
     name: str = "fast-end"
@@ -99,8 +88,7 @@ class FastEnd:
 class Calibration:
     """With ``--gpuperf-calibrate=on``: a change the calibration workload's own change explains is cleared.
 
-    Calibration may explain a change away, never make one: the workload carries
-    its own per-process offset, so a verdict is only ever cleared by it.
+    Never the reverse: the workload carries its own per-process offset.
     """
 
     name: str = "calibration"
@@ -135,10 +123,8 @@ def _beyond(ratio: float, spread: float | None) -> str:
 
 
 def _slow_regression(ratio: float, spread: float | None, change: float | None, threshold: float, what: str) -> Step:
-    """A regression while the machine ran ``ratio`` times slower: unstable, unless larger than the machine explains.
-
-    Only the slowdown beyond the probe's own spread counts (speed_probe.beyond_spread).
-    """
+    """A regression while the machine ran ``ratio`` times slower (beyond the probe's spread): unstable, unless larger
+    than the machine explains."""
     effective = beyond_spread(ratio, spread) or ratio
     limit = explainable_change(effective, threshold)
     evidence = _beyond(ratio, spread)

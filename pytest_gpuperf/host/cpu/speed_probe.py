@@ -1,29 +1,10 @@
 """How fast the machine is right now, measured between tests, never while one measures.
 
-A shared CPU runner sometimes runs everything 1.5-2x slower for seconds at a
-time (other tenants of the host, frequency steps), long enough to last through
-a fresh-process re-measure. In a test's own times a slow machine and slow code
-look alike, so a fixed workload (the calibration workload, on one intra-op
-thread) tells them apart. It is measured between tests, not between a test's
-rounds, where the test's own work would slow it down too: once in a gating
-session, before its first measurement; before every measurement of a session
-that writes baselines (an entry keeps the fastest probe of its processes); and
-in the fresh re-measure process before it runs the suspected test. A suspected
-regression whose re-measure finds the machine ``SLOW_MACHINE_RATIO`` slower than
-when the baseline was written, beyond the probe's own spread, even after waiting
-for it to recover, is reported as unstable rather than failed (host/cpu/rules.py),
-unless it is larger than such a machine can explain (``explainable_change``).
-
-The probe has a spread of its own on a quiet host: a process's first reading, the
-CPU's frequency steps and where the process lands move it by a few percent to tens
-of percent, depending on the host. A baseline records the probe's spread while it
-was written (``probe_spread``: slowest over fastest of every reading the writing
-session and its fresh processes took), and only the part of a slowdown beyond
-that spread counts (``beyond_spread``): a quiet machine whose probe reads x1.3
-slower, on a host where the probe itself moves by x1.3, is not a slow machine.
-
-CPU only: on a GPU, kernel times do not follow host load, and the NVML health
-monitor watches the clocks instead (gpu/nvml.py).
+A shared CPU runner sometimes runs everything 1.5-2x slower for seconds at a time,
+and in a test's own times a slow machine and slow code look alike. A fixed workload
+(the calibration workload, on one intra-op thread), measured between tests, tells
+them apart for the slow-machine rule (host/cpu/rules.py). Only the part of a slowdown
+beyond the probe's own spread on a quiet host counts (``beyond_spread``).
 """
 
 from __future__ import annotations
@@ -45,8 +26,7 @@ SLOW_MACHINE_RATIO = 1.25
 SLOW_MACHINE_SENSITIVITY = 2.0  # how steeply code may follow the probe's slowdown (explainable_change)
 PROBE_STEPS = 10  # x10 samples of at least a timer minimum each: about 20 ms on the CPU
 PROBE_REPEATS = 3  # the median of three: a single reading is now and then caught in a slow moment
-# How long the re-measure process waits for a slow machine to recover before measuring.
-RECOVERY_WAIT_S = 6.0
+RECOVERY_WAIT_S = 6.0  # how long a probe waits for a slow machine to recover before measuring
 RECOVERY_STEP_S = 1.0
 
 
@@ -96,8 +76,8 @@ def probe_spread(readings: Sequence[float | None]) -> float | None:
 def beyond_spread(ratio: float | None, spread: float | None) -> float | None:
     """The part of a slowdown ``ratio`` beyond the probe's own ``spread`` (1.0 within it; None when unknown).
 
-    A baseline's probe is the fastest of its readings, so a later reading on the same,
-    equally quiet machine may read up to ``spread`` slower: that much is the probe, not the machine.
+    A baseline's probe is the fastest of its readings, so a later reading on an equally
+    quiet machine may read up to ``spread`` slower.
     """
     if ratio is None:
         return None
@@ -113,70 +93,50 @@ def is_slow(ratio: float | None, spread: float | None = None) -> bool:
 def explainable_change(ratio: float, threshold: float) -> float:
     """The largest relative change a machine ``ratio`` times slower can explain alone, ``threshold`` included.
 
-    Code can follow a slow phase more steeply than the probe's workload does (unchanged
-    code has read +52% while the probe read x1.24, about the square of its slowdown), so a
-    slow machine explains up to its slowdown squared, and the threshold on top; a change
-    beyond that is more than the machine.
+    Code can follow a slow phase more steeply than the probe's workload (+52% at a
+    probe's x1.24), so a slow machine explains up to its slowdown squared, threshold on top.
     """
     return ratio**SLOW_MACHINE_SENSITIVITY * (1.0 + threshold) - 1.0
 
 
 class SessionSpeedProbe:
-    """The speed probe a session records with its measurements.
+    """The speed probe a session records with its measurements (``take`` measures one).
 
-    ``take`` measures one probe (``measure_speed_probe`` bound to the session's
-    device). Gating needs one reading, before its first measurement: its
-    measurements are compared with baselines, not with each other. Writing
-    baselines probes before every measurement and keeps the fastest reading so
-    far, so one moment of a slow machine does not mark the entries it writes as
-    written on a slow machine (host/cpu/rules.py would then distrust them); and while a
-    reading is slow against that, it waits for the machine (``settled_fastest``).
+    Gating needs one reading. Writing baselines probes before every measurement and
+    keeps the fastest so far, so one slow moment does not mark the entries it writes
+    as written on a slow machine.
     """
 
     def __init__(self, take: Callable[[], float | None]) -> None:
         self._take = take
         self._taken = False
-        self._fastest_ns: float | None = None
+        self.fastest_ns: float | None = None  # the fastest reading so far (None before any)
         self.readings: list[float] = []  # every reading a measurement went ahead on (probe_spread)
 
     def once(self) -> float | None:
         """The session's first reading; later calls reuse it."""
         if not self._taken:
             self._keep(self._take())
-        return self._fastest_ns
+        return self.fastest_ns
 
     def settled_fastest(self) -> tuple[float | None, str | None]:
-        """A new reading (taken again while it is slow against the fastest so far); the fastest of all.
-
-        For a measurement a baseline is written from: a baseline is a frozen number,
-        and one measured in a slow moment hides regressions until it is written again,
-        so the measurement waits (``settled_probe``, up to RECOVERY_WAIT_S) for the
-        machine to read at the speed this session has seen. Returns the fastest
-        reading and what the wait was (None when it did not wait).
-        """
-        reading, waited = settled_probe(self._take, self._fastest_ns)
+        """A new reading, taken again while slow against the fastest so far; the fastest of all and the wait."""
+        reading, waited = settled_probe(self._take, self.fastest_ns)
         return self._keep(reading), waited
-
-    @property
-    def fastest_ns(self) -> float | None:
-        """The fastest reading so far, without taking one (None before any)."""
-        return self._fastest_ns
 
     def _keep(self, reading: float | None) -> float | None:
         self._taken = True
         if reading is not None:
             self.readings.append(reading)
-        known = [p for p in (reading, self._fastest_ns) if p is not None]
-        self._fastest_ns = min(known, default=None)
-        return self._fastest_ns
+        known = [p for p in (reading, self.fastest_ns) if p is not None]
+        self.fastest_ns = min(known, default=None)
+        return self.fastest_ns
 
 
 def settled_probe(take: Callable[[], float | None], reference_ns: float | None) -> tuple[float | None, str | None]:
     """A probe by ``take``, taken again while it reads slow against ``reference_ns``, up to RECOVERY_WAIT_S.
 
-    Returns the last reading and what the measurement's notes say about the wait
-    (None when it did not wait). A measurement runs after it, so that a machine
-    that recovers in seconds gets its chance to.
+    Returns the last reading and the note on the wait (None when it did not wait).
     """
     probe = take()
     waited = 0.0
