@@ -1,21 +1,14 @@
-"""pytest-benchmark's ``benchmark`` fixture, measured by pytest-gpuperf.
+"""pytest-benchmark's ``benchmark`` fixture, measured by pytest-gpuperf through ``gpu_bench``.
 
-This module is registered as a plugin (``install``) when pytest-gpuperf provides the
-fixture: under ``--gpuperf`` (pytest-benchmark's plugin is then blocked before it is
-configured, so it neither times, prints nor writes), or in any session where
-pytest-benchmark is not loaded (then ``benchmark`` runs each call once, as ``gpu_bench``
-does without ``--gpuperf``). Without ``--gpuperf`` an installed pytest-benchmark is left
-alone. The fixture builds on ``gpu_bench``: its measurement, named ``benchmark``, goes
-through the same engine, settings, gate and reports, and compare-ref and the fresh-process
-re-measure run it like any perf test.
-
-``benchmark(fn, *args, **kwargs)`` returns the result of one more call of ``fn`` after the
-measurement, outside its samples, as pytest-benchmark does.
+Registered as a plugin (``install``) under ``--gpuperf``, where pytest-benchmark's plugin is blocked
+before it is configured, and in any session without pytest-benchmark (then each call runs once, as in
+smoke mode). Without ``--gpuperf`` an installed pytest-benchmark is left alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import importlib
 import json
@@ -29,11 +22,7 @@ import pytest
 
 from pytest_gpuperf.benchmark_options import KNOWN_KEYWORDS, MARKER, MarkerChoice, SessionOptions
 from pytest_gpuperf.config import BenchmarkOptions
-from pytest_gpuperf.errors import (
-    ConfigError,
-    FixtureAlreadyUsed,
-    PytestBenchmarkWarning,
-)
+from pytest_gpuperf.errors import ConfigError, FixtureAlreadyUsed, PytestBenchmarkWarning
 from pytest_gpuperf.fixture import GpuBench
 from pytest_gpuperf.model import BenchmarkInfo, Measurement
 from pytest_gpuperf.outcome import fail
@@ -139,7 +128,7 @@ def _gc_paused(pause: bool) -> Iterator[None]:
 
 @dataclass
 class _Pedantic:
-    """``benchmark.pedantic``'s arguments, checked as pytest-benchmark checks them."""
+    """``benchmark.pedantic``'s arguments, checked as pytest-benchmark checks them, and the block in progress."""
 
     target: Callable[..., object]
     args: Sequence[Any]
@@ -148,6 +137,7 @@ class _Pedantic:
     teardown: Callable[..., object] | None
     rounds: int
     iterations: int
+    current: tuple[Sequence[Any], Mapping[str, Any]] | None = None  # the arguments of the block in progress
 
     def __post_init__(self) -> None:
         if not isinstance(self.iterations, int) or self.iterations < 1:
@@ -175,40 +165,26 @@ class _Pedantic:
             self.teardown(*args, **kwargs)
         return result
 
-
-class _PerRound:
-    """Fresh arguments before each block: the last block's teardown, then setup, both outside the timed region."""
-
-    def __init__(self, plan: _Pedantic) -> None:
-        self.plan = plan
-        self.current: tuple[Sequence[Any], Mapping[str, Any]] | None = None
-
     def before_block(self) -> None:
+        """Fresh arguments before each block: the last block's teardown, then setup, both outside the timed region."""
         self.finish()
-        self.current = self.plan.arguments()
+        self.current = self.arguments()
 
     def call(self) -> object:
         assert self.current is not None, "before_block runs before every block"
         args, kwargs = self.current
-        return self.plan.target(*args, **kwargs)
+        return self.target(*args, **kwargs)
 
     def finish(self) -> None:
         current, self.current = self.current, None
-        if current is not None and self.plan.teardown is not None:
-            self.plan.teardown(*current[0], **current[1])
+        if current is not None and self.teardown is not None:
+            self.teardown(*current[0], **current[1])
 
 
 class BenchmarkFixture:
     """What a test written for pytest-benchmark calls: ``benchmark(fn, ...)`` or ``benchmark.pedantic(...)``, once."""
 
-    def __init__(
-        self,
-        node: pytest.Item,
-        bench: GpuBench,
-        *,
-        disabled: bool,
-        choice: MarkerChoice,
-    ) -> None:
+    def __init__(self, node: pytest.Item, bench: GpuBench, *, disabled: bool, choice: MarkerChoice) -> None:
         self.name = node.name
         self.fullname = node.nodeid
         callspec = getattr(node, "callspec", None)
@@ -230,6 +206,7 @@ class BenchmarkFixture:
         return not self.disabled
 
     def __call__(self, function_to_benchmark: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Measure ``function_to_benchmark``; return one more call's result, outside the samples."""
         self._use("benchmark(...)")
         try:
             if self.enabled:
@@ -270,23 +247,16 @@ class BenchmarkFixture:
             raise
 
     def _measure_pedantic(self, plan: _Pedantic) -> Measurement:
+        measure = functools.partial(self._bench.measure_rounds, name=MEASUREMENT, rounds=plan.rounds,
+                                    calls_per_sample=plan.iterations,
+                                    lazy_results=LazyResults.TIME_AS_WRITTEN)  # fmt: skip
         if plan.setup is None and plan.teardown is None:
             args, kwargs = plan.args, plan.kwargs
-            return self._bench.measure_rounds(lambda: plan.target(*args, **kwargs), name=MEASUREMENT,
-                                              rounds=plan.rounds, calls_per_sample=plan.iterations,
-                                              lazy_results=LazyResults.TIME_AS_WRITTEN)  # fmt: skip
-        per_round = _PerRound(plan)
+            return measure(lambda: plan.target(*args, **kwargs))
         try:
-            return self._bench.measure_rounds(
-                per_round.call,
-                name=MEASUREMENT,
-                rounds=plan.rounds,
-                calls_per_sample=plan.iterations,
-                before_block=per_round.before_block,
-                lazy_results=LazyResults.TIME_AS_WRITTEN,
-            )
+            return measure(plan.call, before_block=plan.before_block)
         finally:
-            per_round.finish()
+            plan.finish()
 
     def _use(self, mode: str) -> None:
         if self._mode:
@@ -323,8 +293,8 @@ def benchmark(gpu_bench: GpuBench, request: pytest.FixtureRequest) -> Generator[
     except ConfigError as exc:
         fail(str(exc))
 
-    fixture = BenchmarkFixture(item, gpu_bench, disabled=session.options.disabled or not gpu_bench.enabled,
-                               choice=choice)  # fmt: skip
+    disabled = session.options.disabled or not gpu_bench.enabled
+    fixture = BenchmarkFixture(item, gpu_bench, disabled=disabled, choice=choice)
     yield fixture
     fixture._cleanup(item)
 
@@ -393,6 +363,5 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 
 def _json_safe(values: Mapping[str, Any]) -> dict[str, Any]:
     """``values`` as JSON holds them: other objects (a dtype, a device) and NaN or infinities as their repr."""
-    text = json.dumps(values, default=repr)
-    loaded: dict[str, Any] = json.loads(text, parse_constant=str)
+    loaded: dict[str, Any] = json.loads(json.dumps(values, default=repr), parse_constant=str)
     return loaded

@@ -1,11 +1,7 @@
 """Settings as plain frozen objects, resolved once; the core never sees ``pytest.Config``.
 
-``GpuperfConfig`` is built once per session from options and ini values;
-``MarkerOptions`` from a test's ``@pytest.mark.gpuperf(...)``, validated
-against its own fields so an unknown keyword is named in the error.
-``resolve`` merges the two, with the mode's defaults, into the one
-``Settings`` object a measurement is taken and judged with: nothing below
-this module picks a default of its own.
+``resolve`` merges the session's ``GpuperfConfig``, a test's ``MarkerOptions`` and the mode's
+defaults into the one ``Settings`` a measurement is taken and judged with: nothing below picks a default.
 """
 
 from __future__ import annotations
@@ -49,10 +45,7 @@ DEVICE_CHOICES = '"auto", "cpu", "cuda" or "cuda:N"'
 
 
 class Mode(str, Enum):
-    """What a session does, chosen once from the options (``GpuperfConfig.mode``).
-
-    A ``str`` so a results file keeps the plain word; decisions compare the members (``is``).
-    """
+    """What a session does (``GpuperfConfig.mode``); a ``str`` so a results file keeps the plain word."""
 
     SMOKE = "smoke"  # no --gpuperf: one call per perf test, nothing measured or compared
     BASELINE = "baseline"  # gate against the git-tracked baselines
@@ -127,29 +120,22 @@ def seconds_problem(value: object, *, positive: bool) -> str | None:
 class GateSettings:
     """How strict the verdict is, for one measurement; built by ``resolve`` only.
 
-    threshold: smallest relative time change (fraction) that may fail, for this mode.
-    memory_threshold / memory_min_increase_bytes: a peak-memory regression needs both.
-    statistic: the time statistic compared; the evidence is always about medians.
-    noise_multiplier: standard deviations of recorded between-run noise a change must exceed.
-    strict: not comparable, unstable and not gated fail the test too.
-    calibrate: judge by a calibration workload measured between rounds (CPU host guard).
-    fast_end_quantile: a time verdict must also move this low quantile (CPU host guard; None: off).
-    remeasures / confirm_pairs: the readings that confirm a suspected regression (readings.py).
-    min_samples: the fewest samples a side needs for a time verdict.
+    A peak-memory regression needs both ``memory_threshold`` and ``memory_min_increase_bytes``;
+    the evidence is always about medians, whatever ``statistic`` is compared.
     """
 
-    threshold: float = DEFAULT_THRESHOLD
+    threshold: float = DEFAULT_THRESHOLD  # smallest relative time change that may fail, for this mode
     memory_threshold: float = DEFAULT_MEMORY_THRESHOLD
     statistic: Statistic = DEFAULT_METRIC
-    noise_multiplier: float = DEFAULT_NOISE_MULTIPLIER
-    strict: bool = False
-    calibrate: bool = False
+    noise_multiplier: float = DEFAULT_NOISE_MULTIPLIER  # standard deviations of recorded between-run noise
+    strict: bool = False  # not comparable, unstable and not gated fail the test too
+    calibrate: bool = False  # judge by a calibration workload measured between rounds (CPU host guard)
     confidence: float = DEFAULT_CONFIDENCE
     memory_min_increase_bytes: int = DEFAULT_MEMORY_MIN_INCREASE
-    fast_end_quantile: float | None = DEFAULT_FAST_END_QUANTILE
-    remeasures: int = DEFAULT_REMEASURES
+    fast_end_quantile: float | None = DEFAULT_FAST_END_QUANTILE  # must move too (CPU host guard; None: off)
+    remeasures: int = DEFAULT_REMEASURES  # readings that confirm a suspected regression (readings.py)
     confirm_pairs: int = DEFAULT_CONFIRM_PAIRS
-    min_samples: int = DEFAULT_MIN_SAMPLES
+    min_samples: int = DEFAULT_MIN_SAMPLES  # the fewest samples a side needs for a time verdict
 
     def __post_init__(self) -> None:
         for name in ("threshold", "memory_threshold", "noise_multiplier"):
@@ -179,15 +165,11 @@ class Settings:
 
 @dataclass(frozen=True)
 class BenchmarkOptions:
-    """pytest-benchmark settings that mean the same here, from ``@pytest.mark.benchmark`` (benchmark_options.py).
+    """pytest-benchmark settings that mean the same here (benchmark_options.py)."""
 
-    max_time: seconds of measuring, as ``max_time_s``; min_rounds: samples at least, raising
-    ``min_samples`` (never lowering it); precision: the target precision (here of the median).
-    """
-
-    max_time: float | None = None
-    min_rounds: int | None = None
-    precision: float | None = None
+    max_time: float | None = None  # seconds of measuring, as max_time_s
+    min_rounds: int | None = None  # samples at least: raises min_samples, never lowers it
+    precision: float | None = None  # the target precision, here of the median
 
 
 @dataclass(frozen=True)
@@ -221,7 +203,6 @@ class GpuperfConfig:
     worker_args: tuple[str, ...] = ()
     pin_cpu: str = "auto"  # "auto", "off" or a CPU number (host/cpu/pinning.py)
     profile_diff: bool = True  # --gpuperf-no-profile-diff / gpuperf_profile_diff = false turn it off
-    # -- busy runner (host/cpu: contention counters): retake, unstable or judge (docs/configuration.md)
     busy_policy: BusyPolicy = BusyPolicy.RETAKE
 
     def __post_init__(self) -> None:
@@ -255,11 +236,9 @@ class GpuperfConfig:
 
     @property
     def traces_dir(self) -> Path:
-        """Where the Chrome traces of a regression's differential profile go, so a CI job can upload them.
+        """Where a regression's differential-profile traces go, so a CI job can upload them.
 
-        ``gpuperf-profiles/`` beside the first report asked for (results JSON,
-        Markdown, HTML, then benchmark JSON); without a report, the
-        ``--gpuperf-profile`` folder; else ``.gpuperf/profiles`` under the rootdir.
+        Beside the first report asked for; else the ``--gpuperf-profile`` folder; else under the rootdir.
         """
         for report in (self.json_path, self.markdown_path, self.html_path, self.benchmark_json_path):
             if report is not None:
@@ -281,8 +260,10 @@ class GpuperfConfig:
 
 def parse_pin_cpu(value: str) -> int | str | None:
     """``auto``, ``off`` (None) or a core number; ConfigError naming the option otherwise."""
-    if value in ("auto", "off"):
-        return None if value == "off" else "auto"
+    if value == "off":
+        return None
+    if value == "auto":
+        return value
     try:
         core = int(value)
     except ValueError:
@@ -382,10 +363,8 @@ def resolve(
     """The one place where session options, ini values, marker keywords and the mode's defaults meet.
 
     ``@pytest.mark.gpuperf`` beats ``@pytest.mark.benchmark`` (``benchmark``), which beats the session.
-
-    Compare-ref measures head and base interleaved on one machine, so it has a
-    smaller default threshold and no use for the guards against a frozen
-    number (noise floor of the recorded noise, calibration, the fast end).
+    Compare-ref measures head and base interleaved on one machine, so it has a smaller default
+    threshold and no use for the guards against a frozen number (noise floor, calibration, the fast end).
     """
     m = marker or MarkerOptions()
     b = benchmark or BenchmarkOptions()
@@ -439,11 +418,7 @@ def with_fixed_rounds(settings: Settings, rounds: int) -> Settings:
 
 def with_call_options(settings: Settings, *, l2_flush: bool | None, cuda_graph: bool | None) -> Settings:
     """``settings`` with a single ``gpu_bench.measure(...)`` call's own switches applied."""
-    if l2_flush is None and cuda_graph is None:
+    changes = {name: value for name, value in (("l2_flush", l2_flush), ("cuda_graph", cuda_graph)) if value is not None}
+    if not changes:
         return settings
-    measure = dataclasses.replace(
-        settings.measure,
-        l2_flush=settings.measure.l2_flush if l2_flush is None else l2_flush,
-        cuda_graph=settings.measure.cuda_graph if cuda_graph is None else cuda_graph,
-    )
-    return dataclasses.replace(settings, measure=measure)
+    return dataclasses.replace(settings, measure=dataclasses.replace(settings.measure, **changes))

@@ -1,15 +1,11 @@
 """The command-line options a project's own conftest.py adds, repeated in the workers this session starts.
 
-Suites parametrize on such options (``--device=cuda``, ``--dtype=float16``,
-``--optimizer=``): a fresh re-measure or compare-ref worker that collects
-without them sees other test ids, or measures another device. The options
-the initial conftests add are told apart by the parser's option table before
-and after they load; the head's values of those that differ from their
-defaults are repeated as ``--name=value`` on each worker's command line.
+Suites parametrize on such options (``--device=cuda``): a worker collecting without them sees other
+test ids, or measures another device. The options are those the initial conftests add to the parser;
+the head's values that differ from their defaults are repeated as ``--name=value``.
 
-pytest has no public API listing an option's origin or its argparse action,
-hence the reads of ``Parser._opt2dest`` and ``OptionGroup.options``; where a
-pytest version lacks them, workers get no user options (the behaviour before).
+pytest has no public API listing an option's origin or its argparse action, hence the reads of
+``Parser._opt2dest`` and ``OptionGroup.options``; where a pytest version lacks them, workers get none.
 """
 
 from __future__ import annotations
@@ -38,9 +34,9 @@ def remember_added(config: pytest.Config, parser: pytest.Parser, before: frozens
     )
 
 
-def worker_args(config: pytest.Config, parser: pytest.Parser | None = None) -> tuple[str, ...]:
+def worker_args(config: pytest.Config) -> tuple[str, ...]:
     """The head's values of the conftest options it changed from their defaults, as worker arguments."""
-    parser = parser or getattr(config, "_parser", None)
+    parser = getattr(config, "_parser", None)
     if parser is None:
         return ()
     added: tuple[tuple[str, ...], ...] = config.stash.get(ADDED_KEY, ())

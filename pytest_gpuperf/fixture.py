@@ -87,11 +87,7 @@ class GpuBench:
         __tracebackhide__ = True
         settings = with_call_options(self.settings, l2_flush=l2_flush, cuda_graph=cuda_graph)
         throughput = Throughput(items=items, flops=flops, bytes=bytes)
-
-        def spec() -> MeasureSpec:
-            return dataclasses.replace(self._spec(fn, args, kwargs, name, throughput), lazy_results=lazy_results)
-
-        return self._take(settings, spec)
+        return self._take(settings, fn, args, kwargs, name, throughput=throughput, lazy_results=lazy_results)
 
     def measure_rounds(
         self,
@@ -110,14 +106,8 @@ class GpuBench:
         """
         __tracebackhide__ = True
         settings = with_fixed_rounds(self.settings, rounds)
-
-        def spec() -> MeasureSpec:
-            made = self._spec(fn, (), None, name, Throughput())
-            return dataclasses.replace(
-                made, calls_per_sample=calls_per_sample, before_block=before_block, lazy_results=lazy_results
-            )
-
-        return self._take(settings, spec)
+        return self._take(settings, fn, (), None, name, calls_per_sample=calls_per_sample, before_block=before_block,
+                          lazy_results=lazy_results)  # fmt: skip
 
     def note(self, text: str, *, measurement: str) -> None:
         """Add ``text`` to the notes of this test's measurement ``measurement`` (shown with the results)."""
@@ -130,11 +120,22 @@ class GpuBench:
         current = self._measurements[measurement]
         self._measurements[measurement] = dataclasses.replace(current, benchmark=benchmark)
 
-    def _take(self, settings: Settings, make_spec: Callable[[], MeasureSpec]) -> Measurement:
-        """Measure the spec ``make_spec`` builds, with ``settings``, under the device guard; store the result."""
+    def _take(
+        self,
+        settings: Settings,
+        fn: Callable[..., object],
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any] | None,
+        name: str | None,
+        **spec_fields: Any,
+    ) -> Measurement:
+        """Measure ``fn(*args, **kwargs)`` with ``settings`` under the device guard; store the result."""
         __tracebackhide__ = True
         try:
-            spec = dataclasses.replace(make_spec(), settings=settings.measure)
+            if not callable(fn):
+                raise ConfigError(f"gpu_bench needs a callable, got {type(fn).__name__}", test_id=self.test_id)
+            spec = MeasureSpec(fn=fn, args=tuple(args), kwargs=dict(kwargs or {}), test_id=self.test_id,
+                               name=self._new_name(name), settings=settings.measure, **spec_fields)  # fmt: skip
             with self._guard():
                 measurement = self._engine.measure(spec, settings)
         except GpuperfError as exc:
@@ -145,26 +146,6 @@ class GpuBench:
             raise
         self._store(measurement)
         return measurement
-
-    def _spec(
-        self,
-        fn: Callable[..., object],
-        args: Sequence[Any],
-        kwargs: Mapping[str, Any] | None,
-        name: str | None,
-        throughput: Throughput,
-    ) -> MeasureSpec:
-        if not callable(fn):
-            raise ConfigError(f"gpu_bench needs a callable, got {type(fn).__name__}", test_id=self.test_id)
-        return MeasureSpec(
-            fn=fn,
-            args=tuple(args),
-            kwargs=dict(kwargs or {}),
-            test_id=self.test_id,
-            name=self._new_name(name),
-            throughput=throughput,
-            settings=self.settings.measure,
-        )
 
     def metric(
         self,

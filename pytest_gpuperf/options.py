@@ -1,12 +1,8 @@
 """The option table: every ``--gpuperf-*`` option once, feeding pytest's parser, the settings and the workers.
 
-Each row names the option, its ini twin (same name as its dest, ``gpuperf_threshold``),
-how a string becomes its value, its default, the ``GpuperfConfig`` field it sets and
-what a worker process is told of it. ``add_options`` declares the rows to pytest,
-``build_config`` resolves them (command line beats ini beats default) into the one
-``GpuperfConfig``, and ``worker_args`` writes the resolved values back as a worker's
-command line. A value that is not valid is a usage error naming the option, or the
-ini key where the value came from there.
+``build_config`` resolves the rows (command line beats ini beats default) into the one ``GpuperfConfig``;
+``worker_args`` writes the resolved values back as a worker's command line. A value that is not valid is
+a usage error naming the option, or the ini key where the value came from there.
 """
 
 from __future__ import annotations
@@ -198,10 +194,8 @@ def _build(config: pytest.Config, values: dict[str, Any]) -> cfg.GpuperfConfig:
 def worker_args(config: cfg.GpuperfConfig) -> tuple[str, ...]:
     """The resolved settings a worker (compare-ref's base, a fresh re-measure) is given on its command line.
 
-    A worker collects the tests itself and would resolve its settings from its
-    own checkout's ini and command line. Given this session's resolved values
-    instead, both sides warm up, flush the L2, replay graphs and time out alike;
-    per-test marks still apply on each side.
+    Otherwise a worker would resolve them from its own checkout's ini; given these, both sides
+    warm up, flush the L2, replay graphs and time out alike. Per-test marks still apply on each side.
     """
     args = []
     for o in OPTIONS:
@@ -225,9 +219,8 @@ def _ini_bool(config: pytest.Config, name: str) -> bool:
 def _plugin_args(config: pytest.Config) -> tuple[str, ...]:
     """``-p`` choices, --disable-plugin-autoload, the conftests' own options and --benchmark-disable-gc, for workers.
 
-    A worker (compare-ref's, or the fresh re-measure's) runs the same tests as the head, so
-    it loads the same plugins: one that the head turned off (pytest-randomly reseeding, say)
-    must not act on one side only.
+    A worker runs the same tests as the head, so it loads the same plugins: one that the head
+    turned off (pytest-randomly reseeding, say) must not act on one side only.
     """
     args = [arg for name in config.getoption("plugins", None) or () for arg in ("-p", name)]
     if config.getoption("disable_plugin_autoload", False):

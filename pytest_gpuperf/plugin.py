@@ -1,9 +1,7 @@
-"""The pytest layer: options, the marker, the fixture and the hooks that start a session.
+"""The pytest layer: options (options.py), the marker, the fixture and the hooks that start a session.
 
-The options are declared by the option table (options.py); the session's state,
-engine and baseline writes live in the session object (session.py), which this
-module registers as a plugin. Everything heavy (torch, git, the store) is set up
-lazily on the first ``gpu_bench`` use, so a session without perf tests pays nothing.
+The session object (session.py) sets up everything heavy (torch, git, the store) on the first
+``gpu_bench`` use, so a session without perf tests pays nothing.
 """
 
 from __future__ import annotations
@@ -45,10 +43,7 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser) -> Generator[None, None, None]:
-    """Before the conftests load, start compare-ref's base worker; after, note the options they added.
-
-    Workers repeat the head's values of those options (conftest_options.py).
-    """
+    """Before the conftests load, start compare-ref's base worker; after, note the options they added for workers."""
     _start_base_early(early_config)
     before = conftest_options.known_options(parser)
     result = yield
@@ -57,12 +52,10 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 
 
 def _start_base_early(early_config: pytest.Config) -> None:
-    """In compare-ref mode, resolve the ref (a usage error if git cannot) and start the base worker
-    now, before conftests and test modules import torch.
+    """In compare-ref mode, resolve the ref (a usage error if git cannot) and start the base worker now.
 
-    Its start-up (mostly importing torch) then overlaps the head's instead of
-    following the head's collection (abtest/prestart.py). Best effort: the engine
-    starts it itself later if this did not.
+    Its start-up (mostly importing torch) then overlaps the head's instead of following the head's
+    collection (abtest/prestart.py). Best effort: the engine starts it itself later if this did not.
     """
     ns = early_config.known_args_namespace
     ref = getattr(ns, "gpuperf_compare_ref", None)
@@ -208,10 +201,9 @@ def _relative(path: Path, config: pytest.Config) -> str:
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
-    """gpuperf's line in the session header: mode, device, baselines or ref (report/header.py).
+    """gpuperf's line in the session header (report/header.py).
 
-    Printed before any test runs, so the device is named as requested unless it is
-    already probed: the header must not start torch for a session without perf tests.
+    The device is named as requested unless already probed: the header must not start torch.
     """
     state = config.stash.get(STATE_KEY, None)
     if state is None or state.worker is not None:

@@ -1,10 +1,7 @@
 """The measuring session: one object that owns the session's state, its engine and its baseline writes.
 
-The plugin (plugin.py) builds a ``GpuperfSession`` in ``pytest_configure``,
-keeps it in ``config.stash[STATE_KEY]`` and registers it as a plugin object
-(as pytest-xdist does with its ``DSession``), so the hooks below run here. The
-engine (local, compare-ref, or compare-ref's base worker) and the mode's rule
-list are built once, on the first use of ``gpu_bench`` or when perf tests are
+plugin.py keeps it in ``config.stash[STATE_KEY]`` and registers it as a plugin object, as pytest-xdist
+does with its ``DSession``. The engine is built once, on the first ``gpu_bench`` or when perf tests are
 collected; nothing heavy is imported before.
 """
 
@@ -74,11 +71,6 @@ class GpuperfSession:
     def guard(self) -> contextlib.AbstractContextManager[object]:
         return self.lock if self.lock is not None else contextlib.nullcontext()
 
-    @property
-    def base_commit(self) -> str | None:
-        """The commit compare-ref measures against, once its worktree exists."""
-        return self._compare_ref.base_commit if self._compare_ref is not None else None
-
     # -- building the engine, once ------------------------------------------------------------
 
     def ensure_started(self) -> Engine:
@@ -144,7 +136,8 @@ class GpuperfSession:
     def session_results(self) -> SessionResults:
         assert self.environment is not None
         c = self.config
-        base = Provenance(commit=self.base_commit, branch=c.compare_ref) if c.compare_ref else None
+        base_commit = self._compare_ref.base_commit if self._compare_ref is not None else None
+        base = Provenance(commit=base_commit, branch=c.compare_ref) if c.compare_ref else None
         return SessionResults(
             results=tuple(self.results), environment=self.environment, provenance=self.provenance, mode=c.mode,
             started_at=self.started_at, compare_ref=c.compare_ref, base_provenance=base,
@@ -251,13 +244,10 @@ class GpuperfSession:
     def update_baselines(self, results: list[MeasurementResult]) -> None:
         """Write entries for this test's measurements; an entry judged unchanged keeps its old bytes.
 
-        Except one written before the speed probe existed, where this session has a
-        probe: without one the gate cannot tell a slow machine from slow code for it,
-        and the probe must come from the session its samples came from. An unchanged
-        entry without a stored profile keeps its numbers and gains this run's profile
-        (the base of a later regression's differential profile). A measurement
-        too slow for the samples a verdict needs ("not gated") is not written: it could
-        never be judged against, and the entry it would replace stays.
+        Except one without a speed probe where this session has one: without it the gate cannot tell
+        a slow machine from slow code, and the probe must come with the samples it was taken with.
+        An unchanged entry without a profile gains this run's (the base of a later differential profile).
+        A "not gated" measurement (too slow for a verdict) is not written; the entry it would replace stays.
         """
         __tracebackhide__ = True
         from pytest_gpuperf.baseline import entry_from_measurement
