@@ -42,16 +42,8 @@ def _theirs(module: str, name: str, ours: type) -> Any:
         return ours
 
 
-@dataclass
-class BenchmarkSession:
-    """What the plugin keeps for the session, in ``config.stash``."""
-
-    options: SessionOptions
-    took_over: bool  # pytest-benchmark was installed and is blocked under --gpuperf
-
-
-BENCHMARK_KEY = pytest.StashKey[BenchmarkSession]()
-TOOK_OVER_KEY = pytest.StashKey[bool]()
+BENCHMARK_KEY = pytest.StashKey[SessionOptions]()  # set where pytest-gpuperf provides the fixture
+TOOK_OVER_KEY = pytest.StashKey[bool]()  # pytest-benchmark was installed and is blocked under --gpuperf
 
 
 def benchmark_plugin_names(manager: pytest.PytestPluginManager) -> list[str]:
@@ -77,9 +69,7 @@ def install(config: pytest.Config) -> None:
     """Register this module as the plugin providing ``benchmark``, unless pytest-benchmark is active."""
     if benchmark_plugin_names(config.pluginmanager):
         return  # pytest-benchmark runs this session, untouched
-    options = SessionOptions.from_config(config)
-    took_over = config.stash.get(TOOK_OVER_KEY, False)
-    config.stash[BENCHMARK_KEY] = BenchmarkSession(options=options, took_over=took_over)
+    config.stash[BENCHMARK_KEY] = SessionOptions.from_config(config)
     config.addinivalue_line(
         "markers",
         f"{MARKER}({', '.join(f'{k}=None' for k in KNOWN_KEYWORDS)}): pytest-benchmark's per-test settings, "
@@ -96,10 +86,9 @@ def session_mapping(config: pytest.Config) -> BenchmarkOptions:
 
 
 def worker_args(config: pytest.Config) -> tuple[str, ...]:
-    """The ``--benchmark-*`` options a worker repeats: those that change how the fixture measures.
+    """The ``--benchmark-*`` options that change how the fixture measures, for a worker to repeat.
 
-    The rest are the head's business (which tests run, where results go), and the
-    mapped ones reach workers as resolved settings (``GpuperfConfig.worker_args``).
+    The mapped ones reach workers as resolved settings; the rest are the head's business.
     """
     if not config.stash.get(TOOK_OVER_KEY, False):
         return ()
@@ -198,7 +187,6 @@ class BenchmarkFixture:
         self.measurement: Measurement | None = None  # pytest-gpuperf's measurement, once taken
         self._bench = bench
         self._choice = choice
-        self._disable_gc = choice.disable_gc
         self._mode: str | None = None
 
     @property
@@ -210,7 +198,7 @@ class BenchmarkFixture:
         self._use("benchmark(...)")
         try:
             if self.enabled:
-                with _gc_paused(self._disable_gc):
+                with _gc_paused(self._choice.disable_gc):
                     self._done(self._bench.measure(function_to_benchmark, args, kwargs, name=MEASUREMENT,
                                                    lazy_results=LazyResults.TIME_AS_WRITTEN))  # fmt: skip
             return function_to_benchmark(*args, **kwargs)
@@ -219,16 +207,10 @@ class BenchmarkFixture:
             raise
 
     def pedantic(
-        self,
-        target: Callable[..., Any],
-        args: Sequence[Any] = (),
-        kwargs: Mapping[str, Any] | None = None,
-        setup: Callable[[], object] | None = None,
-        teardown: Callable[..., object] | None = None,
-        rounds: int = 1,
-        warmup_rounds: int = 0,
-        iterations: int = 1,
-    ) -> Any:
+        self, target: Callable[..., Any], args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None,
+        setup: Callable[[], object] | None = None, teardown: Callable[..., object] | None = None, rounds: int = 1,
+        warmup_rounds: int = 0, iterations: int = 1,
+    ) -> Any:  # fmt: skip
         """Exactly ``rounds`` samples of ``iterations`` calls; ``setup`` before each, outside the timed region.
 
         ``warmup_rounds`` is checked but not needed: the warm-up runs until block times settle.
@@ -239,7 +221,7 @@ class BenchmarkFixture:
             if not isinstance(warmup_rounds, int) or warmup_rounds < 0:
                 raise ValueError("Must have positive int for `warmup_rounds`.")
             if self.enabled:
-                with _gc_paused(self._disable_gc):
+                with _gc_paused(self._choice.disable_gc):
                     self._done(self._measure_pedantic(plan))
             return plan.call_once()
         except Exception:
@@ -285,7 +267,7 @@ class BenchmarkFixture:
 @pytest.fixture
 def benchmark(gpu_bench: GpuBench, request: pytest.FixtureRequest) -> Generator[BenchmarkFixture, None, None]:
     """pytest-benchmark's ``benchmark``, measured by pytest-gpuperf under ``--gpuperf`` (docs/migration.md)."""
-    session = request.config.stash[BENCHMARK_KEY]
+    options = request.config.stash[BENCHMARK_KEY]
     item = request.node
     assert isinstance(item, pytest.Item)
     try:
@@ -293,7 +275,7 @@ def benchmark(gpu_bench: GpuBench, request: pytest.FixtureRequest) -> Generator[
     except ConfigError as exc:
         fail(str(exc))
 
-    disabled = session.options.disabled or not gpu_bench.enabled
+    disabled = options.disabled or not gpu_bench.enabled
     fixture = BenchmarkFixture(item, gpu_bench, disabled=disabled, choice=choice)
     yield fixture
     fixture._cleanup(item)
@@ -306,9 +288,7 @@ def _uses_benchmark(item: pytest.Item) -> bool:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Reject bad ``@pytest.mark.benchmark`` keywords, naming the test; apply --benchmark-only and --benchmark-skip."""
-    options = config.stash[BENCHMARK_KEY].options
-    skip_bench = pytest.mark.skip(reason="Skipping benchmark (--benchmark-skip active).")
-    skip_other = pytest.mark.skip(reason="Skipping non-benchmark (--benchmark-only active).")
+    options = config.stash[BENCHMARK_KEY]
     for item in items:
         try:
             MarkerChoice.from_item(item)
@@ -316,9 +296,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(str(exc)) from None
         if _uses_benchmark(item):
             if options.skip:
-                item.add_marker(skip_bench)
+                item.add_marker(pytest.mark.skip(reason="Skipping benchmark (--benchmark-skip active)."))
         elif options.only:
-            item.add_marker(skip_other)
+            item.add_marker(pytest.mark.skip(reason="Skipping non-benchmark (--benchmark-only active)."))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -333,13 +313,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_report_header(config: pytest.Config) -> list[str]:
     """Who measures the ``benchmark`` fixture, and the ``--benchmark-*`` options ignored or overridden here.
 
-    Notes, not warnings: a warning issued while pytest configures goes through the
-    project's own filters, and under ``filterwarnings = error`` it ends the session
-    with an INTERNALERROR before a test runs.
+    Notes, not warnings: under ``filterwarnings = error`` a warning issued while pytest configures
+    ends the session with an INTERNALERROR before a test runs.
     """
-    session = config.stash[BENCHMARK_KEY]
-    lines = [f"gpuperf: {note}" for note in session.options.notes()]
-    if session.took_over:
+    lines = [f"gpuperf: {note}" for note in config.stash[BENCHMARK_KEY].notes()]
+    if config.stash.get(TOOK_OVER_KEY, False):
         lines.insert(0, "gpuperf: the benchmark fixture measures through pytest-gpuperf "
                         "(pytest-benchmark's plugin is off)")  # fmt: skip
     return lines
@@ -347,8 +325,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 def json_path(config: pytest.Config) -> Path | None:
     """``--benchmark-json``, where pytest-gpuperf provides the fixture: written by the reports' registry."""
-    session = config.stash.get(BENCHMARK_KEY, None)
-    return session.options.json_path if session is not None else None
+    options = config.stash.get(BENCHMARK_KEY, None)
+    return options.json_path if options is not None else None
 
 
 @pytest.hookimpl(wrapper=True, trylast=True)  # innermost: done before pytest-gpuperf judges and records the test

@@ -1,8 +1,6 @@
 """pytest-benchmark's options and marker under ``--gpuperf``: what each one means here (docs/migration.md).
 
-Some are honoured with pytest-benchmark's meaning, some mapped onto pytest-gpuperf's own settings;
-the rest are ignored with a header note (an option) or a note on the measurement (a marker keyword)
-that names them and says why.
+Honoured, mapped onto pytest-gpuperf's own settings, or ignored with a note that names them and says why.
 """
 
 from __future__ import annotations
@@ -59,11 +57,7 @@ KNOWN_KEYWORDS = (*_MAPPED_KEYWORDS, *_FIXTURE_KEYWORDS, *_IGNORED_KEYWORDS)
 
 
 def given_options(config: pytest.Config) -> tuple[str, ...]:
-    """The ``--benchmark-*`` options this session was given (command line, PYTEST_ADDOPTS, ini addopts), in order.
-
-    Read from the arguments, not the values: an option given with its default value is still one
-    the user asked for.
-    """
+    """The ``--benchmark-*`` options given (command line, PYTEST_ADDOPTS, ini addopts), in order, even as defaults."""
     args = [*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *config.getini("addopts"),
             *config.invocation_params.args]  # fmt: skip
     return _benchmark_names(args)
@@ -194,8 +188,8 @@ def _ignored_note(name: str, value: object) -> str:
 
 def _check_positive(kwargs: Mapping[str, Any], name: str, test_id: str) -> None:
     value = kwargs.get(name)
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0
+    ):
         raise ConfigError(f"@pytest.mark.{MARKER}({name}=...) must be a positive number, got {value!r}",
                           test_id=test_id)  # fmt: skip

@@ -28,9 +28,7 @@ DEFAULT_WARMUP_TIME_S = 0.1
 DEFAULT_MIN_TIME_S = 0.2
 DEFAULT_MAX_TIME_S = 2.0
 DEFAULT_TARGET_PRECISION = 0.01  # stop once the 95% CI of the median is within +-1%
-# The fewest samples a measurement stops with while time allows: the distribution-free
-# 95% CI of the median exists from 6 samples on (stopping.py says why).
-DEFAULT_MIN_SAMPLES = 6
+DEFAULT_MIN_SAMPLES = 6  # the distribution-free 95% CI of the median exists from 6 samples on (stopping.py)
 DEFAULT_TIME_LIMIT_S = 120.0  # the most one measurement may take, warm-up included
 DEFAULT_REMEASURES = 1
 DEFAULT_CONFIRM_PAIRS = 6  # fresh process pairs that re-measure a suspected compare-ref regression
@@ -94,8 +92,7 @@ class MeasureSettings:
             ("--gpuperf-max-time", self.max_time_s, True),
             ("--gpuperf-time-limit", self.time_limit_s, True),
         ):
-            problem = seconds_problem(value, positive=positive)
-            if problem:
+            if problem := seconds_problem(value, positive=positive):
                 raise ConfigError(f"{option} {problem}")
         if self.min_time_s > self.max_time_s:
             raise ConfigError(f"min time {self.min_time_s}s exceeds max time {self.max_time_s}s")
@@ -106,8 +103,7 @@ class MeasureSettings:
 def seconds_problem(value: object, *, positive: bool) -> str | None:
     """Why ``value`` is no time setting (None: it is one): a finite number of seconds, >= 0 or > 0.
 
-    NaN and infinity are refused: every comparison with NaN is false, so a NaN
-    budget would never end a measurement before its time limit.
+    NaN is refused: every comparison with it is false, so a NaN budget would never end a measurement.
     """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return f"must be a number, got {value!r}"
@@ -118,20 +114,16 @@ def seconds_problem(value: object, *, positive: bool) -> str | None:
 
 @dataclass(frozen=True)
 class GateSettings:
-    """How strict the verdict is, for one measurement; built by ``resolve`` only.
-
-    A peak-memory regression needs both ``memory_threshold`` and ``memory_min_increase_bytes``;
-    the evidence is always about medians, whatever ``statistic`` is compared.
-    """
+    """How strict the verdict is, for one measurement; built by ``resolve`` only."""
 
     threshold: float = DEFAULT_THRESHOLD  # smallest relative time change that may fail, for this mode
     memory_threshold: float = DEFAULT_MEMORY_THRESHOLD
-    statistic: Statistic = DEFAULT_METRIC
+    statistic: Statistic = DEFAULT_METRIC  # the statistic compared; the evidence is always about medians
     noise_multiplier: float = DEFAULT_NOISE_MULTIPLIER  # standard deviations of recorded between-run noise
     strict: bool = False  # not comparable, unstable and not gated fail the test too
     calibrate: bool = False  # judge by a calibration workload measured between rounds (CPU host guard)
     confidence: float = DEFAULT_CONFIDENCE
-    memory_min_increase_bytes: int = DEFAULT_MEMORY_MIN_INCREASE
+    memory_min_increase_bytes: int = DEFAULT_MEMORY_MIN_INCREASE  # a memory regression needs this and the threshold
     fast_end_quantile: float | None = DEFAULT_FAST_END_QUANTILE  # must move too (CPU host guard; None: off)
     remeasures: int = DEFAULT_REMEASURES  # readings that confirm a suspected regression (readings.py)
     confirm_pairs: int = DEFAULT_CONFIRM_PAIRS
@@ -155,8 +147,7 @@ class Settings:
     mode: Mode
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     gate: GateSettings = field(default_factory=GateSettings)
-    # Profile a confirmed time regression on both sides and diff them (update mode: store the profile).
-    profile_diff: bool = True
+    profile_diff: bool = True  # profile a confirmed time regression on both sides (update mode: store it)
 
     @property
     def enabled(self) -> bool:
@@ -198,8 +189,7 @@ class GpuperfConfig:
     profile_dir: Path | None = None
     nsight: bool = False
     nvtx: bool = True
-    # What a worker of this session (compare-ref's base, a fresh re-measure) adds to its command line: the
-    # session's -p choices and user options, then its resolved measurement settings (options.worker_args).
+    # Added to a worker's command line: -p choices, user options, resolved settings (options.worker_args).
     worker_args: tuple[str, ...] = ()
     pin_cpu: str = "auto"  # "auto", "off" or a CPU number (host/cpu/pinning.py)
     profile_diff: bool = True  # --gpuperf-no-profile-diff / gpuperf_profile_diff = false turn it off
@@ -236,10 +226,7 @@ class GpuperfConfig:
 
     @property
     def traces_dir(self) -> Path:
-        """Where a regression's differential-profile traces go, so a CI job can upload them.
-
-        Beside the first report asked for; else the ``--gpuperf-profile`` folder; else under the rootdir.
-        """
+        """Where differential-profile traces go, for CI to upload: beside the first report, or the profile folder."""
         for report in (self.json_path, self.markdown_path, self.html_path, self.benchmark_json_path):
             if report is not None:
                 return report.parent / "gpuperf-profiles"
@@ -303,8 +290,7 @@ class MarkerOptions:
                 test_id=test_id,
             )
         for name, value in kwargs.items():
-            problem = None if value is None else _MARKER_CHECKS[name](value)
-            if problem:
+            if value is not None and (problem := _MARKER_CHECKS[name](value)):
                 raise ConfigError(f"@pytest.mark.gpuperf({name}=...) {problem}", test_id=test_id)
         return cls(**kwargs)
 
@@ -354,12 +340,9 @@ _MARKER_CHECKS: dict[str, Any] = {
 
 
 def resolve(
-    config: GpuperfConfig,
-    marker: MarkerOptions | None = None,
-    *,
-    test_id: str = "",
+    config: GpuperfConfig, marker: MarkerOptions | None = None, *, test_id: str = "",
     benchmark: BenchmarkOptions | None = None,
-) -> Settings:
+) -> Settings:  # fmt: skip
     """The one place where session options, ini values, marker keywords and the mode's defaults meet.
 
     ``@pytest.mark.gpuperf`` beats ``@pytest.mark.benchmark`` (``benchmark``), which beats the session.

@@ -1,8 +1,7 @@
 """The option table: every ``--gpuperf-*`` option once, feeding pytest's parser, the settings and the workers.
 
-``build_config`` resolves the rows (command line beats ini beats default) into the one ``GpuperfConfig``;
-``worker_args`` writes the resolved values back as a worker's command line. A value that is not valid is
-a usage error naming the option, or the ini key where the value came from there.
+Command line beats ini beats default; a value that is not valid is a usage error naming the option,
+or the ini key where the value came from there.
 """
 
 from __future__ import annotations
@@ -169,19 +168,16 @@ def _build(config: pytest.Config, values: dict[str, Any]) -> cfg.GpuperfConfig:
     for o in OPTIONS:
         if o.field is None:
             continue
-        value = values[o.dest]
-        if value is None:
-            value = computed.get(o.dest)
+        value = computed.get(o.dest) if values[o.dest] is None else values[o.dest]
         name = o.field.removeprefix("measure.")
         (measure if name != o.field else session)[name] = value if o.convert is not None else bool(value)
     raw_dir = str(values["gpuperf_baseline_dir"])
     if not raw_dir.strip():  # Path("") is the rootdir: every test would be "new" there
         raise ConfigError("--gpuperf-baseline-dir is empty; give a folder (default: baselines)")
     session["pin_cpu"] = str(session["pin_cpu"])
-    update = session["update_baseline"]
     gp = cfg.GpuperfConfig(
         **session,
-        enabled=bool(values["gpuperf"]) or update or bool(values["gpuperf_compare_ref"]),
+        enabled=bool(values["gpuperf"]) or session["update_baseline"] or bool(values["gpuperf_compare_ref"]),
         baseline_dir=rootdir / raw_dir,  # an absolute folder stays itself
         rootdir=rootdir,
         measure=cfg.MeasureSettings(**measure),

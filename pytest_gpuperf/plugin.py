@@ -116,8 +116,7 @@ def _test_settings(item: pytest.Item, session_config: cfg.GpuperfConfig) -> cfg.
     for mark in reversed(list(item.iter_markers(MARKER))):  # closest marker wins
         merged.update(mark.kwargs)
     marker = cfg.MarkerOptions.from_kwargs(merged, test_id=item.nodeid) if merged else None
-    benchmark = benchmark_fixture.marker_options(item)
-    return cfg.resolve(session_config, marker, test_id=item.nodeid, benchmark=benchmark)
+    return cfg.resolve(session_config, marker, test_id=item.nodeid, benchmark=benchmark_fixture.marker_options(item))
 
 
 @pytest.fixture
@@ -141,8 +140,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     tw = terminalreporter
     render_summary(session, config.get_terminal_writer())
     render_notes(tw, session, cfg.resolve(state.config).gate.threshold)
-    missing = missing_baselines(state.config)
-    if missing and session.results:
+    if session.results and (missing := missing_baselines(state.config)):
         tw.write_line(f"gpuperf: nothing gated: {missing}", yellow=True)
     if state.config.explain:
         render_explanations(tw, session)
@@ -150,8 +148,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for change in state.changes:
         if change.kind != "unchanged":
             tw.write_line(f"gpuperf: baseline {change.kind}: {change.key} ({_relative(change.path, config)})")
-    kept = sum(1 for c in state.changes if c.kind == "unchanged")
-    if kept:
+    if kept := sum(1 for c in state.changes if c.kind == "unchanged"):
         tw.write_line(f"gpuperf: {kept} baseline entr{'y' if kept == 1 else 'ies'} unchanged (kept as is)")
     c = state.config
     history = None
@@ -201,10 +198,7 @@ def _relative(path: Path, config: pytest.Config) -> str:
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
-    """gpuperf's line in the session header (report/header.py).
-
-    The device is named as requested unless already probed: the header must not start torch.
-    """
+    """gpuperf's header line (report/header.py): the device as requested unless probed, not to start torch."""
     state = config.stash.get(STATE_KEY, None)
     if state is None or state.worker is not None:
         return None  # an xdist worker's header is shown to no one
