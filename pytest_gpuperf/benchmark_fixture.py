@@ -1,21 +1,14 @@
-"""pytest-benchmark's ``benchmark`` fixture, measured by pytest-gpuperf.
+"""pytest-benchmark's ``benchmark`` fixture, measured by pytest-gpuperf through ``gpu_bench``.
 
-This module is registered as a plugin (``install``) when pytest-gpuperf provides the
-fixture: under ``--gpuperf`` (pytest-benchmark's plugin is then blocked before it is
-configured, so it neither times, prints nor writes), or in any session where
-pytest-benchmark is not loaded (then ``benchmark`` runs each call once, as ``gpu_bench``
-does without ``--gpuperf``). Without ``--gpuperf`` an installed pytest-benchmark is left
-alone. The fixture builds on ``gpu_bench``: its measurement, named ``benchmark``, goes
-through the same engine, settings, gate and reports, and compare-ref and the fresh-process
-re-measure run it like any perf test.
-
-``benchmark(fn, *args, **kwargs)`` returns the result of one more call of ``fn`` after the
-measurement, outside its samples, as pytest-benchmark does.
+Registered as a plugin (``install``) under ``--gpuperf``, where pytest-benchmark's plugin is blocked
+before it is configured, and in any session without pytest-benchmark (then each call runs once, as in
+smoke mode). Without ``--gpuperf`` an installed pytest-benchmark is left alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import importlib
 import json
@@ -29,11 +22,7 @@ import pytest
 
 from pytest_gpuperf.benchmark_options import KNOWN_KEYWORDS, MARKER, MarkerChoice, SessionOptions
 from pytest_gpuperf.config import BenchmarkOptions
-from pytest_gpuperf.errors import (
-    ConfigError,
-    FixtureAlreadyUsed,
-    PytestBenchmarkWarning,
-)
+from pytest_gpuperf.errors import ConfigError, FixtureAlreadyUsed, PytestBenchmarkWarning
 from pytest_gpuperf.fixture import GpuBench
 from pytest_gpuperf.model import BenchmarkInfo, Measurement
 from pytest_gpuperf.outcome import fail
@@ -53,16 +42,8 @@ def _theirs(module: str, name: str, ours: type) -> Any:
         return ours
 
 
-@dataclass
-class BenchmarkSession:
-    """What the plugin keeps for the session, in ``config.stash``."""
-
-    options: SessionOptions
-    took_over: bool  # pytest-benchmark was installed and is blocked under --gpuperf
-
-
-BENCHMARK_KEY = pytest.StashKey[BenchmarkSession]()
-TOOK_OVER_KEY = pytest.StashKey[bool]()
+BENCHMARK_KEY = pytest.StashKey[SessionOptions]()  # set where pytest-gpuperf provides the fixture
+TOOK_OVER_KEY = pytest.StashKey[bool]()  # pytest-benchmark was installed and is blocked under --gpuperf
 
 
 def benchmark_plugin_names(manager: pytest.PytestPluginManager) -> list[str]:
@@ -88,9 +69,7 @@ def install(config: pytest.Config) -> None:
     """Register this module as the plugin providing ``benchmark``, unless pytest-benchmark is active."""
     if benchmark_plugin_names(config.pluginmanager):
         return  # pytest-benchmark runs this session, untouched
-    options = SessionOptions.from_config(config)
-    took_over = config.stash.get(TOOK_OVER_KEY, False)
-    config.stash[BENCHMARK_KEY] = BenchmarkSession(options=options, took_over=took_over)
+    config.stash[BENCHMARK_KEY] = SessionOptions.from_config(config)
     config.addinivalue_line(
         "markers",
         f"{MARKER}({', '.join(f'{k}=None' for k in KNOWN_KEYWORDS)}): pytest-benchmark's per-test settings, "
@@ -107,10 +86,9 @@ def session_mapping(config: pytest.Config) -> BenchmarkOptions:
 
 
 def worker_args(config: pytest.Config) -> tuple[str, ...]:
-    """The ``--benchmark-*`` options a worker repeats: those that change how the fixture measures.
+    """The ``--benchmark-*`` options that change how the fixture measures, for a worker to repeat.
 
-    The rest are the head's business (which tests run, where results go), and the
-    mapped ones reach workers as resolved settings (``GpuperfConfig.worker_args``).
+    The mapped ones reach workers as resolved settings; the rest are the head's business.
     """
     if not config.stash.get(TOOK_OVER_KEY, False):
         return ()
@@ -139,7 +117,7 @@ def _gc_paused(pause: bool) -> Iterator[None]:
 
 @dataclass
 class _Pedantic:
-    """``benchmark.pedantic``'s arguments, checked as pytest-benchmark checks them."""
+    """``benchmark.pedantic``'s arguments, checked as pytest-benchmark checks them, and the block in progress."""
 
     target: Callable[..., object]
     args: Sequence[Any]
@@ -148,6 +126,7 @@ class _Pedantic:
     teardown: Callable[..., object] | None
     rounds: int
     iterations: int
+    current: tuple[Sequence[Any], Mapping[str, Any]] | None = None  # the arguments of the block in progress
 
     def __post_init__(self) -> None:
         if not isinstance(self.iterations, int) or self.iterations < 1:
@@ -175,40 +154,26 @@ class _Pedantic:
             self.teardown(*args, **kwargs)
         return result
 
-
-class _PerRound:
-    """Fresh arguments before each block: the last block's teardown, then setup, both outside the timed region."""
-
-    def __init__(self, plan: _Pedantic) -> None:
-        self.plan = plan
-        self.current: tuple[Sequence[Any], Mapping[str, Any]] | None = None
-
     def before_block(self) -> None:
+        """Fresh arguments before each block: the last block's teardown, then setup, both outside the timed region."""
         self.finish()
-        self.current = self.plan.arguments()
+        self.current = self.arguments()
 
     def call(self) -> object:
         assert self.current is not None, "before_block runs before every block"
         args, kwargs = self.current
-        return self.plan.target(*args, **kwargs)
+        return self.target(*args, **kwargs)
 
     def finish(self) -> None:
         current, self.current = self.current, None
-        if current is not None and self.plan.teardown is not None:
-            self.plan.teardown(*current[0], **current[1])
+        if current is not None and self.teardown is not None:
+            self.teardown(*current[0], **current[1])
 
 
 class BenchmarkFixture:
     """What a test written for pytest-benchmark calls: ``benchmark(fn, ...)`` or ``benchmark.pedantic(...)``, once."""
 
-    def __init__(
-        self,
-        node: pytest.Item,
-        bench: GpuBench,
-        *,
-        disabled: bool,
-        choice: MarkerChoice,
-    ) -> None:
+    def __init__(self, node: pytest.Item, bench: GpuBench, *, disabled: bool, choice: MarkerChoice) -> None:
         self.name = node.name
         self.fullname = node.nodeid
         callspec = getattr(node, "callspec", None)
@@ -222,7 +187,6 @@ class BenchmarkFixture:
         self.measurement: Measurement | None = None  # pytest-gpuperf's measurement, once taken
         self._bench = bench
         self._choice = choice
-        self._disable_gc = choice.disable_gc
         self._mode: str | None = None
 
     @property
@@ -230,10 +194,11 @@ class BenchmarkFixture:
         return not self.disabled
 
     def __call__(self, function_to_benchmark: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Measure ``function_to_benchmark``; return one more call's result, outside the samples."""
         self._use("benchmark(...)")
         try:
             if self.enabled:
-                with _gc_paused(self._disable_gc):
+                with _gc_paused(self._choice.disable_gc):
                     self._done(self._bench.measure(function_to_benchmark, args, kwargs, name=MEASUREMENT,
                                                    lazy_results=LazyResults.TIME_AS_WRITTEN))  # fmt: skip
             return function_to_benchmark(*args, **kwargs)
@@ -242,16 +207,10 @@ class BenchmarkFixture:
             raise
 
     def pedantic(
-        self,
-        target: Callable[..., Any],
-        args: Sequence[Any] = (),
-        kwargs: Mapping[str, Any] | None = None,
-        setup: Callable[[], object] | None = None,
-        teardown: Callable[..., object] | None = None,
-        rounds: int = 1,
-        warmup_rounds: int = 0,
-        iterations: int = 1,
-    ) -> Any:
+        self, target: Callable[..., Any], args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None,
+        setup: Callable[[], object] | None = None, teardown: Callable[..., object] | None = None, rounds: int = 1,
+        warmup_rounds: int = 0, iterations: int = 1,
+    ) -> Any:  # fmt: skip
         """Exactly ``rounds`` samples of ``iterations`` calls; ``setup`` before each, outside the timed region.
 
         ``warmup_rounds`` is checked but not needed: the warm-up runs until block times settle.
@@ -262,7 +221,7 @@ class BenchmarkFixture:
             if not isinstance(warmup_rounds, int) or warmup_rounds < 0:
                 raise ValueError("Must have positive int for `warmup_rounds`.")
             if self.enabled:
-                with _gc_paused(self._disable_gc):
+                with _gc_paused(self._choice.disable_gc):
                     self._done(self._measure_pedantic(plan))
             return plan.call_once()
         except Exception:
@@ -270,23 +229,16 @@ class BenchmarkFixture:
             raise
 
     def _measure_pedantic(self, plan: _Pedantic) -> Measurement:
+        measure = functools.partial(self._bench.measure_rounds, name=MEASUREMENT, rounds=plan.rounds,
+                                    calls_per_sample=plan.iterations,
+                                    lazy_results=LazyResults.TIME_AS_WRITTEN)  # fmt: skip
         if plan.setup is None and plan.teardown is None:
             args, kwargs = plan.args, plan.kwargs
-            return self._bench.measure_rounds(lambda: plan.target(*args, **kwargs), name=MEASUREMENT,
-                                              rounds=plan.rounds, calls_per_sample=plan.iterations,
-                                              lazy_results=LazyResults.TIME_AS_WRITTEN)  # fmt: skip
-        per_round = _PerRound(plan)
+            return measure(lambda: plan.target(*args, **kwargs))
         try:
-            return self._bench.measure_rounds(
-                per_round.call,
-                name=MEASUREMENT,
-                rounds=plan.rounds,
-                calls_per_sample=plan.iterations,
-                before_block=per_round.before_block,
-                lazy_results=LazyResults.TIME_AS_WRITTEN,
-            )
+            return measure(plan.call, before_block=plan.before_block)
         finally:
-            per_round.finish()
+            plan.finish()
 
     def _use(self, mode: str) -> None:
         if self._mode:
@@ -315,7 +267,7 @@ class BenchmarkFixture:
 @pytest.fixture
 def benchmark(gpu_bench: GpuBench, request: pytest.FixtureRequest) -> Generator[BenchmarkFixture, None, None]:
     """pytest-benchmark's ``benchmark``, measured by pytest-gpuperf under ``--gpuperf`` (docs/migration.md)."""
-    session = request.config.stash[BENCHMARK_KEY]
+    options = request.config.stash[BENCHMARK_KEY]
     item = request.node
     assert isinstance(item, pytest.Item)
     try:
@@ -323,8 +275,8 @@ def benchmark(gpu_bench: GpuBench, request: pytest.FixtureRequest) -> Generator[
     except ConfigError as exc:
         fail(str(exc))
 
-    fixture = BenchmarkFixture(item, gpu_bench, disabled=session.options.disabled or not gpu_bench.enabled,
-                               choice=choice)  # fmt: skip
+    disabled = options.disabled or not gpu_bench.enabled
+    fixture = BenchmarkFixture(item, gpu_bench, disabled=disabled, choice=choice)
     yield fixture
     fixture._cleanup(item)
 
@@ -336,9 +288,7 @@ def _uses_benchmark(item: pytest.Item) -> bool:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Reject bad ``@pytest.mark.benchmark`` keywords, naming the test; apply --benchmark-only and --benchmark-skip."""
-    options = config.stash[BENCHMARK_KEY].options
-    skip_bench = pytest.mark.skip(reason="Skipping benchmark (--benchmark-skip active).")
-    skip_other = pytest.mark.skip(reason="Skipping non-benchmark (--benchmark-only active).")
+    options = config.stash[BENCHMARK_KEY]
     for item in items:
         try:
             MarkerChoice.from_item(item)
@@ -346,9 +296,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(str(exc)) from None
         if _uses_benchmark(item):
             if options.skip:
-                item.add_marker(skip_bench)
+                item.add_marker(pytest.mark.skip(reason="Skipping benchmark (--benchmark-skip active)."))
         elif options.only:
-            item.add_marker(skip_other)
+            item.add_marker(pytest.mark.skip(reason="Skipping non-benchmark (--benchmark-only active)."))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -363,13 +313,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_report_header(config: pytest.Config) -> list[str]:
     """Who measures the ``benchmark`` fixture, and the ``--benchmark-*`` options ignored or overridden here.
 
-    Notes, not warnings: a warning issued while pytest configures goes through the
-    project's own filters, and under ``filterwarnings = error`` it ends the session
-    with an INTERNALERROR before a test runs.
+    Notes, not warnings: under ``filterwarnings = error`` a warning issued while pytest configures
+    ends the session with an INTERNALERROR before a test runs.
     """
-    session = config.stash[BENCHMARK_KEY]
-    lines = [f"gpuperf: {note}" for note in session.options.notes()]
-    if session.took_over:
+    lines = [f"gpuperf: {note}" for note in config.stash[BENCHMARK_KEY].notes()]
+    if config.stash.get(TOOK_OVER_KEY, False):
         lines.insert(0, "gpuperf: the benchmark fixture measures through pytest-gpuperf "
                         "(pytest-benchmark's plugin is off)")  # fmt: skip
     return lines
@@ -377,8 +325,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 def json_path(config: pytest.Config) -> Path | None:
     """``--benchmark-json``, where pytest-gpuperf provides the fixture: written by the reports' registry."""
-    session = config.stash.get(BENCHMARK_KEY, None)
-    return session.options.json_path if session is not None else None
+    options = config.stash.get(BENCHMARK_KEY, None)
+    return options.json_path if options is not None else None
 
 
 @pytest.hookimpl(wrapper=True, trylast=True)  # innermost: done before pytest-gpuperf judges and records the test
@@ -393,6 +341,5 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 
 def _json_safe(values: Mapping[str, Any]) -> dict[str, Any]:
     """``values`` as JSON holds them: other objects (a dtype, a device) and NaN or infinities as their repr."""
-    text = json.dumps(values, default=repr)
-    loaded: dict[str, Any] = json.loads(text, parse_constant=str)
+    loaded: dict[str, Any] = json.loads(json.dumps(values, default=repr), parse_constant=str)
     return loaded

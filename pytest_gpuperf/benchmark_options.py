@@ -1,12 +1,6 @@
-"""pytest-benchmark's options and marker under ``--gpuperf``: what each one means here.
+"""pytest-benchmark's options and marker under ``--gpuperf``: what each one means here (docs/migration.md).
 
-Honoured with pytest-benchmark's meaning: ``--benchmark-only``, ``--benchmark-skip``,
-``--benchmark-disable`` (and ``--benchmark-enable``), ``--benchmark-json``. Mapped where
-pytest-gpuperf has the same setting: ``max_time`` (seconds of measuring), ``min_rounds``
-(samples at least; never fewer than a verdict needs), ``precision`` (the target precision,
-of the median here), ``disable_gc``, ``group``. The rest are ignored with a warning (an
-option) or a note on the measurement (a marker keyword) that names them and says why.
-docs/migration.md has the table.
+Honoured, mapped onto pytest-gpuperf's own settings, or ignored with a note that names them and says why.
 """
 
 from __future__ import annotations
@@ -33,44 +27,37 @@ _USED_OPTIONS = (
 )  # fmt: skip
 
 _BASELINES = "pytest-gpuperf's baselines replace it (--gpuperf-update-baseline, then --gpuperf)"
+_WARMUP = "pytest-gpuperf always warms up until block times settle"
+# Why a marker keyword is ignored under --gpuperf; the option of the same name is ignored for the same reason.
+_IGNORED_KEYWORDS = {
+    "min_time": "blocks of calls are sized for the device's clock",
+    "timer": "a custom timer cannot be CUDA-correct; pytest-gpuperf times with CUDA events on a GPU",
+    "warmup": _WARMUP,
+    "warmup_iterations": "the warm-up is time-based (--gpuperf-warmup-time)",
+    "confidence": "the precision target is for the 95% confidence interval of the median",
+    "calibration_precision": "blocks of calls are sized for the device's clock",
+    "cprofile": "use --gpuperf-profile=DIR for a profile of each measurement",
+}
 # Why an option is ignored under --gpuperf; an option not listed gets the generic reason.
 _IGNORED_OPTIONS = {
-    "--benchmark-min-time": "blocks of calls are sized for the device's clock",
-    "--benchmark-timer": "a custom timer cannot be CUDA-correct; pytest-gpuperf times with CUDA events on a GPU",
-    "--benchmark-warmup": "pytest-gpuperf always warms up until block times settle (--gpuperf-warmup-time)",
-    "--benchmark-warmup-iterations": "the warm-up is time-based (--gpuperf-warmup-time)",
-    "--benchmark-confidence": "the precision target is for the 95% confidence interval of the median",
-    "--benchmark-calibration-precision": "blocks of calls are sized for the device's clock",
+    **{f"--benchmark-{name.replace('_', '-')}": reason for name, reason in _IGNORED_KEYWORDS.items()},
+    "--benchmark-warmup": f"{_WARMUP} (--gpuperf-warmup-time)",
     "--benchmark-save": _BASELINES,
     "--benchmark-autosave": _BASELINES,
     "--benchmark-save-data": _BASELINES,
     "--benchmark-storage": _BASELINES,
     "--benchmark-compare": _BASELINES,
     "--benchmark-compare-fail": "the gate fails a significant slow-down past --gpuperf-threshold instead",
-    "--benchmark-cprofile": "use --gpuperf-profile=DIR for a profile of each measurement",
 }
 _IGNORED_DEFAULT = "pytest-gpuperf's own reports replace pytest-benchmark's (--gpuperf-json, --gpuperf-html)"
 
 _MAPPED_KEYWORDS = ("max_time", "min_rounds", "precision")
 _FIXTURE_KEYWORDS = ("group", "disable_gc")
-_IGNORED_KEYWORDS = {
-    "min_time": "blocks of calls are sized for the device's clock",
-    "timer": "a custom timer cannot be CUDA-correct; pytest-gpuperf times with CUDA events on a GPU",
-    "warmup": "pytest-gpuperf always warms up until block times settle",
-    "warmup_iterations": "the warm-up is time-based (--gpuperf-warmup-time)",
-    "confidence": "the precision target is for the 95% confidence interval of the median",
-    "calibration_precision": "blocks of calls are sized for the device's clock",
-    "cprofile": "use --gpuperf-profile=DIR for a profile of each measurement",
-}
 KNOWN_KEYWORDS = (*_MAPPED_KEYWORDS, *_FIXTURE_KEYWORDS, *_IGNORED_KEYWORDS)
 
 
 def given_options(config: pytest.Config) -> tuple[str, ...]:
-    """The ``--benchmark-*`` options this session was given (command line, PYTEST_ADDOPTS, ini addopts), in order.
-
-    Read from the arguments, not the values: an option given with its default value is still one
-    the user asked for.
-    """
+    """The ``--benchmark-*`` options given (command line, PYTEST_ADDOPTS, ini addopts), in order, even as defaults."""
     args = [*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *config.getini("addopts"),
             *config.invocation_params.args]  # fmt: skip
     return _benchmark_names(args)
@@ -134,17 +121,14 @@ class SessionOptions:
             ),
         )
 
-    def ignored(self) -> list[str]:
-        """One note per given option that has no meaning here, naming it and saying why."""
-        return [
+    def notes(self) -> list[str]:
+        """What the session header says about the ``--benchmark-*`` options: ignored and overridden ones."""
+        ignored = [
             f"{name} is ignored under --gpuperf: {_IGNORED_OPTIONS.get(name, _IGNORED_DEFAULT)}"
             for name in self.given
             if name not in _USED_OPTIONS
         ]
-
-    def notes(self) -> list[str]:
-        """What the session header says about the ``--benchmark-*`` options: ignored and overridden ones."""
-        return [*self.ignored(), *([DISABLE_OVERRIDDEN] if self.disable_overridden else [])]
+        return [*ignored, *([DISABLE_OVERRIDDEN] if self.disable_overridden else [])]
 
 
 @dataclass(frozen=True)
@@ -204,8 +188,8 @@ def _ignored_note(name: str, value: object) -> str:
 
 def _check_positive(kwargs: Mapping[str, Any], name: str, test_id: str) -> None:
     value = kwargs.get(name)
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0
+    ):
         raise ConfigError(f"@pytest.mark.{MARKER}({name}=...) must be a positive number, got {value!r}",
                           test_id=test_id)  # fmt: skip

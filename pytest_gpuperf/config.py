@@ -1,11 +1,7 @@
 """Settings as plain frozen objects, resolved once; the core never sees ``pytest.Config``.
 
-``GpuperfConfig`` is built once per session from options and ini values;
-``MarkerOptions`` from a test's ``@pytest.mark.gpuperf(...)``, validated
-against its own fields so an unknown keyword is named in the error.
-``resolve`` merges the two, with the mode's defaults, into the one
-``Settings`` object a measurement is taken and judged with: nothing below
-this module picks a default of its own.
+``resolve`` merges the session's ``GpuperfConfig``, a test's ``MarkerOptions`` and the mode's
+defaults into the one ``Settings`` a measurement is taken and judged with: nothing below picks a default.
 """
 
 from __future__ import annotations
@@ -32,9 +28,7 @@ DEFAULT_WARMUP_TIME_S = 0.1
 DEFAULT_MIN_TIME_S = 0.2
 DEFAULT_MAX_TIME_S = 2.0
 DEFAULT_TARGET_PRECISION = 0.01  # stop once the 95% CI of the median is within +-1%
-# The fewest samples a measurement stops with while time allows: the distribution-free
-# 95% CI of the median exists from 6 samples on (stopping.py says why).
-DEFAULT_MIN_SAMPLES = 6
+DEFAULT_MIN_SAMPLES = 6  # the distribution-free 95% CI of the median exists from 6 samples on (stopping.py)
 DEFAULT_TIME_LIMIT_S = 120.0  # the most one measurement may take, warm-up included
 DEFAULT_REMEASURES = 1
 DEFAULT_CONFIRM_PAIRS = 6  # fresh process pairs that re-measure a suspected compare-ref regression
@@ -49,10 +43,7 @@ DEVICE_CHOICES = '"auto", "cpu", "cuda" or "cuda:N"'
 
 
 class Mode(str, Enum):
-    """What a session does, chosen once from the options (``GpuperfConfig.mode``).
-
-    A ``str`` so a results file keeps the plain word; decisions compare the members (``is``).
-    """
+    """What a session does (``GpuperfConfig.mode``); a ``str`` so a results file keeps the plain word."""
 
     SMOKE = "smoke"  # no --gpuperf: one call per perf test, nothing measured or compared
     BASELINE = "baseline"  # gate against the git-tracked baselines
@@ -101,8 +92,7 @@ class MeasureSettings:
             ("--gpuperf-max-time", self.max_time_s, True),
             ("--gpuperf-time-limit", self.time_limit_s, True),
         ):
-            problem = seconds_problem(value, positive=positive)
-            if problem:
+            if problem := seconds_problem(value, positive=positive):
                 raise ConfigError(f"{option} {problem}")
         if self.min_time_s > self.max_time_s:
             raise ConfigError(f"min time {self.min_time_s}s exceeds max time {self.max_time_s}s")
@@ -113,8 +103,7 @@ class MeasureSettings:
 def seconds_problem(value: object, *, positive: bool) -> str | None:
     """Why ``value`` is no time setting (None: it is one): a finite number of seconds, >= 0 or > 0.
 
-    NaN and infinity are refused: every comparison with NaN is false, so a NaN
-    budget would never end a measurement before its time limit.
+    NaN is refused: every comparison with it is false, so a NaN budget would never end a measurement.
     """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return f"must be a number, got {value!r}"
@@ -125,31 +114,20 @@ def seconds_problem(value: object, *, positive: bool) -> str | None:
 
 @dataclass(frozen=True)
 class GateSettings:
-    """How strict the verdict is, for one measurement; built by ``resolve`` only.
+    """How strict the verdict is, for one measurement; built by ``resolve`` only."""
 
-    threshold: smallest relative time change (fraction) that may fail, for this mode.
-    memory_threshold / memory_min_increase_bytes: a peak-memory regression needs both.
-    statistic: the time statistic compared; the evidence is always about medians.
-    noise_multiplier: standard deviations of recorded between-run noise a change must exceed.
-    strict: not comparable, unstable and not gated fail the test too.
-    calibrate: judge by a calibration workload measured between rounds (CPU host guard).
-    fast_end_quantile: a time verdict must also move this low quantile (CPU host guard; None: off).
-    remeasures / confirm_pairs: the readings that confirm a suspected regression (readings.py).
-    min_samples: the fewest samples a side needs for a time verdict.
-    """
-
-    threshold: float = DEFAULT_THRESHOLD
+    threshold: float = DEFAULT_THRESHOLD  # smallest relative time change that may fail, for this mode
     memory_threshold: float = DEFAULT_MEMORY_THRESHOLD
-    statistic: Statistic = DEFAULT_METRIC
-    noise_multiplier: float = DEFAULT_NOISE_MULTIPLIER
-    strict: bool = False
-    calibrate: bool = False
+    statistic: Statistic = DEFAULT_METRIC  # the statistic compared; the evidence is always about medians
+    noise_multiplier: float = DEFAULT_NOISE_MULTIPLIER  # standard deviations of recorded between-run noise
+    strict: bool = False  # not comparable, unstable and not gated fail the test too
+    calibrate: bool = False  # judge by a calibration workload measured between rounds (CPU host guard)
     confidence: float = DEFAULT_CONFIDENCE
-    memory_min_increase_bytes: int = DEFAULT_MEMORY_MIN_INCREASE
-    fast_end_quantile: float | None = DEFAULT_FAST_END_QUANTILE
-    remeasures: int = DEFAULT_REMEASURES
+    memory_min_increase_bytes: int = DEFAULT_MEMORY_MIN_INCREASE  # a memory regression needs this and the threshold
+    fast_end_quantile: float | None = DEFAULT_FAST_END_QUANTILE  # must move too (CPU host guard; None: off)
+    remeasures: int = DEFAULT_REMEASURES  # readings that confirm a suspected regression (readings.py)
     confirm_pairs: int = DEFAULT_CONFIRM_PAIRS
-    min_samples: int = DEFAULT_MIN_SAMPLES
+    min_samples: int = DEFAULT_MIN_SAMPLES  # the fewest samples a side needs for a time verdict
 
     def __post_init__(self) -> None:
         for name in ("threshold", "memory_threshold", "noise_multiplier"):
@@ -169,8 +147,7 @@ class Settings:
     mode: Mode
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     gate: GateSettings = field(default_factory=GateSettings)
-    # Profile a confirmed time regression on both sides and diff them (update mode: store the profile).
-    profile_diff: bool = True
+    profile_diff: bool = True  # profile a confirmed time regression on both sides (update mode: store it)
 
     @property
     def enabled(self) -> bool:
@@ -179,15 +156,11 @@ class Settings:
 
 @dataclass(frozen=True)
 class BenchmarkOptions:
-    """pytest-benchmark settings that mean the same here, from ``@pytest.mark.benchmark`` (benchmark_options.py).
+    """pytest-benchmark settings that mean the same here (benchmark_options.py)."""
 
-    max_time: seconds of measuring, as ``max_time_s``; min_rounds: samples at least, raising
-    ``min_samples`` (never lowering it); precision: the target precision (here of the median).
-    """
-
-    max_time: float | None = None
-    min_rounds: int | None = None
-    precision: float | None = None
+    max_time: float | None = None  # seconds of measuring, as max_time_s
+    min_rounds: int | None = None  # samples at least: raises min_samples, never lowers it
+    precision: float | None = None  # the target precision, here of the median
 
 
 @dataclass(frozen=True)
@@ -216,12 +189,10 @@ class GpuperfConfig:
     profile_dir: Path | None = None
     nsight: bool = False
     nvtx: bool = True
-    # What a worker of this session (compare-ref's base, a fresh re-measure) adds to its command line: the
-    # session's -p choices and user options, then its resolved measurement settings (options.worker_args).
+    # Added to a worker's command line: -p choices, user options, resolved settings (options.worker_args).
     worker_args: tuple[str, ...] = ()
     pin_cpu: str = "auto"  # "auto", "off" or a CPU number (host/cpu/pinning.py)
     profile_diff: bool = True  # --gpuperf-no-profile-diff / gpuperf_profile_diff = false turn it off
-    # -- busy runner (host/cpu: contention counters): retake, unstable or judge (docs/configuration.md)
     busy_policy: BusyPolicy = BusyPolicy.RETAKE
 
     def __post_init__(self) -> None:
@@ -255,12 +226,7 @@ class GpuperfConfig:
 
     @property
     def traces_dir(self) -> Path:
-        """Where the Chrome traces of a regression's differential profile go, so a CI job can upload them.
-
-        ``gpuperf-profiles/`` beside the first report asked for (results JSON,
-        Markdown, HTML, then benchmark JSON); without a report, the
-        ``--gpuperf-profile`` folder; else ``.gpuperf/profiles`` under the rootdir.
-        """
+        """Where differential-profile traces go, for CI to upload: beside the first report, or the profile folder."""
         for report in (self.json_path, self.markdown_path, self.html_path, self.benchmark_json_path):
             if report is not None:
                 return report.parent / "gpuperf-profiles"
@@ -281,8 +247,10 @@ class GpuperfConfig:
 
 def parse_pin_cpu(value: str) -> int | str | None:
     """``auto``, ``off`` (None) or a core number; ConfigError naming the option otherwise."""
-    if value in ("auto", "off"):
-        return None if value == "off" else "auto"
+    if value == "off":
+        return None
+    if value == "auto":
+        return value
     try:
         core = int(value)
     except ValueError:
@@ -322,8 +290,7 @@ class MarkerOptions:
                 test_id=test_id,
             )
         for name, value in kwargs.items():
-            problem = None if value is None else _MARKER_CHECKS[name](value)
-            if problem:
+            if value is not None and (problem := _MARKER_CHECKS[name](value)):
                 raise ConfigError(f"@pytest.mark.gpuperf({name}=...) {problem}", test_id=test_id)
         return cls(**kwargs)
 
@@ -373,19 +340,14 @@ _MARKER_CHECKS: dict[str, Any] = {
 
 
 def resolve(
-    config: GpuperfConfig,
-    marker: MarkerOptions | None = None,
-    *,
-    test_id: str = "",
+    config: GpuperfConfig, marker: MarkerOptions | None = None, *, test_id: str = "",
     benchmark: BenchmarkOptions | None = None,
-) -> Settings:
+) -> Settings:  # fmt: skip
     """The one place where session options, ini values, marker keywords and the mode's defaults meet.
 
     ``@pytest.mark.gpuperf`` beats ``@pytest.mark.benchmark`` (``benchmark``), which beats the session.
-
-    Compare-ref measures head and base interleaved on one machine, so it has a
-    smaller default threshold and no use for the guards against a frozen
-    number (noise floor of the recorded noise, calibration, the fast end).
+    Compare-ref measures head and base interleaved on one machine, so it has a smaller default
+    threshold and no use for the guards against a frozen number (noise floor, calibration, the fast end).
     """
     m = marker or MarkerOptions()
     b = benchmark or BenchmarkOptions()
@@ -439,11 +401,7 @@ def with_fixed_rounds(settings: Settings, rounds: int) -> Settings:
 
 def with_call_options(settings: Settings, *, l2_flush: bool | None, cuda_graph: bool | None) -> Settings:
     """``settings`` with a single ``gpu_bench.measure(...)`` call's own switches applied."""
-    if l2_flush is None and cuda_graph is None:
+    changes = {name: value for name, value in (("l2_flush", l2_flush), ("cuda_graph", cuda_graph)) if value is not None}
+    if not changes:
         return settings
-    measure = dataclasses.replace(
-        settings.measure,
-        l2_flush=settings.measure.l2_flush if l2_flush is None else l2_flush,
-        cuda_graph=settings.measure.cuda_graph if cuda_graph is None else cuda_graph,
-    )
-    return dataclasses.replace(settings, measure=measure)
+    return dataclasses.replace(settings, measure=dataclasses.replace(settings.measure, **changes))

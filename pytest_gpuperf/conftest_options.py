@@ -1,20 +1,16 @@
 """The command-line options a project's own conftest.py adds, repeated in the workers this session starts.
 
-Suites parametrize on such options (``--device=cuda``, ``--dtype=float16``,
-``--optimizer=``): a fresh re-measure or compare-ref worker that collects
-without them sees other test ids, or measures another device. The options
-the initial conftests add are told apart by the parser's option table before
-and after they load; the head's values of those that differ from their
-defaults are repeated as ``--name=value`` on each worker's command line.
+Suites parametrize on such options (``--device=cuda``): a worker collecting without them sees other
+test ids, or measures another device. The options are those the initial conftests add to the parser;
+the head's values that differ from their defaults are repeated as ``--name=value``.
 
-pytest has no public API listing an option's origin or its argparse action,
-hence the reads of ``Parser._opt2dest`` and ``OptionGroup.options``; where a
-pytest version lacks them, workers get no user options (the behaviour before).
+pytest has no public API listing an option's origin or its argparse action, hence the reads of
+``Parser._opt2dest`` and ``OptionGroup.options``; where a pytest version lacks them, workers get none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,29 +25,25 @@ def known_options(parser: pytest.Parser) -> frozenset[str]:
 def remember_added(config: pytest.Config, parser: pytest.Parser, before: frozenset[str]) -> None:
     """Record the options added since ``before`` (by the initial conftests)."""
     added = known_options(parser) - before
-    groups: Iterable[Any] = getattr(parser, "_groups", ())
-    config.stash[ADDED_KEY] = tuple(
-        tuple(argument.names())
-        for group in groups
-        for argument in getattr(group, "options", ())
-        if set(argument.names()) & added
-    )
+    config.stash[ADDED_KEY] = tuple(tuple(arg.names()) for arg in _arguments(parser) if set(arg.names()) & added)
 
 
-def worker_args(config: pytest.Config, parser: pytest.Parser | None = None) -> tuple[str, ...]:
+def worker_args(config: pytest.Config) -> tuple[str, ...]:
     """The head's values of the conftest options it changed from their defaults, as worker arguments."""
-    parser = parser or getattr(config, "_parser", None)
-    if parser is None:
-        return ()
     added: tuple[tuple[str, ...], ...] = config.stash.get(ADDED_KEY, ())
     wanted = set(added)
     args: list[str] = []
-    for group in getattr(parser, "_groups", ()):
-        for argument in getattr(group, "options", ()):
-            names = tuple(argument.names())
-            if names in wanted:
-                args += _as_args(names, argument.attrs(), type(getattr(argument, "_action", None)).__name__, config)
+    for argument in _arguments(getattr(config, "_parser", None)):
+        names = tuple(argument.names())
+        if names in wanted:
+            args += _as_args(names, argument.attrs(), type(getattr(argument, "_action", None)).__name__, config)
     return tuple(args)
+
+
+def _arguments(parser: object) -> Iterator[Any]:
+    """The parser's options, read from pytest's private option groups: none where a version lacks them."""
+    for group in getattr(parser, "_groups", ()):
+        yield from getattr(group, "options", ())
 
 
 def _as_args(names: tuple[str, ...], attrs: dict[str, Any], action: str, config: pytest.Config) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from pytest_gpuperf.config import Settings, with_call_options, with_fixed_rounds
 from pytest_gpuperf.errors import ConfigError, GpuperfError
@@ -22,20 +22,15 @@ if TYPE_CHECKING:
 class GpuBench:
     """Measures callables for one test and keeps what it measured.
 
-    ``gpu_bench(fn, *args, **kwargs)`` is the short form; ``measure`` the
-    keyword form with a name and throughput units; ``metric`` attaches a
-    gateable number (a speedup, a graph-break count) to a measurement.
+    ``gpu_bench(fn, *args, **kwargs)`` is the short form; ``measure`` the keyword form with a name and
+    throughput units; ``metric`` attaches a gateable number (a speedup, a graph-break count) to a measurement.
     """
 
     def __init__(
-        self,
-        test_id: str,
-        settings: Settings,
-        engine: Engine,
-        device: torch.device,
+        self, test_id: str, settings: Settings, engine: Engine, device: torch.device,
         guard: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
         remember: Callable[[str, Callable[[], Measurement]], None] | None = None,
-    ) -> None:
+    ) -> None:  # fmt: skip
         self.test_id = test_id
         self.settings = settings  # resolved once for this test (config.resolve)
         self._engine = engine
@@ -66,19 +61,10 @@ class GpuBench:
         return self.measure(fn, args=args, kwargs=kwargs)
 
     def measure(
-        self,
-        fn: Callable[..., object],
-        args: Sequence[Any] = (),
-        kwargs: Mapping[str, Any] | None = None,
-        *,
-        name: str | None = None,
-        items: float | None = None,
-        flops: float | None = None,
-        bytes: float | None = None,
-        l2_flush: bool | None = None,
-        cuda_graph: bool | None = None,
-        lazy_results: LazyResults = LazyResults.REFUSE,
-    ) -> Measurement:
+        self, fn: Callable[..., object], args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None, *,
+        name: str | None = None, items: float | None = None, flops: float | None = None, bytes: float | None = None,
+        l2_flush: bool | None = None, cuda_graph: bool | None = None, lazy_results: LazyResults = LazyResults.REFUSE,
+    ) -> Measurement:  # fmt: skip
         """Measure ``fn(*args, **kwargs)``; in smoke mode call it once.
 
         ``items``, ``flops`` and ``bytes`` are the work of one call, for throughput.
@@ -87,22 +73,12 @@ class GpuBench:
         __tracebackhide__ = True
         settings = with_call_options(self.settings, l2_flush=l2_flush, cuda_graph=cuda_graph)
         throughput = Throughput(items=items, flops=flops, bytes=bytes)
-
-        def spec() -> MeasureSpec:
-            return dataclasses.replace(self._spec(fn, args, kwargs, name, throughput), lazy_results=lazy_results)
-
-        return self._take(settings, spec)
+        return self._take(settings, fn, args, kwargs, name, throughput=throughput, lazy_results=lazy_results)
 
     def measure_rounds(
-        self,
-        fn: Callable[[], object],
-        *,
-        name: str,
-        rounds: int,
-        calls_per_sample: int,
-        before_block: Callable[[], None] | None = None,
-        lazy_results: LazyResults = LazyResults.REFUSE,
-    ) -> Measurement:
+        self, fn: Callable[[], object], *, name: str, rounds: int, calls_per_sample: int,
+        before_block: Callable[[], None] | None = None, lazy_results: LazyResults = LazyResults.REFUSE,
+    ) -> Measurement:  # fmt: skip
         """Measure ``fn()`` in exactly ``rounds`` samples of ``calls_per_sample`` calls (``benchmark.pedantic``).
 
         ``before_block`` runs before each block, outside the timed region (a per-round setup).
@@ -110,35 +86,36 @@ class GpuBench:
         """
         __tracebackhide__ = True
         settings = with_fixed_rounds(self.settings, rounds)
-
-        def spec() -> MeasureSpec:
-            made = self._spec(fn, (), None, name, Throughput())
-            return dataclasses.replace(
-                made, calls_per_sample=calls_per_sample, before_block=before_block, lazy_results=lazy_results
-            )
-
-        return self._take(settings, spec)
+        return self._take(settings, fn, (), None, name, calls_per_sample=calls_per_sample, before_block=before_block,
+                          lazy_results=lazy_results)  # fmt: skip
 
     def note(self, text: str, *, measurement: str) -> None:
         """Add ``text`` to the notes of this test's measurement ``measurement`` (shown with the results)."""
-        current = self._measurements[measurement]
-        if Note(text) not in current.notes:
-            self._measurements[measurement] = dataclasses.replace(current, notes=(*current.notes, Note(text)))
+        notes = self._measurements[measurement].notes
+        if Note(text) not in notes:
+            self._replace(measurement, notes=(*notes, Note(text)))
 
     def describe(self, benchmark: BenchmarkInfo, *, measurement: str) -> None:
         """Attach what the ``benchmark`` fixture knows of this test to ``measurement`` (for ``--benchmark-json``)."""
-        current = self._measurements[measurement]
-        self._measurements[measurement] = dataclasses.replace(current, benchmark=benchmark)
+        self._replace(measurement, benchmark=benchmark)
 
-    def _take(self, settings: Settings, make_spec: Callable[[], MeasureSpec]) -> Measurement:
-        """Measure the spec ``make_spec`` builds, with ``settings``, under the device guard; store the result."""
+    def _replace(self, measurement: str, **changes: Any) -> None:
+        self._measurements[measurement] = dataclasses.replace(self._measurements[measurement], **changes)
+
+    def _take(
+        self, settings: Settings, fn: Callable[..., object], args: Sequence[Any], kwargs: Mapping[str, Any] | None,
+        name: str | None, **spec_fields: Any,
+    ) -> Measurement:  # fmt: skip
+        """Measure ``fn(*args, **kwargs)`` with ``settings`` under the device guard; store the result."""
         __tracebackhide__ = True
         try:
-            spec = dataclasses.replace(make_spec(), settings=settings.measure)
+            if not callable(fn):
+                raise ConfigError(f"gpu_bench needs a callable, got {type(fn).__name__}", test_id=self.test_id)
+            spec = MeasureSpec(fn=fn, args=tuple(args), kwargs=dict(kwargs or {}), test_id=self.test_id,
+                               name=self._new_name(name), settings=settings.measure, **spec_fields)  # fmt: skip
             with self._guard():
                 measurement = self._engine.measure(spec, settings)
-        except GpuperfError as exc:
-            # Our own errors already say what is wrong and where; the plugin's stack adds nothing.
+        except GpuperfError as exc:  # it says what is wrong and where; the plugin's stack adds nothing
             fail(str(exc))
         except Exception as exc:
             _explain_oom(exc, self._device)
@@ -146,71 +123,29 @@ class GpuBench:
         self._store(measurement)
         return measurement
 
-    def _spec(
-        self,
-        fn: Callable[..., object],
-        args: Sequence[Any],
-        kwargs: Mapping[str, Any] | None,
-        name: str | None,
-        throughput: Throughput,
-    ) -> MeasureSpec:
-        if not callable(fn):
-            raise ConfigError(f"gpu_bench needs a callable, got {type(fn).__name__}", test_id=self.test_id)
-        return MeasureSpec(
-            fn=fn,
-            args=tuple(args),
-            kwargs=dict(kwargs or {}),
-            test_id=self.test_id,
-            name=self._new_name(name),
-            throughput=throughput,
-            settings=self.settings.measure,
-        )
-
     def metric(
-        self,
-        name: str,
-        value: float,
-        *,
-        unit: str = "",
-        better: Direction = "higher",
-        tolerance: float | None = 0.10,
-        absolute_tolerance: float | None = None,
-        minimum: float | None = None,
-        maximum: float | None = None,
-        measurement: str | None = None,
-        description: str = "",
-    ) -> Metric:
+        self, name: str, value: float, *, unit: str = "", better: Direction = "higher",
+        tolerance: float | None = 0.10, absolute_tolerance: float | None = None, minimum: float | None = None,
+        maximum: float | None = None, measurement: str | None = None, description: str = "",
+    ) -> Metric:  # fmt: skip
         """Attach a gateable metric to a measurement of this test (default: the latest one)."""
         __tracebackhide__ = True
         target = measurement or self._latest
         if target is None or target not in self._measurements:
             known = ", ".join(self._measurements) or "none yet"
-            self._fail(
-                f"gpu_bench.metric({name!r}) needs a measurement to attach to (asked for {target!r}; measured: {known})"
-            )
+            fail(f"{self.test_id}: gpu_bench.metric({name!r}) needs a measurement to attach to "
+                 f"(asked for {target!r}; measured: {known})")  # fmt: skip
         if better not in ("higher", "lower"):
-            self._fail(f"gpu_bench.metric(better=...) must be 'higher' or 'lower', got {better!r}")
-        new = Metric(
-            name=name,
-            value=float(value),
-            unit=unit,
-            better=better,
-            tolerance=tolerance,
-            absolute_tolerance=absolute_tolerance,
-            minimum=minimum,
-            maximum=maximum,
-            description=description,
-        )
-        current = self._measurements[target]
-        kept = tuple(m for m in current.metrics if m.name != name)
-        self._measurements[target] = dataclasses.replace(current, metrics=(*kept, new))
+            fail(f"{self.test_id}: gpu_bench.metric(better=...) must be 'higher' or 'lower', got {better!r}")
+        new = Metric(name=name, value=float(value), unit=unit, better=better, tolerance=tolerance,
+                     absolute_tolerance=absolute_tolerance, minimum=minimum, maximum=maximum,
+                     description=description)  # fmt: skip
+        kept = tuple(m for m in self._measurements[target].metrics if m.name != name)
+        self._replace(target, metrics=(*kept, new))
         return new
 
     def record(self, measurement: Measurement, *, remeasure: Callable[[], Measurement] | None = None) -> Measurement:
-        """Add a measurement taken elsewhere (DDP ranks, a worker) under this test's id.
-
-        ``remeasure`` takes it again; the gate calls it to confirm a suspected regression.
-        """
+        """Add a measurement taken elsewhere (DDP ranks, a worker); the gate may ``remeasure`` it to confirm."""
         __tracebackhide__ = True
         try:
             self._new_name(measurement.name)
@@ -226,10 +161,6 @@ class GpuBench:
             self._remember(own.key, again)
         self._store(own)
         return own
-
-    def _fail(self, message: str) -> NoReturn:
-        __tracebackhide__ = True
-        fail(f"{self.test_id}: {message}")
 
     def _new_name(self, name: str | None) -> str:
         label = name if name is not None else DEFAULT_MEASUREMENT

@@ -1,12 +1,7 @@
 """The option table: every ``--gpuperf-*`` option once, feeding pytest's parser, the settings and the workers.
 
-Each row names the option, its ini twin (same name as its dest, ``gpuperf_threshold``),
-how a string becomes its value, its default, the ``GpuperfConfig`` field it sets and
-what a worker process is told of it. ``add_options`` declares the rows to pytest,
-``build_config`` resolves them (command line beats ini beats default) into the one
-``GpuperfConfig``, and ``worker_args`` writes the resolved values back as a worker's
-command line. A value that is not valid is a usage error naming the option, or the
-ini key where the value came from there.
+Command line beats ini beats default; a value that is not valid is a usage error naming the option,
+or the ini key where the value came from there.
 """
 
 from __future__ import annotations
@@ -173,19 +168,16 @@ def _build(config: pytest.Config, values: dict[str, Any]) -> cfg.GpuperfConfig:
     for o in OPTIONS:
         if o.field is None:
             continue
-        value = values[o.dest]
-        if value is None:
-            value = computed.get(o.dest)
+        value = computed.get(o.dest) if values[o.dest] is None else values[o.dest]
         name = o.field.removeprefix("measure.")
         (measure if name != o.field else session)[name] = value if o.convert is not None else bool(value)
     raw_dir = str(values["gpuperf_baseline_dir"])
     if not raw_dir.strip():  # Path("") is the rootdir: every test would be "new" there
         raise ConfigError("--gpuperf-baseline-dir is empty; give a folder (default: baselines)")
     session["pin_cpu"] = str(session["pin_cpu"])
-    update = session["update_baseline"]
     gp = cfg.GpuperfConfig(
         **session,
-        enabled=bool(values["gpuperf"]) or update or bool(values["gpuperf_compare_ref"]),
+        enabled=bool(values["gpuperf"]) or session["update_baseline"] or bool(values["gpuperf_compare_ref"]),
         baseline_dir=rootdir / raw_dir,  # an absolute folder stays itself
         rootdir=rootdir,
         measure=cfg.MeasureSettings(**measure),
@@ -198,10 +190,8 @@ def _build(config: pytest.Config, values: dict[str, Any]) -> cfg.GpuperfConfig:
 def worker_args(config: cfg.GpuperfConfig) -> tuple[str, ...]:
     """The resolved settings a worker (compare-ref's base, a fresh re-measure) is given on its command line.
 
-    A worker collects the tests itself and would resolve its settings from its
-    own checkout's ini and command line. Given this session's resolved values
-    instead, both sides warm up, flush the L2, replay graphs and time out alike;
-    per-test marks still apply on each side.
+    Otherwise a worker would resolve them from its own checkout's ini; given these, both sides
+    warm up, flush the L2, replay graphs and time out alike. Per-test marks still apply on each side.
     """
     args = []
     for o in OPTIONS:
@@ -225,9 +215,8 @@ def _ini_bool(config: pytest.Config, name: str) -> bool:
 def _plugin_args(config: pytest.Config) -> tuple[str, ...]:
     """``-p`` choices, --disable-plugin-autoload, the conftests' own options and --benchmark-disable-gc, for workers.
 
-    A worker (compare-ref's, or the fresh re-measure's) runs the same tests as the head, so
-    it loads the same plugins: one that the head turned off (pytest-randomly reseeding, say)
-    must not act on one side only.
+    A worker runs the same tests as the head, so it loads the same plugins: one that the head
+    turned off (pytest-randomly reseeding, say) must not act on one side only.
     """
     args = [arg for name in config.getoption("plugins", None) or () for arg in ("-p", name)]
     if config.getoption("disable_plugin_autoload", False):

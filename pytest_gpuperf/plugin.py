@@ -1,9 +1,7 @@
-"""The pytest layer: options, the marker, the fixture and the hooks that start a session.
+"""The pytest layer: options (options.py), the marker, the fixture and the hooks that start a session.
 
-The options are declared by the option table (options.py); the session's state,
-engine and baseline writes live in the session object (session.py), which this
-module registers as a plugin. Everything heavy (torch, git, the store) is set up
-lazily on the first ``gpu_bench`` use, so a session without perf tests pays nothing.
+The session object (session.py) sets up everything heavy (torch, git, the store) on the first
+``gpu_bench`` use, so a session without perf tests pays nothing.
 """
 
 from __future__ import annotations
@@ -45,10 +43,7 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser) -> Generator[None, None, None]:
-    """Before the conftests load, start compare-ref's base worker; after, note the options they added.
-
-    Workers repeat the head's values of those options (conftest_options.py).
-    """
+    """Before the conftests load, start compare-ref's base worker; after, note the options they added for workers."""
     _start_base_early(early_config)
     before = conftest_options.known_options(parser)
     result = yield
@@ -57,12 +52,10 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 
 
 def _start_base_early(early_config: pytest.Config) -> None:
-    """In compare-ref mode, resolve the ref (a usage error if git cannot) and start the base worker
-    now, before conftests and test modules import torch.
+    """In compare-ref mode, resolve the ref (a usage error if git cannot) and start the base worker now.
 
-    Its start-up (mostly importing torch) then overlaps the head's instead of
-    following the head's collection (abtest/prestart.py). Best effort: the engine
-    starts it itself later if this did not.
+    Its start-up (mostly importing torch) then overlaps the head's instead of following the head's
+    collection (abtest/prestart.py). Best effort: the engine starts it itself later if this did not.
     """
     ns = early_config.known_args_namespace
     ref = getattr(ns, "gpuperf_compare_ref", None)
@@ -123,8 +116,7 @@ def _test_settings(item: pytest.Item, session_config: cfg.GpuperfConfig) -> cfg.
     for mark in reversed(list(item.iter_markers(MARKER))):  # closest marker wins
         merged.update(mark.kwargs)
     marker = cfg.MarkerOptions.from_kwargs(merged, test_id=item.nodeid) if merged else None
-    benchmark = benchmark_fixture.marker_options(item)
-    return cfg.resolve(session_config, marker, test_id=item.nodeid, benchmark=benchmark)
+    return cfg.resolve(session_config, marker, test_id=item.nodeid, benchmark=benchmark_fixture.marker_options(item))
 
 
 @pytest.fixture
@@ -148,8 +140,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     tw = terminalreporter
     render_summary(session, config.get_terminal_writer())
     render_notes(tw, session, cfg.resolve(state.config).gate.threshold)
-    missing = missing_baselines(state.config)
-    if missing and session.results:
+    if session.results and (missing := missing_baselines(state.config)):
         tw.write_line(f"gpuperf: nothing gated: {missing}", yellow=True)
     if state.config.explain:
         render_explanations(tw, session)
@@ -157,8 +148,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for change in state.changes:
         if change.kind != "unchanged":
             tw.write_line(f"gpuperf: baseline {change.kind}: {change.key} ({_relative(change.path, config)})")
-    kept = sum(1 for c in state.changes if c.kind == "unchanged")
-    if kept:
+    if kept := sum(1 for c in state.changes if c.kind == "unchanged"):
         tw.write_line(f"gpuperf: {kept} baseline entr{'y' if kept == 1 else 'ies'} unchanged (kept as is)")
     c = state.config
     history = None
@@ -208,11 +198,7 @@ def _relative(path: Path, config: pytest.Config) -> str:
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
-    """gpuperf's line in the session header: mode, device, baselines or ref (report/header.py).
-
-    Printed before any test runs, so the device is named as requested unless it is
-    already probed: the header must not start torch for a session without perf tests.
-    """
+    """gpuperf's header line (report/header.py): the device as requested unless probed, not to start torch."""
     state = config.stash.get(STATE_KEY, None)
     if state is None or state.worker is not None:
         return None  # an xdist worker's header is shown to no one

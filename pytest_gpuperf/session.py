@@ -1,11 +1,7 @@
 """The measuring session: one object that owns the session's state, its engine and its baseline writes.
 
-The plugin (plugin.py) builds a ``GpuperfSession`` in ``pytest_configure``,
-keeps it in ``config.stash[STATE_KEY]`` and registers it as a plugin object
-(as pytest-xdist does with its ``DSession``), so the hooks below run here. The
-engine (local, compare-ref, or compare-ref's base worker) and the mode's rule
-list are built once, on the first use of ``gpu_bench`` or when perf tests are
-collected; nothing heavy is imported before.
+A registered plugin object, as pytest-xdist's ``DSession``; the engine is built on the first ``gpu_bench``
+or when perf tests are collected, and nothing heavy is imported before.
 """
 
 from __future__ import annotations
@@ -74,13 +70,6 @@ class GpuperfSession:
     def guard(self) -> contextlib.AbstractContextManager[object]:
         return self.lock if self.lock is not None else contextlib.nullcontext()
 
-    @property
-    def base_commit(self) -> str | None:
-        """The commit compare-ref measures against, once its worktree exists."""
-        return self._compare_ref.base_commit if self._compare_ref is not None else None
-
-    # -- building the engine, once ------------------------------------------------------------
-
     def ensure_started(self) -> Engine:
         """Resolve the device, probe the environment, open the store and build the engine, once."""
         if self.engine is not None:
@@ -144,13 +133,12 @@ class GpuperfSession:
     def session_results(self) -> SessionResults:
         assert self.environment is not None
         c = self.config
-        base = Provenance(commit=self.base_commit, branch=c.compare_ref) if c.compare_ref else None
+        base_commit = self._compare_ref.base_commit if self._compare_ref is not None else None
+        base = Provenance(commit=base_commit, branch=c.compare_ref) if c.compare_ref else None
         return SessionResults(
             results=tuple(self.results), environment=self.environment, provenance=self.provenance, mode=c.mode,
             started_at=self.started_at, compare_ref=c.compare_ref, base_provenance=base,
         )  # fmt: skip
-
-    # -- hooks ---------------------------------------------------------------------------------
 
     @pytest.hookimpl(trylast=True)
     def pytest_configure(self, config: pytest.Config) -> None:
@@ -165,10 +153,7 @@ class GpuperfSession:
             raise pytest.UsageError(str(exc)) from None
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """Start the engine once perf tests are collected: a device that cannot be used is a usage error.
-
-        In compare-ref mode the base worker starts now too, so it imports and collects while we do.
-        """
+        """Start the engine once perf tests are collected, and compare-ref's base worker, to collect while we do."""
         perf_items = [i for i in session.items if "gpu_bench" in getattr(i, "fixturenames", ())]
         if not perf_items:
             return
@@ -219,8 +204,6 @@ class GpuperfSession:
         if STATE_KEY in config.stash:
             del config.stash[STATE_KEY]
 
-    # -- judging a test, and the baseline write policy ------------------------------------------
-
     def judge(self, bench: GpuBench) -> None:
         __tracebackhide__ = True
         from pytest_gpuperf.report.failure import failure_message
@@ -234,8 +217,7 @@ class GpuperfSession:
         except GpuperfError as exc:
             fail(str(exc))
         self.results.extend(results)
-        missing = missing_baselines(self.config)
-        if missing and bench.settings.gate.strict:
+        if bench.settings.gate.strict and (missing := missing_baselines(self.config)):
             fail(f"{bench.test_id}: nothing is gated: {missing} (--gpuperf-strict)")
         if bench.settings.mode is Mode.UPDATE:
             # A violated hard bound fails an update run too, and nothing of the test is written.
@@ -244,20 +226,16 @@ class GpuperfSession:
                 fail("\n\n".join(violated))
             self.update_baselines(results)
             return
-        failures = [failure_message(r, str(self.device)) for r in results if fails(r, bench.settings.gate)]
-        if failures:
+        if failures := [failure_message(r, str(self.device)) for r in results if fails(r, bench.settings.gate)]:
             fail("\n\n".join(failures))
 
     def update_baselines(self, results: list[MeasurementResult]) -> None:
         """Write entries for this test's measurements; an entry judged unchanged keeps its old bytes.
 
-        Except one written before the speed probe existed, where this session has a
-        probe: without one the gate cannot tell a slow machine from slow code for it,
-        and the probe must come from the session its samples came from. An unchanged
-        entry without a stored profile keeps its numbers and gains this run's profile
-        (the base of a later regression's differential profile). A measurement
-        too slow for the samples a verdict needs ("not gated") is not written: it could
-        never be judged against, and the entry it would replace stays.
+        Except one without a speed probe where this session has one: the gate needs it to tell a slow machine
+        from slow code, and a probe belongs with the samples of its own session. An unchanged entry without a
+        profile gains this run's (the base of a later differential profile). A "not gated" measurement (too
+        slow for a verdict) is not written; the entry it would replace stays.
         """
         __tracebackhide__ = True
         from pytest_gpuperf.baseline import entry_from_measurement
