@@ -1,9 +1,8 @@
 """The data every other module speaks: measurements, environments, verdicts.
 
-Everything here is a frozen dataclass with no behaviour beyond derived values,
-so the measurement, storage, comparison and report layers can depend on it
-without depending on each other. Times are nanoseconds (floats, because a
-sample is the mean over a block of calls), memory is bytes.
+Frozen dataclasses with no behaviour beyond derived values, so the other layers can depend on it
+without depending on each other. Times are nanoseconds (floats: a sample is the mean over a block
+of calls), memory is bytes.
 """
 
 from __future__ import annotations
@@ -127,10 +126,8 @@ def _percentile(sorted_values: Sequence[float], q: float) -> float:
     if len(sorted_values) == 1:
         return float(sorted_values[0])
     pos = (len(sorted_values) - 1) * q
-    lo = math.floor(pos)
-    hi = math.ceil(pos)
-    frac = pos - lo
-    return float(sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * frac)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return float(sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo))
 
 
 @dataclass(frozen=True)
@@ -166,7 +163,6 @@ class SampleStats:
 
     def get(self, statistic: Statistic | str) -> float:
         """Look a statistic up (``Statistic.P50``, or its short name ``"p50"``)."""
-        stat = Statistic.parse(statistic, what="time statistic")
         return {
             Statistic.P50: self.median_ns,
             Statistic.MEDIAN: self.median_ns,
@@ -174,16 +170,15 @@ class SampleStats:
             Statistic.P90: self.p90_ns,
             Statistic.P99: self.p99_ns,
             Statistic.MIN: self.min_ns,
-        }[stat]
+        }[Statistic.parse(statistic, what="time statistic")]
 
 
 @dataclass(frozen=True)
 class Metric:
     """A gateable number other than time: a speedup, a graph-break count, a fraction of peak.
 
-    ``tolerance`` is the relative change against the baseline that is still
-    fine (``None``: compare only against the bounds); ``absolute_tolerance``
-    is for counts, where any increase above it fails (graph breaks: 0).
+    ``tolerance`` is the relative change against the baseline still fine (``None``: bounds only);
+    ``absolute_tolerance`` is for counts, where any increase above it fails (graph breaks: 0);
     ``minimum``/``maximum`` are hard bounds checked even without a baseline.
     """
 
@@ -207,16 +202,10 @@ class Throughput:
     bytes: float | None = None
 
     def rates(self, seconds_per_call: float) -> dict[str, float]:
-        out: dict[str, float] = {}
         if seconds_per_call <= 0:
-            return out
-        if self.items is not None:
-            out["items_per_s"] = self.items / seconds_per_call
-        if self.flops is not None:
-            out["flop_per_s"] = self.flops / seconds_per_call
-        if self.bytes is not None:
-            out["bytes_per_s"] = self.bytes / seconds_per_call
-        return out
+            return {}
+        work = {"items_per_s": self.items, "flop_per_s": self.flops, "bytes_per_s": self.bytes}
+        return {name: amount / seconds_per_call for name, amount in work.items() if amount is not None}
 
 
 @dataclass(frozen=True)
@@ -243,9 +232,8 @@ class OpStat:
 class OpProfile:
     """A compact torch.profiler table of one measured call: what a baseline entry keeps.
 
-    ``host_ns`` is the CPU time of the whole call (Python, dispatch, launches);
-    ``device_ns`` the summed kernel time of one call, on CUDA only. The ops
-    are the top ones by time, a bounded list (a few KB in a baseline file).
+    ``host_ns``: CPU time of the whole call (Python, dispatch, launches); ``device_ns``: its summed
+    kernel time, on CUDA only. ``ops``: the top ones by time, a bounded list (a few KB in a baseline file).
     """
 
     device_type: str  # "cpu" or "cuda"
@@ -265,11 +253,9 @@ class OpProfile:
 class OpChange:
     """One row of a differential profile: an op on both sides, or on one.
 
-    A stored profile keeps its top ops only (``OpProfile.omitted_below_ns``). An
-    op missing from a side whose table was cut may have been there, under the
-    cut: it ``grew`` from below it (or ``shrank`` below it), and its count and
-    time on that side are unknown; only a side with a complete table says an op
-    ``appeared`` or ``disappeared``.
+    A stored profile keeps its top ops only (``OpProfile.omitted_below_ns``): an op missing from a
+    side whose table was cut ``grew`` from below the cut (or ``shrank`` below it), its count and time
+    there unknown; only a complete table says an op ``appeared`` or ``disappeared``.
     """
 
     name: str
@@ -307,10 +293,7 @@ class OpChange:
 
     @property
     def delta_ns(self) -> float:
-        """Change in time per measured call, head minus base: what the diff ranks by.
-
-        For an op under a side's cut, the side counts as 0: the change is at most this large.
-        """
+        """Change in time per measured call, head minus base (a side under its cut counts as 0): the diff's rank."""
         return self.head_ns - self.base_ns
 
     @property
@@ -326,9 +309,8 @@ class OpChange:
 class ProfileDiff:
     """Why a confirmed time regression got slower: the head's profile against the base's.
 
-    ``base`` is None when the reference has no profile (a baseline entry
-    written before profiles were stored): ``changes`` then lists the head's
-    top ops alone and ``note`` says so.
+    ``base`` is None where the reference has no profile (an entry written before profiles were
+    stored): ``changes`` then lists the head's top ops alone and ``note`` says so.
     """
 
     head: OpProfile
@@ -352,10 +334,9 @@ class ProfileDiff:
 
 @dataclass(frozen=True)
 class BenchmarkInfo:
-    """What pytest-benchmark's ``benchmark`` fixture knows of its test, for its JSON (``--benchmark-json``).
+    """What pytest-benchmark's ``benchmark`` fixture knows of its test, for ``--benchmark-json``.
 
-    Carried on the measurement, so it reaches the results file, an xdist controller and every
-    report like the rest. ``params`` and ``extra_info`` hold JSON values only (others as their repr).
+    ``params`` and ``extra_info`` hold JSON values only (others as their repr).
     """
 
     name: str
