@@ -61,8 +61,7 @@ def stability_targets(parser: argparse.ArgumentParser) -> None:
 
 
 def _output_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-o", "--output", type=Path, default=None, metavar="PATH",
-                        help="write to PATH instead of standard output")  # fmt: skip
+    parser.add_argument("-o", "--output", type=Path, metavar="PATH", help="write to PATH instead of standard output")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 
 class Engine(Protocol):
-    """What the fixture and the session call on every engine (the session calls an engine's own steps)."""
+    """What the fixture and the session call on every engine; the session, which built it, calls its own steps."""
 
     def measure(self, spec: MeasureSpec, settings: Settings) -> Measurement: ...
 
@@ -190,8 +190,7 @@ class LocalEngine:
 
     def _profile_diff(self, result: MeasurementResult, baseline: BaselineEntry | None) -> MeasurementResult:
         """The head's call profiled here, diffed against the profile stored with the baseline entry."""
-        m = result.measurement
-        known = self._specs.get(m.key)
+        known = self._specs.get(result.measurement.key)
         if known is None:
             return with_note(result, "no profile diff: a recorded measurement (DDP ranks) has no function to profile")
         head = profile_here(self.runner, known[0], self.traces, "head")
@@ -270,19 +269,16 @@ class LocalEngine:
             note += f"; written while the runner was busy ({busy}): write it again in a quieter hour"
         probes = [r.speed_probe_ns for r in taken if r.speed_probe_ns is not None]
         calibration = chosen.calibration_ns if chosen.calibration_ns is not None else m.calibration_ns
-        notes = (*chosen.notes, Note(note))
-        profile = None
-        if settings.profile_diff:  # the base of a later regression's differential profile
-            side = profile_here(self.runner, spec, None, "baseline")
-            profile = side.profile
-            notes = notes if profile is not None else (*notes, Note(side.problem))
+        # the base of a later regression's differential profile
+        side = profile_here(self.runner, spec, None, "baseline") if settings.profile_diff else ProfiledSide(None)
+        notes = (*chosen.notes, *(Note(text) for text in (note, side.problem) if text))
         return dataclasses.replace(
             chosen, speed_probe_ns=min(probes, default=None),
             # the probe's spread on a quiet host: a busy write's spread is the load's, and would hide a slow machine
             speed_probe_spread=self.guard.probe_spread(probes) if busy is None else None,
             written_busy=busy,
             calibration_ns=calibration, metrics=m.metrics,
-            notes=notes, process_medians_ns=tuple(medians), op_profile=profile,
+            notes=notes, process_medians_ns=tuple(medians), op_profile=side.profile,
             profile=chosen.profile or m.profile,  # --gpuperf-profile's capture is taken in the first reading only
         )  # fmt: skip
 

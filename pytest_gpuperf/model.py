@@ -21,27 +21,21 @@ Direction = Literal["lower", "higher"]
 
 
 class Verdict(str, enum.Enum):
-    """The gate's answer for one metric of one measurement."""
+    """The gate's answer for one metric of one measurement.
+
+    Worst first: the order in which a measurement's verdicts combine and reports list them (VERDICT_ORDER).
+    """
 
     REGRESSION = "regression"
-    IMPROVEMENT = "improvement"
-    UNCHANGED = "unchanged"
-    NEW = "new"
     NOT_COMPARABLE = "not comparable"
     UNSTABLE = "unstable"
     NOT_GATED = "not gated"  # too few samples for any verdict (a call slower than the time limit allows)
+    IMPROVEMENT = "improvement"
+    NEW = "new"
+    UNCHANGED = "unchanged"
 
 
-# Worst first: how a measurement's verdicts combine, and the order reports list them in.
-VERDICT_ORDER = (
-    Verdict.REGRESSION,
-    Verdict.NOT_COMPARABLE,
-    Verdict.UNSTABLE,
-    Verdict.NOT_GATED,
-    Verdict.IMPROVEMENT,
-    Verdict.NEW,
-    Verdict.UNCHANGED,
-)
+VERDICT_ORDER = tuple(Verdict)
 
 
 class Kind(str, enum.Enum):
@@ -279,9 +273,7 @@ class OpChange:
         return self.status in ("appeared", "disappeared", "changed")
 
     def _time(self, stat: OpStat | None) -> float:
-        if stat is None:
-            return 0.0
-        return stat.device_ns if self.on_device else stat.host_ns
+        return 0.0 if stat is None else stat.device_ns if self.on_device else stat.host_ns
 
     @property
     def base_ns(self) -> float:
@@ -358,13 +350,11 @@ class Measurement:
     device: str  # "cpu", "cuda:0"
     timer: str  # "perf_counter" or "cuda_event"
     round_medians_ns: tuple[float, ...] = ()  # medians of the measurement rounds (drift/noise)
-    # medians of independent processes measuring the same spec (a baseline's reading and its checks)
-    process_medians_ns: tuple[float, ...] = ()
+    process_medians_ns: tuple[float, ...] = ()  # one median per fresh process (a baseline's reading and its checks)
     precision: float | None = None  # relative half-width of the 95% CI of the median
     calibration_ns: float | None = None  # 10th percentile of the calibration workload, same process
     speed_probe_ns: float | None = None  # the machine's speed before this process measured (speed_probe.py)
-    # the probe's own spread where a baseline is written from this: slowest / fastest reading (speed_probe.py)
-    speed_probe_spread: float | None = None
+    speed_probe_spread: float | None = None  # slowest / fastest probe reading where a baseline is written from this
     written_busy: str | None = None  # where a baseline is written from this: the contention it was written under
     peak_allocated_bytes: int | None = None
     peak_reserved_bytes: int | None = None
@@ -456,8 +446,7 @@ class Comparison:
     explanation: tuple[RuleNote, ...] = ()  # every rule that acted, in order (verdict/pipeline.py)
 
     def __post_init__(self) -> None:
-        # An unbounded CI (one sample on a side) or an infinite change (a zero baseline) is
-        # "unknown", which reports and JSON say with null; infinities are not JSON.
+        # an unbounded CI (one sample a side) or infinite change (zero baseline) is unknown: null; JSON has no infinity
         for name in ("change", "ci_low", "ci_high", "p_value", "threshold"):
             value = getattr(self, name)
             if value is not None and not math.isfinite(value):
@@ -477,8 +466,7 @@ class MeasurementResult:
     @property
     def verdict(self) -> Verdict:
         """The worst verdict over its comparisons (regression beats everything)."""
-        verdicts = {c.verdict for c in self.comparisons}
-        return next((v for v in VERDICT_ORDER if v in verdicts), Verdict.NEW)
+        return min((c.verdict for c in self.comparisons), key=VERDICT_ORDER.index, default=Verdict.NEW)
 
 
 @dataclass(frozen=True)
