@@ -15,7 +15,7 @@ from typing import TextIO
 from pytest_gpuperf import __version__, cli_history
 from pytest_gpuperf.cli_history import DEFAULT_BASELINES
 from pytest_gpuperf.config import Mode
-from pytest_gpuperf.errors import GpuperfError
+from pytest_gpuperf.errors import ConfigError, GpuperfError, NoChanges
 from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import SessionResults, Statistic
 
@@ -187,7 +187,6 @@ def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
 
 
 def _cmd_stability(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from pytest_gpuperf.errors import NoChanges
     from pytest_gpuperf.report.results_json import load_results
     from pytest_gpuperf.stability import assess, render
 
@@ -199,8 +198,7 @@ def _cmd_stability(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
             continue
         sessions.append(session)
     try:
-        stability = assess(sessions)
-        text = render(stability, args.slowdown, args.false_alarms, args.caught)
+        text = render(assess(sessions), args.slowdown, args.false_alarms, args.caught)
     except NoChanges:
         stderr.write("gpuperf stability: no time change against a baseline in the files given: they must come from"
                      " pytest --gpuperf --gpuperf-json=FILE runs against baselines\n")  # fmt: skip
@@ -233,7 +231,6 @@ def _cmd_validate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
 
 def _cmd_bisect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from pytest_gpuperf import bisect
-    from pytest_gpuperf.errors import ConfigError
 
     if args.step_timeout is not None and args.step_timeout <= 0:
         stderr.write("gpuperf bisect: error: --step-timeout must be > 0\n")
@@ -276,9 +273,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
     argv, pytest_args = _pytest_args(list(sys.argv[1:] if argv is None else argv))
-    parser = build_parser()
     try:
-        args = parser.parse_args(cli_history.normalise_argv(argv))
+        args = build_parser().parse_args(cli_history.normalise_argv(argv))
     except SystemExit as exc:  # --help, --version (0) and usage errors (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     args.pytest_args = pytest_args  # bisect's, after its first --

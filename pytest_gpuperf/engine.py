@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -122,32 +122,21 @@ def changes(history: Sequence[Comparison]) -> str:
     return " then ".join("n/a" if c.change is None else f"{c.change:+.1%}" for c in history)
 
 
+@dataclass(eq=False)
 class LocalEngine:
     """Measure here; judge against the baseline store; confirm in fresh processes."""
 
-    def __init__(
-        self,
-        runner: Runner,
-        store: BaselineStore,
-        environment: Environment,
-        guard: HostGuard,
-        rules: RuleSet,
-        fresh: Callable[[], FreshReader] | None = None,
-        progress: Progress | None = None,
-        *,
-        traces: Path | None = None,
-    ) -> None:
-        self.runner = runner
-        self.traces = traces  # where a regression's Chrome traces go (GpuperfConfig.traces_dir)
-        self.store = store
-        self.environment = environment
-        self.guard = guard
-        self.rules = rules  # the mode's rule lists, built once by the session
-        self._make_fresh = fresh
-        self.progress = progress or Progress()
-        self._fresh: FreshReader | None = None
-        self._specs: dict[str, tuple[MeasureSpec, Settings]] = {}
-        self._recorded: dict[str, Callable[[], Measurement]] = {}
+    runner: Runner
+    store: BaselineStore
+    environment: Environment
+    guard: HostGuard
+    rules: RuleSet  # the mode's rule lists, built once by the session
+    fresh: Callable[[], FreshReader] | None = None  # starts the process that re-measures
+    progress: Progress = field(default_factory=Progress)
+    traces: Path | None = field(default=None, kw_only=True)  # a regression's Chrome traces (GpuperfConfig.traces_dir)
+    _reader: FreshReader | None = field(default=None, init=False)
+    _specs: dict[str, tuple[MeasureSpec, Settings]] = field(default_factory=dict, init=False)
+    _recorded: dict[str, Callable[[], Measurement]] = field(default_factory=dict, init=False)
 
     def remember(self, key: str, remeasure: Callable[[], Measurement]) -> None:
         """How to take a recorded measurement (DDP ranks) again, for the confirmation."""
@@ -302,11 +291,11 @@ class LocalEngine:
         """The spec measured again in a fresh process; here if none can run."""
         key = measurement_key(spec.test_id, spec.name)
         try:
-            if self._make_fresh is None:
+            if self.fresh is None:
                 raise WorkerError("no fresh process in this engine")
-            if self._fresh is None:
-                self._fresh = self._make_fresh()
-            fresh = self._fresh.measure(spec.test_id, key, settings.measure, reference_probe_ns,
+            if self._reader is None:
+                self._reader = self.fresh()
+            fresh = self._reader.measure(spec.test_id, key, settings.measure, reference_probe_ns,
                                         new_process=new_process)  # fmt: skip
         except WorkerError as exc:
             why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -315,6 +304,6 @@ class LocalEngine:
 
     def close(self) -> None:
         """Stop the fresh re-measure process, if one was started; never raises."""
-        if self._fresh is not None:
-            self._fresh.close()
-            self._fresh = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
