@@ -1,10 +1,7 @@
-"""``gpuperf``: compare results files, render reports, the performance history, a runner's stability, validate
-baselines.
+"""``gpuperf``: compare results files, render reports, the history, a runner's stability, validate baselines.
 
-Exit codes (docs/cli.md): 0 ok; 1 ``compare`` found a regression; 2 usage
-error (bad arguments or option values); 3 invalid input (a results or baseline
-file that cannot be read or fails its schema, a folder without git history, a
-history store that cannot be reached or used).
+Exit codes (docs/cli.md): 0 ok; 1 ``compare`` found a regression; 2 usage error; 3 invalid input (a results
+or baseline file unreadable or failing its schema, a folder without git history, an unusable history store).
 """
 
 from __future__ import annotations
@@ -16,8 +13,9 @@ from pathlib import Path
 from typing import TextIO
 
 from pytest_gpuperf import __version__, cli_history
+from pytest_gpuperf.cli_history import DEFAULT_BASELINES
 from pytest_gpuperf.config import Mode
-from pytest_gpuperf.errors import GpuperfError
+from pytest_gpuperf.errors import ConfigError, GpuperfError, NoChanges
 from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import SessionResults, Statistic
 
@@ -25,8 +23,6 @@ EXIT_OK = 0
 EXIT_REGRESSION = 1
 EXIT_USAGE = 2
 EXIT_INVALID_INPUT = 3
-
-DEFAULT_BASELINES = "baselines"
 
 
 def _fraction(text: str) -> float:
@@ -65,8 +61,7 @@ def stability_targets(parser: argparse.ArgumentParser) -> None:
 
 
 def _output_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-o", "--output", type=Path, default=None, metavar="PATH",
-                        help="write to PATH instead of standard output")  # fmt: skip
+    parser.add_argument("-o", "--output", type=Path, metavar="PATH", help="write to PATH instead of standard output")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -177,11 +172,10 @@ def _cmd_compare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         stderr.write(f"gpuperf compare: error: {exc.args[0]}\n")
         return EXIT_USAGE
     outcome = compare_files(args.base, args.head, settings)
-    session = outcome.session
-    _emit_report(args.format, session, args.output, stdout)
+    _emit_report(args.format, outcome.session, args.output, stdout)
     for key in outcome.removed:
         stderr.write(f"gpuperf compare: {key} is in {args.base} but not in {args.head}\n")
-    failed = any(failing(r.comparisons, strict=args.strict) for r in session.results)
+    failed = any(failing(r.comparisons, strict=args.strict) for r in outcome.session.results)
     return EXIT_REGRESSION if failed else EXIT_OK
 
 
@@ -193,7 +187,6 @@ def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
 
 
 def _cmd_stability(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from pytest_gpuperf.errors import NoChanges
     from pytest_gpuperf.report.results_json import load_results
     from pytest_gpuperf.stability import assess, render
 
@@ -205,8 +198,7 @@ def _cmd_stability(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
             continue
         sessions.append(session)
     try:
-        stability = assess(sessions)
-        text = render(stability, args.slowdown, args.false_alarms, args.caught)
+        text = render(assess(sessions), args.slowdown, args.false_alarms, args.caught)
     except NoChanges:
         stderr.write("gpuperf stability: no time change against a baseline in the files given: they must come from"
                      " pytest --gpuperf --gpuperf-json=FILE runs against baselines\n")  # fmt: skip
@@ -226,20 +218,19 @@ def _cmd_validate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         return EXIT_INVALID_INPUT
     store = BaselineStore(args.baselines)
     errors = store.validate_tree()
-    for error in errors:
-        stderr.write(f"{error}\n")
     if errors:
+        stderr.writelines(f"{error}\n" for error in errors)
         stderr.write(f"gpuperf validate: {len(errors)} invalid file(s) under {args.baselines}\n")
         return EXIT_INVALID_INPUT
-    files = {path for _, path, _ in store.iter_entries()}
-    entries = sum(1 for _ in store.iter_entries())
-    stdout.write(f"{args.baselines}: {len(files)} file(s), {entries} entr{'y' if entries == 1 else 'ies'}, all valid\n")
+    entries = list(store.iter_entries())
+    files = {path for _, path, _ in entries}
+    count = f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}"
+    stdout.write(f"{args.baselines}: {len(files)} file(s), {count}, all valid\n")
     return EXIT_OK
 
 
 def _cmd_bisect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from pytest_gpuperf import bisect
-    from pytest_gpuperf.errors import ConfigError
 
     if args.step_timeout is not None and args.step_timeout <= 0:
         stderr.write("gpuperf bisect: error: --step-timeout must be > 0\n")
@@ -282,17 +273,13 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
     argv, pytest_args = _pytest_args(list(sys.argv[1:] if argv is None else argv))
-    parser = build_parser()
     try:
-        args = parser.parse_args(cli_history.normalise_argv(argv))
+        args = build_parser().parse_args(cli_history.normalise_argv(argv))
     except SystemExit as exc:  # --help, --version (0) and usage errors (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     args.pytest_args = pytest_args  # bisect's, after its first --
     try:
         return _COMMANDS[args.command](args, out, err)
-    except GpuperfError as exc:
-        err.write(f"gpuperf {args.command}: {exc}\n")
-        return EXIT_INVALID_INPUT
-    except OSError as exc:
+    except (GpuperfError, OSError) as exc:
         err.write(f"gpuperf {args.command}: {exc}\n")
         return EXIT_INVALID_INPUT

@@ -1,18 +1,16 @@
 """Measurement engines: what the fixture asks to measure a spec and judge a test's measurements.
 
-``LocalEngine`` measures in this process and judges against the git-tracked
-baselines (baseline and update modes; smoke mode only calls once). The
-compare-ref engine (``abtest.engine``) implements the same protocol by
-alternating rounds with a worker process running the base ref. Both judge
-through the one verdict pipeline (``verdict/``) and take extra readings
-through the one readings plan (``readings.py``).
+``LocalEngine`` measures here and judges against the git-tracked baselines (baseline, update and
+smoke modes); the compare-ref engine (``abtest.engine``) alternates rounds with a base-ref worker.
+Both judge through ``verdict/`` and take extra readings through ``readings.py``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -45,11 +43,7 @@ if TYPE_CHECKING:
 
 
 class Engine(Protocol):
-    """What the fixture and the session call on every engine.
-
-    An engine's own steps (compare-ref's ``start``, the local engine's ``remember``)
-    are asked for by the session (session.py), which knows which engine it built.
-    """
+    """What the fixture and the session call on every engine; the session, which built it, calls its own steps."""
 
     def measure(self, spec: MeasureSpec, settings: Settings) -> Measurement: ...
 
@@ -69,10 +63,14 @@ class FreshReader(Protocol):
     def close(self) -> None: ...
 
 
+def noted(measurement: Measurement, text: str) -> Measurement:
+    return dataclasses.replace(measurement, notes=(*measurement.notes, Note(text)))
+
+
 def with_probe(measurement: Measurement, probe_ns: float | None, waited: str | None) -> Measurement:
     """``measurement`` with the host's speed probe taken before it, and the wait for it in its notes."""
-    notes = measurement.notes if waited is None else (*measurement.notes, Note(waited))
-    return dataclasses.replace(measurement, speed_probe_ns=probe_ns, notes=notes)
+    probed = dataclasses.replace(measurement, speed_probe_ns=probe_ns)
+    return probed if waited is None else noted(probed, waited)
 
 
 def regressed(result: MeasurementResult) -> bool:
@@ -103,8 +101,7 @@ def profile_here(runner: Runner, spec: MeasureSpec, traces: Path | None, side: s
 
 
 def with_note(result: MeasurementResult, note: str) -> MeasurementResult:
-    m = result.measurement
-    return dataclasses.replace(result, measurement=dataclasses.replace(m, notes=(*m.notes, Note(note))))
+    return dataclasses.replace(result, measurement=noted(result.measurement, note))
 
 
 def with_profile_diff(
@@ -125,32 +122,21 @@ def changes(history: Sequence[Comparison]) -> str:
     return " then ".join("n/a" if c.change is None else f"{c.change:+.1%}" for c in history)
 
 
+@dataclass(eq=False)
 class LocalEngine:
     """Measure here; judge against the baseline store; confirm in fresh processes."""
 
-    def __init__(
-        self,
-        runner: Runner,
-        store: BaselineStore,
-        environment: Environment,
-        guard: HostGuard,
-        rules: RuleSet,
-        fresh: Callable[[], FreshReader] | None = None,
-        progress: Progress | None = None,
-        *,
-        traces: Path | None = None,
-    ) -> None:
-        self.runner = runner
-        self.traces = traces  # where a regression's Chrome traces go (GpuperfConfig.traces_dir)
-        self.store = store
-        self.environment = environment
-        self.guard = guard
-        self.rules = rules  # the mode's rule lists, built once by the session
-        self._make_fresh = fresh
-        self.progress = progress or Progress()
-        self._fresh: FreshReader | None = None
-        self._specs: dict[str, tuple[MeasureSpec, Settings]] = {}
-        self._recorded: dict[str, Callable[[], Measurement]] = {}
+    runner: Runner
+    store: BaselineStore
+    environment: Environment
+    guard: HostGuard
+    rules: RuleSet  # the mode's rule lists, built once by the session
+    fresh: Callable[[], FreshReader] | None = None  # starts the process that re-measures
+    progress: Progress = field(default_factory=Progress)
+    traces: Path | None = field(default=None, kw_only=True)  # a regression's Chrome traces (GpuperfConfig.traces_dir)
+    _reader: FreshReader | None = field(default=None, init=False)
+    _specs: dict[str, tuple[MeasureSpec, Settings]] = field(default_factory=dict, init=False)
+    _recorded: dict[str, Callable[[], Measurement]] = field(default_factory=dict, init=False)
 
     def remember(self, key: str, remeasure: Callable[[], Measurement]) -> None:
         """How to take a recorded measurement (DDP ranks) again, for the confirmation."""
@@ -166,7 +152,6 @@ class LocalEngine:
         return with_probe(self.runner.measure(spec), probe, waited)
 
     def evaluate(self, measurements: Sequence[Measurement], settings: Settings) -> list[MeasurementResult]:
-        rules = self.rules
         results = []
         for m in measurements:
             if m.speed_probe_ns is None:  # recorded from elsewhere (DDP ranks): probed now, between tests
@@ -180,13 +165,13 @@ class LocalEngine:
                 others = tuple(sorted({b.environment.device_class for b in found if b.environment}))
             drift = describe_drift(baseline.environment if baseline else None, self.environment)
             if drift:
-                m = dataclasses.replace(m, notes=(*m.notes, Note(drift)))
+                m = noted(m, drift)
             if baseline is not None and baseline.written_busy and settings.mode is not Mode.UPDATE:
                 told = f"the baseline was written while the runner was busy ({baseline.written_busy}): write it again"
-                m = dataclasses.replace(m, notes=(*m.notes, Note(f"{told} in a quieter hour")))
+                m = noted(m, f"{told} in a quieter hour")
             reference = Reference(entry=baseline, other_classes=others)
-            result = judge(m, reference, settings.gate, rules, self.environment)
-            result = self._confirm(result, reference, settings, rules)
+            result = judge(m, reference, settings.gate, self.rules, self.environment)
+            result = self._confirm(result, reference, settings)
             if settings.profile_diff and settings.mode is not Mode.UPDATE and regressed(result):
                 result = self._profile_diff(result, baseline)
             results.append(result)
@@ -194,8 +179,7 @@ class LocalEngine:
 
     def _profile_diff(self, result: MeasurementResult, baseline: BaselineEntry | None) -> MeasurementResult:
         """The head's call profiled here, diffed against the profile stored with the baseline entry."""
-        m = result.measurement
-        known = self._specs.get(m.key)
+        known = self._specs.get(result.measurement.key)
         if known is None:
             return with_note(result, "no profile diff: a recorded measurement (DDP ranks) has no function to profile")
         head = profile_here(self.runner, known[0], self.traces, "head")
@@ -205,9 +189,7 @@ class LocalEngine:
 
     # -- confirming a suspected regression ------------------------------------------------
 
-    def _confirm(
-        self, result: MeasurementResult, reference: Reference, settings: Settings, rules: RuleSet
-    ) -> MeasurementResult:
+    def _confirm(self, result: MeasurementResult, reference: Reference, settings: Settings) -> MeasurementResult:
         """Readings in fresh processes until the suspicion is cleared or each re-measure confirms it."""
         first = time_of(result)
         suspected = suspicion(first)
@@ -219,14 +201,10 @@ class LocalEngine:
 
         def take(i: int) -> MeasurementResult:
             self.progress.remeasuring(result.measurement.key, i + 1, settings.gate.remeasures)
-            return judge(again(), reference, gate, rules, self.environment)
+            return judge(again(), reference, gate, self.rules, self.environment)
 
-        def still_suspected(r: MeasurementResult) -> bool:
-            return time_of(r).verdict is suspected
-
-        taken = readings.take_readings(
-            take, readings.remeasure_waves(settings.gate.remeasures), readings.remeasure_done(still_suspected)
-        )
+        waves = readings.remeasure_waves(settings.gate.remeasures)
+        taken = readings.take_readings(take, waves, readings.remeasure_done(lambda r: time_of(r).verdict is suspected))
         last = taken[-1]
         verdict = time_of(last).verdict
         if verdict not in (suspected, Verdict.UNSTABLE):
@@ -239,23 +217,17 @@ class LocalEngine:
         known = self._specs.get(m.key)
         recorded = self._recorded.get(m.key)
         if known is not None:
-            spec, settings = known
-
-            def fresh() -> Measurement:
-                return self._measure_fresh(spec, settings, probe)
-
-            take = fresh
+            take = functools.partial(self._measure_fresh, *known, probe)
         elif recorded is not None:
-            rec = recorded
-
-            def again() -> Measurement:  # its own processes (DDP ranks) are fresh ones already
-                measured, waited = self.guard.settle(self.guard.speed_probe, probe)
-                return with_probe(rec(), measured, waited)
-
-            take = again
+            take = functools.partial(self._take_recorded, recorded, probe)
         else:
             return None
         return lambda: dataclasses.replace(take(), metrics=m.metrics)
+
+    def _take_recorded(self, recorded: Callable[[], Measurement], probe: float | None) -> Measurement:
+        """A recorded measurement taken again: its own processes (DDP ranks) are fresh ones already."""
+        measured, waited = self.guard.settle(self.guard.speed_probe, probe)
+        return with_probe(recorded(), measured, waited)
 
     # -- writing a baseline -----------------------------------------------------------------
 
@@ -286,19 +258,16 @@ class LocalEngine:
             note += f"; written while the runner was busy ({busy}): write it again in a quieter hour"
         probes = [r.speed_probe_ns for r in taken if r.speed_probe_ns is not None]
         calibration = chosen.calibration_ns if chosen.calibration_ns is not None else m.calibration_ns
-        notes = (*chosen.notes, Note(note))
-        profile = None
-        if settings.profile_diff:  # the base of a later regression's differential profile
-            side = profile_here(self.runner, spec, None, "baseline")
-            profile = side.profile
-            notes = notes if profile is not None else (*notes, Note(side.problem))
+        # the base of a later regression's differential profile
+        side = profile_here(self.runner, spec, None, "baseline") if settings.profile_diff else ProfiledSide(None)
+        notes = (*chosen.notes, *(Note(text) for text in (note, side.problem) if text))
         return dataclasses.replace(
             chosen, speed_probe_ns=min(probes, default=None),
             # the probe's spread on a quiet host: a busy write's spread is the load's, and would hide a slow machine
             speed_probe_spread=self.guard.probe_spread(probes) if busy is None else None,
             written_busy=busy,
             calibration_ns=calibration, metrics=m.metrics,
-            notes=notes, process_medians_ns=tuple(medians), op_profile=profile,
+            notes=notes, process_medians_ns=tuple(medians), op_profile=side.profile,
             profile=chosen.profile or m.profile,  # --gpuperf-profile's capture is taken in the first reading only
         )  # fmt: skip
 
@@ -322,21 +291,19 @@ class LocalEngine:
         """The spec measured again in a fresh process; here if none can run."""
         key = measurement_key(spec.test_id, spec.name)
         try:
-            if self._make_fresh is None:
+            if self.fresh is None:
                 raise WorkerError("no fresh process in this engine")
-            if self._fresh is None:
-                self._fresh = self._make_fresh()
-            fresh = self._fresh.measure(spec.test_id, key, settings.measure, reference_probe_ns,
+            if self._reader is None:
+                self._reader = self.fresh()
+            fresh = self._reader.measure(spec.test_id, key, settings.measure, reference_probe_ns,
                                         new_process=new_process)  # fmt: skip
         except WorkerError as exc:
-            here = self.runner.measure(spec)
             why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            here_note = Note(f"re-measured in this process: no fresh one ({why})")
-            return dataclasses.replace(here, notes=(*here.notes, here_note))
-        return dataclasses.replace(fresh, notes=(*fresh.notes, Note("re-measured in a fresh process")))
+            return noted(self.runner.measure(spec), f"re-measured in this process: no fresh one ({why})")
+        return noted(fresh, "re-measured in a fresh process")
 
     def close(self) -> None:
         """Stop the fresh re-measure process, if one was started; never raises."""
-        if self._fresh is not None:
-            self._fresh.close()
-            self._fresh = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None

@@ -22,17 +22,22 @@ class ConfigError(GpuperfError):
         super().__init__(f"{prefix}{message}")
 
 
-class BaselineError(GpuperfError):
-    """A baseline file that cannot be read or written.
+class _FileError(GpuperfError):
+    """A file that cannot be read or written; ``json_path`` points inside it (``$.entries["t::default"].stats``)."""
 
-    ``json_path`` points inside the document (``$.entries["t::default"].stats``).
-    """
+    _what = "file"
 
     def __init__(self, path: Path | str, message: str, *, json_path: str | None = None) -> None:
         self.path = Path(path)
         self.json_path = json_path
         where = f" at {json_path}" if json_path else ""
-        super().__init__(f"baseline file {self.path}{where}: {message}")
+        super().__init__(f"{self._what} {self.path}{where}: {message}")
+
+
+class BaselineError(_FileError):
+    """A baseline file that cannot be read or written."""
+
+    _what = "baseline file"
 
 
 class WriteError(GpuperfError):
@@ -60,21 +65,16 @@ class WorkerError(GpuperfError):
     """The base-ref worker process of ``--gpuperf-compare-ref`` failed."""
 
 
-class ResultsError(GpuperfError):
-    """A results file that cannot be read or written; names the file and the JSON path."""
+class ResultsError(_FileError):
+    """A results file that cannot be read or written."""
 
-    def __init__(self, path: Path | str, message: str, *, json_path: str | None = None) -> None:
-        self.path = Path(path)
-        self.json_path = json_path
-        where = f" at {json_path}" if json_path else ""
-        super().__init__(f"results file {self.path}{where}: {message}")
+    _what = "results file"
 
 
 class NonFiniteNumberError(GpuperfError, ValueError):
     """A NaN or infinity where a baseline file needs a JSON number; ``parts`` is its path in the entry.
 
-    A ValueError: the value handed to the codec is wrong, not a file; the store
-    turns it into a BaselineError naming the file it was to be written to.
+    A ValueError: the value is wrong, not a file; the store turns it into a BaselineError naming the file.
     """
 
     def __init__(self, parts: tuple[str | int, ...], value: float, *, where: str) -> None:
@@ -93,10 +93,7 @@ class HistoryError(GpuperfError):
 
 
 class StoreError(GpuperfError):
-    """The performance history's store cannot be opened, migrated, read or written.
-
-    ``url`` is the store's address with any password replaced by ``***``: it is safe to print.
-    """
+    """The performance history's store cannot be opened, migrated, read or written; ``url`` hides any password."""
 
     def __init__(self, url: str, message: str) -> None:
         self.url = url
@@ -104,10 +101,7 @@ class StoreError(GpuperfError):
 
 
 class NoChanges(GpuperfError, ValueError):
-    """The ``sessions`` results hold no time change against a baseline to measure the spread from.
-
-    A ValueError: the results given are valid but cannot answer the question asked of them.
-    """
+    """The ``sessions`` results hold no time change against a baseline (a ValueError: valid, but no answer)."""
 
     def __init__(self, message: str, *, sessions: int) -> None:
         self.sessions = sessions
@@ -127,8 +121,7 @@ class DdpError(GpuperfError):
 class AmpNumericsError(AssertionError):
     """An autocast ``measurement`` whose result strays from fp32 by more than its tolerance.
 
-    An AssertionError, not a GpuperfError: a wrong result fails the test as a failed
-    assert does, shown by pytest with its type, not turned into a plugin error.
+    An AssertionError, not a GpuperfError: a wrong result fails the test as a failed assert does.
     """
 
     def __init__(self, message: str, *, measurement: str, relative_error: float, tolerance: float) -> None:
@@ -139,10 +132,7 @@ class AmpNumericsError(AssertionError):
 
 
 class NvmlQueryError(GpuperfError):
-    """NVML cannot answer ``query``: no library, no permission, or not supported on this GPU.
-
-    The NVML adapter catches it itself and degrades to a note; it never fails a test.
-    """
+    """NVML cannot answer ``query`` (no library, permission or support); the adapter degrades to a note."""
 
     def __init__(self, message: str, *, query: str | None = None) -> None:
         self.query = query
@@ -159,10 +149,7 @@ class GraphCaptureError(GpuperfError):
 
 
 class FixtureAlreadyUsed(Exception):
-    """pytest-benchmark's error for a second use of ``benchmark`` in one test, where it is not installed.
-
-    Where it is, its own class is raised, so tests that catch it keep working.
-    """
+    """pytest-benchmark's error for a second use of ``benchmark`` in one test, where it is not installed."""
 
 
 class PytestBenchmarkWarning(UserWarning):

@@ -1,22 +1,13 @@
 """Every file pytest-gpuperf writes is written here: whole, atomically, with normal permissions.
 
-The writer creates ``.<name>.<16 hex>.tmp`` beside the target with mode 0o666, so
-the user's umask applies as for any file they create (``tempfile.mkstemp`` would
-make it 0600), fills it, fsyncs it, renames it over the target (``os.replace`` is
-atomic on POSIX and Windows) and fsyncs the folder so that the rename is durable.
-Readers see the old file or the new one, never a part. Any exception on the way,
-KeyboardInterrupt included, removes the temporary file; only a process killed
-outright (SIGKILL, power loss) can leave one behind. The baseline store, which
-holds a lock per file (``baseline/atomic.py``), removes those of its files under
-that lock; a report has no lock, since nothing reads and merges it, so nothing can
-tell a dead writer's temporary file from a live one's there.
-
-A non-regular file is never replaced. A symbolic link is written through: the
-file it points to is replaced as above and the link stays. A device or a FIFO
-(``--gpuperf-json=/dev/null``, ``/dev/stdout``, a named pipe) is written into,
-as a shell redirection would: the content is first made whole in a private
-temporary folder, then copied in; a FIFO that no process reads is an error, not
-a wait. A folder or a socket at the path is a WriteError naming it.
+A temporary ``.<name>.<16 hex>.tmp`` beside the target is created with mode 0o666
+(so the umask applies; ``tempfile.mkstemp`` would make it 0600), fsynced, renamed
+over the target and the folder fsynced. Any exception, KeyboardInterrupt included,
+removes it; only a killed process can leave one (the baseline store removes those
+under its lock; a report has no lock, so nothing can tell a dead writer's from a
+live one's). A symbolic link is written through. A device or FIFO is written into,
+as a shell redirection would, from content made whole first; a FIFO without a
+reader is an error, not a wait. A folder or socket at the path is a WriteError.
 """
 
 from __future__ import annotations
@@ -51,20 +42,15 @@ def is_temp_file(path: Path) -> bool:
 
 def temp_files_of(path: Path) -> list[Path]:
     """The temporary files of writers of ``path`` that exist now (a killed writer's among them)."""
-    found = []
     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-        for candidate in path.parent.iterdir():
-            match = _TEMP_NAME.fullmatch(candidate.name)
-            if match and match.group("target") == path.name:
-                found.append(candidate)
-    return found
+        return [p for p in path.parent.iterdir() if (m := _TEMP_NAME.fullmatch(p.name)) and m["target"] == path.name]
+    return []
 
 
 def write_atomic(path: Path | str, content: Content) -> Path:
-    """Replace ``path`` by ``content`` atomically and durably; creates its folder; returns the path.
+    """Replace ``path`` by ``content`` atomically and durably, creating its folder; returns the path.
 
-    WriteError names the file and the reason (a full disk, a file where a folder
-    should be, text that UTF-8 cannot encode).
+    WriteError names the file and the reason (a full disk, a file in a folder's way, text UTF-8 cannot encode).
     """
     target = Path(path)
     if isinstance(content, str):
@@ -94,11 +80,7 @@ def export_atomic(path: Path | str, export: Callable[[str], object]) -> Path:
     def fill(fd: int, temp: Path) -> None:
         os.close(fd)
         export(str(temp))
-        fd = os.open(temp, os.O_RDWR)  # fsync needs write access on Windows
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fsync(temp, os.O_RDWR)  # fsync needs write access on Windows
 
     return _replace(Path(path), fill)
 
@@ -126,7 +108,8 @@ def _replace(path: Path, fill: Callable[[int, Path], None]) -> Path:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             raise
-        _fsync_dir(target.parent)
+        if os.name == "posix":  # makes the rename durable; Windows cannot open a folder and needs no such step
+            _fsync(target.parent, os.O_RDONLY)
     except OSError as exc:
         raise WriteError(path, exc.strerror or str(exc)) from None
     return path
@@ -153,11 +136,8 @@ def _write_into(path: Path, target: Path, mode: int, fill: Callable[[int, Path],
         raise WriteError(path, reason) from None
 
 
-def _fsync_dir(folder: Path) -> None:
-    """Make the rename durable (POSIX); Windows cannot open a folder and needs no such step."""
-    if os.name != "posix":
-        return
-    fd = os.open(folder, os.O_RDONLY)
+def _fsync(path: Path, flags: int) -> None:
+    fd = os.open(path, flags)
     try:
         os.fsync(fd)
     finally:

@@ -1,9 +1,8 @@
 """The data every other module speaks: measurements, environments, verdicts.
 
-Everything here is a frozen dataclass with no behaviour beyond derived values,
-so the measurement, storage, comparison and report layers can depend on it
-without depending on each other. Times are nanoseconds (floats, because a
-sample is the mean over a block of calls), memory is bytes.
+Frozen dataclasses with no behaviour beyond derived values, so the other layers can depend on it
+without depending on each other. Times are nanoseconds (floats: a sample is the mean over a block
+of calls), memory is bytes.
 """
 
 from __future__ import annotations
@@ -22,27 +21,21 @@ Direction = Literal["lower", "higher"]
 
 
 class Verdict(str, enum.Enum):
-    """The gate's answer for one metric of one measurement."""
+    """The gate's answer for one metric of one measurement.
+
+    Worst first: the order in which a measurement's verdicts combine and reports list them (VERDICT_ORDER).
+    """
 
     REGRESSION = "regression"
-    IMPROVEMENT = "improvement"
-    UNCHANGED = "unchanged"
-    NEW = "new"
     NOT_COMPARABLE = "not comparable"
     UNSTABLE = "unstable"
     NOT_GATED = "not gated"  # too few samples for any verdict (a call slower than the time limit allows)
+    IMPROVEMENT = "improvement"
+    NEW = "new"
+    UNCHANGED = "unchanged"
 
 
-# Worst first: how a measurement's verdicts combine, and the order reports list them in.
-VERDICT_ORDER = (
-    Verdict.REGRESSION,
-    Verdict.NOT_COMPARABLE,
-    Verdict.UNSTABLE,
-    Verdict.NOT_GATED,
-    Verdict.IMPROVEMENT,
-    Verdict.NEW,
-    Verdict.UNCHANGED,
-)
+VERDICT_ORDER = tuple(Verdict)
 
 
 class Kind(str, enum.Enum):
@@ -127,10 +120,8 @@ def _percentile(sorted_values: Sequence[float], q: float) -> float:
     if len(sorted_values) == 1:
         return float(sorted_values[0])
     pos = (len(sorted_values) - 1) * q
-    lo = math.floor(pos)
-    hi = math.ceil(pos)
-    frac = pos - lo
-    return float(sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * frac)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return float(sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo))
 
 
 @dataclass(frozen=True)
@@ -166,7 +157,6 @@ class SampleStats:
 
     def get(self, statistic: Statistic | str) -> float:
         """Look a statistic up (``Statistic.P50``, or its short name ``"p50"``)."""
-        stat = Statistic.parse(statistic, what="time statistic")
         return {
             Statistic.P50: self.median_ns,
             Statistic.MEDIAN: self.median_ns,
@@ -174,16 +164,15 @@ class SampleStats:
             Statistic.P90: self.p90_ns,
             Statistic.P99: self.p99_ns,
             Statistic.MIN: self.min_ns,
-        }[stat]
+        }[Statistic.parse(statistic, what="time statistic")]
 
 
 @dataclass(frozen=True)
 class Metric:
     """A gateable number other than time: a speedup, a graph-break count, a fraction of peak.
 
-    ``tolerance`` is the relative change against the baseline that is still
-    fine (``None``: compare only against the bounds); ``absolute_tolerance``
-    is for counts, where any increase above it fails (graph breaks: 0).
+    ``tolerance`` is the relative change against the baseline still fine (``None``: bounds only);
+    ``absolute_tolerance`` is for counts, where any increase above it fails (graph breaks: 0);
     ``minimum``/``maximum`` are hard bounds checked even without a baseline.
     """
 
@@ -207,16 +196,10 @@ class Throughput:
     bytes: float | None = None
 
     def rates(self, seconds_per_call: float) -> dict[str, float]:
-        out: dict[str, float] = {}
         if seconds_per_call <= 0:
-            return out
-        if self.items is not None:
-            out["items_per_s"] = self.items / seconds_per_call
-        if self.flops is not None:
-            out["flop_per_s"] = self.flops / seconds_per_call
-        if self.bytes is not None:
-            out["bytes_per_s"] = self.bytes / seconds_per_call
-        return out
+            return {}
+        work = {"items_per_s": self.items, "flop_per_s": self.flops, "bytes_per_s": self.bytes}
+        return {name: amount / seconds_per_call for name, amount in work.items() if amount is not None}
 
 
 @dataclass(frozen=True)
@@ -243,9 +226,8 @@ class OpStat:
 class OpProfile:
     """A compact torch.profiler table of one measured call: what a baseline entry keeps.
 
-    ``host_ns`` is the CPU time of the whole call (Python, dispatch, launches);
-    ``device_ns`` the summed kernel time of one call, on CUDA only. The ops
-    are the top ones by time, a bounded list (a few KB in a baseline file).
+    ``host_ns``: CPU time of the whole call (Python, dispatch, launches); ``device_ns``: its summed
+    kernel time, on CUDA only. ``ops``: the top ones by time, a bounded list (a few KB in a baseline file).
     """
 
     device_type: str  # "cpu" or "cuda"
@@ -265,11 +247,9 @@ class OpProfile:
 class OpChange:
     """One row of a differential profile: an op on both sides, or on one.
 
-    A stored profile keeps its top ops only (``OpProfile.omitted_below_ns``). An
-    op missing from a side whose table was cut may have been there, under the
-    cut: it ``grew`` from below it (or ``shrank`` below it), and its count and
-    time on that side are unknown; only a side with a complete table says an op
-    ``appeared`` or ``disappeared``.
+    A stored profile keeps its top ops only (``OpProfile.omitted_below_ns``): an op missing from a
+    side whose table was cut ``grew`` from below the cut (or ``shrank`` below it), its count and time
+    there unknown; only a complete table says an op ``appeared`` or ``disappeared``.
     """
 
     name: str
@@ -293,9 +273,7 @@ class OpChange:
         return self.status in ("appeared", "disappeared", "changed")
 
     def _time(self, stat: OpStat | None) -> float:
-        if stat is None:
-            return 0.0
-        return stat.device_ns if self.on_device else stat.host_ns
+        return 0.0 if stat is None else stat.device_ns if self.on_device else stat.host_ns
 
     @property
     def base_ns(self) -> float:
@@ -307,10 +285,7 @@ class OpChange:
 
     @property
     def delta_ns(self) -> float:
-        """Change in time per measured call, head minus base: what the diff ranks by.
-
-        For an op under a side's cut, the side counts as 0: the change is at most this large.
-        """
+        """Change in time per measured call, head minus base (a side under its cut counts as 0): the diff's rank."""
         return self.head_ns - self.base_ns
 
     @property
@@ -326,9 +301,8 @@ class OpChange:
 class ProfileDiff:
     """Why a confirmed time regression got slower: the head's profile against the base's.
 
-    ``base`` is None when the reference has no profile (a baseline entry
-    written before profiles were stored): ``changes`` then lists the head's
-    top ops alone and ``note`` says so.
+    ``base`` is None where the reference has no profile (an entry written before profiles were
+    stored): ``changes`` then lists the head's top ops alone and ``note`` says so.
     """
 
     head: OpProfile
@@ -352,10 +326,9 @@ class ProfileDiff:
 
 @dataclass(frozen=True)
 class BenchmarkInfo:
-    """What pytest-benchmark's ``benchmark`` fixture knows of its test, for its JSON (``--benchmark-json``).
+    """What pytest-benchmark's ``benchmark`` fixture knows of its test, for ``--benchmark-json``.
 
-    Carried on the measurement, so it reaches the results file, an xdist controller and every
-    report like the rest. ``params`` and ``extra_info`` hold JSON values only (others as their repr).
+    ``params`` and ``extra_info`` hold JSON values only (others as their repr).
     """
 
     name: str
@@ -377,13 +350,11 @@ class Measurement:
     device: str  # "cpu", "cuda:0"
     timer: str  # "perf_counter" or "cuda_event"
     round_medians_ns: tuple[float, ...] = ()  # medians of the measurement rounds (drift/noise)
-    # medians of independent processes measuring the same spec (a baseline's reading and its checks)
-    process_medians_ns: tuple[float, ...] = ()
+    process_medians_ns: tuple[float, ...] = ()  # one median per fresh process (a baseline's reading and its checks)
     precision: float | None = None  # relative half-width of the 95% CI of the median
     calibration_ns: float | None = None  # 10th percentile of the calibration workload, same process
     speed_probe_ns: float | None = None  # the machine's speed before this process measured (speed_probe.py)
-    # the probe's own spread where a baseline is written from this: slowest / fastest reading (speed_probe.py)
-    speed_probe_spread: float | None = None
+    speed_probe_spread: float | None = None  # slowest / fastest probe reading where a baseline is written from this
     written_busy: str | None = None  # where a baseline is written from this: the contention it was written under
     peak_allocated_bytes: int | None = None
     peak_reserved_bytes: int | None = None
@@ -475,8 +446,7 @@ class Comparison:
     explanation: tuple[RuleNote, ...] = ()  # every rule that acted, in order (verdict/pipeline.py)
 
     def __post_init__(self) -> None:
-        # An unbounded CI (one sample on a side) or an infinite change (a zero baseline) is
-        # "unknown", which reports and JSON say with null; infinities are not JSON.
+        # an unbounded CI (one sample a side) or infinite change (zero baseline) is unknown: null; JSON has no infinity
         for name in ("change", "ci_low", "ci_high", "p_value", "threshold"):
             value = getattr(self, name)
             if value is not None and not math.isfinite(value):
@@ -496,8 +466,7 @@ class MeasurementResult:
     @property
     def verdict(self) -> Verdict:
         """The worst verdict over its comparisons (regression beats everything)."""
-        verdicts = {c.verdict for c in self.comparisons}
-        return next((v for v in VERDICT_ORDER if v in verdicts), Verdict.NEW)
+        return min((c.verdict for c in self.comparisons), key=VERDICT_ORDER.index, default=Verdict.NEW)
 
 
 @dataclass(frozen=True)
