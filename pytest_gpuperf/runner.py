@@ -300,7 +300,9 @@ class PreparedMeasurement:
     def _calls_per_sample(self) -> int:
         """Calls per timed block: enough for the timer (``min_sample_ns``), in whole pedantic iterations.
 
-        A per-round setup keeps blocks of exactly ``benchmark.pedantic``'s ``iterations``.
+        A sub-microsecond call timed alone is mostly the clock's own cost, which moves with the
+        process; a block of them is the call's time. A per-round setup keeps blocks of exactly
+        ``benchmark.pedantic``'s ``iterations``.
         """
         fixed = self.spec.calls_per_sample
         if fixed is not None and self.spec.before_block is not None:
