@@ -30,6 +30,7 @@ import math
 import random
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -42,20 +43,29 @@ from pytest_gpuperf.verdict.pairs import confirmed, pair_waves, pairs_done
 CHANGES = (0.0, 0.01, 0.02, 0.03, 0.05, 0.10)
 
 
-def simulate(
-    change: float, spread: float, pairs: int, threshold: float, rng: random.Random, confidence: float = 0.95
-) -> tuple[bool, int]:
-    """One confirmation of a suspected regression: (confirmed, pairs measured)."""
-    mean = math.log1p(change)
+def pair_reader(mean: float, spread: float, error: float, rng: random.Random) -> Callable[[int], float]:
+    """One fresh pair's ratio: its own measurement error ``error`` plus an offset of its own, ``spread`` in all."""
+    offset = math.sqrt(max(0.0, spread**2 - error**2))
+    return lambda _: math.exp(rng.gauss(mean, offset) + rng.gauss(0.0, error))
 
-    def take(_: int) -> float:
-        return math.exp(rng.gauss(mean, spread))
+
+def simulate(
+    change: float, spread: float, pairs: int, threshold: float, rng: random.Random, confidence: float = 0.95,
+    error: float = 0.0,
+) -> tuple[bool, int]:  # fmt: skip
+    """One confirmation of a suspected regression: (confirmed, pairs measured)."""
+    take = pair_reader(math.log1p(change), spread, error, rng)
+
+    def errors(ratios: list[float]) -> list[float]:
+        return [error] * len(ratios) if error else []
 
     def done(ratios: list[float], planned: int) -> bool:
-        return pairs_done(ratios, planned, pairs=pairs, threshold=threshold, confidence=confidence)
+        return pairs_done(
+            ratios, planned, pairs=pairs, threshold=threshold, confidence=confidence, errors=errors(ratios)
+        )
 
     ratios = take_readings(take, pair_waves(pairs), done)
-    return confirmed(ratios, threshold, confidence), len(ratios)
+    return confirmed(ratios, threshold, confidence, errors(ratios)), len(ratios)
 
 
 def session(change: float, args: argparse.Namespace, rng: random.Random) -> tuple[bool, bool, int, int]:
@@ -71,20 +81,22 @@ def session(change: float, args: argparse.Namespace, rng: random.Random) -> tupl
         # an improvement's ratios are turned, and it is confirmed at the stricter level
         sign, level = (1.0, args.confidence) if regression else (-1.0, IMPROVEMENT_CONFIDENCE)
         threshold = args.threshold if regression else args.threshold / (1.0 - args.threshold)
-        mean = sign * math.log1p(change)
+        take = pair_reader(sign * math.log1p(change), args.spread, args.pair_error, rng)
 
-        def take(_: int, mean: float = mean) -> float:
-            return math.exp(rng.gauss(mean, args.spread))
+        def errors(ratios: list[float]) -> list[float]:
+            return [args.pair_error] * len(ratios) if args.pair_error else []
 
         def done(ratios: list[float], planned: int, threshold: float = threshold, level: float = level) -> bool:
-            return pairs_done(ratios, planned, pairs=args.pairs, threshold=threshold, confidence=level)
+            return pairs_done(
+                ratios, planned, pairs=args.pairs, threshold=threshold, confidence=level, errors=errors(ratios)
+            )
 
         ratios = take_readings(take, pair_waves(args.pairs), done)
         measured += len(ratios)
         while started < len(ratios):
             started = next(w for w in waves_at if w > started)
             waves += 1
-        if confirmed(ratios, threshold, level):
+        if confirmed(ratios, threshold, level, errors(ratios)):
             alarm, improved = alarm or regression, improved or not regression
     return alarm, improved, waves, measured
 
@@ -113,6 +125,10 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=6, help="--gpuperf-confirm-pairs")
     parser.add_argument("--threshold", type=float, default=0.02)
     parser.add_argument("--spread", type=float, default=0.015, help="standard deviation of a pair's log ratio")
+    parser.add_argument(
+        "--pair-error", type=float, default=0.0,
+        help="each pair's own standard error (log scale), part of --spread; 0: the plan is not told it",
+    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--confidence", type=float, default=0.95, help="the level regressions are confirmed at")
     parser.add_argument("--sessions", type=int, default=0, help="simulate this many whole sessions per change")
@@ -131,7 +147,8 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|")
     for change in CHANGES:
         runs = [
-            simulate(change, args.spread, args.pairs, args.threshold, rng, args.confidence) for _ in range(args.trials)
+            simulate(change, args.spread, args.pairs, args.threshold, rng, args.confidence, args.pair_error)
+            for _ in range(args.trials)
         ]
         counts = [n for _, n in runs]
 

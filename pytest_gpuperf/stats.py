@@ -159,11 +159,15 @@ def paired_median_ratio(
     return ratio, low, high, p
 
 
-def replicate_ratio_ci(ratios: Samples, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float, float, float]:
+def replicate_ratio_ci(
+    ratios: Samples, confidence: float = DEFAULT_CONFIDENCE, errors: Samples = ()
+) -> tuple[float, float, float, float]:
     """Geometric mean of independent replicate ratios with a Student-t CI and p-value on their logs.
 
     Each ratio comes from its own pair of processes, so their spread includes each pair's
-    own offset (memory layout). Returns ``(ratio, low, high, p)``; infinite bounds below 2.
+    own offset (memory layout). ``errors``, where known, are each ratio's own standard error
+    (log scale): the spread is taken as at least theirs (``replicate_spread``). Returns
+    ``(ratio, low, high, p)``; infinite bounds below 2.
     """
     arr = _as_array(ratios, "replicate_ratio_ci")
     if np.any(arr <= 0):
@@ -174,7 +178,7 @@ def replicate_ratio_ci(ratios: Samples, confidence: float = DEFAULT_CONFIDENCE) 
     if logs.size < 2:
         return ratio, -math.inf, math.inf, 1.0
     df = logs.size - 1
-    sem = float(logs.std(ddof=1)) / math.sqrt(logs.size)
+    sem = replicate_spread(arr, errors)[0] / math.sqrt(logs.size)
     if sem == 0.0:
         return ratio, ratio, ratio, (1.0 if mean == 0.0 else 0.0)
     from scipy import special  # only the compare-ref confirmation gets here (see the imports)
@@ -182,6 +186,32 @@ def replicate_ratio_ci(ratios: Samples, confidence: float = DEFAULT_CONFIDENCE) 
     t = float(special.stdtrit(df, 0.5 + confidence / 2.0))
     p = 2.0 * float(special.stdtr(df, -abs(mean) / sem))
     return ratio, math.exp(mean - t * sem), math.exp(mean + t * sem), p
+
+
+def replicate_spread(ratios: Samples, errors: Samples = ()) -> tuple[float, bool]:
+    """The standard deviation of replicates' log ratios, and whether their own errors set it.
+
+    A replicate's ratio varies by its own measurement error plus an offset of its own
+    (a random-effects model), so the spread between replicates cannot be less than the
+    root mean square of their own errors. With three to six replicates the sample
+    standard deviation now and then comes out far below that, and a t interval on it
+    would be far too narrow; the spread is then taken at the errors' (the between-replicate
+    component estimated at zero, as random-effects meta-analysis truncates it).
+    """
+    logs = np.log(_as_array(ratios, "replicate_spread"))
+    sample = float(logs.std(ddof=1)) if logs.size > 1 else 0.0
+    if len(errors) == 0:
+        return sample, False
+    own = _as_array(errors, "replicate_spread(errors)")
+    if own.size != logs.size or np.any(own < 0):
+        raise ValueError(f"replicate_spread: need one non-negative error per ratio, got {own.size} for {logs.size}")
+    floor = float(np.sqrt(np.mean(own**2)))
+    return (floor, True) if floor > sample else (sample, False)
+
+
+def error_from_half_width(half_width: float, confidence: float = DEFAULT_CONFIDENCE) -> float:
+    """The standard error that a two-sided interval of ``half_width`` at ``confidence`` stands for (normal)."""
+    return half_width / statistics.NormalDist().inv_cdf(0.5 + confidence / 2.0)
 
 
 def mann_whitney_p(a: Samples, b: Samples) -> float:

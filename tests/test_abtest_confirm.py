@@ -8,10 +8,10 @@ import math
 import pytest
 
 from pytest_gpuperf.verdict.pairs import (
-    INTERIM_CONFIDENCE,
     cleared,
     confirmed,
     futile,
+    interim_confidence,
     pair_waves,
     pairs_done,
     undecided,
@@ -123,5 +123,32 @@ def test_an_interim_look_is_stricter_than_the_final_one() -> None:
     # three pairs whose 95% interval excludes 1 but whose 99% interval does not: keep measuring
     ratios = [1.05, 1.03, 1.07]
     assert confirmed(ratios, 0.02, 0.95)
-    assert not confirmed(ratios, 0.02, INTERIM_CONFIDENCE)
+    assert not confirmed(ratios, 0.02, interim_confidence(0.95))
     assert not done(ratios, 3)
+
+
+def test_an_improvements_early_look_is_stricter_than_its_final_one_too() -> None:
+    # improvements are judged at 99% (verdict/confirmation.py); an early stop then needs 99.8%
+    assert interim_confidence(0.95) == pytest.approx(0.99)
+    assert interim_confidence(0.99) == pytest.approx(0.998)
+    faster = [1.027, 1.03, 1.033]  # an improvement's pairs, turned: +3%, its 99% interval above 1, its 99.8% not
+    assert confirmed(faster, 0.02, 0.99)
+    assert not pairs_done(faster, 3, pairs=6, threshold=0.02, confidence=0.99)
+
+
+def test_pairs_that_agree_more_closely_than_each_was_measured_do_not_decide_early() -> None:
+    # an unchanged test's three fresh pairs that read the head 3.4% faster, within 0.4% of each other,
+    # each pair measured to +-2% (a standard error of 1%): turned, as an improvement is
+    faster = [1 / 0.966, 1 / 0.966, 1 / 0.970]
+    assert confirmed(faster, 0.02, 0.99)  # the sample spread alone: a credited speed-up
+    own = [0.01, 0.01, 0.01]
+    assert not confirmed(faster, 0.02, 0.99, own)
+    assert not pairs_done(faster, 3, pairs=6, threshold=0.02, confidence=0.99, errors=own)  # more pairs decide
+
+
+def test_the_pairs_errors_are_used_only_when_every_pair_could_tell_its_own() -> None:
+    from pytest_gpuperf.abtest.confirm import PairReading, errors_of
+
+    assert errors_of([PairReading(1.0, 10.0, 0.01), PairReading(1.01, 10.0, 0.012)]) == [0.01, 0.012]
+    # a pair whose rounds gave no interval: no floor at all, rather than one from the others alone
+    assert errors_of([PairReading(1.0, 10.0, 0.01), PairReading(1.01, 10.0, None)]) == []

@@ -183,6 +183,28 @@ def test_replicate_ratio_ci_uses_the_spread_between_replicates() -> None:
         stats.replicate_ratio_ci([1.0, -1.0])
 
 
+def test_replicates_spread_no_less_than_their_own_errors() -> None:
+    # three pairs of an unchanged test that agreed by chance far more closely than each was measured
+    tight = [0.966, 0.966, 0.970]
+    spread, floored = stats.replicate_spread(tight)
+    assert spread == pytest.approx(0.0024, abs=0.0003) and not floored
+    spread, floored = stats.replicate_spread(tight, [0.01, 0.01, 0.01])
+    assert spread == pytest.approx(0.01) and floored
+    _, low, high, _ = stats.replicate_ratio_ci(tight, 0.99)
+    _, low_e, high_e, _ = stats.replicate_ratio_ci(tight, 0.99, [0.01, 0.01, 0.01])
+    assert high < 1.0 < high_e and low_e < low  # without the floor the interval excludes 1
+    # pairs that already spread more than their errors keep their own spread
+    spread_out = [1.03, 0.97, 1.01, 0.99, 1.02, 0.98]
+    assert stats.replicate_ratio_ci(spread_out, 0.95, [0.005] * 6) == stats.replicate_ratio_ci(spread_out, 0.95)
+    with pytest.raises(ValueError, match="one non-negative error per ratio"):
+        stats.replicate_spread(tight, [0.01, 0.01])
+
+
+def test_an_error_is_the_half_width_over_the_normal_quantile() -> None:
+    assert stats.error_from_half_width(0.0196, 0.95) == pytest.approx(0.01, rel=1e-3)
+    assert stats.error_from_half_width(0.025758, 0.99) == pytest.approx(0.01, rel=1e-4)
+
+
 # The gating path is written on numpy to spare every process scipy's import (stats.py says
 # why); scipy stays the reference these pieces must agree with.
 

@@ -158,13 +158,14 @@ def test_suspicion_comes_from_the_steps_flag_not_the_rules_name() -> None:
 LEANING_FASTER = [0.991, 0.956, 0.971, 0.973, 0.982, 1.002]
 
 
-def pairs_verdict(ratios: list[float], suspected: Verdict) -> Comparison:
+def pairs_verdict(ratios: list[float], suspected: Verdict, errors: tuple[float, ...] = ()) -> Comparison:
     from pytest_gpuperf.verdict import Reference
     from pytest_gpuperf.verdict.confirmation import judge_pairs
 
     reference = Reference(entry=entry(1000.0), base_ref="main")
     rules = rules_for(Mode.COMPARE_REF)
-    return judge_pairs(measurement(1000.0), reference, GateSettings(threshold=0.02), rules, ENV, ratios, suspected, "")
+    gate = GateSettings(threshold=0.02)
+    return judge_pairs(measurement(1000.0), reference, gate, rules, ENV, ratios, suspected, "pairs", errors)
 
 
 def test_an_improvement_is_confirmed_at_a_stricter_level_than_a_regression() -> None:
@@ -189,3 +190,14 @@ def test_the_note_says_at_which_level_an_improvement_was_judged() -> None:
     )
     assert pairs_note(Verdict.REGRESSION, Verdict.REGRESSION, 3, stopped_early=False, threshold=0.02,
                       confidence=0.95) == "confirmed by 3 fresh process pairs"  # fmt: skip
+
+
+def test_pairs_closer_than_their_own_errors_are_judged_on_those_errors_and_the_evidence_says_so() -> None:
+    tight = [0.966, 0.966, 0.970, 0.968, 0.967, 0.969]  # six pairs within 0.4%, each measured to +-2%
+    assert pairs_verdict(tight, Verdict.IMPROVEMENT).verdict is Verdict.IMPROVEMENT
+    judged = pairs_verdict(tight, Verdict.IMPROVEMENT, (0.01,) * 6)
+    assert judged.verdict is Verdict.IMPROVEMENT  # six pairs at -3.2% still make one
+    assert "agreed more closely than each was measured" in judged.evidence, judged.evidence
+    assert "1.00%" in judged.evidence
+    three = pairs_verdict(tight[:3], Verdict.IMPROVEMENT, (0.01,) * 3)
+    assert three.verdict is Verdict.UNCHANGED, three  # three such pairs do not

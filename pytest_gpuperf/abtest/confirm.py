@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ class PairReading:
 
     ratio: float
     head_ns: float
+    error: float | None = None  # the ratio's own standard error (log scale); None: too few rounds to tell
 
 
 @dataclass
@@ -59,6 +61,11 @@ class Confirmation:
     @property
     def ratios(self) -> list[float]:
         return [r.ratio for r in self.readings]
+
+    @property
+    def errors(self) -> list[float]:
+        """Each pair's own standard error, or none at all when one pair could not tell its own."""
+        return errors_of(self.readings)
 
     def usable(self) -> bool:
         return len(self.readings) >= pairs.MIN_CONFIRMING_PAIRS
@@ -152,7 +159,7 @@ class ConfirmationPool:
         def done(taken: list[PairReading], planned: int) -> bool:
             return pairs.pairs_done(
                 oriented([r.ratio for r in taken], suspected), planned, pairs=self.pairs,
-                threshold=oriented_threshold(threshold, suspected), confidence=confidence,
+                threshold=oriented_threshold(threshold, suspected), confidence=confidence, errors=errors_of(taken),
             )  # fmt: skip
 
         result.readings = readings.take_readings(take, waves, done)
@@ -176,7 +183,9 @@ class ConfirmationPool:
             return None, problem or head.test_note or base.test_note or "a side stopped"
         # a complete alternation ends between pairs: both sides have as many rounds
         ratio, *_ = stats.paired_median_ratio(rounds.head_rounds, rounds.base_rounds)
-        return PairReading(ratio, statistics.median(rounds.head_rounds)), ""
+        half_width = rounds.half_width()  # at stats.DEFAULT_CONFIDENCE, as the alternation's stopping rule
+        error = stats.error_from_half_width(half_width) if math.isfinite(half_width) else None
+        return PairReading(ratio, statistics.median(rounds.head_rounds), error), ""
 
     def close(self) -> None:
         """Stop every worker: all are asked first, then waited for, so their exits overlap."""
@@ -188,6 +197,12 @@ class ConfirmationPool:
         for side in sides:
             with contextlib.suppress(Exception):
                 side.wait_stopped()
+
+
+def errors_of(taken: Sequence[PairReading]) -> list[float]:
+    """The pairs' own standard errors (a floor on their spread: ``stats.replicate_spread``); empty if one is unknown."""
+    errors = [r.error for r in taken]
+    return [e for e in errors if e is not None] if None not in errors else []
 
 
 def start_waves(planned: int) -> tuple[int, ...]:

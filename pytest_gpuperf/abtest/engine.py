@@ -343,7 +343,9 @@ class CompareRefEngine:
             detail += f"; {confirmation.extended} more after the first {confirmation.planned} left the verdict open"
         if confirmation.problems:
             detail += f"; {len(confirmation.problems)} pair(s) could not measure: {confirmation.problems[0]}"
-        judged = judge_pairs(m, reference, gate, self.rules, self.environment, ratios, suspected, detail)
+        judged = judge_pairs(
+            m, reference, gate, self.rules, self.environment, ratios, suspected, detail, confirmation.errors
+        )
         verdict = judged.verdict
         note = pairs_note(suspected, verdict, len(ratios), stopped_early=confirmation.stopped_early,
                           threshold=gate.threshold, confidence=gate.confidence)  # fmt: skip

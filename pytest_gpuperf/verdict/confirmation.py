@@ -47,11 +47,13 @@ def confirming_gate(gate: GateSettings, suspected: Verdict) -> GateSettings:
 
 def judge_pairs(
     m: Measurement, reference: Reference, gate: GateSettings, rules: RuleSet, environment: Environment,
-    ratios: Sequence[float], suspected: Verdict, detail: str,
+    ratios: Sequence[float], suspected: Verdict, detail: str, errors: Sequence[float] = (),
 ) -> Comparison:  # fmt: skip
-    """Compare-ref: the time comparison judged on fresh process pairs' ratios by the confirmation rules."""
+    """Compare-ref: the time comparison judged on fresh process pairs' ratios by the confirmation rules.
+
+    ``errors``: each pair's own standard error, a floor on the pairs' spread (``stats.replicate_spread``)."""
     gate = confirming_gate(gate, suspected)
-    evidence = ev.replicates(ratios, gate, detail)
+    evidence = ev.replicates(ratios, gate, detail, errors)
     return time_comparison(m, reference, gate, rules, environment, confirmation=evidence, suspicion=suspected)
 
 

@@ -41,9 +41,19 @@ def paired_rounds(
     )  # fmt: skip
 
 
-def replicates(ratios: Sequence[float], settings: GateSettings, method: str) -> Evidence:
-    """Independent readings' ratios (fresh processes or process pairs), t interval on their logs."""
-    ratio, low, high, p = stats.replicate_ratio_ci(ratios, settings.confidence)
+def replicates(ratios: Sequence[float], settings: GateSettings, method: str, errors: Sequence[float] = ()) -> Evidence:
+    """Independent readings' ratios (fresh processes or process pairs), t interval on their logs.
+
+    ``errors``: each reading's own standard error; where the readings agree more closely than that,
+    their spread is taken at it (``stats.replicate_spread``) and the method says so.
+    """
+    ratio, low, high, p = stats.replicate_ratio_ci(ratios, settings.confidence, errors)
+    spread, floored = stats.replicate_spread(ratios, errors)
+    if floored:
+        method += (
+            f"; they agreed more closely than each was measured, so their spread is taken as "
+            f"their own error, {spread:.2%}"
+        )
     return Evidence(
         change=ratio - 1.0, ratio=ratio, low=low, high=high, p_value=p, method=method,
         readings=len(ratios), reference_readings=len(ratios), paired=True,

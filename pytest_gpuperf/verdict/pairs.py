@@ -1,7 +1,7 @@
 """When fresh process pairs have decided a compare-ref suspicion: a sequential plan with a look after each pair.
 
-A look stops when the pairs confirm the change or rule it out, both at the stricter ``INTERIM_CONFIDENCE``
-(looking more than once must not add false alarms), or, at the first look, when the pairs to come could
+A look stops when the pairs confirm the change or rule it out, both at a stricter level (``interim_confidence``:
+looking more than once must not add false alarms), or, at the first look, when the pairs to come could
 not make it (``futile``). At the planned count an open verdict (``undecided``) earns an extension of half
 as many pairs again. docs/statistics.md gives the reasoning and the numbers.
 """
@@ -14,7 +14,12 @@ from collections.abc import Sequence
 from pytest_gpuperf import stats
 
 MIN_CONFIRMING_PAIRS = 3  # fewer independent pair ratios give no usable interval
-INTERIM_CONFIDENCE = 0.99  # an early stop needs this; the final look uses the gate's confidence (95%)
+INTERIM_STRICTNESS = 5  # an early stop allows a fifth of the final look's error rate: 99% where the gate asks 95%
+
+
+def interim_confidence(confidence: float) -> float:
+    """The level an early look decides at, for a final look at ``confidence`` (see INTERIM_STRICTNESS)."""
+    return 1.0 - (1.0 - confidence) / INTERIM_STRICTNESS
 
 
 def pair_waves(planned: int) -> tuple[int, ...]:
@@ -29,24 +34,31 @@ def last_pair(planned: int) -> int:
     return planned + max(1, planned // 2)
 
 
-def pairs_done(ratios: Sequence[float], planned: int, *, pairs: int, threshold: float, confidence: float) -> bool:
-    """The stopping rule for compare-ref confirmation pairs, after ``planned`` pairs (see the module docstring)."""
+def pairs_done(
+    ratios: Sequence[float], planned: int, *, pairs: int, threshold: float, confidence: float,
+    errors: Sequence[float] = (),
+) -> bool:  # fmt: skip
+    """The stopping rule for compare-ref confirmation pairs, after ``planned`` pairs (see the module docstring).
+
+    ``errors``: each pair's own standard error (log scale), a floor on the pairs' spread (``stats.replicate_spread``).
+    """
     if len(ratios) < MIN_CONFIRMING_PAIRS:
         return True  # too few pairs could measure: more of the same workers will not help
     if planned >= last_pair(pairs):
         return True  # the extension's last pair
-    if confirmed(ratios, threshold, INTERIM_CONFIDENCE) or cleared(ratios, threshold, INTERIM_CONFIDENCE):
+    interim = interim_confidence(confidence)
+    if confirmed(ratios, threshold, interim, errors) or cleared(ratios, threshold, interim, errors):
         return True
     if planned == pairs:
-        return not undecided(ratios, threshold, confidence)
+        return not undecided(ratios, threshold, confidence, errors)
     # futility only at the first look: at later ones it would clear real regressions that the
     # extension would have confirmed (benchmarks/detection_plan.py)
     return planned == min(pairs, MIN_CONFIRMING_PAIRS) and futile(ratios, threshold, pairs)
 
 
-def confirmed(ratios: Sequence[float], threshold: float, confidence: float) -> bool:
+def confirmed(ratios: Sequence[float], threshold: float, confidence: float, errors: Sequence[float] = ()) -> bool:
     """The estimate above the threshold and the interval above 1: the regression the gate would report."""
-    ratio, low, _, _ = stats.replicate_ratio_ci(ratios, confidence)
+    ratio, low, _, _ = stats.replicate_ratio_ci(ratios, confidence, errors)
     return ratio - 1.0 > threshold and low > 1.0
 
 
@@ -66,19 +78,19 @@ def futile(ratios: Sequence[float], threshold: float, planned: int) -> bool:
     return mean_log <= math.log1p(threshold) * k / planned
 
 
-def cleared(ratios: Sequence[float], threshold: float, confidence: float) -> bool:
+def cleared(ratios: Sequence[float], threshold: float, confidence: float, errors: Sequence[float] = ()) -> bool:
     """The interval's upper end lies below ``1 + threshold``: a change of the threshold's size is ruled out."""
     if len(ratios) < MIN_CONFIRMING_PAIRS:
         return False
-    _, _, high, _ = stats.replicate_ratio_ci(ratios, confidence)
+    _, _, high, _ = stats.replicate_ratio_ci(ratios, confidence, errors)
     return high < 1.0 + threshold
 
 
-def undecided(ratios: Sequence[float], threshold: float, confidence: float) -> bool:
+def undecided(ratios: Sequence[float], threshold: float, confidence: float, errors: Sequence[float] = ()) -> bool:
     """Not a regression, yet the estimate is above half the threshold and the interval reaches above it."""
     if len(ratios) < MIN_CONFIRMING_PAIRS:
         return False
-    ratio, low, high, _ = stats.replicate_ratio_ci(ratios, confidence)
+    ratio, low, high, _ = stats.replicate_ratio_ci(ratios, confidence, errors)
     change = ratio - 1.0
     regression = change > threshold and low > 1.0
     return not regression and change > threshold / 2 and high > 1.0 + threshold
