@@ -73,6 +73,7 @@ def session(change: float, args: argparse.Namespace, rng: random.Random) -> tupl
     alarm = improved = False
     started = measured = waves = 0
     waves_at = start_waves(args.pairs)
+    offset = rng.gauss(0.0, args.session_offset)
     for _ in range(args.tests):
         first = rng.gauss(math.log1p(change), args.first_spread)
         if abs(first) <= math.log1p(args.threshold):
@@ -81,7 +82,7 @@ def session(change: float, args: argparse.Namespace, rng: random.Random) -> tupl
         # an improvement's ratios are turned, and it is confirmed at the stricter level
         sign, level = (1.0, args.confidence) if regression else (-1.0, IMPROVEMENT_CONFIDENCE)
         threshold = args.threshold if regression else args.threshold / (1.0 - args.threshold)
-        take = pair_reader(sign * math.log1p(change), args.spread, args.pair_error, rng)
+        take = pair_reader(sign * (math.log1p(change) + offset), args.spread, args.pair_error, rng)
 
         def errors(ratios: list[float]) -> list[float]:
             return [args.pair_error] * len(ratios) if args.pair_error else []
@@ -129,6 +130,7 @@ def main() -> int:
         "--pair-error", type=float, default=0.0,
         help="each pair's own standard error (log scale), part of --spread; 0: the plan is not told it",
     )  # fmt: skip
+    parser.add_argument("--session-offset", type=float, default=0.0, help="an offset shared by all fresh pairs of a session (log scale)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--confidence", type=float, default=0.95, help="the level regressions are confirmed at")
     parser.add_argument("--sessions", type=int, default=0, help="simulate this many whole sessions per change")

@@ -329,3 +329,8 @@ def format_p(p: float | None) -> str:
     if p < 1e-3:
         return f"p={p:.0e}"
     return f"p={p:.2g}"
+
+
+def format_level(confidence: float) -> str:
+    """A confidence level as a percentage with the digits it has (``95%``, ``99.5%``)."""
+    return f"{round(confidence * 100, 3):g}%"

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from pytest_gpuperf.verdict.confirmation import IMPROVEMENT_CONFIDENCE
 from pytest_gpuperf.verdict.pairs import (
     cleared,
     confirmed,
@@ -128,9 +129,10 @@ def test_an_interim_look_is_stricter_than_the_final_one() -> None:
 
 
 def test_an_improvements_early_look_is_stricter_than_its_final_one_too() -> None:
-    # improvements are judged at 99% (verdict/confirmation.py); an early stop then needs 99.8%
+    # a final look at 99% asks 99.8% of an early one; improvements' 99.5% (verdict/confirmation.py), 99.9%
     assert interim_confidence(0.95) == pytest.approx(0.99)
     assert interim_confidence(0.99) == pytest.approx(0.998)
+    assert interim_confidence(IMPROVEMENT_CONFIDENCE) == pytest.approx(0.999)
     faster = [1.027, 1.03, 1.033]  # an improvement's pairs, turned: +3%, its 99% interval above 1, its 99.8% not
     assert confirmed(faster, 0.02, 0.99)
     assert not pairs_done(faster, 3, pairs=6, threshold=0.02, confidence=0.99)

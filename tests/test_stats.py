@@ -154,6 +154,10 @@ def test_noise_floor() -> None:
     assert stats.noise_floor(0.03, None, 1.0) == pytest.approx(0.03 * math.sqrt(2))
 
 
+def test_format_level_keeps_the_digits_a_level_has() -> None:
+    assert [stats.format_level(c) for c in (0.95, 0.99, 0.995, 0.999)] == ["95%", "99%", "99.5%", "99.9%"]
+
+
 def test_format_p() -> None:
     assert stats.format_p(1e-12) == "p=1e-12"
     assert stats.format_p(0.031) == "p=0.031"

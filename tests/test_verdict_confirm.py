@@ -169,10 +169,10 @@ def pairs_verdict(ratios: list[float], suspected: Verdict, errors: tuple[float, 
 
 
 def test_an_improvement_is_confirmed_at_a_stricter_level_than_a_regression() -> None:
-    # at 95% these pairs would credit the head with a 2.1% speed-up; improvements need 99%
+    # at 95% these pairs would credit the head with a 2.1% speed-up; improvements need 99.5%
     leaning = pairs_verdict(LEANING_FASTER, Verdict.IMPROVEMENT)
     assert leaning.verdict is Verdict.UNCHANGED, leaning
-    assert "99% CI" in leaning.evidence, leaning.evidence
+    assert "99.5% CI" in leaning.evidence, leaning.evidence
     # the same pairs the other way round still confirm a regression: the gate keeps its reach
     slower = pairs_verdict([1 / r for r in LEANING_FASTER], Verdict.REGRESSION)
     assert slower.verdict is Verdict.REGRESSION, slower
@@ -201,3 +201,18 @@ def test_pairs_closer_than_their_own_errors_are_judged_on_those_errors_and_the_e
     assert "1.00%" in judged.evidence
     three = pairs_verdict(tight[:3], Verdict.IMPROVEMENT, (0.01,) * 3)
     assert three.verdict is Verdict.UNCHANGED, three  # three such pairs do not
+
+
+def test_six_pairs_that_leaned_faster_at_99_percent_are_not_credited_as_an_improvement() -> None:
+    # an unchanged test of the detection benchmark: -2.4%, its 99% interval [0.952, 1.000] excluded 1 by a hair
+    leaning = [0.993, 0.968, 0.973, 0.953, 0.988, 0.979]
+    assert confirmed_improvement(leaning, 0.99)
+    judged = pairs_verdict(leaning, Verdict.IMPROVEMENT)
+    assert judged.verdict is Verdict.UNCHANGED, judged
+
+
+def confirmed_improvement(ratios: list[float], confidence: float) -> bool:
+    from pytest_gpuperf.verdict.confirmation import oriented, oriented_threshold
+    from pytest_gpuperf.verdict.pairs import confirmed
+
+    return confirmed(oriented(ratios, Verdict.IMPROVEMENT), oriented_threshold(0.02, Verdict.IMPROVEMENT), confidence)

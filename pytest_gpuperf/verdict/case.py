@@ -24,9 +24,9 @@ class Evidence:
 
     def describe(self, confidence: float) -> str:
         """``ratio 1.520 [1.470, 1.580] 95% CI, p=1e-12, bootstrap of medians``."""
-        from pytest_gpuperf.stats import format_p
+        from pytest_gpuperf.stats import format_level, format_p
 
-        parts = [f"ratio {self.ratio:.3f} [{self.low:.3f}, {self.high:.3f}] {confidence:.0%} CI"]
+        parts = [f"ratio {self.ratio:.3f} [{self.low:.3f}, {self.high:.3f}] {format_level(confidence)} CI"]
         if self.p_value is not None:
             parts.append(format_p(self.p_value))
         parts.append(self.method)
