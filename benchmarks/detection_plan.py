@@ -130,7 +130,9 @@ def main() -> int:
         "--pair-error", type=float, default=0.0,
         help="each pair's own standard error (log scale), part of --spread; 0: the plan is not told it",
     )  # fmt: skip
-    parser.add_argument("--session-offset", type=float, default=0.0, help="an offset shared by all fresh pairs of a session (log scale)")
+    parser.add_argument(
+        "--session-offset", type=float, default=0.0, help="an offset shared by all fresh pairs of a session (log scale)"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--confidence", type=float, default=0.95, help="the level regressions are confirmed at")
     parser.add_argument("--sessions", type=int, default=0, help="simulate this many whole sessions per change")
