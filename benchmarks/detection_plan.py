@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_gpuperf.abtest.confirm import start_waves
 from pytest_gpuperf.readings import take_readings
+from pytest_gpuperf.stats import format_level
 from pytest_gpuperf.verdict.confirmation import IMPROVEMENT_CONFIDENCE
 from pytest_gpuperf.verdict.pairs import confirmed, pair_waves, pairs_done
 
@@ -104,8 +105,9 @@ def session(change: float, args: argparse.Namespace, rng: random.Random) -> tupl
 
 def sessions(args: argparse.Namespace, rng: random.Random) -> None:
     print(f"{args.sessions} sessions per change, {args.tests} tests each; first pair spread {args.first_spread:.1%}, "
-          f"pairs {args.spread:.1%}; regressions confirmed at {args.confidence:.1%}, improvements at "
-          f"{IMPROVEMENT_CONFIDENCE:.0%}; {args.pairs} pairs planned, threshold {args.threshold:.1%}")  # fmt: skip
+          f"pairs {args.spread:.1%}; regressions confirmed at {format_level(args.confidence)}, improvements at "
+          f"{format_level(IMPROVEMENT_CONFIDENCE)}; {args.pairs} pairs planned, "
+          f"threshold {args.threshold:.1%}")  # fmt: skip
     print(
         "| true change | sessions alarmed | improvements reported | waves started: mean | pairs: mean | added s: mean |"
     )

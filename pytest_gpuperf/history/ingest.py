@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_gpuperf.config import Mode
 from pytest_gpuperf.errors import GpuperfError, ResultsError
 from pytest_gpuperf.history.model import RecordedValue, RunRecord
 from pytest_gpuperf.model import BaselineEntry, Environment, Kind, MeasurementResult, SessionResults, Verdict
@@ -102,7 +103,7 @@ def run_from_session(
         values=tuple(values),
         source=source,
         commit_date=provenance.commit_date,
-        baseline_update=session.mode == "update",
+        baseline_update=session.mode == Mode.UPDATE,
     )
 
 
