@@ -201,8 +201,8 @@ class ConfirmationPool:
 
 def errors_of(taken: Sequence[PairReading]) -> list[float]:
     """The pairs' own standard errors (a floor on their spread: ``stats.replicate_spread``); empty if one is unknown."""
-    errors = [r.error for r in taken]
-    return [e for e in errors if e is not None] if None not in errors else []
+    errors = [r.error for r in taken if r.error is not None]
+    return errors if len(errors) == len(taken) else []
 
 
 def start_waves(planned: int) -> tuple[int, ...]:
