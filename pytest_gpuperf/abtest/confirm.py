@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 from pytest_gpuperf import readings, stats
 from pytest_gpuperf.abtest.alternate import alternate
-from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch, spawn_worker
+from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch
+from pytest_gpuperf.abtest.twins import spawn_twins
 from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import Verdict
@@ -103,10 +104,10 @@ class ConfirmationPool:
                 if j in self._sides:
                     continue
                 order = [(self._head_launch(j), "at the head's checkout"), (self._base_launch(j), f"at {self.ref}")]
-                for launch, where in reversed(order) if base_leads(j) else order:
-                    launched.append(RemoteSide(spawn_worker(launch), where))
-                first, second = launched[-2:]
-                started[j] = (second, first) if base_leads(j) else (first, second)
+                (first, first_where), (second, second_where) = reversed(order) if base_leads(j) else order
+                first_channel, second_channel = spawn_twins(first, second)
+                launched += [RemoteSide(first_channel, first_where), RemoteSide(second_channel, second_where)]
+                started[j] = (launched[-1], launched[-2]) if base_leads(j) else (launched[-2], launched[-1])
         except BaseException:
             for side in launched:
                 side.close()

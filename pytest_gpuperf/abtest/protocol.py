@@ -22,7 +22,7 @@ import subprocess
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pytest_gpuperf.errors import WorkerError
 
@@ -81,10 +81,25 @@ def log_tail(path: Path | None) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-_LOG_TAIL_LINES:])
 
 
+class WorkerProcess(Protocol):
+    """What the head uses of a worker's process: a ``subprocess.Popen``, or a forked one (twins.py)."""
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def terminate(self) -> None: ...
+
+    def kill(self) -> None: ...
+
+
 class HeadChannel:
     """The head's end: sends commands, receives replies with a timeout, watches the process."""
 
-    def __init__(self, conn: Connection, process: subprocess.Popen[bytes], log_path: Path | None) -> None:
+    def __init__(self, conn: Connection, process: WorkerProcess, log_path: Path | None) -> None:
         self.conn = conn
         self.process = process
         self.log_path = log_path
