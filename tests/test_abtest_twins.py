@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_gpuperf.abtest.confirm import ConfirmationPool
 from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch
 from pytest_gpuperf.abtest.twins import ForkedWorker, spawn_twins
 from pytest_gpuperf.errors import WorkerError
@@ -87,7 +88,7 @@ def test_a_killed_zygote_takes_its_workers_with_it(tmp_path: Path, report_dir: P
         RemoteSide(channel, name).wait_ready(timeout_s=120)
     workers = [channel.process for channel in channels]
     assert all(isinstance(w, ForkedWorker) and w.poll() is None for w in workers)
-    pids = [w.pid for w in workers]
+    pids = [json.loads((report_dir / f"{name}.json").read_text())["pid"] for name in ("headtree", "worktree")]
     workers[0]._zygote.process.kill()  # the head keeps no other handle on the zygote
 
     deadline = time.monotonic() + 30
@@ -97,8 +98,7 @@ def test_a_killed_zygote_takes_its_workers_with_it(tmp_path: Path, report_dir: P
     assert all(w.wait(timeout=10) is not None for w in workers)
 
 
-def _alive(pid: int | None) -> bool:
-    assert pid is not None
+def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -132,3 +132,24 @@ def test_a_zygote_forks_only_from_a_single_threaded_process(setup: str, expected
     code = f"import torch; {setup}\nfrom pytest_gpuperf.abtest.twins import unsafe_to_fork; print(unsafe_to_fork())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert expected in out
+
+
+def test_a_confirmation_pools_pairs_are_each_forked_from_a_parent_of_their_own(
+    tmp_path: Path, report_dir: Path
+) -> None:
+    head, base = _checkout(tmp_path, "headtree"), _checkout(tmp_path, "worktree")
+    pool = ConfirmationPool(
+        2, lambda j: _launch(tmp_path / f"h{j}", head), lambda j: _launch(tmp_path / f"b{j}", base), "main"
+    )
+    parents = []
+    try:
+        for j in range(2):
+            pool._start(j + 1)
+            for side in pool._sides[j]:
+                side.wait_ready(timeout_s=120)
+            seen = [json.loads((report_dir / f"{name}.json").read_text()) for name in ("headtree", "worktree")]
+            assert seen[0]["ppid"] == seen[1]["ppid"] != os.getpid()
+            parents.append(seen[0]["ppid"])
+    finally:
+        pool.close()
+    assert parents[0] != parents[1]

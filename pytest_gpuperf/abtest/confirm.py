@@ -2,8 +2,9 @@
 
 Where a process's code and data land in memory gives it an offset no number of rounds
 averages away, so a suspicion is measured again in fresh process pairs, whose ratios'
-spread decides (``verdict/pairs.py``). The workers stay warm for the session: pair ``j``
-takes reading ``j`` of every suspected test, so one test's readings come from different pairs.
+spread decides (``verdict/pairs.py``). Each pair's two workers are forked from one parent
+(``twins.py``). The workers stay warm for the session: pair ``j`` takes reading ``j`` of every
+suspected test, so one test's readings come from different pairs.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ class Confirmation:
 
 
 class ConfirmationPool:
-    """``pairs`` head workers and ``pairs`` base workers, started on first use."""
+    """``pairs`` head workers and ``pairs`` base workers, started on first use, each pair from one zygote."""
 
     def __init__(
         self,
@@ -228,8 +229,8 @@ def base_leads(j: int) -> bool:
 def confirming_settings(settings: MeasureSettings) -> MeasureSettings:
     """A fresh pair's rounds: half the time budget, and a target CI twice as wide (PAIR_PRECISION_FACTOR).
 
-    What decides is the spread between pairs (about 2% on a shared CPU, docs/detection.md): reading
-    a pair to +-2% rather than +-1% widens it by about a twentieth and stops in half the rounds.
+    What decides is the spread between pairs (about 1.5% on a shared CPU, docs/detection.md), of
+    which a pair read to +-2% contributes its own error, about 1%; to +-1% it would take twice the rounds.
     """
     return dataclasses.replace(
         settings,

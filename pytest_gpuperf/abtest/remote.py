@@ -45,12 +45,13 @@ class WorkerLaunch:
 # Written out here rather than imported from this package: the head's harness must come first on
 # sys.path, ahead of the cwd that ``python -c`` puts there, before anything is imported; the plugin
 # is imported before pytest puts folders of the checkout in front (the ``pythonpath`` ini).
-_LAUNCHER = f"""
+HARNESS_FIRST = f"""
 import os, sys
 harness = os.environ[{protocol.ENV_HARNESS!r}]
 sys.path[:] = [harness, *(os.getcwd() if p == "" else p for p in sys.path if p != harness)]
 import pytest_gpuperf.abtest.lifeline
-pytest_gpuperf.abtest.lifeline.die_with_parent()  # before the slow imports: a killed head ends this process
+pytest_gpuperf.abtest.lifeline.die_with_parent()  # before the slow imports: a killed head ends this process"""
+_LAUNCHER = f"""{HARNESS_FIRST}
 import pytest_gpuperf.abtest.worker_plugin
 from multiprocessing.connection import Connection
 import torch

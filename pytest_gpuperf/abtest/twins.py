@@ -1,19 +1,15 @@
 """A confirmation pair's two workers, forked from one parent that imported torch once.
 
-A worker's start-up is mostly importing torch. A fresh pair's two workers are forked from a
-short-lived parent of their own (the pair's zygote), which imports the head's harness, pytest
-and torch, and nothing of either checkout: a pair starts for one import instead of two, and its
-two sides begin from one process image, so what a process inherits (where its libraries were
-mapped, what the imports left on the heap) is the same on both sides of a pair and differs from
-pair to pair, where the pairs' spread sees it.
+A worker's start-up is mostly importing torch. Each fresh pair has a short-lived parent (its
+zygote) that imports the head's harness, pytest and torch, nothing of either checkout, and
+forks the pair's two workers: one import per pair instead of two, and both sides start from
+one process image, so what a process inherits (where libraries were mapped, what the imports
+left on the heap) is alike within a pair and differs between pairs, where their spread sees it.
+The zygote forks only while it runs one thread and has not initialised CUDA (``unsafe_to_fork``),
+reports its workers' exits, and ends with them and with the head (``lifeline``).
 
-Forking is safe only from a process with one thread that has run no torch operation and never
-initialised CUDA (importing torch does neither); the zygote checks that before it forks and
-refuses otherwise (``unsafe_to_fork``). Each pair has its own zygote: it forks its two workers,
-reports their exits and ends with them, and it ends when the head ends (``lifeline``).
-
-Zygote protocol, over its own socket pair (``GPUPERF_ZYGOTE_FD``):
-head -> zygote: FORK [spec, spec]         zygote -> head: FORKED [pid, pid] | REFUSED why | EXITED pid code
+Over the zygote's socket pair (``GPUPERF_ZYGOTE_FD``): head -> zygote FORK [spec, spec];
+zygote -> head FORKED [pid, pid], then EXITED pid code for each. A zygote that refuses exits 1.
 """
 
 from __future__ import annotations
@@ -27,31 +23,23 @@ import time
 import traceback
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any, NoReturn
 
 from pytest_gpuperf.abtest import lifeline, protocol
 from pytest_gpuperf.abtest.protocol import HeadChannel
-from pytest_gpuperf.abtest.remote import WorkerLaunch, head_harness_dir, worker_argv
+from pytest_gpuperf.abtest.remote import HARNESS_FIRST, WorkerLaunch, head_harness_dir, worker_argv
 from pytest_gpuperf.errors import WorkerError
 
 ENV_ZYGOTE_FD = "GPUPERF_ZYGOTE_FD"
 
 FORK = "fork"
 FORKED = "forked"
-REFUSED = "refused"
 EXITED = "exited"
 
 _WAIT_SLICE_S = 0.05
 
-# What the zygote runs (``python -c``): the head's harness first on sys.path before anything is
-# imported, as remote._LAUNCHER does and for the same reason; then this module's ``zygote_main``.
-_ZYGOTE = f"""
-import os, sys
-harness = os.environ[{protocol.ENV_HARNESS!r}]
-sys.path[:] = [harness, *(p for p in sys.path if p not in ("", harness))]
-import pytest_gpuperf.abtest.lifeline
-pytest_gpuperf.abtest.lifeline.die_with_parent()
+# What the zygote runs (``python -c``): the head's harness first, as a worker (remote.HARNESS_FIRST).
+_ZYGOTE = f"""{HARNESS_FIRST}
 import pytest_gpuperf.abtest.twins
 pytest_gpuperf.abtest.twins.zygote_main()
 """
@@ -63,10 +51,6 @@ class ForkedWorker:
     def __init__(self, zygote: _Zygote, index: int) -> None:
         self._zygote = zygote
         self._index = index
-
-    @property
-    def pid(self) -> int | None:
-        return self._zygote.pid_of(self._index)
 
     @property
     def returncode(self) -> int | None:
@@ -100,7 +84,6 @@ class _Zygote:
         self.conn = conn
         self.pids: list[int] = []
         self.codes: dict[int, int] = {}  # pid -> exit code
-        self.refused = ""
 
     def pid_of(self, index: int) -> int | None:
         return self.pids[index] if index < len(self.pids) else None
@@ -122,8 +105,6 @@ class _Zygote:
                     self.pids = [int(p) for p in message[1]]
                 elif message[0] == EXITED:
                     self.codes[int(message[1])] = int(message[2])
-                elif message[0] == REFUSED:
-                    self.refused = str(message[1])
         except (EOFError, OSError):
             self._gone()
 
@@ -169,15 +150,21 @@ def spawn_twins(first: WorkerLaunch, second: WorkerLaunch) -> tuple[HeadChannel,
     env[ENV_ZYGOTE_FD] = str(zygote_end.fileno())
     env[lifeline.ENV_PARENT] = str(os.getpid())
     env[protocol.ENV_HARNESS] = str(harness)
-    env["PYTHONPATH"] = os.pathsep.join([str(harness), *filter(None, [env.get("PYTHONPATH")])])
-    specs = [
-        _spec(launch, harness, worker_end.fileno(), env.get("PYTHONPATH", ""))
+    original = [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []
+    env["PYTHONPATH"] = os.pathsep.join([str(harness), *original])
+    specs = [  # what each forked worker needs to become the worker remote.spawn_worker would start
+        {
+            "cwd": str(launch.cwd), "path_prefix": [str(harness), str(launch.cwd), *map(str, launch.import_roots)],
+            "pythonpath": os.pathsep.join([str(harness), *map(str, launch.import_roots), *original]),
+            "fd": worker_end.fileno(), "log": str(launch.log_path), "time_only": launch.time_only,
+            "argv": worker_argv(launch),
+        }
         for launch, (_, worker_end) in zip((first, second), ends, strict=True)
-    ]
+    ]  # fmt: skip
     passed = (zygote_end.fileno(), *(worker_end.fileno() for _, worker_end in ends))
     try:
-        first.log_path.parent.mkdir(parents=True, exist_ok=True)
-        second.log_path.parent.mkdir(parents=True, exist_ok=True)
+        for launch in (first, second):
+            launch.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(first.log_path, "wb") as log:  # the zygote's output, then its first worker's
             process = subprocess.Popen(
                 [sys.executable, "-c", _ZYGOTE], cwd=first.log_path.parent, env=env, stdout=log,
@@ -194,26 +181,11 @@ def spawn_twins(first: WorkerLaunch, second: WorkerLaunch) -> tuple[HeadChannel,
             worker_end.close()
     zygote = _Zygote(process, control)
     control.send((FORK, specs))
-    channels = (
-        HeadChannel(ends[0][0], ForkedWorker(zygote, 0), first.log_path),
-        HeadChannel(ends[1][0], ForkedWorker(zygote, 1), second.log_path),
+    first_channel, second_channel = (
+        HeadChannel(head_end, ForkedWorker(zygote, i), launch.log_path)
+        for i, ((head_end, _), launch) in enumerate(zip(ends, (first, second), strict=True))
     )
-    return channels
-
-
-def _spec(launch: WorkerLaunch, harness: Path, fd: int, zygote_pythonpath: str) -> dict[str, Any]:
-    """What a forked worker needs to become the worker ``remote.spawn_worker`` would have started."""
-    roots = [str(p) for p in launch.import_roots]
-    pythonpath = os.pathsep.join([str(harness), *roots, *zygote_pythonpath.split(os.pathsep)[1:]])
-    return {
-        "cwd": str(launch.cwd),
-        "path_prefix": [str(harness), str(launch.cwd), *roots],
-        "pythonpath": pythonpath.rstrip(os.pathsep),
-        "fd": fd,
-        "log": str(launch.log_path),
-        "time_only": launch.time_only,
-        "argv": worker_argv(launch),
-    }
+    return first_channel, second_channel
 
 
 def unsafe_to_fork() -> str | None:
@@ -244,12 +216,11 @@ def zygote_main() -> NoReturn:
     specs: list[dict[str, Any]] = message[1]
     why = unsafe_to_fork()
     if why is not None:
-        conn.send((REFUSED, why))
         print(f"pytest-gpuperf: not forking the confirmation pair's workers: {why}", flush=True)
         os._exit(1)
     sys.stdout.flush()
     sys.stderr.flush()
-    own_path = [p for p in sys.path if p != os.environ[protocol.ENV_HARNESS] and p != os.getcwd()]
+    own_path = [p for p in sys.path if p not in (os.environ[protocol.ENV_HARNESS], os.getcwd())]
     pids = []
     for index, spec in enumerate(specs):
         pid = os.fork()
