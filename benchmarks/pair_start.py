@@ -1,0 +1,81 @@
+"""Seconds until a wave of confirmation pairs is ready: workers started one by one, or forked two by two.
+
+    python benchmarks/pair_start.py --pairs 3 --rounds 10
+
+Writes the detection benchmark's suite to a temporary folder and, alternating, starts
+``--pairs`` pairs of compare-ref workers in it the way a confirmation's first wave does:
+each worker as its own process (``remote.spawn_worker``: every one imports torch), or each
+pair forked from one parent (``twins.spawn_twins``: one import per pair). It times the wave
+from the first start to the last worker's HELLO (tests collected), then stops the workers.
+A benchmark, not a test: CI does not run it. Results: docs/detection.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import detection  # the suite
+
+from pytest_gpuperf.abtest.protocol import HeadChannel
+from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch, spawn_worker
+from pytest_gpuperf.abtest.twins import spawn_twins
+
+
+def _launch(root: Path, name: str) -> WorkerLaunch:
+    return WorkerLaunch(
+        cwd=root, import_roots=(root,), files=("gp/test_gp.py",), device="cpu", pin_cpu=None,
+        basetemp=root / "scratch" / f"basetemp-{name}", log_path=root / "scratch" / f"{name}.log", time_only=True,
+    )  # fmt: skip
+
+
+def one_by_one(root: Path, pairs: int) -> list[HeadChannel]:
+    return [spawn_worker(_launch(root, f"{side}-{j}")) for j in range(pairs) for side in ("head", "base")]
+
+
+def two_by_two(root: Path, pairs: int) -> list[HeadChannel]:
+    return [c for j in range(pairs) for c in spawn_twins(_launch(root, f"head-{j}"), _launch(root, f"base-{j}"))]
+
+
+def time_wave(start: Callable[[Path, int], list[HeadChannel]], root: Path, pairs: int) -> float:
+    began = time.perf_counter()
+    sides = [RemoteSide(channel, "bench") for channel in start(root, pairs)]
+    for side in sides:
+        side.wait_ready()
+    ready = time.perf_counter() - began
+    for side in sides:
+        side.request_stop()
+    for side in sides:
+        side.wait_stopped()
+    return ready
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=10)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="gpuperf-pair-start-"))
+    detection.write_suite(root, 0)
+    ways = {"one by one": one_by_one, "two by two": two_by_two}
+    seconds: dict[str, list[float]] = {name: [] for name in ways}
+    for i in range(args.rounds):
+        for name in list(ways) if i % 2 == 0 else list(reversed(ways)):
+            seconds[name].append(time_wave(ways[name], root, args.pairs))
+            print(f"round {i + 1} {name}: {seconds[name][-1]:.2f}s", flush=True)
+    for name, values in seconds.items():
+        print(
+            f"{name}: {args.pairs} pairs ready in {statistics.median(values):.2f}s by the median "
+            f"({min(values):.2f}-{max(values):.2f}, {len(values)} waves)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
