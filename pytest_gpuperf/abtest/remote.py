@@ -100,6 +100,17 @@ def head_harness_dir(scratch: Path) -> Path:
     return folder
 
 
+def worker_environment(harness: Path, import_roots: Sequence[Path]) -> dict[str, str]:
+    """The environment of a process this one starts to measure; PYTHONPATH: harness, import_roots, its own."""
+    env = dict(os.environ)
+    env.pop("PYTEST_ADDOPTS", None)  # it carries --gpuperf-compare-ref: a worker must not recurse
+    env[lifeline.ENV_PARENT] = str(os.getpid())
+    env[protocol.ENV_HARNESS] = str(harness)
+    own = [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []
+    env["PYTHONPATH"] = os.pathsep.join([str(harness), *map(str, import_roots), *own])
+    return env
+
+
 def launch_worker(cwd: Path, import_roots: Sequence[Path], log_path: Path, *, time_only: bool = False) -> HeadChannel:
     """Start a worker process that imports torch and waits for START (see ``_LAUNCHER``).
 
@@ -107,18 +118,9 @@ def launch_worker(cwd: Path, import_roots: Sequence[Path], log_path: Path, *, ti
     then the head's own PYTHONPATH.
     """
     parent, child = multiprocessing.Pipe(duplex=True)
-    env = dict(os.environ)
-    # the head's PYTEST_ADDOPTS carries --gpuperf-compare-ref: the worker must not recurse
-    env.pop("PYTEST_ADDOPTS", None)
+    env = worker_environment(head_harness_dir(log_path.parent), import_roots)
     env[protocol.ENV_FD] = str(child.fileno())
-    env[lifeline.ENV_PARENT] = str(os.getpid())
     env[protocol.ENV_TIME_ONLY] = "1" if time_only else "0"
-    harness = head_harness_dir(log_path.parent)
-    env[protocol.ENV_HARNESS] = str(harness)
-    paths = [str(harness), *(str(p) for p in import_roots)]
-    if env.get("PYTHONPATH"):
-        paths.append(env["PYTHONPATH"])
-    env["PYTHONPATH"] = os.pathsep.join(paths)
     try:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "wb") as log:

@@ -27,7 +27,7 @@ from typing import Any, NoReturn
 
 from pytest_gpuperf.abtest import lifeline, protocol
 from pytest_gpuperf.abtest.protocol import HeadChannel
-from pytest_gpuperf.abtest.remote import HARNESS_FIRST, WorkerLaunch, head_harness_dir, worker_argv
+from pytest_gpuperf.abtest.remote import HARNESS_FIRST, WorkerLaunch, head_harness_dir, worker_argv, worker_environment
 from pytest_gpuperf.errors import WorkerError
 
 ENV_ZYGOTE_FD = "GPUPERF_ZYGOTE_FD"
@@ -145,17 +145,12 @@ def spawn_twins(first: WorkerLaunch, second: WorkerLaunch) -> tuple[HeadChannel,
     control, zygote_end = Pipe(duplex=True)
     ends = [Pipe(duplex=True) for _ in (first, second)]
     harness = head_harness_dir(first.log_path.parent)
-    env = dict(os.environ)
-    env.pop("PYTEST_ADDOPTS", None)  # it carries --gpuperf-compare-ref: the workers must not recurse
+    env = worker_environment(harness, ())
     env[ENV_ZYGOTE_FD] = str(zygote_end.fileno())
-    env[lifeline.ENV_PARENT] = str(os.getpid())
-    env[protocol.ENV_HARNESS] = str(harness)
-    original = [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []
-    env["PYTHONPATH"] = os.pathsep.join([str(harness), *original])
     specs = [  # what each forked worker needs to become the worker remote.spawn_worker would start
         {
             "cwd": str(launch.cwd), "path_prefix": [str(harness), str(launch.cwd), *map(str, launch.import_roots)],
-            "pythonpath": os.pathsep.join([str(harness), *map(str, launch.import_roots), *original]),
+            "pythonpath": worker_environment(harness, launch.import_roots)["PYTHONPATH"],
             "fd": worker_end.fileno(), "log": str(launch.log_path), "time_only": launch.time_only,
             "argv": worker_argv(launch),
         }
