@@ -109,11 +109,10 @@ def test_sqlite_sessions_and_postgres_ingest_find_the_planted_commit(tmp_path: P
             ((last_good, first_bad, kind),) = found
             assert first_bad == commits[PLANTED] and kind is ChangeKind.REGRESSION, (key.label, found)
             assert last_good in commits[PLANTED - 3 : PLANTED], (key.label, found)
-        elif not key.test.endswith("test_planted") and key.statistic == "time.p50":
-            assert found == [], (key.label, found)  # no change point on an unchanged test's median
         elif not key.test.endswith("test_planted"):
-            # The minimum and the tails follow the host: a machine whose fastest calls got 3% slower
-            # for the rest of the run is a real level shift, and the detector names it. What may not
-            # show is the planted test's tripled work under another test's name.
+            # Every statistic follows the host: a shared machine whose calls got 3% slower for the
+            # rest of the run is a real level shift, and the detector names it (how often flat series
+            # stay free of change points is measured in benchmarks/history_detection.py). What may
+            # not show is the planted test's tripled work under another test's name.
             sizes = [c.change for c in find_changes(series)]
             assert all(abs(x) < 0.25 for x in sizes), (key.label, sizes)
