@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
+
 DEFAULT_MEASUREMENT = "default"
 
 Direction = Literal["lower", "higher"]
@@ -115,15 +117,6 @@ class Provenance:
     commit_date: str | None = None  # ISO 8601
 
 
-def _percentile(sorted_values: Sequence[float], q: float) -> float:
-    """Linear-interpolation percentile (numpy's default) on sorted data."""
-    if len(sorted_values) == 1:
-        return float(sorted_values[0])
-    pos = (len(sorted_values) - 1) * q
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return float(sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo))
-
-
 @dataclass(frozen=True)
 class SampleStats:
     """Summary statistics of per-call times in nanoseconds."""
@@ -143,15 +136,16 @@ class SampleStats:
         if not samples_ns:
             raise ValueError("no samples")
         ordered = sorted(float(s) for s in samples_ns)
+        median, p90, p99, q1, q3 = (float(q) for q in np.percentile(ordered, [50, 90, 99, 25, 75]))  # linear
         return cls(
             count=len(ordered),
             mean_ns=statistics.fmean(ordered),
-            median_ns=_percentile(ordered, 0.5),
-            p90_ns=_percentile(ordered, 0.9),
-            p99_ns=_percentile(ordered, 0.99),
+            median_ns=median,
+            p90_ns=p90,
+            p99_ns=p99,
             min_ns=ordered[0],
             max_ns=ordered[-1],
-            iqr_ns=_percentile(ordered, 0.75) - _percentile(ordered, 0.25),
+            iqr_ns=q3 - q1,
             stdev_ns=statistics.stdev(ordered) if len(ordered) > 1 else 0.0,
         )
 

@@ -182,3 +182,18 @@ def test_chromium_renders_the_shift_and_the_trend(tmp_path: Path) -> None:
     keep = os.environ.get("GPUPERF_KEEP_SCREENSHOT")
     if keep:  # for a person to look at
         shutil.copyfile(shot, keep)
+
+
+def test_page_and_comment_list_the_same_software_the_numbers_were_measured_with() -> None:
+    from pytest_gpuperf.report.markdown import render_comment
+
+    session = make_session()
+    page, comment = render_html(session), render_comment(session)
+    for name, value in (
+        ("CPU", "AMD EPYC 9654"),
+        ("torch", "2.13.0"),
+        ("platform", "Linux-6.8-x86_64"),
+        ("clocks", "locked"),
+    ):
+        assert f"<li><b>{name}</b>: {value}</li>" in page
+        assert f"- **{name}**: {value}" in comment

@@ -258,3 +258,13 @@ def test_the_normal_scaled_mad_matches_scipy() -> None:
 
     data = np.random.default_rng(5).standard_t(3, 501)
     assert stats._normal_scaled_mad(data) == pytest.approx(scipy_stats.median_abs_deviation(data, scale="normal"))
+
+
+def test_sample_stats_percentiles_interpolate_linearly_between_ordered_samples() -> None:
+    from pytest_gpuperf.model import SampleStats
+
+    s = SampleStats.from_samples([4.0, 1.0, 3.0, 2.0])
+    assert (s.median_ns, s.p90_ns, s.p99_ns, s.iqr_ns) == pytest.approx((2.5, 3.7, 3.97, 1.5))
+    assert (s.min_ns, s.max_ns, s.count) == (1.0, 4.0, 4)
+    one = SampleStats.from_samples([7.0])
+    assert (one.median_ns, one.p99_ns, one.iqr_ns, one.stdev_ns) == (7.0, 7.0, 0.0, 0.0)

@@ -96,6 +96,15 @@ class WorkerProcess(Protocol):
     def kill(self) -> None: ...
 
 
+def reap(process: WorkerProcess, grace_s: float = 10.0) -> int:
+    """Wait up to ``grace_s`` for ``process`` to end, then kill it; its exit code."""
+    try:
+        return process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
+
+
 class HeadChannel:
     """The head's end: sends commands, receives replies with a timeout, watches the process."""
 

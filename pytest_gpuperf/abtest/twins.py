@@ -125,11 +125,7 @@ class _Zygote:
 
     def reap_if_done(self) -> None:
         if self.pids and all(pid in self.codes for pid in self.pids):
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            protocol.reap(self.process)
             self.conn.close()
 
 
@@ -150,9 +146,8 @@ def spawn_twins(first: WorkerLaunch, second: WorkerLaunch) -> tuple[HeadChannel,
     specs = [  # what each forked worker needs to become the worker remote.spawn_worker would start
         {
             "cwd": str(launch.cwd), "path_prefix": [str(harness), str(launch.cwd), *map(str, launch.import_roots)],
-            "pythonpath": worker_environment(harness, launch.import_roots)["PYTHONPATH"],
-            "fd": worker_end.fileno(), "log": str(launch.log_path), "time_only": launch.time_only,
-            "argv": worker_argv(launch),
+            "env": worker_environment(harness, launch.import_roots, fd=worker_end.fileno(), time_only=launch.time_only),
+            "fd": worker_end.fileno(), "log": str(launch.log_path), "argv": worker_argv(launch),
         }
         for launch, (_, worker_end) in zip((first, second), ends, strict=True)
     ]  # fmt: skip
@@ -245,9 +240,7 @@ def _become_worker(spec: dict[str, Any], index: int, others: list[int], inherite
             os.dup2(log, 2)
             os.close(log)
         os.chdir(spec["cwd"])
-        os.environ[protocol.ENV_FD] = str(spec["fd"])
-        os.environ[protocol.ENV_TIME_ONLY] = "1" if spec["time_only"] else "0"
-        os.environ["PYTHONPATH"] = spec["pythonpath"]  # for the processes its tests start (DDP ranks)
+        os.environ.update(spec["env"])  # the launched worker's (remote.worker_environment); PYTHONPATH for DDP ranks
         os.environ[lifeline.ENV_PARENT] = str(os.getppid())
         del os.environ[ENV_ZYGOTE_FD]
         sys.path[:] = [*spec["path_prefix"], *(p for p in inherited_path if p not in spec["path_prefix"])]

@@ -10,6 +10,8 @@ from typing import Any
 import torch
 
 from pytest_gpuperf.gpu.device import cuda_synchronize
+from pytest_gpuperf.model import Measurement
+from pytest_gpuperf.paths import Bench
 
 
 def elapsed_ns(fn: Callable[[], object], device: torch.device) -> float:
@@ -19,6 +21,18 @@ def elapsed_ns(fn: Callable[[], object], device: torch.device) -> float:
     fn()
     cuda_synchronize(device)
     return float(time.perf_counter_ns() - start)
+
+
+def record_speedup(
+    bench: Bench, before: Measurement, after: Measurement, *, tolerance: float | None, minimum: float | None, how: str
+) -> float:
+    """``before``'s median time over ``after``'s, recorded on ``after`` as its ``speedup`` metric."""
+    speedup = before.stats.median_ns / after.stats.median_ns if after.stats.median_ns > 0 else math.inf
+    bench.metric(
+        "speedup", speedup, unit="x", better="higher", tolerance=tolerance, minimum=minimum,
+        measurement=after.name, description=how,
+    )  # fmt: skip
+    return speedup
 
 
 def tensor_leaves(value: object) -> Iterator[torch.Tensor]:

@@ -18,7 +18,7 @@ import torch
 from pytest_gpuperf.errors import AmpNumericsError
 from pytest_gpuperf.model import Measurement
 from pytest_gpuperf.paths import Bench
-from pytest_gpuperf.paths._torch import relative_error, saved_activation_bytes, tensor_leaves
+from pytest_gpuperf.paths._torch import record_speedup, relative_error, saved_activation_bytes, tensor_leaves
 
 DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -225,17 +225,8 @@ def compare_autocast(
     results: dict[str, PrecisionResult] = {}
     for d in active:
         m = measured[d]
-        speedup = base.stats.median_ns / m.stats.median_ns
-        bench.metric(
-            "speedup",
-            speedup,
-            unit="x",
-            better="higher",
-            tolerance=speedup_tolerance,
-            minimum=min_speedup,
-            measurement=m.name,
-            description=f"fp32 median time / autocast {d} median time on {device}",
-        )
+        how = f"fp32 median time / autocast {d} median time on {device}"
+        speedup = record_speedup(bench, base, m, tolerance=speedup_tolerance, minimum=min_speedup, how=how)
         bench.metric(
             "numerics_error",
             errors[d],

@@ -8,7 +8,6 @@ and are gated with ``absolute_tolerance=0``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -19,7 +18,7 @@ from torch._dynamo.utils import clear_compilation_metrics, counters, get_compila
 
 from pytest_gpuperf.model import Measurement
 from pytest_gpuperf.paths import Bench
-from pytest_gpuperf.paths._torch import elapsed_ns
+from pytest_gpuperf.paths._torch import elapsed_ns, record_speedup
 
 
 @dataclass(frozen=True)
@@ -132,39 +131,24 @@ def compare_compile(
     eager = bench.measure(fn, args, kw, name=f"{name}.eager", items=items, flops=flops)
     steady = bench.measure(compiled, args, kw, name=f"{name}.steady", items=items, flops=flops)
     counts = dynamo_counts()  # recompiles during the timed calls count too
-    speedup = eager.stats.median_ns / steady.stats.median_ns if steady.stats.median_ns > 0 else math.inf
-
     how = f"torch.compile(backend={backend!r}, mode={mode!r}, dynamic={dynamic!r})"
-    bench.metric(
-        "speedup",
-        speedup,
-        unit="x",
-        better="higher",
-        tolerance=speedup_tolerance,
-        minimum=min_speedup,
-        measurement=steady.name,
-        description=f"eager median / {how} median",
+    speedup = record_speedup(
+        bench, eager, steady, tolerance=speedup_tolerance, minimum=min_speedup, how=f"eager median / {how} median"
     )
-    bench.metric(
-        "graph_breaks",
-        first.graph_breaks,
-        better="lower",
-        tolerance=None,
-        absolute_tolerance=0,
-        maximum=max_graph_breaks,
-        measurement=steady.name,
-        description=f"dynamo graph breaks under {how}{_summary(first.graph_break_reasons)}",
-    )
-    bench.metric(
-        "recompiles",
-        counts.recompiles,
-        better="lower",
-        tolerance=None,
-        absolute_tolerance=0,
-        maximum=max_recompiles,
-        measurement=steady.name,
-        description=f"dynamo recompilations under {how}{_summary(counts.recompile_reasons)}",
-    )
+    for metric, count, maximum, reasons, what in (
+        ("graph_breaks", first.graph_breaks, max_graph_breaks, first.graph_break_reasons, "graph breaks"),
+        ("recompiles", counts.recompiles, max_recompiles, counts.recompile_reasons, "recompilations"),
+    ):  # counts: any increase fails
+        bench.metric(
+            metric,
+            count,
+            better="lower",
+            tolerance=None,
+            absolute_tolerance=0,
+            maximum=maximum,
+            measurement=steady.name,
+            description=f"dynamo {what} under {how}{_summary(reasons)}",
+        )
     served = {"hit": ", served from inductor's FX graph cache", "miss": ", compiled from scratch"}.get(cache_state, "")
     bench.metric(
         "first_call_cached_s" if cache_state == "hit" else "first_call_s",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pytest_gpuperf.model import Comparison, MeasurementResult, ProfileDiff, SessionResults, Verdict
 from pytest_gpuperf.report.history import STEP_DOWN, STEP_UP, History, Series, draw_series, time_scale
-from pytest_gpuperf.report.markdown import TOP_OPS
+from pytest_gpuperf.report.markdown import TOP_OPS, software
 from pytest_gpuperf.report.rows import counts_line, headline, ordered, plural, time_comparison
 
 # html.escape after stripping control characters: every string of the page goes through it
@@ -331,11 +331,7 @@ def _context(session: SessionResults) -> str:
     env, base = session.environment, session.base_provenance
     items = [
         ("device", f"{env.device_name} ({env.device_type}, class {env.device_class})"),
-        ("CPU", env.cpu_model),
-        ("Python", env.python),
-        ("torch", env.torch),
-        ("CUDA", env.cuda),
-        ("driver", env.driver),
+        *software(env),
         ("head commit", session.provenance.commit),
         (f"base ({session.compare_ref})" if session.compare_ref else "base", base.commit if base else None),
         ("started", session.started_at),

@@ -85,18 +85,16 @@ def _table(session: SessionResults) -> list[str]:
     return [_row(header), "|---|---|---|---:|---:|---:|---|---|", *rows]
 
 
+def software(env: Environment) -> list[tuple[str, str]]:
+    """What the numbers were measured with beside the device: CPU, Python, torch, CUDA, driver, ... (known ones)."""
+    facts = [("CPU", env.cpu_model), ("Python", env.python), ("torch", env.torch), ("CUDA", env.cuda)]
+    facts += [("driver", env.driver), ("platform", env.platform), *sorted(env.extra.items())]
+    return [(name, value) for name, value in facts if value]
+
+
 def _environment(env: Environment) -> list[str]:
     device = f"{md_text(env.device_name)} ({md_text(env.device_type)}, class {md_code(env.device_class)})"
-    items = [
-        ("CPU", env.cpu_model),
-        ("Python", env.python),
-        ("torch", env.torch),
-        ("CUDA", env.cuda),
-        ("driver", env.driver),
-        ("platform", env.platform),
-        *sorted(env.extra.items()),
-    ]
-    return [f"- **device**: {device}", *(f"- **{md_text(name)}**: {md_text(value)}" for name, value in items if value)]
+    return [f"- **device**: {device}", *(f"- **{md_text(name)}**: {md_text(value)}" for name, value in software(env))]
 
 
 def _provenance(label: str, prov: Provenance | None) -> str | None:
