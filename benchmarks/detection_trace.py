@@ -10,8 +10,10 @@ change against its baseline (or base ref), the threshold it had to pass, the
 speed probes of the gating session and of the baseline (baseline mode), and
 the comparison's note, which says what decided (noise-raised threshold, the
 fast-end guard, a re-measure or fresh pairs that did not confirm). The closing
-lines count the deciding reasons over the sessions shown. It is a benchmark
-tool: CI does not run it.
+lines count the deciding reasons over the sessions shown and, for compare-ref's
+unchanged code, what its process pairs read: the first pairs' spread, how many
+fresh pairs each confirmation took, and the fresh pairs' offset between the
+sides and spread. It is a benchmark tool: CI does not run it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import dataclasses
 import json
 import math
 import re
+import statistics
 import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -31,6 +34,9 @@ from pytest_gpuperf.cli import stability_targets
 from pytest_gpuperf.stability import rms_log_change, spread_limit
 
 _NAME = re.compile(r"^(?P<tool>.+)-t(?P<trial>\d+)-l(?P<level>\d+)\.json$")
+# A compare-ref confirmation's pairs, as its evidence line lists them (abtest/confirm.describe); the
+# results JSON carries them in no other field.
+_PAIRS = re.compile(r"fresh process pairs \(ratios (?P<ratios>[0-9., ]+)\); first pair (?P<first>[0-9.]+)")
 
 # detection.py's tools that gate on a number written in an earlier session
 _FROZEN_GATES = ("gpuperf-baseline",)
@@ -59,10 +65,19 @@ class TestLine:
     probe_ns: float | None
     baseline_probe_ns: float | None
     note: str
+    evidence: str = ""
 
     @property
     def alarm(self) -> bool:
         return self.verdict == "regression"
+
+    def pairs(self) -> tuple[list[float], float | None]:
+        """Compare-ref: the fresh pairs' ratios (none if not confirmed) and the first pair's ratio."""
+        match = _PAIRS.search(self.evidence)
+        if match is not None:
+            return [float(r) for r in match["ratios"].split(",")], float(match["first"])
+        first = 1.0 + self.change if self.change is not None and self.change > -1.0 else None
+        return [], first  # unconfirmed: the verdict's change is the first pair's
 
     def reasons(self) -> list[str]:
         return [name for name, phrase in _REASONS if phrase in self.note]
@@ -90,7 +105,7 @@ def read_session(path: Path) -> list[TestLine]:
                 test=measurement["test_id"].rsplit("::", 1)[-1], verdict=time_comparison["verdict"],
                 change=time_comparison.get("change"), threshold=time_comparison.get("threshold"),
                 probe_ns=measurement.get("speed_probe_ns"), baseline_probe_ns=baseline.get("speed_probe_ns"),
-                note=time_comparison.get("note") or "",
+                note=time_comparison.get("note") or "", evidence=time_comparison.get("evidence") or "",
             )
         )  # fmt: skip
     return lines
@@ -183,6 +198,34 @@ def print_spreads(shown: Sequence[Sequence[TestLine]], slowdown: float, false_al
     )
 
 
+def print_pairs(shown: Sequence[Sequence[TestLine]]) -> None:
+    """Compare-ref's process pairs on unchanged code: the first pairs, and the fresh pairs that confirmed."""
+    lines = [t for s in shown for t in s if t.level == 0 and t.tool == "gpuperf-ref"]
+    firsts = [(math.log(first), t.threshold) for t in lines if (first := t.pairs()[1]) is not None]
+    confirmations = [[math.log(r) for r in ratios] for t in lines if (ratios := t.pairs()[0])]
+    if len(firsts) < 2:
+        return
+    logs = [x for x, _ in firsts]
+    beyond = sum(1 for x, threshold in firsts if threshold is not None and abs(math.expm1(x)) > threshold)
+    print("\nCompare-ref's process pairs on unchanged code (sessions shown):")
+    print(f"  first pairs: {len(logs)} tests, log ratio spread {statistics.stdev(logs):.2%} (SD), "
+          f"mean {statistics.fmean(logs):+.2%}, {beyond} beyond their threshold")  # fmt: skip
+    if not confirmations:
+        return
+    sizes = Counter(len(c) for c in confirmations)
+    confirming = sum(1 for s in shown if any(t.level == 0 and t.pairs()[0] for t in s))
+    settled = ", ".join(f"{n} pairs: {count}" for n, count in sorted(sizes.items()))
+    print(f"  confirmations: {len(confirmations)} in {confirming} session(s), settled by {settled}")
+    pooled = [x for c in confirmations for x in c]
+    if len(pooled) < 2:
+        return
+    within = sum((x - statistics.fmean(c)) ** 2 for c in confirmations for x in c)
+    freedom = sum(len(c) - 1 for c in confirmations)
+    spread = f", spread within a confirmation {math.sqrt(within / freedom):.2%} (pooled SD)" if freedom else ""
+    offset, error = statistics.fmean(pooled), statistics.stdev(pooled) / math.sqrt(len(pooled))
+    print(f"  fresh pairs: {len(pooled)}, head over base log ratio {offset:+.2%} ± {error:.2%} (mean ± SE){spread}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("directory", type=Path, help="the --results-dir of a detection.py run")
@@ -201,6 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  {reason}: {count}")
     if not args.misses:  # misses alone would bias the spread
         print_spreads(shown, args.slowdown, args.false_alarms, args.caught)
+        print_pairs(shown)
     print(f"\n{len(shown)} session(s) shown")
     return 0
 

@@ -12,7 +12,7 @@ import pytest
 from benchmark_scripts import benchmark_script
 from test_report_helpers import make_session
 
-from pytest_gpuperf.model import Comparison, MeasurementResult, Verdict
+from pytest_gpuperf.model import Comparison, MeasurementResult, SessionResults, Verdict
 from pytest_gpuperf.report.results_json import write_results
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "detection_trace.py"
@@ -110,3 +110,45 @@ def test_compare_ref_gets_its_spread_but_not_the_frozen_gates_limit(
     out = capsys.readouterr().out
     assert "  gpuperf-ref: " in out
     assert "frozen number" not in out
+
+
+def _pairs_session(evidence: str) -> SessionResults:
+    """make_session's tests as unchanged compare-ref readings at a 2% threshold, the first one confirmed."""
+    first = True
+
+    def read(c: Comparison) -> Comparison:
+        nonlocal first
+        if not c.metric.startswith("time.") or c.change is None:
+            return c
+        confirmed, first = first, False
+        return dataclasses.replace(
+            c, verdict=Verdict.UNCHANGED, threshold=0.02, change=0.004 if confirmed else c.change,
+            evidence=evidence if confirmed else "",
+        )  # fmt: skip
+
+    session = make_session()
+    results = tuple(dataclasses.replace(r, comparisons=tuple(read(c) for c in r.comparisons)) for r in session.results)
+    return dataclasses.replace(session, results=results)
+
+
+def test_compare_refs_pairs_on_unchanged_code_are_summed_up(
+    trace: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pairs = "ratio 1.004 [0.98, 1.03] 95% CI, 3 fresh process pairs (ratios 1.010, 0.990, 1.012); first pair 1.030"
+    write_results(tmp_path / "gpuperf-ref-t1-l0.json", _pairs_session(pairs))
+    write_results(tmp_path / "gpuperf-ref-t2-l0.json", _pairs_session("ratio 1.004 [0.99, 1.02] 95% CI"))
+    write_results(tmp_path / "gpuperf-ref-t1-l5.json", _pairs_session(pairs))  # slowed code: not counted
+
+    (line, *_) = [t for t in next(trace.sessions(tmp_path)) if t.trial == 1 and t.level == 0]
+    assert line.pairs() == ([1.010, 0.990, 1.012], 1.030)
+    assert trace.main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    # five readings a session: the first test's first pair (1.030 where confirmed, else its +0.4%), -20%, +25%,
+    # +0% and +2.3%; beyond 2%: four in the confirming session, three in the other
+    assert "first pairs: 10 tests" in out and "7 beyond their threshold" in out
+    assert "confirmations: 1 in 1 session(s), settled by 3 pairs: 1" in out
+    logs = [math.log(r) for r in (1.010, 0.990, 1.012)]
+    mean = sum(logs) / 3
+    within = math.sqrt(sum((x - mean) ** 2 for x in logs) / 2)
+    assert f"fresh pairs: 3, head over base log ratio {mean:+.2%}" in out
+    assert f"spread within a confirmation {within:.2%} (pooled SD)" in out
