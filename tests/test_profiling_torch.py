@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -108,3 +110,35 @@ def test_cpu_ranking_and_empty_profiles() -> None:
     ops = top_operators(events, on_cuda=False, is_cuda_event=lambda e: False)
     assert [(n, round(s, 3)) for n, _, s in ops] == [("aten::mm", 0.75), ("aten::relu", 0.25)]
     assert top_operators([], on_cuda=True, is_cuda_event=lambda e: True) == ()
+
+
+def test_the_warm_up_call_is_left_out_of_the_tables() -> None:
+    calls = 0
+
+    def mm_then_an_extra_op_on_the_profiled_warm_up(a: torch.Tensor) -> torch.Tensor:
+        nonlocal calls
+        calls += 1
+        out = a @ a
+        return torch.tanh(out) if calls == 2 else out  # call 1: unprofiled; call 2: the warm-up, #0
+
+    capture = capture_calls(mm_then_an_extra_op_on_the_profiled_warm_up, (torch.randn(32, 32),), {}, trace_path=None,
+                            label="t", device=CPU, calls=3)  # fmt: skip
+    assert calls == 5
+    table = {op.name: op.calls for op in capture.table.ops}
+    assert table["aten::mm"] == 1.0  # three calls profiled, one mm each
+    assert "aten::tanh" not in table
+    assert all(name != "aten::tanh" for name, _, _ in capture.top_ops)
+
+
+def test_a_profile_does_not_import_torch_inductor() -> None:
+    # torch.profiler.profile's first start imports torch._inductor (a second of CPU) to read one setting
+    script = (
+        "import sys, torch\n"
+        "from pytest_gpuperf.profiling.torch_profile import capture_calls\n"
+        "a = torch.randn(16, 16)\n"
+        "capture = capture_calls(lambda: a @ a, (), {}, trace_path=None, label='t', device=torch.device('cpu'))\n"
+        "assert capture.table.ops, 'no operators profiled'\n"
+        "print('torch._inductor' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "False"

@@ -70,14 +70,9 @@ def kernel_efficiency(
     ):
         if rate is not None:  # reported, not gated: fraction_of_peak is the gate
             bench.metric(
-                metric,
-                rate,
-                unit=unit,
-                better="higher",
-                tolerance=None,
-                measurement=measurement.name,
+                metric, rate, unit=unit, better="higher", tolerance=None, measurement=measurement.name,
                 description=per_call,
-            )
+            )  # fmt: skip
     bench.metric(
         "fraction_of_peak",
         fraction,

@@ -72,32 +72,32 @@ def capture_calls(
     calls: int = PROFILED_CALLS,
     detailed: bool = True,
 ) -> ProfileCapture:
-    """One torch.profiler pass over ``calls`` calls of ``fn``, each in a ``gpuperf:<label>#i`` range.
+    """One profiler pass over ``calls`` calls of ``fn``, each in a ``gpuperf:<label>#i`` range (i >= 1).
 
-    An unprofiled call (lazy initialization) and a discarded profiled one (the profiler's first-call
-    costs) come first. ``trace_path`` None: no Chrome trace. ``detailed`` records shapes and memory
-    too (``--gpuperf-profile``); a differential profile needs neither.
+    An unprofiled call (lazy initialization) and a profiled warm-up call ``#0`` (the profiler's first-call
+    costs; left out of the tables, not of the trace) come first. ``trace_path`` None: no Chrome trace.
+    ``detailed`` records shapes and memory too (``--gpuperf-profile``); a differential profile needs neither.
     """
+    # torch.autograd.profiler.profile: the profiler torch.profiler.profile drives, without the import of
+    # torch._inductor at its first start in a process (about a second of CPU, to read one setting).
     import torch
-    from torch.profiler import ProfilerActivity, profile, record_function, schedule
+    from torch.autograd.profiler import profile, record_function
 
     if calls < 1:
         raise ValueError(f"capture_calls: calls must be at least 1, got {calls}")
     on_cuda = device.type == "cuda"
-    activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if on_cuda else [ProfilerActivity.CPU]
 
     with torch_warnings_stay_warnings():  # a compiled fn may be traced again here (quiet.py)
         fn(*args, **kwargs)  # lazy initialization stays out of the profile
         cuda_synchronize(device)
-        steps = schedule(wait=0, warmup=1, active=calls, repeat=1)
-        with quiet_profiler(), profile(activities=activities, schedule=steps, record_shapes=detailed,
-                                       profile_memory=detailed) as prof:  # fmt: skip
+        with quiet_profiler(), profile(use_device="cuda" if on_cuda else None, use_kineto=True,
+                                       record_shapes=detailed, profile_memory=detailed) as prof:  # fmt: skip
             for i in range(calls + 1):
                 with record_function(f"{RANGE_PREFIX}{label}#{i}"):
                     fn(*args, **kwargs)
-                if i == calls:
-                    cuda_synchronize(device)  # the last kernels finish inside the recorded window
-                prof.step()
+                if i in (0, calls):
+                    cuda_synchronize(device)  # the warm-up's kernels end before call #1, the last's inside the pass
+    events = after_warm_up(prof.function_events)
 
     trace, trace_error = None, None
     if trace_path is not None:
@@ -107,13 +107,17 @@ def capture_calls(
             trace_error = f"profile trace not written: could not write {exc.path}: {exc.reason}"
     is_cuda_event = _is_cuda(torch)
     return ProfileCapture(
-        trace_path=trace,
-        trace_error=trace_error,
-        top_ops=top_operators(prof.key_averages(), on_cuda=on_cuda, is_cuda_event=is_cuda_event),
-        activities=("cpu", "cuda") if on_cuda else ("cpu",),
-        table=op_table(prof.events(), calls=calls, on_cuda=on_cuda, is_cuda_event=is_cuda_event,
+        trace_path=trace, trace_error=trace_error, activities=("cpu", "cuda") if on_cuda else ("cpu",),
+        top_ops=top_operators(events, on_cuda=on_cuda, is_cuda_event=is_cuda_event),
+        table=op_table(events, calls=calls, on_cuda=on_cuda, is_cuda_event=is_cuda_event,
                        torch_version=str(torch.__version__)),
     )  # fmt: skip
+
+
+def after_warm_up(events: Sequence[Any]) -> list[Any]:
+    """The events from the start of the second ``gpuperf:`` range on: the warm-up call's are dropped."""
+    starts = sorted(e.time_range.start for e in events if str(e.key).startswith(RANGE_PREFIX))
+    return [e for e in events if len(starts) < 2 or e.time_range.start >= starts[1]]
 
 
 def _is_cuda(torch_module: Any) -> Callable[[Any], bool]:
@@ -130,21 +134,21 @@ def _self_device_us(event: Any) -> float:
 
 
 def top_operators(
-    averages: Sequence[Any],
+    events: Sequence[Any],
     *,
     on_cuda: bool,
     is_cuda_event: Callable[[Any], bool],
     limit: int = TOP_OPS,
 ) -> tuple[tuple[str, float, float], ...]:
-    """(name, self time ns, share of the total) for the operators that took longest.
+    """(name, self time ns, share of the total) for the longest operators of ``events`` (or their averages).
 
-    On CUDA, kernels appear twice in ``key_averages()``: as kernel events and in their operator's
-    self device time. Ranking uses the operators and the total the kernels, so work launched
-    outside any operator lowers the shares instead of inflating them.
+    On CUDA, kernels appear twice: as kernel events and in their operator's self device time.
+    Ranking uses the operators and the total the kernels, so work launched outside any operator
+    lowers the shares instead of inflating them.
     """
-    rows: list[tuple[str, float]] = []
+    by_name: dict[str, float] = {}
     total_us = 0.0
-    for event in averages:
+    for event in events:
         key = str(event.key)
         if on_cuda:
             if is_cuda_event(event):
@@ -155,10 +159,10 @@ def top_operators(
             time_us = float(event.self_cpu_time_total or 0.0)
             total_us += time_us
         if time_us > 0 and not key.startswith((RANGE_PREFIX, *_SKIPPED)):
-            rows.append((key, time_us))
+            by_name[key] = by_name.get(key, 0.0) + time_us
     if total_us <= 0:
         return ()
-    rows.sort(key=lambda r: r[1], reverse=True)
+    rows = sorted(by_name.items(), key=lambda r: r[1], reverse=True)
     return tuple((name, us * 1e3, min(1.0, us / total_us)) for name, us in rows[:limit])
 
 
