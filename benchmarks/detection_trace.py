@@ -200,9 +200,10 @@ def print_spreads(shown: Sequence[Sequence[TestLine]], slowdown: float, false_al
 
 def print_pairs(shown: Sequence[Sequence[TestLine]]) -> None:
     """Compare-ref's process pairs on unchanged code: the first pairs, and the fresh pairs that confirmed."""
-    lines = [t for s in shown for t in s if t.level == 0 and t.tool == "gpuperf-ref"]
-    firsts = [(math.log(first), t.threshold) for t in lines if (first := t.pairs()[1]) is not None]
-    confirmations = [[math.log(r) for r in ratios] for t in lines if (ratios := t.pairs()[0])]
+    by_session = [[(t, *t.pairs()) for t in s if t.level == 0 and t.tool == "gpuperf-ref"] for s in shown]
+    read = [reading for session in by_session for reading in session]
+    firsts = [(math.log(first), t.threshold) for t, _, first in read if first is not None]
+    confirmations = [[math.log(r) for r in ratios] for _, ratios, _ in read if ratios]
     if len(firsts) < 2:
         return
     logs = [x for x, _ in firsts]
@@ -213,13 +214,13 @@ def print_pairs(shown: Sequence[Sequence[TestLine]]) -> None:
     if not confirmations:
         return
     sizes = Counter(len(c) for c in confirmations)
-    confirming = sum(1 for s in shown if any(t.level == 0 and t.pairs()[0] for t in s))
+    confirming = sum(1 for session in by_session if any(ratios for _, ratios, _ in session))
     settled = ", ".join(f"{n} pairs: {count}" for n, count in sorted(sizes.items()))
     print(f"  confirmations: {len(confirmations)} in {confirming} session(s), settled by {settled}")
     pooled = [x for c in confirmations for x in c]
     if len(pooled) < 2:
         return
-    within = sum((x - statistics.fmean(c)) ** 2 for c in confirmations for x in c)
+    within = sum((x - mean) ** 2 for c in confirmations for mean in [statistics.fmean(c)] for x in c)
     freedom = sum(len(c) - 1 for c in confirmations)
     spread = f", spread within a confirmation {math.sqrt(within / freedom):.2%} (pooled SD)" if freedom else ""
     offset, error = statistics.fmean(pooled), statistics.stdev(pooled) / math.sqrt(len(pooled))
