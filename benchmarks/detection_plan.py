@@ -19,8 +19,9 @@ the threshold either way; a suspected regression is confirmed by the plan at
 ``--confidence``, a suspected improvement at ``IMPROVEMENT_CONFIDENCE``, all
 through one pool of workers kept warm for the session (``abtest.confirm.start_waves``).
 It prints the sessions that raised an alarm or reported an improvement, and what
-the confirmations cost: the waves of workers started and the pairs measured, and
-the seconds they add at ``--wave-s`` per wave and ``--pair-s`` per pair.
+the confirmations cost: the pairs started and measured, and the seconds they add
+at ``--wave-s`` for the first wave, ``--start-s`` for each pair started after it
+and ``--pair-s`` per pair measured.
 """
 
 from __future__ import annotations
@@ -69,10 +70,11 @@ def simulate(
     return confirmed(ratios, threshold, confidence, errors(ratios)), len(ratios)
 
 
-def session(change: float, args: argparse.Namespace, rng: random.Random) -> tuple[bool, bool, int, int]:
-    """One compare-ref session of ``args.tests`` tests: (alarm, improvement reported, waves started, pairs)."""
+def session(change: float, args: argparse.Namespace, rng: random.Random) -> tuple[bool, bool, int, int, int]:
+    """One compare-ref session of ``args.tests`` tests: (alarm, improvement reported, first waves started (0 or 1),
+    pairs started after the first wave, pairs measured)."""
     alarm = improved = False
-    started = measured = waves = 0
+    started = measured = first_waves = later = 0
     waves_at = start_waves(args.pairs)
     offset = rng.gauss(0.0, args.session_offset)
     for _ in range(args.tests):
@@ -96,11 +98,12 @@ def session(change: float, args: argparse.Namespace, rng: random.Random) -> tupl
         ratios = take_readings(take, pair_waves(args.pairs), done)
         measured += len(ratios)
         while started < len(ratios):
-            started = next(w for w in waves_at if w > started)
-            waves += 1
+            now = next(w for w in waves_at if w > started)
+            first_waves, later = (1, later) if started == 0 else (first_waves, later + now - started)
+            started = now
         if confirmed(ratios, threshold, level, errors(ratios)):
             alarm, improved = alarm or regression, improved or not regression
-    return alarm, improved, waves, measured
+    return alarm, improved, first_waves, later, measured
 
 
 def sessions(args: argparse.Namespace, rng: random.Random) -> None:
@@ -109,17 +112,20 @@ def sessions(args: argparse.Namespace, rng: random.Random) -> None:
           f"{format_level(IMPROVEMENT_CONFIDENCE)}; {args.pairs} pairs planned, "
           f"threshold {args.threshold:.1%}")  # fmt: skip
     print(
-        "| true change | sessions alarmed | improvements reported | waves started: mean | pairs: mean | added s: mean |"
+        "| true change | sessions alarmed | improvements reported | first waves: mean | pairs started later: mean "
+        "| pairs: mean | added s: mean |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for change in CHANGES:
         runs = [session(change, args, rng) for _ in range(args.sessions)]
         waves = statistics.mean(r[2] for r in runs)
-        pairs = statistics.mean(r[3] for r in runs)
+        later = statistics.mean(r[3] for r in runs)
+        pairs = statistics.mean(r[4] for r in runs)
         alarmed = sum(r[0] for r in runs) / len(runs)
         improved = sum(r[1] for r in runs) / len(runs)
-        added = waves * args.wave_s + pairs * args.pair_s
-        print(f"| {change:+.0%} | {alarmed:.2%} | {improved:.2%} | {waves:.2f} | {pairs:.2f} | {added:.1f} |")
+        added = waves * args.wave_s + later * args.start_s + pairs * args.pair_s
+        print(f"| {change:+.0%} | {alarmed:.2%} | {improved:.2%} | {waves:.2f} | {later:.2f} | {pairs:.2f} "
+              f"| {added:.1f} |")  # fmt: skip
 
 
 def main() -> int:
@@ -140,7 +146,8 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=0, help="simulate this many whole sessions per change")
     parser.add_argument("--tests", type=int, default=4, help="tests per simulated session")
     parser.add_argument("--first-spread", type=float, default=0.022, help="spread of the first pair's log ratio")
-    parser.add_argument("--wave-s", type=float, default=4.8, help="seconds to start one wave of workers")
+    parser.add_argument("--wave-s", type=float, default=2.3, help="seconds to start the first wave of workers")
+    parser.add_argument("--start-s", type=float, default=0.45, help="seconds to start one pair after the first wave")
     parser.add_argument("--pair-s", type=float, default=0.7, help="seconds one fresh pair measures")
     args = parser.parse_args()
     rng = random.Random(args.seed)

@@ -1,12 +1,14 @@
-"""Seconds until a wave of confirmation pairs is ready: workers started one by one, or forked two by two.
+"""Seconds until a wave of confirmation pairs is ready: workers started one by one, or forked from a zygote.
 
     python benchmarks/pair_start.py --pairs 3 --rounds 10
 
 Writes the detection benchmark's suite to a temporary folder and, alternating, starts
 ``--pairs`` pairs of compare-ref workers in it the way a confirmation's first wave does:
-each worker as its own process (``remote.spawn_worker``: every one imports torch), or each
-pair forked from one parent (``twins.spawn_twins``: one import per pair). It times the wave
-from the first start to the last worker's HELLO (tests collected), then stops the workers.
+each worker as its own process (``remote.spawn_worker``: every one imports torch); forked
+from a zygote started with the wave (``twins.Zygote``: one import for the wave); or forked
+from a zygote that had imported torch before (a session's: started before collection by
+``abtest/prestart.py``). It times the wave from the first start to the last worker's HELLO
+(tests collected), then stops the workers.
 A benchmark, not a test: CI does not run it. Results: docs/detection.md.
 """
 
@@ -25,7 +27,7 @@ import detection  # the suite
 
 from pytest_gpuperf.abtest.protocol import HeadChannel
 from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch, spawn_worker
-from pytest_gpuperf.abtest.twins import spawn_twins
+from pytest_gpuperf.abtest.twins import Zygote
 
 
 def _launch(root: Path, name: str) -> WorkerLaunch:
@@ -39,11 +41,31 @@ def one_by_one(root: Path, pairs: int) -> list[HeadChannel]:
     return [spawn_worker(_launch(root, f"{side}-{j}")) for j in range(pairs) for side in ("head", "base")]
 
 
-def two_by_two(root: Path, pairs: int) -> list[HeadChannel]:
-    return [c for j in range(pairs) for c in spawn_twins(_launch(root, f"head-{j}"), _launch(root, f"base-{j}"))]
+def fork_wave(zygote: Zygote, root: Path, pairs: int) -> list[HeadChannel]:
+    return [c for j in range(pairs) for c in zygote.fork(_launch(root, f"head-{j}"), _launch(root, f"base-{j}"))]
+
+
+def new_zygote(root: Path, pairs: int) -> list[HeadChannel]:
+    return fork_wave(_zygote(root), root, pairs)
+
+
+def warm_zygote(root: Path, pairs: int) -> list[HeadChannel]:
+    return fork_wave(_WARM[root], root, pairs)
+
+
+_WARM: dict[Path, Zygote] = {}
+_STARTED: list[Zygote] = []
+
+
+def _zygote(root: Path) -> Zygote:
+    _STARTED.append(Zygote.start(root / "scratch"))
+    return _STARTED[-1]
 
 
 def time_wave(start: Callable[[Path, int], list[HeadChannel]], root: Path, pairs: int) -> float:
+    if start is warm_zygote:  # started and done importing before the clock starts
+        _WARM[root] = _zygote(root)
+        RemoteSide(_WARM[root].fork(_launch(root, "probe"))[0], "bench").close()
     began = time.perf_counter()
     sides = [RemoteSide(channel, "bench") for channel in start(root, pairs)]
     for side in sides:
@@ -53,6 +75,8 @@ def time_wave(start: Callable[[Path, int], list[HeadChannel]], root: Path, pairs
         side.request_stop()
     for side in sides:
         side.wait_stopped()
+    while _STARTED:
+        _STARTED.pop().close()
     return ready
 
 
@@ -63,10 +87,10 @@ def main() -> int:
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="gpuperf-pair-start-"))
     detection.write_suite(root, 0)
-    ways = {"one by one": one_by_one, "two by two": two_by_two}
+    ways = {"one by one": one_by_one, "new zygote": new_zygote, "warm zygote": warm_zygote}
     seconds: dict[str, list[float]] = {name: [] for name in ways}
     for i in range(args.rounds):
-        for name in list(ways) if i % 2 == 0 else list(reversed(ways)):
+        for name in list(ways) if i % 2 == 0 else list(reversed(ways)):  # each way early and late alike
             seconds[name].append(time_wave(ways[name], root, args.pairs))
             print(f"round {i + 1} {name}: {seconds[name][-1]:.2f}s", flush=True)
     for name, values in seconds.items():

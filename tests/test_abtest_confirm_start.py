@@ -8,6 +8,7 @@ import pytest
 
 from pytest_gpuperf.abtest.confirm import ConfirmationPool
 from pytest_gpuperf.abtest.remote import WorkerLaunch, launch_worker
+from pytest_gpuperf.abtest.twins import SessionZygote
 from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
 
@@ -25,11 +26,15 @@ def test_a_worker_that_cannot_start_is_a_worker_error_naming_the_folder(tmp_path
 
 
 def test_a_confirmation_whose_workers_cannot_start_says_so_once(tmp_path: Path) -> None:
+    zygote = SessionZygote(tmp_path / "scratch")
     pool = ConfirmationPool(
-        3, lambda j: _launch(tmp_path, f"head-{j}"), lambda j: _launch(tmp_path, f"base-{j}"), "main"
+        3, lambda j: _launch(tmp_path, f"head-{j}"), lambda j: _launch(tmp_path, f"base-{j}"), "main", zygote
     )
     result = pool.confirm("test_x.py::test_x", "default", MeasureSettings(), threshold=0.02)
+    pool.close()
+    zygote.close()
     assert result.ratios == [] and not result.usable()
     (note,) = result.problems
     assert note.startswith("confirmation workers did not start: could not start a worker in")
     assert result.attempted >= 3  # every pair of the first wave was tried
+    assert not (tmp_path / "scratch" / "zygote.log").exists()  # no process started for workers that could not be

@@ -1,4 +1,4 @@
-"""The compare-ref base worker started before the head collects (abtest/prestart.py)."""
+"""The compare-ref worktree and zygote started before the head collects (abtest/prestart.py)."""
 
 from __future__ import annotations
 
@@ -59,29 +59,31 @@ def worktrees(root: Path) -> int:
     return git(root, "worktree", "list", "--porcelain").count("worktree ")
 
 
-def test_an_early_worker_waits_for_its_command_line_and_quits_without_it(tmp_path: Path) -> None:
+def test_an_early_zygote_waits_for_work_and_ends_with_its_worktree_on_close(tmp_path: Path) -> None:
     commit_twice(tmp_path, {"f.txt": "x\n"})
     early = start_early(tmp_path, "HEAD~1")
     assert early is not None
     assert worktrees(tmp_path) == 2
     time.sleep(0.5)
-    assert early.channel.process.poll() is None  # imported torch (or still does), waits for START
+    zygote = early.zygote.running().process
+    assert zygote.poll() is None  # imported torch (or still does), waits to fork the base worker
     early.close()
-    assert early.channel.process.returncode == 0
+    assert zygote.returncode == 0
     assert worktrees(tmp_path) == 1
     assert early.worktree.path is not None and not early.worktree.path.exists()
     early.close()  # a second close does nothing
 
 
-def test_an_early_worker_handed_over_is_not_closed_by_its_first_owner(tmp_path: Path) -> None:
+def test_an_early_zygote_handed_over_is_not_closed_by_its_first_owner(tmp_path: Path) -> None:
     commit_twice(tmp_path, {"f.txt": "x\n"})
     early = start_early(tmp_path, "HEAD~1")
     assert early is not None
-    worktree, channel = early.hand_over()
+    worktree, zygote = early.hand_over()
     early.close()
-    assert channel.process.poll() is None and worktrees(tmp_path) == 2
-    channel.conn.close()  # the new owner's way out: EOF before START ends the launcher
-    assert channel.process.wait(timeout=60) == 0
+    process = zygote.running().process
+    assert process.poll() is None and worktrees(tmp_path) == 2
+    zygote.close()  # the new owner's
+    assert process.returncode == 0
     worktree.close()
     assert worktrees(tmp_path) == 1
 
@@ -106,9 +108,9 @@ def test_the_base_worker_runs_before_the_head_has_collected_and_measures(
     result = pytester.runpytest_subprocess(*ARGS, "--gpuperf-json=results.json")
     assert result.ret == 0, result.stdout.str()
     children = json.loads((root / "children.json").read_text())
-    assert [c for c in children if c[1:] == ["-c"]], children  # the launcher, started before collection ended
+    assert [c for c in children if c[1:] == ["-c"]], children  # the zygote, started before collection ended
     (comparison, *_) = json.loads((root / "results.json").read_text())["results"][0]["comparisons"]
-    assert comparison["verdict"] == "unchanged", comparison  # measured against the base worker it became
+    assert comparison["verdict"] == "unchanged", comparison  # measured against the base worker it forked
     assert worktrees(root) == 1
 
 

@@ -1,4 +1,4 @@
-"""A confirmation pair's two workers forked from one zygote: real processes, real pytest sessions."""
+"""Confirmation pairs' workers forked from the session's zygote: real processes, real pytest sessions."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from pytest_gpuperf.abtest.confirm import ConfirmationPool
 from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch
-from pytest_gpuperf.abtest.twins import ForkedWorker, spawn_twins
+from pytest_gpuperf.abtest.twins import ForkedWorker, SessionZygote, Zygote
 from pytest_gpuperf.errors import WorkerError
 
 pytestmark = pytest.mark.slow
@@ -52,6 +53,13 @@ def _launch(root: Path, checkout: Path, *, worker_args: tuple[str, ...] = ()) ->
 
 
 @pytest.fixture
+def zygote(tmp_path: Path) -> Iterator[Zygote]:
+    started = Zygote.start(tmp_path / "logs")
+    yield started
+    started.close()
+
+
+@pytest.fixture
 def report_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "reports"
     folder.mkdir()
@@ -59,9 +67,11 @@ def report_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def test_both_workers_are_forked_from_one_zygote_each_in_its_own_checkout(tmp_path: Path, report_dir: Path) -> None:
+def test_both_workers_are_forked_from_one_zygote_each_in_its_own_checkout(
+    tmp_path: Path, report_dir: Path, zygote: Zygote
+) -> None:
     head, base = _checkout(tmp_path, "headtree"), _checkout(tmp_path, "worktree")
-    channels = spawn_twins(_launch(tmp_path, base), _launch(tmp_path, head))
+    channels = zygote.fork(_launch(tmp_path, base), _launch(tmp_path, head))
     sides = [RemoteSide(channel, name) for channel, name in zip(channels, ("base", "head"), strict=True)]
     for side in sides:
         side.wait_ready(timeout_s=120)
@@ -81,15 +91,15 @@ def test_both_workers_are_forked_from_one_zygote_each_in_its_own_checkout(tmp_pa
     assert [channel.process.poll() for channel in channels] == [0, 0]  # QUIT: each ended cleanly
 
 
-def test_a_killed_zygote_takes_its_workers_with_it(tmp_path: Path, report_dir: Path) -> None:
+def test_a_killed_zygote_takes_its_workers_with_it(tmp_path: Path, report_dir: Path, zygote: Zygote) -> None:
     head, base = _checkout(tmp_path, "headtree"), _checkout(tmp_path, "worktree")
-    channels = spawn_twins(_launch(tmp_path, head), _launch(tmp_path, base))
+    channels = zygote.fork(_launch(tmp_path, head), _launch(tmp_path, base))
     for channel, name in zip(channels, ("head", "base"), strict=True):
         RemoteSide(channel, name).wait_ready(timeout_s=120)
     workers = [channel.process for channel in channels]
     assert all(isinstance(w, ForkedWorker) and w.poll() is None for w in workers)
     pids = [json.loads((report_dir / f"{name}.json").read_text())["pid"] for name in ("headtree", "worktree")]
-    workers[0]._zygote.process.kill()  # the head keeps no other handle on the zygote
+    zygote.process.kill()
 
     deadline = time.monotonic() + 30
     while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
@@ -106,19 +116,20 @@ def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
 
 
-def test_a_worker_that_ends_early_is_a_worker_error_with_its_exit_code_and_log(tmp_path: Path) -> None:
+def test_a_worker_that_ends_early_is_a_worker_error_with_its_exit_code_and_log(tmp_path: Path, zygote: Zygote) -> None:
     head, base = _checkout(tmp_path, "headtree"), _checkout(tmp_path, "worktree")
     bad = ("--no-such-option",)
-    channels = spawn_twins(_launch(tmp_path, head, worker_args=bad), _launch(tmp_path, base, worker_args=bad))
+    channels = zygote.fork(_launch(tmp_path, head, worker_args=bad), _launch(tmp_path, base, worker_args=bad))
     for channel, name in zip(channels, ("head", "base"), strict=True):
         with pytest.raises(WorkerError, match=r"(?s)exited with code 4 .*no-such-option"):
             RemoteSide(channel, name).wait_ready(timeout_s=120)
 
 
-def test_a_missing_checkout_is_named_before_anything_starts(tmp_path: Path) -> None:
+def test_a_missing_checkout_is_named_before_anything_starts(tmp_path: Path, zygote: Zygote) -> None:
     head = _checkout(tmp_path, "headtree")
     with pytest.raises(WorkerError, match=r"could not start a worker in .*gone"):
-        spawn_twins(_launch(tmp_path, head), _launch(tmp_path, tmp_path / "gone"))
+        zygote.fork(_launch(tmp_path, head), _launch(tmp_path, tmp_path / "gone"))
+    assert zygote.pids == {}  # nothing was asked of the zygote
 
 
 @pytest.mark.parametrize(
@@ -134,22 +145,36 @@ def test_a_zygote_forks_only_from_a_single_threaded_process(setup: str, expected
     assert expected in out
 
 
-def test_a_confirmation_pools_pairs_are_each_forked_from_a_parent_of_their_own(
+def test_a_confirmation_pools_pairs_are_all_forked_from_the_sessions_one_zygote(
     tmp_path: Path, report_dir: Path
 ) -> None:
     head, base = _checkout(tmp_path, "headtree"), _checkout(tmp_path, "worktree")
+    zygotes = SessionZygote(tmp_path / "scratch")
     pool = ConfirmationPool(
-        2, lambda j: _launch(tmp_path / f"h{j}", head), lambda j: _launch(tmp_path / f"b{j}", base), "main"
+        3, lambda j: _launch(tmp_path / f"h{j}", head), lambda j: _launch(tmp_path / f"b{j}", base), "main", zygotes
     )
     parents = []
     try:
-        for j in range(2):
-            pool._start(j + 1)
+        for j in range(3):
+            pool._start(j + 1)  # one pair a time: each later pair is asked of the zygote already running
             for side in pool._sides[j]:
                 side.wait_ready(timeout_s=120)
             seen = [json.loads((report_dir / f"{name}.json").read_text()) for name in ("headtree", "worktree")]
             assert seen[0]["ppid"] == seen[1]["ppid"] != os.getpid()
             parents.append(seen[0]["ppid"])
+        zygote = zygotes.running().process
+        zygote.kill()  # a zygote that ended is replaced at the next start
+        zygote.wait()
+        pool._broken.add(2)
+        pool._restart_broken()
+        pool._start(3)
+        for side in pool._sides[2]:
+            side.wait_ready(timeout_s=120)
+        replaced = json.loads((report_dir / "headtree.json").read_text())["ppid"]
+        replacement = zygotes.running().process
     finally:
         pool.close()
-    assert parents[0] != parents[1]
+        zygotes.close()
+    assert parents == [parents[0]] * 3
+    assert zygote.pid == parents[0] != replaced == replacement.pid
+    assert replacement.poll() is not None  # closed with the session

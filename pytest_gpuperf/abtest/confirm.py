@@ -2,9 +2,9 @@
 
 Where a process's code and data land in memory gives it an offset no number of rounds
 averages away, so a suspicion is measured again in fresh process pairs, whose ratios'
-spread decides (``verdict/pairs.py``). Each pair's two workers are forked from one parent
-(``twins.py``). The workers stay warm for the session: pair ``j`` takes reading ``j`` of every
-suspected test, so one test's readings come from different pairs.
+spread decides (``verdict/pairs.py``). Every pair's two workers are forked from the session's
+zygote (``twins.py``), which imports torch once. The workers stay warm for the session: pair ``j``
+takes reading ``j`` of every suspected test, so one test's readings come from different pairs.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pytest_gpuperf import readings, stats
 from pytest_gpuperf.abtest.alternate import alternate
 from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch
-from pytest_gpuperf.abtest.twins import spawn_twins
+from pytest_gpuperf.abtest.twins import SessionZygote
 from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import Verdict
@@ -78,7 +78,7 @@ class Confirmation:
 
 
 class ConfirmationPool:
-    """``pairs`` head workers and ``pairs`` base workers, started on first use, each pair from one zygote."""
+    """``pairs`` head workers and ``pairs`` base workers, started on first use, forked from the session's zygote."""
 
     def __init__(
         self,
@@ -86,9 +86,11 @@ class ConfirmationPool:
         head_launch: Callable[[int], WorkerLaunch],
         base_launch: Callable[[int], WorkerLaunch],
         ref: str,
+        zygote: SessionZygote,
         progress: Progress | None = None,
     ) -> None:
         self.pairs = pairs
+        self.zygote = zygote  # the session's, which the engine closes
         self.progress = progress or Progress()
         self._head_launch = head_launch
         self._base_launch = base_launch
@@ -106,7 +108,7 @@ class ConfirmationPool:
                     continue
                 order = [(self._head_launch(j), "at the head's checkout"), (self._base_launch(j), f"at {self.ref}")]
                 (first, first_where), (second, second_where) = reversed(order) if base_leads(j) else order
-                first_channel, second_channel = spawn_twins(first, second)
+                first_channel, second_channel = self.zygote.fork(first, second)
                 launched += [RemoteSide(first_channel, first_where), RemoteSide(second_channel, second_where)]
                 started[j] = (launched[-1], launched[-2]) if base_leads(j) else (launched[-2], launched[-1])
         except BaseException:
@@ -208,13 +210,13 @@ def errors_of(taken: Sequence[PairReading]) -> list[float]:
 
 
 def start_waves(planned: int) -> tuple[int, ...]:
-    """How many pairs run once pair ``j`` is needed: the first three, the planned ones, the extension's.
+    """How many pairs run once pair ``j`` is needed: the first three together, then one more at a time.
 
-    Pairs are looked at one by one (verdict/pairs.py) but started a wave at a time: several
-    start-ups at once take a larger share of a busy host's CPU, so a wave is ready sooner.
+    The first look needs three pairs, so they start at once and share the CPU while they collect.
+    A later pair is started only when a look left the verdict open: forked from the warm zygote,
+    it is ready in a fraction of a second, so starting pairs ahead would only pay for unused ones.
     """
-    first = min(planned, pairs.MIN_CONFIRMING_PAIRS)
-    return tuple(sorted({first, planned, pairs.last_pair(planned)}))
+    return pairs.pair_waves(planned)
 
 
 def base_leads(j: int) -> bool:

@@ -14,20 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_gpuperf.abtest import protocol
 from pytest_gpuperf.abtest.alternate import alternate
 from pytest_gpuperf.abtest.confirm import ConfirmationPool, describe
 from pytest_gpuperf.abtest.headtree import head_checkout
 from pytest_gpuperf.abtest.prestart import BASE_WORKER, EarlyBase, checkout_dir
 from pytest_gpuperf.abtest.protocol import handover_pause_s
-from pytest_gpuperf.abtest.remote import (
-    RECV_TIMEOUT_S,
-    START_TIMEOUT_S,
-    RemoteSide,
-    WorkerLaunch,
-    spawn_worker,
-    worker_argv,
-)
+from pytest_gpuperf.abtest.remote import RECV_TIMEOUT_S, START_TIMEOUT_S, RemoteSide, WorkerLaunch
+from pytest_gpuperf.abtest.twins import SessionZygote
 from pytest_gpuperf.abtest.worktree import BaseRef, RefWorktree
 from pytest_gpuperf.baseline.record import entry_from_measurement
 from pytest_gpuperf.config import GateSettings, MeasureSettings, Settings
@@ -117,6 +110,7 @@ class CompareRefEngine:
         self.base_commit: str | None = None
         self._worktree: RefWorktree | None = None
         self._base: RemoteSide | None = None
+        self._zygote: SessionZygote | None = None  # forks the base worker and every confirmation worker
         self._started = False
         self._pairs: dict[str, _Pair] = {}
         self._confirmation: ConfirmationPool | None = None
@@ -130,7 +124,7 @@ class CompareRefEngine:
         """Create the worktree of REF and start the worker there (once); does not wait for it.
 
         Called once the test ids are known, so the worker collects (only ``node_ids``' files) while
-        the head starts up. A worker started early (prestart.py) is adopted and told its command line.
+        the head starts up. A worktree and zygote started early (prestart.py) are adopted.
         """
         if self._started:
             return
@@ -143,14 +137,12 @@ class CompareRefEngine:
             early = None
         try:
             if early is not None:
-                self._worktree, channel = early.hand_over()
-                self._base = RemoteSide(channel, f"at {self.ref}", self.recv_timeout_s)
-                # the process has imported torch meanwhile; now it learns which files to collect
-                channel.send(protocol.START, worker_argv(self._launch_at_ref(BASE_WORKER)))
+                self._worktree, self._zygote = early.hand_over()
             else:
                 self._worktree = RefWorktree(self.rootdir, self._resolved or self.ref).create()
-                launch = self._launch_at_ref(BASE_WORKER)
-                self._base = RemoteSide(spawn_worker(launch), f"at {self.ref}", self.recv_timeout_s)
+                self._zygote = SessionZygote(self._worktree.tmp_dir)
+            (channel,) = self._zygote.fork(self._launch_at_ref(BASE_WORKER))
+            self._base = RemoteSide(channel, f"at {self.ref}", self.recv_timeout_s)
         except BaseException:
             self.close()
             raise
@@ -162,6 +154,7 @@ class CompareRefEngine:
                 lambda j: dataclasses.replace(self._launch_at_head_checkout(f"confirm-head-{j + 1}"), time_only=True),
                 lambda j: dataclasses.replace(self._launch_at_ref(f"confirm-base-{j + 1}"), time_only=True),
                 self.ref,
+                self._zygote,
                 self.progress,
             )
 
@@ -219,6 +212,9 @@ class CompareRefEngine:
         base, self._base = self._base, None
         if base is not None:
             base.close()
+        if self._zygote is not None:
+            self._zygote.close()
+            self._zygote = None
         if self._worktree is not None:
             self._worktree.close()  # the head's checkout lies in its scratch folder: removed with it
             self._worktree = None

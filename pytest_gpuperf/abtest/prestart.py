@@ -1,8 +1,9 @@
-"""The base worker, started before the head imports its tests.
+"""The worktree of REF and the session's zygote, started before the head imports its tests.
 
-A worker's start-up is mostly importing torch; started from the head's earliest hook,
-it overlaps the head's own, and gets its command line once collection is done. Best
-effort: on any failure the engine starts the worker itself later and reports the error.
+A worker's start-up is mostly importing torch, which the zygote does for every worker
+(twins.py); started from the head's earliest hook, its import overlaps the head's own, and
+the base worker is forked from it once collection is done. Best effort: on any failure the
+engine starts both itself later and reports the error.
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_gpuperf.abtest.protocol import HeadChannel
-from pytest_gpuperf.abtest.remote import RemoteSide, launch_worker
+from pytest_gpuperf.abtest.twins import SessionZygote
 from pytest_gpuperf.abtest.worktree import BaseRef, RefWorktree
 
 BASE_WORKER = "worker"  # its name: the log file and basetemp next to the worktree
@@ -28,42 +28,37 @@ def checkout_dir(rootdir: Path, repo_root: Path, checkout: Path) -> Path:
 
 @dataclass
 class EarlyBase:
-    """A worktree of REF and a base worker process in it, waiting for START."""
+    """A worktree of REF and the session's zygote, importing torch in its scratch folder."""
 
     ref: str
     rootdir: Path
     worktree: RefWorktree
-    channel: HeadChannel
+    zygote: SessionZygote
     handed_over: bool = False
 
-    def hand_over(self) -> tuple[RefWorktree, HeadChannel]:
-        """Give the worktree and the process to their new owner (the engine), which closes them."""
+    def hand_over(self) -> tuple[RefWorktree, SessionZygote]:
+        """Give the worktree and the zygote to their new owner (the engine), which closes them."""
         self.handed_over = True
-        return self.worktree, self.channel
+        return self.worktree, self.zygote
 
     def close(self) -> None:
-        """Stop the process and remove the worktree, unless handed over; never raises."""
+        """End the zygote and remove the worktree, unless handed over; never raises."""
         if self.handed_over:
             return
         self.handed_over = True
-        RemoteSide(self.channel, f"at {self.ref}").close()  # QUIT: the launcher exits without running pytest
+        self.zygote.close()
         with contextlib.suppress(Exception):
             self.worktree.close()
 
 
 def start_early(rootdir: Path, ref: str | BaseRef) -> EarlyBase | None:
-    """Create the worktree of ``ref`` and start the base worker's process there; None if that failed."""
+    """Create the worktree of ``ref`` and start the session's zygote next to it; None if that failed."""
     worktree = RefWorktree(rootdir, ref)
     try:
         worktree.create()
-        checkout, repo_root = worktree.path, worktree.repo_root
-        assert checkout is not None and repo_root is not None
-        channel = launch_worker(
-            checkout_dir(rootdir, repo_root, checkout),
-            (checkout, checkout / "src"),
-            worktree.tmp_dir / f"{BASE_WORKER}.log",
-        )
+        zygote = SessionZygote(worktree.tmp_dir)
+        zygote.running()
     except Exception:  # best effort (module doc): the engine's own start reports what is wrong
         worktree.close()
         return None
-    return EarlyBase(worktree.ref, rootdir, worktree, channel)
+    return EarlyBase(worktree.ref, rootdir, worktree, zygote)

@@ -100,22 +100,20 @@ def head_harness_dir(scratch: Path) -> Path:
     return folder
 
 
-def worker_environment(
-    harness: Path, import_roots: Sequence[Path], *, fd: int | None = None, time_only: bool = False
-) -> dict[str, str]:
-    """The environment of a process this one starts to measure; PYTHONPATH: harness, import_roots, its own.
-
-    With ``fd``, a worker's: its end of the channel, and whether it only times."""
+def worker_environment(harness: Path, import_roots: Sequence[Path]) -> dict[str, str]:
+    """The environment of a process this one starts to measure; PYTHONPATH: harness, import_roots, its own."""
     env = dict(os.environ)
     env.pop("PYTEST_ADDOPTS", None)  # it carries --gpuperf-compare-ref: a worker must not recurse
     env[lifeline.ENV_PARENT] = str(os.getpid())
     env[protocol.ENV_HARNESS] = str(harness)
     own = [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []
     env["PYTHONPATH"] = os.pathsep.join([str(harness), *map(str, import_roots), *own])
-    if fd is not None:
-        env[protocol.ENV_FD] = str(fd)
-        env[protocol.ENV_TIME_ONLY] = "1" if time_only else "0"
     return env
+
+
+def channel_environment(fd: int, *, time_only: bool) -> dict[str, str]:
+    """What a worker's plugin reads: its channel's end (``fd``, numbered as in the worker), whether it only times."""
+    return {protocol.ENV_FD: str(fd), protocol.ENV_TIME_ONLY: "1" if time_only else "0"}
 
 
 def launch_worker(cwd: Path, import_roots: Sequence[Path], log_path: Path, *, time_only: bool = False) -> HeadChannel:
@@ -125,7 +123,8 @@ def launch_worker(cwd: Path, import_roots: Sequence[Path], log_path: Path, *, ti
     then the head's own PYTHONPATH.
     """
     parent, child = multiprocessing.Pipe(duplex=True)
-    env = worker_environment(head_harness_dir(log_path.parent), import_roots, fd=child.fileno(), time_only=time_only)
+    env = worker_environment(head_harness_dir(log_path.parent), import_roots)
+    env.update(channel_environment(child.fileno(), time_only=time_only))
     try:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "wb") as log:

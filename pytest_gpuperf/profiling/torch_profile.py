@@ -27,7 +27,11 @@ if TYPE_CHECKING:
 
 TOP_OPS = 20  # kept in the summary; the terminal shows fewer
 TABLE_OPS = 30  # ops an OpProfile keeps (a few KB in a baseline entry)
-PROFILED_CALLS = 5
+PROFILED_CALLS = 5  # a --gpuperf-profile capture
+# A differential profile's calls per side. Its cost is torch building the pass's event list, in
+# proportion to the calls (about 0.1 s per call of a test with a thousand operator calls); the
+# median of three still leaves out one call the scheduler preempted.
+DIFF_PROFILED_CALLS = 3
 RANGE_PREFIX = "gpuperf:"
 # The CPU time of a measured call that no operator claims: Python, the user's own code.
 OUTSIDE_OPS = "[host time outside operators]"
