@@ -17,7 +17,7 @@ A benchmark, not a test: CI does not run it. Results: docs/detection.md.
 tests reads a first-pair ratio (spread ``--first-spread``) that is suspected beyond
 the threshold either way; a suspected regression is confirmed by the plan at
 ``--confidence``, a suspected improvement at ``IMPROVEMENT_CONFIDENCE``, all
-through one pool of workers kept warm for the session (``abtest.confirm.start_waves``).
+through one pool of workers kept warm for the session, started as the looks need them.
 It prints the sessions that raised an alarm or reported an improvement, and what
 the confirmations cost: the pairs started and measured, and the seconds they add
 at ``--wave-s`` for the first wave, ``--start-s`` for each pair started after it
@@ -36,7 +36,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_gpuperf.abtest.confirm import start_waves
 from pytest_gpuperf.readings import take_readings
 from pytest_gpuperf.stats import format_level
 from pytest_gpuperf.verdict.confirmation import IMPROVEMENT_CONFIDENCE
@@ -75,7 +74,7 @@ def session(change: float, args: argparse.Namespace, rng: random.Random) -> tupl
     pairs started after the first wave, pairs measured)."""
     alarm = improved = False
     started = measured = first_waves = later = 0
-    waves_at = start_waves(args.pairs)
+    waves_at = pair_waves(args.pairs)  # the pairs started when a look needs pair j (abtest.confirm)
     offset = rng.gauss(0.0, args.session_offset)
     for _ in range(args.tests):
         first = rng.gauss(math.log1p(change), args.first_spread)

@@ -4,7 +4,7 @@
 
 Writes the detection benchmark's suite to a temporary folder and, alternating, starts
 ``--pairs`` pairs of compare-ref workers in it the way a confirmation's first wave does:
-each worker as its own process (``remote.spawn_worker``: every one imports torch); forked
+each worker from a zygote of its own (every one imports torch, as a started process); forked
 from a zygote started with the wave (``twins.Zygote``: one import for the wave); or forked
 from a zygote that had imported torch before (a session's: started before collection by
 ``abtest/prestart.py``). It times the wave from the first start to the last worker's HELLO
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import detection  # the suite
 
 from pytest_gpuperf.abtest.protocol import HeadChannel
-from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch, spawn_worker
+from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch
 from pytest_gpuperf.abtest.twins import Zygote
 
 
@@ -38,7 +38,7 @@ def _launch(root: Path, name: str) -> WorkerLaunch:
 
 
 def one_by_one(root: Path, pairs: int) -> list[HeadChannel]:
-    return [spawn_worker(_launch(root, f"{side}-{j}")) for j in range(pairs) for side in ("head", "base")]
+    return [_zygote(root).fork(_launch(root, f"{side}-{j}"))[0] for j in range(pairs) for side in ("head", "base")]
 
 
 def fork_wave(zygote: Zygote, root: Path, pairs: int) -> list[HeadChannel]:
@@ -58,7 +58,8 @@ _STARTED: list[Zygote] = []
 
 
 def _zygote(root: Path) -> Zygote:
-    _STARTED.append(Zygote.start(root / "scratch"))
+    _STARTED.append(Zygote(root / "scratch"))
+    _STARTED[-1].start()
     return _STARTED[-1]
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from pytest_gpuperf.abtest.confirm import ConfirmationPool
-from pytest_gpuperf.abtest.remote import WorkerLaunch, launch_worker
-from pytest_gpuperf.abtest.twins import SessionZygote
+from pytest_gpuperf.abtest.remote import WorkerLaunch
+from pytest_gpuperf.abtest.twins import Zygote
 from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
 
@@ -21,12 +21,14 @@ def _launch(tmp_path: Path, side: str) -> WorkerLaunch:
 
 
 def test_a_worker_that_cannot_start_is_a_worker_error_naming_the_folder(tmp_path: Path) -> None:
+    zygote = Zygote(tmp_path / "scratch")
     with pytest.raises(WorkerError, match=r"could not start a worker in .*removed-checkout"):
-        launch_worker(tmp_path / "removed-checkout", (), tmp_path / "logs" / "w.log")
+        zygote.fork(_launch(tmp_path, "head"))
+    assert not (tmp_path / "scratch").exists()  # nothing started for it
 
 
 def test_a_confirmation_whose_workers_cannot_start_says_so_once(tmp_path: Path) -> None:
-    zygote = SessionZygote(tmp_path / "scratch")
+    zygote = Zygote(tmp_path / "scratch")
     pool = ConfirmationPool(
         3, lambda j: _launch(tmp_path, f"head-{j}"), lambda j: _launch(tmp_path, f"base-{j}"), "main", zygote
     )

@@ -65,7 +65,8 @@ def test_an_early_zygote_waits_for_work_and_ends_with_its_worktree_on_close(tmp_
     assert early is not None
     assert worktrees(tmp_path) == 2
     time.sleep(0.5)
-    zygote = early.zygote.running().process
+    zygote = early.zygote.process
+    assert zygote is not None
     assert zygote.poll() is None  # imported torch (or still does), waits to fork the base worker
     early.close()
     assert zygote.returncode == 0
@@ -80,7 +81,8 @@ def test_an_early_zygote_handed_over_is_not_closed_by_its_first_owner(tmp_path: 
     assert early is not None
     worktree, zygote = early.hand_over()
     early.close()
-    process = zygote.running().process
+    process = zygote.process
+    assert process is not None
     assert process.poll() is None and worktrees(tmp_path) == 2
     zygote.close()  # the new owner's
     assert process.returncode == 0

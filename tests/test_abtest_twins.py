@@ -14,7 +14,7 @@ import pytest
 
 from pytest_gpuperf.abtest.confirm import ConfirmationPool
 from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch
-from pytest_gpuperf.abtest.twins import ForkedWorker, SessionZygote, Zygote
+from pytest_gpuperf.abtest.twins import ForkedWorker, Zygote
 from pytest_gpuperf.errors import WorkerError
 
 pytestmark = pytest.mark.slow
@@ -54,7 +54,8 @@ def _launch(root: Path, checkout: Path, *, worker_args: tuple[str, ...] = ()) ->
 
 @pytest.fixture
 def zygote(tmp_path: Path) -> Iterator[Zygote]:
-    started = Zygote.start(tmp_path / "logs")
+    started = Zygote(tmp_path / "logs")
+    started.start()
     yield started
     started.close()
 
@@ -99,6 +100,7 @@ def test_a_killed_zygote_takes_its_workers_with_it(tmp_path: Path, report_dir: P
     workers = [channel.process for channel in channels]
     assert all(isinstance(w, ForkedWorker) and w.poll() is None for w in workers)
     pids = [json.loads((report_dir / f"{name}.json").read_text())["pid"] for name in ("headtree", "worktree")]
+    assert zygote.process is not None
     zygote.process.kill()
 
     deadline = time.monotonic() + 30
@@ -129,7 +131,7 @@ def test_a_missing_checkout_is_named_before_anything_starts(tmp_path: Path, zygo
     head = _checkout(tmp_path, "headtree")
     with pytest.raises(WorkerError, match=r"could not start a worker in .*gone"):
         zygote.fork(_launch(tmp_path, head), _launch(tmp_path, tmp_path / "gone"))
-    assert zygote.pids == {}  # nothing was asked of the zygote
+    assert zygote.pids == []  # nothing was asked of the zygote
 
 
 @pytest.mark.parametrize(
@@ -149,7 +151,7 @@ def test_a_confirmation_pools_pairs_are_all_forked_from_the_sessions_one_zygote(
     tmp_path: Path, report_dir: Path
 ) -> None:
     head, base = _checkout(tmp_path, "headtree"), _checkout(tmp_path, "worktree")
-    zygotes = SessionZygote(tmp_path / "scratch")
+    zygotes = Zygote(tmp_path / "scratch")
     pool = ConfirmationPool(
         3, lambda j: _launch(tmp_path / f"h{j}", head), lambda j: _launch(tmp_path / f"b{j}", base), "main", zygotes
     )
@@ -162,7 +164,8 @@ def test_a_confirmation_pools_pairs_are_all_forked_from_the_sessions_one_zygote(
             seen = [json.loads((report_dir / f"{name}.json").read_text()) for name in ("headtree", "worktree")]
             assert seen[0]["ppid"] == seen[1]["ppid"] != os.getpid()
             parents.append(seen[0]["ppid"])
-        zygote = zygotes.running().process
+        zygote = zygotes.process
+        assert zygote is not None
         zygote.kill()  # a zygote that ended is replaced at the next start
         zygote.wait()
         pool._broken.add(2)
@@ -171,7 +174,8 @@ def test_a_confirmation_pools_pairs_are_all_forked_from_the_sessions_one_zygote(
         for side in pool._sides[2]:
             side.wait_ready(timeout_s=120)
         replaced = json.loads((report_dir / "headtree.json").read_text())["ppid"]
-        replacement = zygotes.running().process
+        replacement = zygotes.process
+        assert replacement is not None
     finally:
         pool.close()
         zygotes.close()

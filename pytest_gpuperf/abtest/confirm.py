@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pytest_gpuperf import readings, stats
 from pytest_gpuperf.abtest.alternate import alternate
 from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch
-from pytest_gpuperf.abtest.twins import SessionZygote
+from pytest_gpuperf.abtest.twins import Zygote
 from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import Verdict
@@ -86,7 +86,7 @@ class ConfirmationPool:
         head_launch: Callable[[int], WorkerLaunch],
         base_launch: Callable[[int], WorkerLaunch],
         ref: str,
-        zygote: SessionZygote,
+        zygote: Zygote,
         progress: Progress | None = None,
     ) -> None:
         self.pairs = pairs
@@ -138,14 +138,15 @@ class ConfirmationPool:
         result = Confirmation(planned=self.pairs)
         settings = confirming_settings(settings)
         waves = pairs.pair_waves(self.pairs)
-        starts = start_waves(self.pairs)
         self._restart_broken()
 
         def take(j: int) -> PairReading | None:
             result.attempted = j + 1
             self.progress.confirming(key, j + 1, max(self.pairs, j + 1))
             try:
-                self._start(next(w for w in starts if w > j))
+                # the pairs a look needs start together: the first three at once (sharing the CPU
+                # while they collect), each later one alone, forked from the warm zygote in ~0.4 s
+                self._start(next(w for w in waves if w > j))
             except WorkerError as exc:
                 if not result.start_failed:  # one note for the session's workers, not one per pair
                     result.start_failed = True
@@ -207,16 +208,6 @@ def errors_of(taken: Sequence[PairReading]) -> list[float]:
     """The pairs' own standard errors (a floor on their spread: ``stats.replicate_spread``); empty if one is unknown."""
     errors = [r.error for r in taken if r.error is not None]
     return errors if len(errors) == len(taken) else []
-
-
-def start_waves(planned: int) -> tuple[int, ...]:
-    """How many pairs run once pair ``j`` is needed: the first three together, then one more at a time.
-
-    The first look needs three pairs, so they start at once and share the CPU while they collect.
-    A later pair is started only when a look left the verdict open: forked from the warm zygote,
-    it is ready in a fraction of a second, so starting pairs ahead would only pay for unused ones.
-    """
-    return pairs.pair_waves(planned)
 
 
 def base_leads(j: int) -> bool:

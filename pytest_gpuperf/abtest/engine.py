@@ -20,7 +20,7 @@ from pytest_gpuperf.abtest.headtree import head_checkout
 from pytest_gpuperf.abtest.prestart import BASE_WORKER, EarlyBase, checkout_dir
 from pytest_gpuperf.abtest.protocol import handover_pause_s
 from pytest_gpuperf.abtest.remote import RECV_TIMEOUT_S, START_TIMEOUT_S, RemoteSide, WorkerLaunch
-from pytest_gpuperf.abtest.twins import SessionZygote
+from pytest_gpuperf.abtest.twins import Zygote
 from pytest_gpuperf.abtest.worktree import BaseRef, RefWorktree
 from pytest_gpuperf.baseline.record import entry_from_measurement
 from pytest_gpuperf.config import GateSettings, MeasureSettings, Settings
@@ -110,7 +110,7 @@ class CompareRefEngine:
         self.base_commit: str | None = None
         self._worktree: RefWorktree | None = None
         self._base: RemoteSide | None = None
-        self._zygote: SessionZygote | None = None  # forks the base worker and every confirmation worker
+        self._zygote: Zygote | None = None  # forks the base worker and every confirmation worker
         self._started = False
         self._pairs: dict[str, _Pair] = {}
         self._confirmation: ConfirmationPool | None = None
@@ -140,7 +140,7 @@ class CompareRefEngine:
                 self._worktree, self._zygote = early.hand_over()
             else:
                 self._worktree = RefWorktree(self.rootdir, self._resolved or self.ref).create()
-                self._zygote = SessionZygote(self._worktree.tmp_dir)
+                self._zygote = Zygote(self._worktree.tmp_dir)
             (channel,) = self._zygote.fork(self._launch_at_ref(BASE_WORKER))
             self._base = RemoteSide(channel, f"at {self.ref}", self.recv_timeout_s)
         except BaseException:

@@ -1,7 +1,9 @@
 """Re-measuring a suspected baseline-mode regression in a fresh process.
 
 A re-measure in the process that suspected it would repeat that process's own offset, so it runs in
-a worker at the head's checkout, which stays for later suspicions (holding a CUDA context). Before
+a worker at the head's checkout, which stays for later suspicions (holding a CUDA context). Workers
+are forked from a zygote (twins.py) started at the first suspicion: a new process costs a fork and
+a collection, not another import of torch. Before
 each re-measure the worker probes the machine's speed, so the gate can tell a slow machine from slow code.
 """
 
@@ -16,7 +18,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pytest_gpuperf.abtest.leftovers import REMEASURE_PREFIX, make_scratch, remove_abandoned
-from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch, spawn_worker
+from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch
+from pytest_gpuperf.abtest.twins import Zygote
 from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import Measurement, Note
@@ -48,7 +51,7 @@ class FreshProcessRemeasure:
         self.worker_args = tuple(worker_args)
         self._side: RemoteSide | None = None
         self._files: tuple[str, ...] = ()
-        self._scratch: Path | None = None
+        self._zygote: Zygote | None = None  # in its scratch folder, made at the first suspicion
         self._started = 0
 
     def measure(
@@ -113,9 +116,10 @@ class FreshProcessRemeasure:
             return self._side
         self._stop_worker()
         self._files = tuple(sorted({*self._files, file}))
-        if self._scratch is None:
+        if self._zygote is None:
             remove_abandoned()  # scratch folders of runs killed before they could remove them
-            self._scratch = make_scratch(REMEASURE_PREFIX)
+            self._zygote = Zygote(make_scratch(REMEASURE_PREFIX))
+        scratch = self._zygote.scratch
         self._started += 1
         name = f"remeasure-{self._started}"
         launch = WorkerLaunch(
@@ -124,11 +128,12 @@ class FreshProcessRemeasure:
             files=self._files,
             device=self.device,
             pin_cpu=self.pin_cpu,
-            basetemp=self._scratch / f"{name}-basetemp",
-            log_path=self._scratch / f"{name}.log",
+            basetemp=scratch / f"{name}-basetemp",
+            log_path=scratch / f"{name}.log",
             worker_args=self.worker_args,
         )
-        self._side = RemoteSide(spawn_worker(launch), "in a fresh process")
+        (channel,) = self._zygote.fork(launch)
+        self._side = RemoteSide(channel, "in a fresh process")
         return self._side
 
     def _stop_worker(self) -> None:
@@ -138,8 +143,9 @@ class FreshProcessRemeasure:
                 side.close()
 
     def close(self) -> None:
-        """Stop the worker and remove its scratch folder; never raises."""
+        """Stop the worker and its zygote and remove their scratch folder; never raises."""
         self._stop_worker()
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
-            self._scratch = None
+        zygote, self._zygote = self._zygote, None
+        if zygote is not None:
+            zygote.close()
+            shutil.rmtree(zygote.scratch, ignore_errors=True)

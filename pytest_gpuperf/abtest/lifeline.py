@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 
-ENV_PARENT = "GPUPERF_WORKER_PARENT"  # the head's pid, set by remote.launch_worker
+ENV_PARENT = "GPUPERF_WORKER_PARENT"  # the parent's pid, set by remote.worker_environment
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _WATCH_INTERVAL_S = 1.0
 

@@ -12,7 +12,7 @@ import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_gpuperf.abtest.twins import SessionZygote
+from pytest_gpuperf.abtest.twins import Zygote
 from pytest_gpuperf.abtest.worktree import BaseRef, RefWorktree
 
 BASE_WORKER = "worker"  # its name: the log file and basetemp next to the worktree
@@ -33,10 +33,10 @@ class EarlyBase:
     ref: str
     rootdir: Path
     worktree: RefWorktree
-    zygote: SessionZygote
+    zygote: Zygote
     handed_over: bool = False
 
-    def hand_over(self) -> tuple[RefWorktree, SessionZygote]:
+    def hand_over(self) -> tuple[RefWorktree, Zygote]:
         """Give the worktree and the zygote to their new owner (the engine), which closes them."""
         self.handed_over = True
         return self.worktree, self.zygote
@@ -56,8 +56,8 @@ def start_early(rootdir: Path, ref: str | BaseRef) -> EarlyBase | None:
     worktree = RefWorktree(rootdir, ref)
     try:
         worktree.create()
-        zygote = SessionZygote(worktree.tmp_dir)
-        zygote.running()
+        zygote = Zygote(worktree.tmp_dir)
+        zygote.start()
     except Exception:  # best effort (module doc): the engine's own start reports what is wrong
         worktree.close()
         return None

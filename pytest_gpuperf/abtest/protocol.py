@@ -3,7 +3,7 @@
 ``multiprocessing.Pipe()``: the worker inherits its end (``pass_fds``) and finds it through
 ``GPUPERF_WORKER_FD``; no port is opened. Messages are tuples ``(kind, *payload)``.
 
-Head -> worker:  START argv (first, once) | RUN nodeid | ROUND budget_s | FINISH | SKIP |
+Head -> worker:  RUN nodeid | ROUND budget_s | FINISH | SKIP |
                  PROBE | PROFILE key trace-path-or-None | QUIT
 Worker -> head:  HELLO info | MISSING nodeid why-or-None | READY key | SAMPLES [ns...] |
                  FINISHED measurement | FAILED key text | MEASUREMENTS [m...] |
@@ -30,7 +30,6 @@ ENV_FD = "GPUPERF_WORKER_FD"
 ENV_TIME_ONLY = "GPUPERF_WORKER_TIME_ONLY"  # "1": a confirmation worker, it only times
 ENV_HARNESS = "GPUPERF_WORKER_HARNESS"  # a folder holding only a link to the head's pytest_gpuperf
 
-START = "start"
 RUN = "run"
 ROUND = "round"
 FINISH = "finish"

@@ -1,16 +1,13 @@
-"""One worker process as the head sees it: how to start it, and how to drive one measurement in it.
+"""One worker process as the head sees it: what it is started with, and how to drive one measurement in it.
 
-Every worker runs the head's pytest-gpuperf and only the user's code from its checkout
-(``launch_worker``). ``RemoteSide`` keeps what the head knows about one worker.
+Every worker runs the head's pytest-gpuperf and only the user's code from its checkout; it is
+forked from a zygote (twins.py). ``RemoteSide`` keeps what the head knows about one worker.
 """
 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
-import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,36 +37,8 @@ class WorkerLaunch:
     worker_args: tuple[str, ...] = ()  # the head's plugins, options and settings (GpuperfConfig.worker_args)
 
 
-# What a worker process runs (``python -c``): import torch (the slow part), then wait for its pytest
-# command line (START), so a worker started early (prestart.py) imports torch while the head collects.
-# Written out here rather than imported from this package: the head's harness must come first on
-# sys.path, ahead of the cwd that ``python -c`` puts there, before anything is imported; the plugin
-# is imported before pytest puts folders of the checkout in front (the ``pythonpath`` ini).
-HARNESS_FIRST = f"""
-import os, sys
-harness = os.environ[{protocol.ENV_HARNESS!r}]
-sys.path[:] = [harness, *(os.getcwd() if p == "" else p for p in sys.path if p != harness)]
-import pytest_gpuperf.abtest.lifeline
-pytest_gpuperf.abtest.lifeline.die_with_parent()  # before the slow imports: a killed head ends this process"""
-_LAUNCHER = f"""{HARNESS_FIRST}
-import pytest_gpuperf.abtest.worker_plugin
-from multiprocessing.connection import Connection
-import torch
-conn = Connection(os.dup(int(os.environ[{protocol.ENV_FD!r}])))  # a copy: the worker plugin opens the original
-try:
-    message = conn.recv()
-except EOFError:
-    sys.exit(0)  # the head ended without needing this worker
-if message[0] != {protocol.START!r}:
-    sys.exit(0)  # QUIT before START
-conn.close()
-import pytest
-sys.exit(pytest.main(list(message[1])))
-"""
-
-
 def worker_argv(launch: WorkerLaunch) -> list[str]:
-    """The worker's pytest command line (sent with START)."""
+    """The worker's pytest command line."""
     present = [f for f in launch.files if (launch.cwd / f).exists()]
     return [
         "-p", "pytest_gpuperf.abtest.worker_plugin",
@@ -114,37 +83,6 @@ def worker_environment(harness: Path, import_roots: Sequence[Path]) -> dict[str,
 def channel_environment(fd: int, *, time_only: bool) -> dict[str, str]:
     """What a worker's plugin reads: its channel's end (``fd``, numbered as in the worker), whether it only times."""
     return {protocol.ENV_FD: str(fd), protocol.ENV_TIME_ONLY: "1" if time_only else "0"}
-
-
-def launch_worker(cwd: Path, import_roots: Sequence[Path], log_path: Path, *, time_only: bool = False) -> HeadChannel:
-    """Start a worker process that imports torch and waits for START (see ``_LAUNCHER``).
-
-    Its import path: the head's harness (``head_harness_dir``), ``cwd``, ``import_roots``,
-    then the head's own PYTHONPATH.
-    """
-    parent, child = multiprocessing.Pipe(duplex=True)
-    env = worker_environment(head_harness_dir(log_path.parent), import_roots)
-    env.update(channel_environment(child.fileno(), time_only=time_only))
-    try:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-c", _LAUNCHER], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                pass_fds=(child.fileno(),),
-            )  # fmt: skip
-    except OSError as exc:  # a checkout removed under the session, no processes or files left
-        parent.close()
-        raise WorkerError(f"could not start a worker in {cwd}: {exc.strerror or exc}") from exc
-    finally:
-        child.close()
-    return HeadChannel(parent, process, log_path)
-
-
-def spawn_worker(launch: WorkerLaunch) -> HeadChannel:
-    """Start a worker and give it its tests; it answers HELLO on the returned channel once it has collected."""
-    channel = launch_worker(launch.cwd, launch.import_roots, launch.log_path, time_only=launch.time_only)
-    channel.send(protocol.START, worker_argv(launch))
-    return channel
 
 
 def check_harness(hello: Any, where: str) -> None:

@@ -11,9 +11,9 @@ pages, what each collects and allocates) and shows up as the spread between pair
 (``unsafe_to_fork``), reports its workers' exits, and ends with the head (``lifeline``), its
 workers with it.
 
-Over the zygote's socket pair (``GPUPERF_ZYGOTE_FD``): head -> zygote FORK request [spec, ...],
-then each worker's end of its channel (``multiprocessing.reduction.send_handle``); zygote -> head
-FORKED request [pid, ...], then EXITED pid code as each worker ends. A zygote that refuses exits 1.
+Over the zygote's socket pair (``GPUPERF_ZYGOTE_FD``): head -> zygote FORK [spec, ...], then
+each worker's end of its channel (``multiprocessing.reduction.send_handle``); zygote -> head
+FORKED [pid, ...], and EXITED pid code as each worker ends. A zygote that refuses exits 1.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any, NoReturn
 from pytest_gpuperf.abtest import lifeline, protocol
 from pytest_gpuperf.abtest.protocol import HeadChannel
 from pytest_gpuperf.abtest.remote import (
-    HARNESS_FIRST,
+    START_TIMEOUT_S,
     WorkerLaunch,
     channel_environment,
     head_harness_dir,
@@ -52,8 +52,16 @@ EXITED = "exited"
 
 _WAIT_SLICE_S = 0.05
 
-# What the zygote runs (``python -c``): the head's harness first, as a worker (remote.HARNESS_FIRST).
-_ZYGOTE = f"""{HARNESS_FIRST}
+# What the zygote runs (``python -c``). Written out here rather than imported from this package:
+# the head's harness must come first on sys.path, ahead of the cwd that ``python -c`` puts there,
+# before anything is imported; the plugin is imported before pytest puts folders of a checkout in
+# front (the ``pythonpath`` ini).
+_ZYGOTE = f"""
+import os, sys
+harness = os.environ[{protocol.ENV_HARNESS!r}]
+sys.path[:] = [harness, *(os.getcwd() if p == "" else p for p in sys.path if p != harness)]
+import pytest_gpuperf.abtest.lifeline
+pytest_gpuperf.abtest.lifeline.die_with_parent()  # before the slow imports: a killed head ends this process
 import pytest_gpuperf.abtest.twins
 pytest_gpuperf.abtest.twins.zygote_main()
 """
@@ -62,14 +70,13 @@ pytest_gpuperf.abtest.twins.zygote_main()
 class ForkedWorker:
     """A worker forked by the zygote, as the head watches it: the part of ``subprocess.Popen`` it uses."""
 
-    def __init__(self, zygote: Zygote, request: int, index: int) -> None:
+    def __init__(self, zygote: Zygote, pid: int) -> None:
         self._zygote = zygote
-        self._request = request
-        self._index = index
+        self.pid = pid
 
     @property
     def returncode(self) -> int | None:
-        return self._zygote.code_of(self._request, self._index)
+        return self._zygote.codes.get(self.pid)
 
     def poll(self) -> int | None:
         self._zygote.collect()
@@ -79,61 +86,63 @@ class ForkedWorker:
         deadline = None if timeout is None else time.monotonic() + timeout
         while (code := self.poll()) is None:
             if deadline is not None and time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(f"confirmation worker {self._request}.{self._index}", timeout or 0.0)
+                raise subprocess.TimeoutExpired(f"forked worker {self.pid}", timeout or 0.0)
             self._zygote.collect(_WAIT_SLICE_S)
         return code
 
     def terminate(self) -> None:
-        self._zygote.signal(self._request, self._index, signal.SIGTERM)
+        self._zygote.signal(self.pid, signal.SIGTERM)
 
     def kill(self) -> None:
-        self._zygote.signal(self._request, self._index, signal.SIGKILL)
+        self._zygote.signal(self.pid, signal.SIGKILL)
 
 
 class Zygote:
-    """The head's handle on the session's zygote: its process, its control connection, what it reported."""
+    """The head's handle on a session's zygote: started on first use (or early, by prestart.py), again if it ended."""
 
-    def __init__(self, process: subprocess.Popen[bytes], conn: Connection, scratch: Path) -> None:
-        self.process = process
-        self.conn = conn
+    def __init__(self, scratch: Path) -> None:
         self.scratch = scratch  # its log and the harness link live here
-        self.pids: dict[int, list[int]] = {}  # request -> the pids it forked
+        self.process: subprocess.Popen[bytes] | None = None
+        self.conn: Connection | None = None  # its control connection
+        self.pids: list[int] = []  # every worker it forked
         self.codes: dict[int, int] = {}  # pid -> exit code
-        self._requests = 0
 
-    @classmethod
-    def start(cls, scratch: Path) -> Zygote:
-        """Start a zygote in ``scratch``; returns at once, while it imports torch."""
+    def start(self) -> None:
+        """Start the zygote unless it runs; returns at once, while it imports torch."""
+        if self.running():
+            return
         control, zygote_end = Pipe(duplex=True)
-        env = worker_environment(head_harness_dir(scratch), ())
+        env = worker_environment(head_harness_dir(self.scratch), ())
         env[ENV_ZYGOTE_FD] = str(zygote_end.fileno())
         try:
-            scratch.mkdir(parents=True, exist_ok=True)
-            with open(scratch / "zygote.log", "wb") as log:
-                process = subprocess.Popen(
-                    [sys.executable, "-c", _ZYGOTE], cwd=scratch, env=env, stdout=log, stderr=subprocess.STDOUT,
-                    pass_fds=(zygote_end.fileno(),),
+            self.scratch.mkdir(parents=True, exist_ok=True)
+            with open(self.scratch / "zygote.log", "wb") as log:
+                self.process = subprocess.Popen(
+                    [sys.executable, "-c", _ZYGOTE], cwd=self.scratch, env=env, stdout=log,
+                    stderr=subprocess.STDOUT, pass_fds=(zygote_end.fileno(),),
                 )  # fmt: skip
         except OSError as exc:
             control.close()
-            raise WorkerError(f"could not start the workers' parent process in {scratch}: {exc}") from exc
+            raise WorkerError(f"could not start the workers' parent process in {self.scratch}: {exc}") from exc
         finally:
             zygote_end.close()
-        return cls(process, control, scratch)
+        self.conn = control
 
     def running(self) -> bool:
         self.collect()
-        return self.process.poll() is None
+        return self.process is not None and self.process.poll() is None
 
     def fork(self, *launches: WorkerLaunch) -> list[HeadChannel]:
-        """Ask for a worker for each of ``launches``, forked in turn; their channels, at once.
+        """A worker for each of ``launches``, forked in turn; their channels, once forked.
 
-        Each worker answers HELLO on its channel once it has collected its tests, as
-        ``remote.spawn_worker``'s does.
+        Waits while the zygote is still importing torch; each worker answers HELLO on its
+        channel once it has collected its tests.
         """
-        check_folders(launches)
+        check_folders(launches)  # before a zygote is started for nothing
+        self.start()
+        assert self.conn is not None and self.process is not None
         harness = head_harness_dir(self.scratch)
-        specs = [  # what each forked worker needs to become the worker remote.spawn_worker would start
+        specs = [  # what each forked worker needs to become its launch's worker
             {
                 "cwd": str(launch.cwd), "path_prefix": [str(harness), str(launch.cwd), *map(str, launch.import_roots)],
                 "env": worker_environment(harness, launch.import_roots), "time_only": launch.time_only,
@@ -144,98 +153,67 @@ class Zygote:
         for launch in launches:
             launch.log_path.parent.mkdir(parents=True, exist_ok=True)
         ends = [Pipe(duplex=True) for _ in specs]
-        self._requests += 1
-        request = self._requests
         try:
-            self.conn.send((FORK, request, specs))
+            self.conn.send((FORK, specs))
             for _, worker_end in ends:
                 send_handle(self.conn, worker_end.fileno(), self.process.pid)
-        except OSError as exc:
+            pids = self._forked(self.process, self.conn)
+        except (OSError, EOFError, WorkerError) as exc:
             for head_end, _ in ends:
                 head_end.close()
+            self.collect()  # reaps a zygote that ended
             log = self.scratch / "zygote.log"
-            raise WorkerError(f"the workers' parent process is gone ({exc}); its log: {log}") from None
+            raise WorkerError(f"the workers' parent process forked none ({exc}); its log: {log}") from None
         finally:
             for _, worker_end in ends:
                 worker_end.close()
+        self.pids += pids
         return [
-            HeadChannel(head_end, ForkedWorker(self, request, i), launch.log_path)
-            for i, ((head_end, _), launch) in enumerate(zip(ends, launches, strict=True))
+            HeadChannel(head_end, ForkedWorker(self, pid), launch.log_path)
+            for (head_end, _), launch, pid in zip(ends, launches, pids, strict=True)
         ]
 
-    def pid_of(self, request: int, index: int) -> int | None:
-        pids = self.pids.get(request, [])
-        return pids[index] if index < len(pids) else None
-
-    def code_of(self, request: int, index: int) -> int | None:
-        pid = self.pid_of(request, index)
-        if pid is not None:
-            return self.codes.get(pid)
-        # not forked (yet): the zygote's own end is the worker's
-        return None if self.process.poll() is None else (self.process.returncode or 1)
+    def _forked(self, process: subprocess.Popen[bytes], conn: Connection) -> list[int]:
+        """The pids of the FORKED reply, the exits reported before it noted."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if conn.poll(_WAIT_SLICE_S):
+                message = conn.recv()
+                if message[0] == FORKED:
+                    return [int(p) for p in message[1]]
+                self.codes[int(message[1])] = int(message[2])
+            elif process.poll() is not None:
+                raise WorkerError(f"exit code {process.returncode}")
+        raise WorkerError(f"no workers forked within {START_TIMEOUT_S:g} s")
 
     def collect(self, timeout_s: float = 0.0) -> None:
-        """Read what the zygote reported; a zygote that is gone takes its unreported workers with it."""
+        """Read the exits the zygote reported; a zygote that is gone takes its unreported workers with it."""
+        if self.conn is None or self.process is None:
+            return
         try:
             while self.conn.poll(timeout_s):
                 timeout_s = 0.0
-                message = self.conn.recv()
-                if message[0] == FORKED:
-                    self.pids[int(message[1])] = [int(p) for p in message[2]]
-                elif message[0] == EXITED:
-                    self.codes[int(message[1])] = int(message[2])
+                _, pid, code = self.conn.recv()
+                self.codes[int(pid)] = int(code)
         except (EOFError, OSError):
-            self._gone()
-
-    def _gone(self) -> None:
-        code = protocol.reap(self.process)
-        for pids in self.pids.values():
-            for pid in pids:
+            code = protocol.reap(self.process)
+            for pid in self.pids:
                 if pid not in self.codes:  # its parent-death signal ends it (lifeline)
                     self.codes[pid] = -signal.SIGKILL if code == 0 else code
 
-    def signal(self, request: int, index: int, sig: int) -> None:
-        pid = self.pid_of(request, index)
-        if pid is None:  # not forked yet: end the zygote, which ends whatever it forks
-            self.process.send_signal(sig)
-            return
+    def signal(self, pid: int, sig: int) -> None:
         if pid not in self.codes:  # unreaped until the zygote reports it, so the pid is still this worker's
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
 
     def close(self) -> None:
-        """End the zygote (its workers with it, if any still run); never raises."""
-        with contextlib.suppress(OSError):
-            self.conn.close()
+        """End the zygote, its workers with it if any still run; never raises. A later fork starts it anew."""
+        conn, process, self.conn, self.process = self.conn, self.process, None, None
         with contextlib.suppress(Exception):
-            protocol.reap(self.process)
-
-
-class SessionZygote:
-    """A compare-ref session's zygote: started on first use (or early, by prestart.py), again if it ended."""
-
-    def __init__(self, scratch: Path) -> None:
-        self.scratch = scratch
-        self._zygote: Zygote | None = None
-
-    def running(self) -> Zygote:
-        """The zygote, started now if there is none or the last one ended; WorkerError if it cannot start."""
-        if self._zygote is not None and not self._zygote.running():
-            self._zygote.close()
-            self._zygote = None
-        if self._zygote is None:
-            self._zygote = Zygote.start(self.scratch)
-        return self._zygote
-
-    def fork(self, *launches: WorkerLaunch) -> list[HeadChannel]:
-        check_folders(launches)  # before a zygote is started for nothing
-        return self.running().fork(*launches)
-
-    def close(self) -> None:
-        """End the zygote and whatever it forked that still runs; never raises."""
-        zygote, self._zygote = self._zygote, None
-        if zygote is not None:
-            zygote.close()
+            if conn is not None:
+                conn.close()
+            if process is not None:
+                protocol.reap(process)
 
 
 def check_folders(launches: Sequence[WorkerLaunch]) -> None:
@@ -279,9 +257,9 @@ def zygote_main() -> NoReturn:
             if woken in ready:
                 os.read(woken, 512)
             if conn in ready:
-                _, request, specs = conn.recv()
+                _, specs = conn.recv()
                 fds = [recv_handle(conn) for _ in specs]
-                conn.send((FORKED, request, _fork_workers(conn, specs, fds, own_path, (woken, wake))))
+                conn.send((FORKED, _fork_workers(conn, specs, fds, own_path, (woken, wake))))
             _report_exits(conn)
     except (EOFError, OSError):
         os._exit(0)  # the head closed its end: the workers still running end with this process
@@ -333,7 +311,7 @@ def _become_worker(spec: dict[str, Any], fd: int, others: list[int], inherited_p
         os.dup2(log, 2)
         os.close(log)
         os.chdir(spec["cwd"])
-        os.environ.update(spec["env"])  # the launched worker's (remote.worker_environment); PYTHONPATH for DDP ranks
+        os.environ.update(spec["env"])  # remote.worker_environment's; PYTHONPATH for DDP ranks
         os.environ.update(channel_environment(fd, time_only=spec["time_only"]))
         os.environ[lifeline.ENV_PARENT] = str(os.getppid())
         del os.environ[ENV_ZYGOTE_FD]
