@@ -121,10 +121,11 @@ class CompareRefEngine:
     # -- life cycle -------------------------------------------------------------------------
 
     def start(self, node_ids: Sequence[str] | None = None) -> None:
-        """Create the worktree of REF and start the worker there (once); does not wait for it.
+        """Create the worktree of REF and fork the base worker there (once); does not wait for its collection.
 
         Called once the test ids are known, so the worker collects (only ``node_ids``' files) while
-        the head starts up. A worktree and zygote started early (prestart.py) are adopted.
+        the head goes on. A worktree and zygote started early (prestart.py) are adopted; the fork
+        waits for a zygote still importing torch, as the first measurement would.
         """
         if self._started:
             return

@@ -3,8 +3,8 @@
 A re-measure in the process that suspected it would repeat that process's own offset, so it runs in
 a worker at the head's checkout, which stays for later suspicions (holding a CUDA context). Workers
 are forked from a zygote (twins.py) started at the first suspicion: a new process costs a fork and
-a collection, not another import of torch. Before
-each re-measure the worker probes the machine's speed, so the gate can tell a slow machine from slow code.
+a collection, not another import of torch. Before each re-measure the worker probes the machine's
+speed, so the gate can tell a slow machine from slow code.
 """
 
 from __future__ import annotations

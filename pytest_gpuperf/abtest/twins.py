@@ -1,15 +1,15 @@
-"""Compare-ref's workers, forked from one parent per session that imported torch once.
+"""Workers forked from one parent (a zygote) that imported torch once.
 
-A worker's start-up is mostly importing torch. The session's zygote imports the head's harness,
-pytest and torch, nothing of either checkout, and forks workers when the head asks: the base
-worker that measures the first pair beside the head, then each fresh pair's two workers. One
-import for every worker of the session, and both sides of a fresh pair start from one process
-image, so what a process inherits (where libraries were mapped, what the imports left on the
-heap) is alike on both sides. What sets processes apart arises after the fork (their physical
-pages, what each collects and allocates) and shows up as the spread between pairs
-(docs/statistics.md). The zygote forks only while it runs one thread and has not initialised CUDA
-(``unsafe_to_fork``), reports its workers' exits, and ends with the head (``lifeline``), its
-workers with it.
+A worker's start-up is mostly importing torch. A zygote imports the head's harness, pytest and
+torch, nothing of either checkout, and forks workers when the head asks: in compare-ref the base
+worker that measures the first pair beside the head, then each fresh pair's two workers; in
+baseline mode each fresh re-measure's worker (fresh.py). One import for every worker of a
+session, and both sides of a fresh pair start from one process image, so what a process
+inherits (where libraries were mapped, what the imports left on the heap) is alike on both
+sides. What sets processes apart arises after the fork (their physical pages, what each
+collects and allocates) and shows up as the spread between pairs (docs/statistics.md). The
+zygote forks only while it runs one thread and has not initialised CUDA (``unsafe_to_fork``),
+reports its workers' exits, and ends with the head (``lifeline``), its workers with it.
 
 Over the zygote's socket pair (``GPUPERF_ZYGOTE_FD``): head -> zygote FORK [spec, ...], then
 each worker's end of its channel (``multiprocessing.reduction.send_handle``); zygote -> head
@@ -270,7 +270,7 @@ def _fork_workers(
 ) -> list[int]:
     why = unsafe_to_fork()
     if why is not None:
-        print(f"pytest-gpuperf: not forking the confirmation pair's workers: {why}", flush=True)
+        print(f"pytest-gpuperf: not forking workers: {why}", flush=True)
         os._exit(1)
     sys.stdout.flush()
     sys.stderr.flush()
