@@ -38,7 +38,9 @@ def _launch(root: Path, name: str) -> WorkerLaunch:
 
 
 def one_by_one(root: Path, pairs: int) -> list[HeadChannel]:
-    return [_zygote(root).fork(_launch(root, f"{side}-{j}"))[0] for j in range(pairs) for side in ("head", "base")]
+    names = [f"{side}-{j}" for j in range(pairs) for side in ("head", "base")]
+    zygotes = [_zygote(root) for _ in names]  # all importing at once: a fork waits for its zygote's import
+    return [zygote.fork(_launch(root, name))[0] for zygote, name in zip(zygotes, names, strict=True)]
 
 
 def fork_wave(zygote: Zygote, root: Path, pairs: int) -> list[HeadChannel]:
