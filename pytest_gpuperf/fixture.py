@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_gpuperf.config import Settings, with_call_options, with_fixed_rounds
 from pytest_gpuperf.errors import ConfigError, GpuperfError
-from pytest_gpuperf.model import DEFAULT_MEASUREMENT, BenchmarkInfo, Direction, Measurement, Metric, Note, Throughput
+from pytest_gpuperf.model import (
+    DEFAULT_MEASUREMENT,
+    BenchmarkInfo,
+    Direction,
+    Measurement,
+    Metric,
+    Note,
+    Throughput,
+    not_finite,
+)
 from pytest_gpuperf.outcome import fail
 from pytest_gpuperf.runner import LazyResults, MeasureSpec
 
@@ -73,6 +82,9 @@ class GpuBench:
         __tracebackhide__ = True
         settings = with_call_options(self.settings, l2_flush=l2_flush, cuda_graph=cuda_graph)
         throughput = Throughput(items=items, flops=flops, bytes=bytes)
+        if bad := not_finite(throughput):
+            fail(f"{self.test_id}: gpu_bench.measure({', '.join(f'{k}={getattr(throughput, k)!r}' for k in bad)}): "
+                 "the work of a call must be a finite number")  # fmt: skip
         return self._take(settings, fn, args, kwargs, name, throughput=throughput, lazy_results=lazy_results)
 
     def measure_rounds(
@@ -140,6 +152,7 @@ class GpuBench:
         new = Metric(name=name, value=float(value), unit=unit, better=better, tolerance=tolerance,
                      absolute_tolerance=absolute_tolerance, minimum=minimum, maximum=maximum,
                      description=description)  # fmt: skip
+        self._check_finite(new, target)
         kept = tuple(m for m in self._measurements[target].metrics if m.name != name)
         self._replace(target, metrics=(*kept, new))
         return new
@@ -152,6 +165,8 @@ class GpuBench:
         except GpuperfError as exc:
             fail(str(exc))
         own = dataclasses.replace(measurement, test_id=self.test_id)
+        for m in own.metrics:
+            self._check_finite(m, own.name)
         if remeasure is not None and self._remember is not None:
             test_id = self.test_id
 
@@ -161,6 +176,14 @@ class GpuBench:
             self._remember(own.key, again)
         self._store(own)
         return own
+
+    def _check_finite(self, metric: Metric, measurement: str | None) -> None:
+        """Fail the test on a metric with a NaN or infinite value, bound or tolerance (model.not_finite)."""
+        __tracebackhide__ = True
+        if bad := not_finite(metric):
+            given = ", ".join(f"{k}={getattr(metric, k)!r}" for k in bad)
+            fail(f"{self.test_id}: metric {metric.name!r} of measurement {measurement!r}: {given} is not a finite "
+                 "number; NaN and infinities satisfy no bound and cannot be stored (no bound: None)")  # fmt: skip
 
     def _new_name(self, name: str | None) -> str:
         label = name if name is not None else DEFAULT_MEASUREMENT

@@ -10,9 +10,10 @@ from __future__ import annotations
 import enum
 import functools
 import math
+import numbers
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Literal
 
 import numpy as np
@@ -179,6 +180,16 @@ class Metric:
     minimum: float | None = None
     maximum: float | None = None
     description: str = ""
+
+
+def not_finite(value: Metric | Throughput) -> list[str]:
+    """The number fields of ``value`` that hold NaN or an infinity.
+
+    A metric or a throughput figure is given by the user; such a number satisfies no bound, makes every
+    comparison false and cannot be stored in JSON, so it is refused where it enters (the fixture).
+    """
+    return [f.name for f in fields(value) if isinstance(v := getattr(value, f.name), numbers.Real)
+            and not math.isfinite(v)]  # fmt: skip
 
 
 @dataclass(frozen=True)

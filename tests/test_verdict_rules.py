@@ -175,6 +175,18 @@ def test_metrics_relative_absolute_bounds_and_direction() -> None:
     assert _metric_verdict(Metric("frac", 1.2, maximum=1.0), Metric("frac", 1.2)) is Verdict.REGRESSION
 
 
+@pytest.mark.parametrize(
+    "metric",
+    [Metric("acc", float("nan"), minimum=0.5), Metric("acc", float("nan")), Metric("acc", float("inf"), maximum=2.0),
+     Metric("acc", 0.9, minimum=float("nan")), Metric("acc", 0.9, maximum=float("inf"))],
+)  # fmt: skip
+def test_a_metric_or_bound_that_is_not_finite_is_a_regression_never_within_bounds(metric: Metric) -> None:
+    (c,) = [c for c in compare(measurement(metrics=(metric,)), entry(metrics=(Metric("acc", 0.9),)))
+            if c.kind is Kind.METRIC]  # fmt: skip
+    assert c.verdict is Verdict.REGRESSION
+    assert rules_that_acted(c) == ["metric-bounds"] and "is not a finite number" in c.note
+
+
 def test_settings_are_validated() -> None:
     with pytest.raises(ConfigError, match="threshold"):
         GateSettings(threshold=-0.1)

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 
 from pytest_gpuperf import device_class, stats
-from pytest_gpuperf.model import Comparison, Kind, Verdict
+from pytest_gpuperf.model import Comparison, Kind, Verdict, not_finite
 from pytest_gpuperf.verdict.case import Case
 from pytest_gpuperf.verdict.pipeline import Step
 
@@ -197,7 +197,10 @@ class MemoryGrowth:
 
 @dataclass(frozen=True)
 class MetricBounds:
-    """A metric's hard ``minimum``/``maximum``: a regression with or without a baseline, and final."""
+    """A metric's hard ``minimum``/``maximum``: a regression with or without a baseline, and final.
+
+    A value or bound that is not a finite number is one too: it would pass every comparison silently.
+    """
 
     name: str = "metric-bounds"
 
@@ -205,7 +208,11 @@ class MetricBounds:
         metric = case.metric
         if metric is None:
             return None
-        if metric.minimum is not None and metric.value < metric.minimum:
+        # NaN satisfies no bound (every comparison with it is false), so it is caught before them
+        if bad := not_finite(metric):
+            given = ", ".join(f"{k} = {getattr(metric, k):g}" for k in bad)
+            note = f"{metric.name}: {given} is not a finite number"
+        elif metric.minimum is not None and metric.value < metric.minimum:
             note = f"{metric.name} = {metric.value:g}{metric.unit} is below its minimum {metric.minimum:g}"
         elif metric.maximum is not None and metric.value > metric.maximum:
             note = f"{metric.name} = {metric.value:g}{metric.unit} is above its maximum {metric.maximum:g}"

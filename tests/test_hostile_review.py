@@ -1,0 +1,87 @@
+"""Faulty and hostile cases of a second review (issue 45): nothing non-finite, nothing leaked, nothing half-done."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from perf_project import SHORT as FAST
+
+NAN_METRIC = """
+import math
+
+def work():
+    return sum(range(100))
+
+def test_acc(gpu_bench):
+    gpu_bench(work)
+    gpu_bench.metric("acc", {value})
+
+def test_inf(gpu_bench):
+    gpu_bench(work)
+    gpu_bench.metric("acc", {inf})
+
+def test_bound(gpu_bench):
+    gpu_bench(work)
+    gpu_bench.metric("acc", 0.9, minimum={minimum})
+
+def test_fine(gpu_bench):
+    gpu_bench(work)
+    gpu_bench.metric("speedup", 2.0)
+"""
+
+
+def _metric_project(pytester: pytest.Pytester, value: str = "0.9", inf: str = "0.9", minimum: str = "0.5") -> None:
+    pytester.makepyfile(test_metric=NAN_METRIC.format(value=value, inf=inf, minimum=minimum))
+
+
+def test_a_metric_or_bound_that_is_not_finite_fails_the_test_naming_it(pytester: pytest.Pytester) -> None:
+    _metric_project(pytester)
+    pytester.runpytest_subprocess("--gpuperf-update-baseline", *FAST).assert_outcomes(passed=4)
+    _metric_project(pytester, value="float('nan')", inf="-math.inf", minimum="float('nan')")
+    result = pytester.runpytest_subprocess("--gpuperf", *FAST)
+    result.assert_outcomes(passed=1, failed=3)
+    result.stdout.fnmatch_lines(
+        [f"*test_metric.py::test_{test}: metric 'acc' of measurement 'default': {given} is not a finite number*"
+         for test, given in (("acc", "value=nan"), ("inf", "value=-inf"), ("bound", "minimum=nan"))],
+        consecutive=False,
+    )  # fmt: skip
+    result.stdout.no_fnmatch_line("*acc*unchanged*")
+
+
+@pytest.mark.slow
+def test_a_non_finite_metric_fails_the_test_in_compare_ref_mode(pytester: pytest.Pytester) -> None:
+    from git_repo import git, init
+
+    init(pytester.path)
+    _metric_project(pytester)
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-qm", "base")
+    _metric_project(pytester, value="float('nan')")
+    result = pytester.runpytest_subprocess("--gpuperf-compare-ref=HEAD", "--gpuperf-confirm-pairs=0", *FAST,
+                                           "-k", "acc or fine", timeout=300)  # fmt: skip
+    result.assert_outcomes(passed=1, failed=1, deselected=2)
+    result.stdout.fnmatch_lines(["*test_metric.py::test_acc: metric 'acc' of measurement 'default': value=nan is not "
+                                 "a finite number*"])  # fmt: skip
+
+
+def test_a_non_finite_metric_fails_its_test_and_every_report_holds_the_rest(pytester: pytest.Pytester) -> None:
+    _metric_project(pytester, value="float('nan')")
+    pytester.makepyfile(
+        test_work="""
+        def test_items(gpu_bench):
+            gpu_bench.measure(lambda: None, items=float("inf"))
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "--gpuperf", "--gpuperf-json=r.json", "--gpuperf-benchmark-json=b.json", *FAST
+    )
+    result.assert_outcomes(passed=3, failed=2)
+    result.stdout.fnmatch_lines(["*test_work.py::test_items: gpu_bench.measure(items=inf): the work of a call must "
+                                 "be a finite number*"])  # fmt: skip
+    result.stdout.no_fnmatch_line("*could not write*")
+    results = json.loads((pytester.path / "r.json").read_text())
+    ids = ["test_metric.py::test_bound", "test_metric.py::test_inf", "test_metric.py::test_fine"]
+    assert sorted(r["measurement"]["test_id"] for r in results["results"]) == sorted(ids)
+    exported = json.loads((pytester.path / "b.json").read_text())
+    assert sorted(b["name"] for b in exported["benchmarks"]) == ["test_bound", "test_fine", "test_inf"]
