@@ -129,11 +129,63 @@ def gpu_bench(request: pytest.FixtureRequest) -> GpuBench:
         fail(str(exc))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Write the reports and record the history once every result is in (the xdist controller's, once).
+
+    Here, not in the terminal summary, so that a session without a terminal (``-p no:terminal``) writes
+    them too; the summary only shows what was done (``GpuperfSession.closing``).
+    """
+    config = session.config
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or not state.config.enabled or state.environment is None or state.worker is not None:
+        return
+    from pytest_gpuperf.report import write_reports
+
+    results = state.session_results()
+    c = state.config
+    history = None
+    if c.html_path is not None and c.mode is not cfg.Mode.COMPARE_REF:
+        from pytest_gpuperf.report.history import history_or_none
+
+        history = history_or_none(c.baseline_dir, metric=c.metric.value)
+    theirs = benchmark_fixture.json_path(config)  # --benchmark-json: the same report, where pytest-benchmark puts it
+    own = c.benchmark_json_path or theirs
+    targets = [{"json": c.json_path, "markdown": c.markdown_path, "benchmark-json": own, "html": c.html_path}]
+    if theirs is not None and c.benchmark_json_path not in (None, theirs):
+        targets.append({"benchmark-json": theirs})
+    for reports in (write_reports(results, t, history=history) for t in targets):
+        state.closing.extend((f"gpuperf: wrote {path}", False) for path in reports.written)
+        for failure in reports.failed:  # a warning: the exit code stays the tests'
+            _warn(state.closing, f"gpuperf: could not write {failure.path}: {failure.reason}")
+    _record_history(state.closing, config, results)
+
+
+def _record_history(closing: list[tuple[str, bool]], config: pytest.Config, session: SessionResults) -> None:
+    """``--gpuperf-history``: store the session (history/record.py); a store that fails is a warning."""
+    from pytest_gpuperf.history.record import history_url, record_session
+
+    url = history_url(config.getoption("gpuperf_history"), config.getini("gpuperf_history"))
+    if url is None:
+        return
+    try:
+        closing.append((record_session(url, session), False))
+    except GpuperfError as exc:  # the verdicts and exit code stand; the results file can be ingested later
+        _warn(closing, f"gpuperf: the run was not recorded: {exc}")
+
+
+def _warn(closing: list[tuple[str, bool]], message: str) -> None:
+    """A yellow line and a GpuperfWarning: a report or record that failed never fails the run."""
+    closing.append((message, True))
+    with contextlib.suppress(GpuperfWarning):  # raised under -W error; the line says it
+        warnings.warn(GpuperfWarning(message), stacklevel=1)
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Show the session's results, and the files written and the run recorded at its end (only shown here)."""
     state = config.stash.get(STATE_KEY, None)
     if state is None or not state.config.enabled or state.environment is None:
         return
-    from pytest_gpuperf.report import write_reports
     from pytest_gpuperf.report.terminal import render_explanations, render_notes, render_summary, render_top_ops
 
     session = state.session_results()
@@ -150,44 +202,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             tw.write_line(f"gpuperf: baseline {change.kind}: {change.key} ({_relative(change.path, config)})")
     if kept := sum(1 for c in state.changes if c.kind == "unchanged"):
         tw.write_line(f"gpuperf: {kept} baseline entr{'y' if kept == 1 else 'ies'} unchanged (kept as is)")
-    c = state.config
-    history = None
-    if c.html_path is not None and c.mode is not cfg.Mode.COMPARE_REF:
-        from pytest_gpuperf.report.history import history_or_none
-
-        history = history_or_none(c.baseline_dir, metric=c.metric.value)
-    theirs = benchmark_fixture.json_path(config)  # --benchmark-json: the same report, where pytest-benchmark puts it
-    own = c.benchmark_json_path or theirs
-    targets = [{"json": c.json_path, "markdown": c.markdown_path, "benchmark-json": own, "html": c.html_path}]
-    if theirs is not None and c.benchmark_json_path not in (None, theirs):
-        targets.append({"benchmark-json": theirs})
-    for reports in (write_reports(session, t, history=history) for t in targets):
-        for path in reports.written:
-            tw.write_line(f"gpuperf: wrote {path}")
-        for failure in reports.failed:  # a warning: the exit code stays the tests'
-            _warn(tw, f"gpuperf: could not write {failure.path}: {failure.reason}")
-    if state.worker is None:  # under xdist the controller records the merged session, once
-        _record_history(tw, config, session)
-
-
-def _record_history(tw: Any, config: pytest.Config, session: SessionResults) -> None:
-    """``--gpuperf-history``: store the session (history/record.py); a store that fails is a warning."""
-    from pytest_gpuperf.history.record import history_url, record_session
-
-    url = history_url(config.getoption("gpuperf_history"), config.getini("gpuperf_history"))
-    if url is None:
-        return
-    try:
-        tw.write_line(record_session(url, session))
-    except GpuperfError as exc:  # the verdicts and exit code stand; the results file can be ingested later
-        _warn(tw, f"gpuperf: the run was not recorded: {exc}")
-
-
-def _warn(tw: Any, message: str) -> None:
-    """A yellow line and a GpuperfWarning: a report or record that failed never fails the run."""
-    tw.write_line(message, yellow=True)
-    with contextlib.suppress(GpuperfWarning):  # raised under -W error; the line above said it
-        warnings.warn(GpuperfWarning(message), stacklevel=1)
+    for line, warning in state.closing:
+        tw.write_line(line, yellow=warning)
 
 
 def _relative(path: Path, config: pytest.Config) -> str:

@@ -57,6 +57,7 @@ class GpuperfSession:
     base_ref: BaseRef | None = None  # compare-ref's revision, resolved to a commit before collection
     worker: WorkerInfo | None = None  # this process is an xdist worker
     lock: Any = None  # a FileLock when xdist workers share the device
+    closing: list[tuple[str, bool]] = field(default_factory=list)  # (line, a warning): the session end's reports
     _local: LocalEngine | None = None  # the engine when it is the local one (baseline, update, smoke)
     _compare_ref: CompareRefEngine | None = None  # the engine under --gpuperf-compare-ref
 

@@ -85,3 +85,16 @@ def test_a_non_finite_metric_fails_its_test_and_every_report_holds_the_rest(pyte
     assert sorted(r["measurement"]["test_id"] for r in results["results"]) == sorted(ids)
     exported = json.loads((pytester.path / "b.json").read_text())
     assert sorted(b["name"] for b in exported["benchmarks"]) == ["test_bound", "test_fine", "test_inf"]
+
+
+def test_without_a_terminal_the_reports_are_written_and_the_run_recorded(pytester: pytest.Pytester) -> None:
+    from pytest_gpuperf.history.store import open_store
+
+    _metric_project(pytester)
+    url = f"sqlite:///{pytester.path / 'perf-history.db'}"
+    result = pytester.runpytest_subprocess("-p", "no:terminal", "--gpuperf", "--gpuperf-json=r.json",
+                                           f"--gpuperf-history={url}", *FAST)  # fmt: skip
+    assert result.ret == pytest.ExitCode.OK
+    assert len(json.loads((pytester.path / "r.json").read_text())["results"]) == 4
+    with open_store(url) as store:
+        assert store.count_runs() == 1
