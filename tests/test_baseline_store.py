@@ -16,7 +16,7 @@ import pytest
 
 from pytest_gpuperf.baseline import codec, migrate
 from pytest_gpuperf.baseline.atomic import is_temp_file, lock_path
-from pytest_gpuperf.baseline.store import BaselineStore, EntryChange
+from pytest_gpuperf.baseline.store import GITIGNORE, BaselineStore, EntryChange
 from pytest_gpuperf.errors import BaselineError
 from pytest_gpuperf.model import BaselineEntry, Environment, Metric, Provenance, SampleStats
 
@@ -472,9 +472,38 @@ def test_gitignore_keeps_locks_and_temps_out_of_git(store: BaselineStore) -> Non
     store.update(CLASS, [entry()])
     ignore = (store.root / ".gitignore").read_text()
     assert ".*.lock" in ignore and ".*.tmp" in ignore
-    (store.root / ".gitignore").write_text("# team's own\n")
+    (store.root / ".gitignore").write_text("# team's own\n*.bak")
     store.update(CLASS, [entry("test_b")])
-    assert (store.root / ".gitignore").read_text() == "# team's own\n"
+    assert (store.root / ".gitignore").read_text() == "# team's own\n*.bak\n" + GITIGNORE  # their lines kept
+
+
+def test_a_gitignore_left_empty_by_a_full_disk_is_completed_at_the_next_update(store: BaselineStore) -> None:
+    store.root.mkdir(parents=True)
+    (store.root / ".gitignore").write_text("")
+    store.update(CLASS, [entry()])
+    assert (store.root / ".gitignore").read_text() == GITIGNORE
+    before = (store.root / ".gitignore").stat().st_mtime_ns
+    store.update(CLASS, [entry("test_b")])
+    assert (store.root / ".gitignore").stat().st_mtime_ns == before  # complete: not written again
+
+
+def test_the_gitignore_is_replaced_whole_or_not_at_all(store: BaselineStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_gpuperf.baseline import atomic
+    from pytest_gpuperf.errors import WriteError
+
+    real = atomic.write_atomic
+
+    def full_disk(path: Path, data: bytes) -> Path:
+        if path.name == ".gitignore":
+            raise WriteError(path, "No space left on device")
+        return real(path, data)
+
+    monkeypatch.setattr(atomic, "write_atomic", full_disk)
+    store.root.mkdir(parents=True)
+    (store.root / ".gitignore").write_text("build/\n")
+    store.update(CLASS, [entry()])  # the entries are written; the .gitignore is a nicety
+    assert (store.root / ".gitignore").read_text() == "build/\n"
+    assert store.file_for(CLASS, node_id(entry())).exists()
 
 
 @pytest.mark.parametrize(

@@ -276,6 +276,24 @@ class BaselineStore:
         return changes
 
     def _write_gitignore(self) -> None:
-        """Keep lock and temporary files out of git (only where no .gitignore exists)."""
-        with contextlib.suppress(OSError), open(self.root / ".gitignore", "x", encoding="utf-8") as f:
-            f.write(GITIGNORE)  # a nicety: an existing or unwritable one is left alone
+        """Keep lock and temporary files out of git: add the patterns a .gitignore here lacks, atomically.
+
+        A file left empty or cut short (a full disk, an older writer) is completed at the next update; the
+        user's own lines are kept. An unwritable folder leaves it as it is: the entries matter, this does not.
+        """
+        path = self.root / ".gitignore"
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            text = ""
+        except (OSError, UnicodeDecodeError):
+            return
+        have = set(text.splitlines())
+        comment, *patterns = GITIGNORE.splitlines()
+        missing = [line for line in patterns if line not in have]
+        if not missing:
+            return
+        added = ([] if comment in have else [comment]) + missing
+        kept = text if not text or text.endswith("\n") else text + "\n"
+        with contextlib.suppress(OSError, BaselineError), atomic.locked(path, self.lock_timeout_s):
+            atomic.write(path, kept + "".join(f"{line}\n" for line in added))
