@@ -25,6 +25,7 @@ from pytest_gpuperf.model import SessionResults
 from pytest_gpuperf.outcome import fail
 from pytest_gpuperf.parallel import WorkerInfo
 from pytest_gpuperf.report.progress import Progress
+from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.session import BASE_REF_KEY, EARLY_BASE_KEY, STATE_KEY, GpuperfSession, missing_baselines
 
 MARKER = "gpuperf"
@@ -199,7 +200,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     render_top_ops(tw, session)
     for change in state.changes:
         if change.kind != "unchanged":
-            tw.write_line(f"gpuperf: baseline {change.kind}: {change.key} ({_relative(change.path, config)})")
+            tw.write_line(
+                f"gpuperf: baseline {change.kind}: {plain(change.key)} ({plain(_relative(change.path, config))})"
+            )
     if kept := sum(1 for c in state.changes if c.kind == "unchanged"):
         tw.write_line(f"gpuperf: {kept} baseline entr{'y' if kept == 1 else 'ies'} unchanged (kept as is)")
     for line, warning in state.closing:

@@ -98,3 +98,16 @@ def test_without_a_terminal_the_reports_are_written_and_the_run_recorded(pyteste
     assert len(json.loads((pytester.path / "r.json").read_text())["results"]) == 4
     with open_store(url) as store:
         assert store.count_runs() == 1
+
+
+def test_the_baseline_added_line_shows_a_hostile_measurement_name_inert(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_name="""
+        def test_a(gpu_bench):
+            gpu_bench.measure(lambda: None, name="\\x1b[2J\\x1b[H\\x1b]0;owned\\x07\\x1b[32mALL PASSED\\u202etxt")
+        """
+    )
+    result = pytester.runpytest_subprocess("--gpuperf-update-baseline", *FAST)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["gpuperf: baseline added: test_name.py::test_a::ALL PASSEDtxt (baselines*.json)"])
+    assert not any(c in result.stdout.str() for c in ("\x1b", "\x07", "\u202e"))

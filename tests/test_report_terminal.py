@@ -66,6 +66,15 @@ def test_regressions_come_first_and_counts_close_the_table() -> None:
     assert markup == {"bold": True, "red": True}
 
 
+def test_only_the_verdicts_that_are_nouns_take_a_plural() -> None:
+    session = make_session()
+    tw = RecordingWriter(fullwidth=140)
+    render_summary(dataclasses.replace(session, results=session.results * 2), tw)
+    assert tw.lines[-1][0] == (
+        "gpuperf: 2 regressions, 2 improvements, 2 unchanged, 2 new, 2 not comparable, 2 unstable, 2 not gated"
+    )
+
+
 MATMUL = "tests/perf/test_matmul.py::test_matmul[fp16-4096]"
 
 

@@ -63,10 +63,17 @@ def verdict_counts(session: SessionResults) -> Counter[Verdict]:
     return Counter(r.verdict for r in session.results)
 
 
-def plural(n: int, word: str) -> str:
-    if n == 1 or word.endswith("comparable") or word in ("unchanged", "new", "unstable"):
-        return f"{n} {word}"
-    return f"{n} {word}s"
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+# The verdicts that are nouns ("2 regressions"); the others are adjectives and take no plural ("2 not gated").
+_NOUNS = frozenset({Verdict.REGRESSION, Verdict.IMPROVEMENT})
+
+
+def count_of(n: int, verdict: Verdict) -> str:
+    """``n`` measurements of ``verdict`` in words: ``2 regressions``, ``2 unchanged``, ``2 not gated``."""
+    return plural(n, verdict.value) if verdict in _NOUNS else f"{n} {verdict.value}"
 
 
 def counts_line(session: SessionResults) -> str:
@@ -74,4 +81,4 @@ def counts_line(session: SessionResults) -> str:
     counts = verdict_counts(session)
     shown = [Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.UNCHANGED, Verdict.NEW, Verdict.NOT_COMPARABLE]
     shown += [v for v in (Verdict.UNSTABLE, Verdict.NOT_GATED) if counts[v]]
-    return ", ".join(plural(counts[v], v.value) for v in shown)
+    return ", ".join(count_of(counts[v], v) for v in shown)
