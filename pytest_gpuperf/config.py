@@ -385,8 +385,9 @@ def resolve(
     except ConfigError as exc:
         if marker is None and benchmark is None:
             raise
-        which = "gpuperf" if marker is not None else "benchmark"
-        raise ConfigError(f"@pytest.mark.{which}: {exc}", test_id=test_id) from None
+        which, keywords = ("gpuperf", m) if marker is not None else ("benchmark", b)
+        given = ", ".join(f"{f.name}={v!r}" for f in fields(keywords) if (v := getattr(keywords, f.name)) is not None)
+        raise ConfigError(f"@pytest.mark.{which}({given}): {exc}", test_id=test_id) from None
     return Settings(mode=mode, measure=measure, gate=gate, profile_diff=config.profile_diff and mode is not Mode.SMOKE)
 
 

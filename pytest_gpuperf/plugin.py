@@ -29,6 +29,7 @@ from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.session import BASE_REF_KEY, EARLY_BASE_KEY, STATE_KEY, GpuperfSession, missing_baselines
 
 MARKER = "gpuperf"
+MARKER_PROBLEM_KEY = pytest.StashKey[str]()  # what a test's marker gets wrong, found at collection
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -94,21 +95,40 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Reject unknown marker keywords at collection, naming the test."""
+    """Check every test's marker at collection; a test whose marker is wrong fails alone, at its setup.
+
+    The others of its file and session still run: one typo in a marker does not hold the suite back.
+    """
+    session_config = config.stash[STATE_KEY].config
     for item in items:
-        for mark in item.iter_markers(MARKER):
-            if mark.args:
-                raise pytest.UsageError(
-                    f"{item.nodeid}: @pytest.mark.{MARKER} takes keywords only, got positional {mark.args!r}"
-                )
-            try:
-                cfg.MarkerOptions.from_kwargs(mark.kwargs, test_id=item.nodeid)
-            except ConfigError as exc:
-                raise pytest.UsageError(str(exc)) from None
-            if "remeasures" in mark.kwargs:
-                warnings.warn(pytest.PytestDeprecationWarning(
-                    f"{item.nodeid}: @pytest.mark.gpuperf(remeasures=...) is now remeasure=..., as the option "
-                    "--gpuperf-remeasure; the old spelling still works"), stacklevel=1)  # fmt: skip
+        if next(item.iter_markers(MARKER), None) is None:
+            continue
+        try:
+            _check_marker(item, session_config)
+        except ConfigError as exc:
+            item.stash[MARKER_PROBLEM_KEY] = str(exc)
+
+
+def _check_marker(item: pytest.Item, session_config: cfg.GpuperfConfig) -> None:
+    """ConfigError naming the test and keyword for what the test's markers get wrong, alone or together."""
+    for mark in item.iter_markers(MARKER):
+        if mark.args:
+            raise ConfigError(f"@pytest.mark.{MARKER} takes keywords only, got positional {mark.args!r}",
+                              test_id=item.nodeid)  # fmt: skip
+        cfg.MarkerOptions.from_kwargs(mark.kwargs, test_id=item.nodeid)
+        if "remeasures" in mark.kwargs:
+            warnings.warn(pytest.PytestDeprecationWarning(
+                f"{item.nodeid}: @pytest.mark.gpuperf(remeasures=...) is now remeasure=..., as the option "
+                "--gpuperf-remeasure; the old spelling still works"), stacklevel=1)  # fmt: skip
+    _test_settings(item, session_config)  # keywords that contradict each other or the session (min_time > max_time)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test whose marker is wrong (found at collection) errors here, before any of its fixtures."""
+    problem = item.stash.get(MARKER_PROBLEM_KEY, None)
+    if problem is not None:
+        fail(problem)
 
 
 def _test_settings(item: pytest.Item, session_config: cfg.GpuperfConfig) -> cfg.Settings:

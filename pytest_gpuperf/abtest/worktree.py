@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import shlex
 import signal
 import threading
 from dataclasses import dataclass
@@ -54,17 +55,21 @@ def resolve_ref(repo_dir: Path | str, ref: str) -> BaseRef:
 
 
 def _fetch_hint(repo: Any, ref: str) -> str:
-    """What to fetch: in a shallow clone (CI's default) the base is usually history it does not hold."""
+    """What to fetch: in a shallow clone (CI's default) the base is usually history it does not hold.
+
+    The command is one to copy: the ref is quoted for the shell and follows ``--``, so that a ref such
+    as ``--upload-pack=...`` is a ref to git, never an option.
+    """
     import git
 
+    fetch = f"git fetch origin -- {shlex.quote(ref)}"
     with contextlib.suppress(git.GitCommandError):
         if repo.git.rev_parse("--is-shallow-repository").strip() == "true":
             return (
                 "this is a shallow clone, which may not hold it: fetch more history (git fetch --deepen=50 origin, "
-                "or git fetch --unshallow; actions/checkout: fetch-depth: 0), "
-                f"or the ref itself (git fetch origin {ref})"
+                f"or git fetch --unshallow; actions/checkout: fetch-depth: 0), or the ref itself ({fetch})"
             )
-    return f"fetch it first, e.g. git fetch origin {ref}"
+    return f"fetch it first, e.g. {fetch}"
 
 
 class RefWorktree:
