@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from perf_project import SHORT as FAST
@@ -111,3 +112,93 @@ def test_the_baseline_added_line_shows_a_hostile_measurement_name_inert(pytester
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["gpuperf: baseline added: test_name.py::test_a::ALL PASSEDtxt (baselines*.json)"])
     assert not any(c in result.stdout.str() for c in ("\x1b", "\x07", "\u202e"))
+
+
+MARKED = """
+import pytest
+
+pytestmark = pytest.mark.gpuperf(threshold=0.5)
+
+@pytest.mark.gpuperf(treshold=0.2)
+def test_typo(gpu_bench):
+    gpu_bench(lambda: None)
+
+@pytest.mark.gpuperf(min_time=5, max_time=1)
+def test_contradiction(gpu_bench, tmp_path_factory):
+    gpu_bench(lambda: None)
+
+def test_fine(gpu_bench):
+    gpu_bench(lambda: None)
+
+def test_plain():
+    pass
+"""
+
+
+@pytest.mark.parametrize("mode", [(), ("--gpuperf",)])
+def test_a_bad_marker_fails_only_its_own_test_and_the_file_runs(pytester: pytest.Pytester, mode: tuple[str]) -> None:
+    pytester.makepyfile(test_marked=MARKED)
+    result = pytester.runpytest_subprocess(*mode, *FAST)
+    result.assert_outcomes(passed=2, errors=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["*ERROR at setup of test_typo*",
+         "test_marked.py::test_typo: unknown @pytest.mark.gpuperf keyword(s) treshold; known: *",
+         "*ERROR at setup of test_contradiction*",
+         "test_marked.py::test_contradiction: @pytest.mark.gpuperf(threshold=0.5, min_time=5, max_time=1): min time 5s "
+         "exceeds max time 1s"],
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("ref", "hint"),
+    [("--upload-pack=touch /tmp/x", "git fetch origin -- '--upload-pack=touch /tmp/x')"),
+     ("main; rm -rf ~", "git fetch origin -- 'main; rm -rf ~')"),
+     ("no-such-branch", "git fetch origin -- no-such-branch)")],
+)  # fmt: skip
+def test_the_fetch_hint_for_an_unknown_ref_is_a_command_safe_to_copy(tmp_path: Path, ref: str, hint: str) -> None:
+    from git_repo import git, init
+
+    from pytest_gpuperf.abtest.worktree import resolve_ref
+    from pytest_gpuperf.errors import ConfigError
+
+    init(tmp_path)
+    git(tmp_path, "commit", "-q", "--allow-empty", "-m", "c0")
+    with pytest.raises(ConfigError) as info:
+        resolve_ref(tmp_path, ref)
+    assert str(info.value).endswith(f"(fetch it first, e.g. {hint}")
+
+
+E_TESTS = """
+import os
+import signal
+
+import pytest
+
+@pytest.mark.parametrize("n", range(4))
+def test_e(gpu_bench, n):
+    if n == 0 and os.environ.get("KILL_THE_ZYGOTE") and os.path.basename(os.getcwd()) != "{head}":
+        os.kill(os.getppid(), signal.SIGKILL)  # the base worker's parent: the zygote
+    gpu_bench(lambda: sum(range(100)))
+"""
+
+
+@pytest.mark.slow
+def test_after_the_workers_parent_is_killed_each_failure_names_its_own_test(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from git_repo import git, init
+
+    init(pytester.path)
+    pytester.makepyfile(test_e=E_TESTS.format(head=pytester.path.name))
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-qm", "base")
+    monkeypatch.setenv("KILL_THE_ZYGOTE", "1")
+    result = pytester.runpytest_subprocess("--gpuperf-compare-ref=HEAD", "--gpuperf-confirm-pairs=0", *FAST,
+                                           timeout=300)  # fmt: skip
+    result.assert_outcomes(failed=4)
+    out = result.stdout.str()
+    assert "worker exited with code -9 while the head waited for test_e.py::test_e[0]::default at HEAD" in out
+    for n in range(1, 4):  # not "waited for test_e.py::test_e[0] to finish" three more times
+        assert f"worker exited with code -9 before test_e.py::test_e[{n}]::default could run at HEAD" in out
+    assert "test_e[0] to finish" not in out

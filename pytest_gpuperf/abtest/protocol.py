@@ -135,6 +135,15 @@ class HeadChannel:
             if time.monotonic() > deadline:
                 raise self._error(f"no answer from the worker within {timeout_s:g}s while waiting for {waiting_for}")
 
+    def ended(self, before: str) -> WorkerError | None:
+        """The error to raise, naming what it stops (``before``), if the worker has already exited; else None.
+
+        Checked before each new test, so that every later test says that it could not run, under its
+        own name, and does not wait for the test that was running when the worker died.
+        """
+        code = self.process.poll()
+        return None if code is None else self._error(f"the worker exited with code {code} before {before}")
+
     def _exit_text(self) -> str:
         try:
             code = self.process.wait(timeout=5)

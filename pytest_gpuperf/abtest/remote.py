@@ -129,6 +129,8 @@ class RemoteSide:
         A test already running (or run) here is continued: compare-ref opens its measurements one
         by one. ``again`` runs a finished test anew (the fresh re-measure process).
         """
+        if self.test != test_id and (gone := self.channel.ended(f"{key} could run {self.where}")) is not None:
+            raise gone
         if self.test != test_id or (again and self.test_done):
             self.drain()
             self.channel.send(protocol.RUN, test_id)
