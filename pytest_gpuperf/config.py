@@ -32,6 +32,7 @@ DEFAULT_MIN_SAMPLES = 6  # the distribution-free 95% CI of the median exists fro
 DEFAULT_TIME_LIMIT_S = 120.0  # the most one measurement may take, warm-up included
 DEFAULT_REMEASURES = 1
 DEFAULT_CONFIRM_PAIRS = 6  # fresh process pairs that re-measure a suspected compare-ref regression
+DEFAULT_WORKER_START_TIMEOUT_S = 300.0  # compare-ref's worker at REF: importing torch and collecting its tests
 DEFAULT_NOISE_MULTIPLIER = 3.0  # standard deviations of between-run noise a change must exceed
 DEFAULT_FAST_END_QUANTILE = 0.10  # baseline mode on a CPU: a change must show in the fastest 10% of calls
 DEFAULT_CONFIDENCE = 0.95
@@ -194,6 +195,7 @@ class GpuperfConfig:
     pin_cpu: str = "auto"  # "auto", "off" or a CPU number (host/cpu/pinning.py)
     profile_diff: bool = True  # --gpuperf-no-profile-diff / gpuperf_profile_diff = false turn it off
     busy_policy: BusyPolicy = BusyPolicy.RETAKE
+    worker_start_timeout_s: float = DEFAULT_WORKER_START_TIMEOUT_S  # compare-ref's wait for the worker at REF
 
     def __post_init__(self) -> None:
         if DEVICE_SPEC.fullmatch(self.device.strip().lower()) is None:
@@ -221,6 +223,8 @@ class GpuperfConfig:
                 f"--gpuperf-confirm-pairs must be 0 (off) or at least 3, got {self.confirm_pairs}: "
                 "the verdict needs the spread of several independent pairs"
             )
+        if problem := seconds_problem(self.worker_start_timeout_s, positive=True):
+            raise ConfigError(f"--gpuperf-worker-start-timeout {problem}")
         if self.update_baseline and self.compare_ref:
             raise ConfigError("--gpuperf-update-baseline and --gpuperf-compare-ref cannot be combined")
 

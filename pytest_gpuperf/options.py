@@ -78,6 +78,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--gpuperf-confirm-pairs", "compare-ref: re-measure a suspected regression in N fresh process pairs and "
            f"let their spread decide; 0 = off (default: {cfg.DEFAULT_CONFIRM_PAIRS})", int, "N", ini=True,
            default=cfg.DEFAULT_CONFIRM_PAIRS, field="confirm_pairs"),
+    Option("--gpuperf-worker-start-timeout", "compare-ref: most time the worker at REF may take to start and "
+           "collect its tests (a test module that hangs at import); past it the perf tests fail with where it hung "
+           f"(default: {cfg.DEFAULT_WORKER_START_TIMEOUT_S:g})", float, "SECONDS", ini=True,
+           default=cfg.DEFAULT_WORKER_START_TIMEOUT_S, field="worker_start_timeout_s"),
     Option("--gpuperf-pin-cpu", "measure on one CPU core: auto (compare-ref on the CPU: both sides on the last "
            "core), off, or N", str, "CPU", ini=True, default="auto", field="pin_cpu"),
     Option("--gpuperf-time-limit", "most time one measurement may take, warm-up included; a slow call's budget "

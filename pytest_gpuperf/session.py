@@ -107,7 +107,7 @@ class GpuperfSession:
             self.engine = self._compare_ref = CompareRefEngine(
                 c.compare_ref, c.rootdir, runner, self.environment, rules, confirm_pairs=c.confirm_pairs,
                 worker_args=c.worker_args, early=self.early_base, resolved=self.base_ref, progress=self.progress,
-                traces=c.traces_dir,
+                traces=c.traces_dir, start_timeout_s=c.worker_start_timeout_s,
             )  # fmt: skip
         else:
             from pytest_gpuperf.abtest.fresh import FreshProcessRemeasure

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -202,3 +203,32 @@ def test_after_the_workers_parent_is_killed_each_failure_names_its_own_test(
     for n in range(1, 4):  # not "waited for test_e.py::test_e[0] to finish" three more times
         assert f"worker exited with code -9 before test_e.py::test_e[{n}]::default could run at HEAD" in out
     assert "test_e[0] to finish" not in out
+
+
+@pytest.mark.slow
+def test_a_base_that_hangs_at_import_fails_after_the_start_timeout_with_where_it_hung(
+    pytester: pytest.Pytester,
+) -> None:
+    from git_repo import git, init
+
+    init(pytester.path)
+    pytester.makepyfile(
+        test_hang="import time\n\ntime.sleep(600)\n\ndef test_a(gpu_bench):\n    gpu_bench(lambda: None)\n"
+    )
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-qm", "base")
+    pytester.makepyfile(test_hang="def test_a(gpu_bench):\n    gpu_bench(lambda: None)\n")
+    started = time.monotonic()
+    result = pytester.runpytest_subprocess("--gpuperf-compare-ref=HEAD", "--gpuperf-confirm-pairs=0",
+                                           "--gpuperf-worker-start-timeout=8", *FAST, timeout=300)  # fmt: skip
+    assert time.monotonic() - started < 120  # not the fixed 300 s
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*no answer from the worker within 8s while waiting for the worker to collect*",
+                                 "*test_hang.py*line 3 in <module>*"], consecutive=False)  # fmt: skip
+
+
+def test_the_worker_start_timeout_is_a_time_setting(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_ok="def test_ok():\n    pass\n")
+    result = pytester.runpytest_subprocess("--gpuperf-worker-start-timeout=nan", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--gpuperf-worker-start-timeout must be a positive number of seconds, got nan*"])

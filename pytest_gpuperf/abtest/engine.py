@@ -95,8 +95,10 @@ class CompareRefEngine:
         progress: Progress | None = None,
         resolved: BaseRef | None = None,
         traces: Path | None = None,
+        start_timeout_s: float = START_TIMEOUT_S,
     ) -> None:
         self.ref = ref
+        self.start_timeout_s = start_timeout_s  # the base worker's start and collection
         self.traces = traces  # where a regression's Chrome traces go (GpuperfConfig.traces_dir)
         self._resolved = resolved  # the ref's commit, resolved at the session's start
         self.rootdir = Path(rootdir)
@@ -196,7 +198,7 @@ class CompareRefEngine:
         if base is None:
             raise WorkerError("--gpuperf-compare-ref worker is not running")
         try:
-            base.wait_ready(START_TIMEOUT_S)
+            base.wait_ready(self.start_timeout_s)
         except BaseException:
             self.close()
             raise

@@ -17,6 +17,7 @@ watches the worker process: a crashed or hung worker is a WorkerError with its l
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
@@ -55,6 +56,8 @@ PROFILED = "profiled"
 HANDOVER_S = 0.02
 _POLL_SLICE_S = 0.25
 _LOG_TAIL_LINES = 30
+_STACK_DUMP_WAIT_S = 0.5  # for a silent worker to write its stacks into its log before the head reads it
+_STACK_LINES = 12  # of those stacks, the innermost frames: where it hangs
 
 Message = tuple[Any, ...]
 
@@ -92,10 +95,13 @@ class WorkerProcess(Protocol):
 
     def terminate(self) -> None: ...
 
+    def dump_stacks(self) -> None:
+        """Have the worker write its threads' Python stacks into its log (SIGUSR1, twins.py)."""
+
     def kill(self) -> None: ...
 
 
-def reap(process: WorkerProcess, grace_s: float = 10.0) -> int:
+def reap(process: WorkerProcess | subprocess.Popen[bytes], grace_s: float = 10.0) -> int:
     """Wait up to ``grace_s`` for ``process`` to end, then kill it; its exit code."""
     try:
         return process.wait(timeout=grace_s)
@@ -133,7 +139,9 @@ class HeadChannel:
                     f"the worker exited with code {self.process.returncode} while the head waited for {waiting_for}"
                 )
             if time.monotonic() > deadline:
-                raise self._error(f"no answer from the worker within {timeout_s:g}s while waiting for {waiting_for}")
+                tail, stuck = log_tail(self.log_path), self._stacks()  # the log as it was, then where it is stuck
+                raise self._error(f"no answer from the worker within {timeout_s:g}s while waiting for {waiting_for}",
+                                  tail=tail, stuck=stuck)  # fmt: skip
 
     def ended(self, before: str) -> WorkerError | None:
         """The error to raise, naming what it stops (``before``), if the worker has already exited; else None.
@@ -144,6 +152,21 @@ class HeadChannel:
         code = self.process.poll()
         return None if code is None else self._error(f"the worker exited with code {code} before {before}")
 
+    def _stacks(self) -> str:
+        """Where a silent worker is stuck (a test module hanging at import, say): its innermost frames.
+
+        The worker writes its stacks into its log on request, most recent call first; what it appends is read back.
+        """
+        if self.log_path is None:
+            return ""
+        before = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self.process.dump_stacks()
+        time.sleep(_STACK_DUMP_WAIT_S)  # the worker's handler writes them
+        with contextlib.suppress(OSError), self.log_path.open("rb") as log:
+            log.seek(before)
+            return "\n".join(log.read().decode(errors="replace").splitlines()[:_STACK_LINES])
+        return ""
+
     def _exit_text(self) -> str:
         try:
             code = self.process.wait(timeout=5)
@@ -151,10 +174,12 @@ class HeadChannel:
             return "the worker closed the connection"
         return f"the worker exited with code {code}"
 
-    def _error(self, message: str) -> WorkerError:
-        tail = log_tail(self.log_path)
+    def _error(self, message: str, *, tail: str | None = None, stuck: str = "") -> WorkerError:
+        """The error with the end of the worker's log, and where it was stuck: the log goes with the session."""
+        tail = log_tail(self.log_path) if tail is None else tail
         where = f" (log: {self.log_path})" if self.log_path else ""
-        return WorkerError(f"--gpuperf-compare-ref worker: {message}{where}" + (f"\n{tail}" if tail else ""))
+        text = f"--gpuperf-compare-ref worker: {message}{where}" + (f"\n{tail}" if tail else "")
+        return WorkerError(text + (f"\nwhere the worker was, most recent call first:\n{stuck}" if stuck else ""))
 
 
 class WorkerChannel:

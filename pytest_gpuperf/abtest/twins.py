@@ -19,6 +19,7 @@ FORKED [pid, ...], and EXITED pid code as each worker ends. A zygote that refuse
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
 import signal
 import subprocess
@@ -51,6 +52,8 @@ FORKED = "forked"
 EXITED = "exited"
 
 _WAIT_SLICE_S = 0.05
+STACKS_SIGNAL = signal.SIGUSR1  # a worker writes its Python stacks to its log (the head asks when it is silent)
+_STACKS_FILE: Any = None  # in a worker: the log, open for faulthandler
 
 # What the zygote runs (``python -c``). Written out here rather than imported from this package:
 # the head's harness must come first on sys.path, ahead of the cwd that ``python -c`` puts there,
@@ -95,6 +98,9 @@ class ForkedWorker:
 
     def kill(self) -> None:
         self._zygote.signal(self.pid, signal.SIGKILL)
+
+    def dump_stacks(self) -> None:
+        self._zygote.signal(self.pid, STACKS_SIGNAL)
 
 
 class Zygote:
@@ -299,6 +305,16 @@ def _report_exits(conn: Connection) -> None:
         conn.send((EXITED, pid, os.waitstatus_to_exitcode(status)))
 
 
+def _dump_stacks_on_signal(log: str) -> None:
+    """On ``STACKS_SIGNAL``, write every thread's Python stack to the log (the head asks when the worker is silent).
+
+    Through a descriptor of its own: pytest's capture takes over descriptor 2 while it collects.
+    """
+    global _STACKS_FILE
+    _STACKS_FILE = open(log, "a", encoding="utf-8")  # noqa: SIM115  (open for the process's life)
+    faulthandler.register(STACKS_SIGNAL, file=_STACKS_FILE, all_threads=True)
+
+
 def _become_worker(spec: dict[str, Any], fd: int, others: list[int], inherited_path: list[str]) -> NoReturn:
     """In the forked child: become the worker ``spec`` describes, on channel ``fd``; run its pytest session, exit."""
     code = 1
@@ -310,6 +326,7 @@ def _become_worker(spec: dict[str, Any], fd: int, others: list[int], inherited_p
         os.dup2(log, 1)
         os.dup2(log, 2)
         os.close(log)
+        _dump_stacks_on_signal(spec["log"])
         os.chdir(spec["cwd"])
         os.environ.update(spec["env"])  # remote.worker_environment's; PYTHONPATH for DDP ranks
         os.environ.update(channel_environment(fd, time_only=spec["time_only"]))
