@@ -30,6 +30,16 @@ def test_metrics_attach_to_the_latest_or_the_named_measurement() -> None:
     assert a_metric is not None and a_metric.absolute_tolerance == 0
 
 
+def test_a_metric_that_is_not_finite_is_refused_naming_it() -> None:
+    bench = StandaloneBench(calls=1, warmup=0)
+    bench.measure(torch.zeros, (1,), name="a")
+    with pytest.raises(ValueError, match=r"metric 'acc': value=nan is not a finite number"):
+        bench.metric("acc", float("nan"))
+    with pytest.raises(ValueError, match=r"metric 'acc': maximum=inf is not a finite number"):
+        bench.metric("acc", 0.9, maximum=float("inf"))
+    assert bench.measurements["a"].metrics == ()
+
+
 def test_mistakes_are_named() -> None:
     bench = StandaloneBench(calls=1, warmup=0)
     with pytest.raises(ValueError, match="no measurement taken yet"):
