@@ -199,9 +199,9 @@ def test_after_the_workers_parent_is_killed_each_failure_names_its_own_test(
                                            timeout=300)  # fmt: skip
     result.assert_outcomes(failed=4)
     out = result.stdout.str()
-    assert "worker exited with code -9 while the head waited for test_e.py::test_e[0]::default at HEAD" in out
+    assert "while the head waited for test_e.py::test_e[0]::default at HEAD" in out
     for n in range(1, 4):  # not "waited for test_e.py::test_e[0] to finish" three more times
-        assert f"worker exited with code -9 before test_e.py::test_e[{n}]::default could run at HEAD" in out
+        assert f"before test_e.py::test_e[{n}]::default could run at HEAD" in out
     assert "test_e[0] to finish" not in out
 
 
@@ -220,11 +220,12 @@ def test_a_base_that_hangs_at_import_fails_after_the_start_timeout_with_where_it
     pytester.makepyfile(test_hang="def test_a(gpu_bench):\n    gpu_bench(lambda: None)\n")
     started = time.monotonic()
     result = pytester.runpytest_subprocess("--gpuperf-compare-ref=HEAD", "--gpuperf-confirm-pairs=0",
-                                           "--gpuperf-worker-start-timeout=8", *FAST, timeout=300)  # fmt: skip
+                                           "--gpuperf-worker-start-timeout=30", *FAST, timeout=300)  # fmt: skip
     assert time.monotonic() - started < 120  # not the fixed 300 s
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*no answer from the worker within 8s while waiting for the worker to collect*",
+    result.stdout.fnmatch_lines(["*no answer from the worker within 30s while waiting for the worker to collect*",
                                  "*test_hang.py*line 3 in <module>*"], consecutive=False)  # fmt: skip
+    assert "worker.log" not in result.stdout.str()  # its folder is gone after the session: the message has it all
 
 
 def test_the_worker_start_timeout_is_a_time_setting(pytester: pytest.Pytester) -> None:

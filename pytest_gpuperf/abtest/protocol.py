@@ -56,7 +56,7 @@ PROFILED = "profiled"
 HANDOVER_S = 0.02
 _POLL_SLICE_S = 0.25
 _LOG_TAIL_LINES = 30
-_STACK_DUMP_WAIT_S = 0.5  # for a silent worker to write its stacks into its log before the head reads it
+_STACK_DUMP_WAIT_S = 3.0  # at most, for a silent worker to write its stacks into its log before the head reads it
 _STACK_LINES = 12  # of those stacks, the innermost frames: where it hangs
 
 Message = tuple[Any, ...]
@@ -117,6 +117,7 @@ class HeadChannel:
         self.conn = conn
         self.process = process
         self.log_path = log_path
+        self._lost = ""  # why the channel failed once (the worker exited, closed it or fell silent): it stays so
 
     def send(self, kind: str, *payload: Any) -> None:
         try:
@@ -150,7 +151,9 @@ class HeadChannel:
         own name, and does not wait for the test that was running when the worker died.
         """
         code = self.process.poll()
-        return None if code is None else self._error(f"the worker exited with code {code} before {before}")
+        if code is not None:
+            return self._error(f"the worker exited with code {code} before {before}")
+        return self._error(f"the worker failed earlier ({self._lost}) before {before}") if self._lost else None
 
     def _stacks(self) -> str:
         """Where a silent worker is stuck (a test module hanging at import, say): its innermost frames.
@@ -161,7 +164,13 @@ class HeadChannel:
             return ""
         before = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.process.dump_stacks()
-        time.sleep(_STACK_DUMP_WAIT_S)  # the worker's handler writes them
+        deadline, size = time.monotonic() + _STACK_DUMP_WAIT_S, before
+        while time.monotonic() < deadline:  # until the worker's handler has written them (the log stops growing)
+            time.sleep(0.1)
+            now = self.log_path.stat().st_size if self.log_path.exists() else 0
+            if size > before and now == size:
+                break
+            size = now
         with contextlib.suppress(OSError), self.log_path.open("rb") as log:
             log.seek(before)
             return "\n".join(log.read().decode(errors="replace").splitlines()[:_STACK_LINES])
@@ -176,9 +185,10 @@ class HeadChannel:
 
     def _error(self, message: str, *, tail: str | None = None, stuck: str = "") -> WorkerError:
         """The error with the end of the worker's log, and where it was stuck: the log goes with the session."""
+        self._lost = self._lost or message
         tail = log_tail(self.log_path) if tail is None else tail
-        where = f" (log: {self.log_path})" if self.log_path else ""
-        text = f"--gpuperf-compare-ref worker: {message}{where}" + (f"\n{tail}" if tail else "")
+        # No path to the log: its folder is removed with the session's worktree, so what it says is carried here.
+        text = f"--gpuperf-compare-ref worker: {message}" + (f"\nthe end of its log:\n{tail}" if tail else "")
         return WorkerError(text + (f"\nwhere the worker was, most recent call first:\n{stuck}" if stuck else ""))
 
 
