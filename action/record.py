@@ -56,8 +56,10 @@ def load(folder: Path) -> GateRecord:
         payload = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ActionError(f"{path} does not exist: the gate's prepare step did not run") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError too: a file that is not text
         raise ActionError(f"{path}: not readable JSON: {exc}") from None
+    except RecursionError:
+        raise ActionError(f"{path}: not readable JSON: nested too deeply") from None
     if not isinstance(payload, dict):
         raise ActionError(f"{path}: expected a JSON object")
     key = _field(payload, "key", (str,), path)

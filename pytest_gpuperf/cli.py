@@ -7,6 +7,7 @@ or baseline file unreadable or failing its schema, a folder without git history,
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,6 +36,16 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _finite_non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0 such as 3, got {text!r}")
+    return value
+
+
 def _gate_options(parser: argparse.ArgumentParser) -> None:
     gate = parser.add_argument_group("gate settings (as in pytest --gpuperf)")
     gate.add_argument("--threshold", type=_fraction, default=None, metavar="FRACTION",
@@ -43,7 +54,7 @@ def _gate_options(parser: argparse.ArgumentParser) -> None:
                       help="smallest relative peak-memory change that counts (default 0.05)")  # fmt: skip
     gate.add_argument("--metric", default=None, metavar="STAT", choices=[s.value for s in Statistic],
                       help="time statistic compared (default p50)")  # fmt: skip
-    gate.add_argument("--noise-multiplier", type=float, default=None, metavar="K",
+    gate.add_argument("--noise-multiplier", type=_finite_non_negative, default=None, metavar="K",
                       help="standard deviations of run-to-run noise a change must exceed (default 3)")  # fmt: skip
 
 
@@ -168,7 +179,7 @@ def _cmd_compare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     }
     try:
         settings = GateSettings(**{k: v for k, v in overrides.items() if v is not None})
-    except (ValueError, KeyError) as exc:
+    except (ConfigError, ValueError, KeyError) as exc:  # a bad option value is a usage error, whatever finds it
         stderr.write(f"gpuperf compare: error: {exc.args[0]}\n")
         return EXIT_USAGE
     outcome = compare_files(args.base, args.head, settings)

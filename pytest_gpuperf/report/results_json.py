@@ -32,6 +32,9 @@ FORMAT = "pytest-gpuperf-results"
 # (``_upgrade``): no kind recorded is taken from the comparison's name, a bare note is a notice,
 # the rest is empty.
 SCHEMA_VERSION = 4
+# The most a results file may hold: far above any session's (thousands of measurements make a few
+# MiB), and a bound on what one read takes, so that /dev/zero or a stray dump is refused, not read.
+MAX_BYTES = 64 * 1024 * 1024
 
 
 @cache
@@ -92,6 +95,13 @@ def write_results(path: Path | str, session: SessionResults) -> Path:
 def loads_results(text: str, path: Path | str = "<results>") -> SessionResults:
     """Parse and validate a results document."""
     try:
+        return _parse(text, path)
+    except RecursionError:  # JSON nested thousands deep: the parser (or the checks after it) runs out of stack
+        raise ResultsError(path, "cannot be read: JSON nested too deeply to be a results file") from None
+
+
+def _parse(text: str, path: Path | str) -> SessionResults:
+    try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         what = exc.msg.removesuffix(" at")  # "Unterminated string starting at": the place follows
@@ -134,10 +144,23 @@ def _upgrade(document: object) -> object:
 
 
 def load_results(path: Path | str) -> SessionResults:
-    """Read a results file written by :func:`write_results` (schema-checked)."""
+    """Read a results file written by :func:`write_results` (schema-checked): the one reader every command uses.
+
+    ResultsError naming the file for one that cannot be read, is larger than ``MAX_BYTES``
+    (read no further than that), is not UTF-8 text, is not JSON or is nested too deeply,
+    or fails the schema.
+    """
     source = Path(path)
     try:
-        text = source.read_text(encoding="utf-8")
+        with source.open("rb") as f:
+            raw = f.read(MAX_BYTES + 1)
     except OSError as exc:
         raise ResultsError(source, f"cannot read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_BYTES:
+        raise ResultsError(source, f"cannot be read: larger than {MAX_BYTES // 2**20} MiB, the most a results "
+                           "file may hold")  # fmt: skip
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResultsError(source, f"cannot be read: not UTF-8 text (byte {exc.start})") from None
     return loads_results(text, source)
