@@ -56,7 +56,9 @@ def load(folder: Path) -> GateRecord:
         payload = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ActionError(f"{path} does not exist: the gate's prepare step did not run") from None
-    except (OSError, ValueError) as exc:  # UnicodeDecodeError too: a file that is not text
+    except UnicodeDecodeError as exc:
+        raise ActionError(f"{path}: not readable JSON: not UTF-8 text (byte {exc.start})") from None
+    except (OSError, ValueError) as exc:
         raise ActionError(f"{path}: not readable JSON: {exc}") from None
     except RecursionError:
         raise ActionError(f"{path}: not readable JSON: nested too deeply") from None
