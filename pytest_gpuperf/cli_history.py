@@ -154,7 +154,8 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     return handlers[args.history_command](args, stdout, stderr)
 
 
-def _open(args: argparse.Namespace, stderr: TextIO) -> HistoryStore | None:
+def _open(args: argparse.Namespace, stderr: TextIO, *, create: bool = False) -> HistoryStore | None:
+    """The store of ``--history`` or GPUPERF_HISTORY; only ``ingest`` creates one (``create``)."""
     from pytest_gpuperf.history.record import history_url
     from pytest_gpuperf.history.store import open_store
 
@@ -163,7 +164,7 @@ def _open(args: argparse.Namespace, stderr: TextIO) -> HistoryStore | None:
         stderr.write(f"gpuperf history {args.history_command}: error: no store: give --history URL or set "
                      "GPUPERF_HISTORY\n")  # fmt: skip
         return None
-    return open_store(url)
+    return open_store(url, create=create)
 
 
 def _cmd_ingest(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -174,7 +175,7 @@ def _cmd_ingest(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
         return EXIT_USAGE
     # The baselines' history is read before the store is touched: a folder without git is refused whole.
     baseline_runs = runs_from_baselines(args.baselines, rev=args.rev) if args.baselines is not None else []
-    store = _open(args, stderr)
+    store = _open(args, stderr, create=True)
     if store is None:
         return EXIT_USAGE
     with store:

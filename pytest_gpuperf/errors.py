@@ -100,6 +100,14 @@ class StoreError(GpuperfError):
         super().__init__(f"history store {url}: {message}")
 
 
+class RunError(GpuperfError, ValueError):
+    """A run the history store cannot keep as it is; ``field`` names what (``started_at``, a measurement)."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        self.field = field
+        super().__init__(message)
+
+
 class NoChanges(GpuperfError, ValueError):
     """The ``sessions`` results hold no time change against a baseline (a ValueError: valid, but no answer)."""
 

@@ -10,9 +10,12 @@ fractions (0.05 = 5%). Commits are full 40-character hashes wherever the store h
 
 from __future__ import annotations
 
+import datetime as _dt
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from pytest_gpuperf.errors import RunError
 
 
 class ChangeKind(str, enum.Enum):
@@ -81,6 +84,32 @@ class RunRecord:
     source: str = "session"  # "session", "results-file", "baselines-git"
     commit_date: str | None = None  # ISO 8601 commit time: the series' order
     baseline_update: bool = False  # the run wrote baselines (an intended level change)
+
+    def __post_init__(self) -> None:
+        """RunError for what the store cannot keep: a time that is not ISO 8601, a statistic given twice."""
+        for name in ("started_at", "commit_date"):
+            text = getattr(self, name)
+            if text is not None and parse_time(text) is None:
+                raise RunError(f"{name} {text!r} is not an ISO 8601 time", field=name)
+        seen: set[tuple[str, str, str]] = set()
+        for value in self.values:
+            key = (value.test, value.measurement, value.statistic)
+            if key in seen:
+                raise RunError(f"measurement {value.test}::{value.measurement} appears more than once "
+                               f"({value.statistic} twice): one run holds each measurement once",
+                               field=f"{value.test}::{value.measurement}")  # fmt: skip
+            seen.add(key)
+
+
+def parse_time(text: str) -> _dt.datetime | None:
+    """An ISO 8601 time in UTC (``Z`` allowed; a naive time is taken as UTC); None when ``text`` is not one."""
+    try:
+        moment = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=_dt.timezone.utc)
+        return moment.astimezone(_dt.timezone.utc)
+    except (ValueError, OverflowError):  # not a time, or one that leaves the calendar once in UTC
+        return None
 
 
 @dataclass(frozen=True)

@@ -21,21 +21,22 @@ from typing import Any
 
 from pytest_gpuperf.errors import StoreError
 from pytest_gpuperf.history import schema
-from pytest_gpuperf.history.model import Point, RecordedValue, RunRecord, Series, SeriesKey
-from pytest_gpuperf.history.url import create_engine, parse_url, redact
+from pytest_gpuperf.history.model import Point, RecordedValue, RunRecord, Series, SeriesKey, parse_time
+from pytest_gpuperf.history.url import MASK, create_engine, parse_url, redact, secrets
 
 NO_BRANCH = "(no branch)"  # the series' branch for runs on a detached HEAD or outside git
 _MIGRATION_LOCK = 0x67707066  # PostgreSQL advisory lock held while one process migrates ("gppf")
 
 
-def open_store(url: str) -> HistoryStore:
+def open_store(url: str, *, create: bool = True) -> HistoryStore:
     """Connect to ``url`` (see ``url.py``), migrate it to this version's schema, and return the store.
 
     Raises StoreError, with the password hidden, when the store cannot be reached, is not a
-    database, or was written by a newer version.
+    database, or was written by a newer version; with ``create=False`` (reading only), when
+    a SQLite store does not exist.
     """
     parsed = parse_url(url)
-    store = HistoryStore(create_engine(parsed), redact(parsed), parsed.password)
+    store = HistoryStore(create_engine(parsed, create=create), redact(parsed), secrets(parsed))
     try:
         store.migrate()
     except BaseException:
@@ -57,10 +58,10 @@ class SeriesFilter:
 class HistoryStore:
     """A connection to one store. Use :func:`open_store`; close it (or use ``with``) when done."""
 
-    def __init__(self, engine: Any, url: str, password: str | None = None) -> None:
+    def __init__(self, engine: Any, url: str, secrets: tuple[str, ...] = ()) -> None:
         self.engine = engine
         self.url = url  # redacted: safe to print
-        self._password = password
+        self._secrets = secrets  # scrubbed from the database's own error messages
 
     def __enter__(self) -> HistoryStore:
         return self
@@ -87,8 +88,8 @@ class HistoryStore:
     def _reason(self, exc: Exception) -> str:
         original = getattr(exc, "orig", None) or exc
         text = " ".join(str(original).split()) or type(original).__name__
-        if self._password:
-            text = text.replace(self._password, "***")
+        for secret in self._secrets:
+            text = text.replace(secret, MASK)
         return text.split(" [SQL:")[0].split(" (Background on this error")[0]
 
     # -- schema -------------------------------------------------------------------------
@@ -262,13 +263,10 @@ def utc_timestamp(text: str | None) -> str | None:
     """An ISO 8601 time as UTC ISO text (naive times are taken as UTC), so times sort as text."""
     if text is None:
         return None
-    try:
-        moment = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(f"not an ISO 8601 time: {text!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=_dt.timezone.utc)
-    return moment.astimezone(_dt.timezone.utc).isoformat()
+    moment = parse_time(text)
+    if moment is None:
+        raise ValueError(f"not an ISO 8601 time: {text!r}")
+    return moment.isoformat()
 
 
 def _run_row(run: RunRecord) -> dict[str, Any]:
