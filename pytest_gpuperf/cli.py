@@ -1,16 +1,21 @@
 """``gpuperf``: compare results files, render reports, the history, a runner's stability, validate baselines.
 
 Exit codes (docs/cli.md): 0 ok; 1 ``compare`` found a regression; 2 usage error; 3 invalid input (a results
-or baseline file unreadable or failing its schema, a folder without git history, an unusable history store).
+or baseline file unreadable or failing its schema, a folder without git history, an unusable history store);
+130 interrupted (Ctrl-C or SIGTERM: the command's clean-up runs, then one line says so).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import TextIO
 
 from pytest_gpuperf import __version__, cli_history
@@ -24,6 +29,7 @@ EXIT_OK = 0
 EXIT_REGRESSION = 1
 EXIT_USAGE = 2
 EXIT_INVALID_INPUT = 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command ended by Ctrl-C
 
 
 def _fraction(text: str) -> float:
@@ -290,7 +296,28 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     args.pytest_args = pytest_args  # bisect's, after its first --
     try:
-        return _COMMANDS[args.command](args, out, err)
+        with _sigterm_interrupts():
+            return _COMMANDS[args.command](args, out, err)
     except (GpuperfError, OSError) as exc:
         err.write(f"gpuperf {args.command}: {exc}\n")
         return EXIT_INVALID_INPUT
+    except KeyboardInterrupt as exc:  # the clean-up (worktrees, step processes) ran in the finally blocks
+        err.write(f"gpuperf {args.command}: interrupted ({str(exc) or 'Ctrl-C'})\n")
+        return EXIT_INTERRUPTED
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM as Ctrl-C while a command runs, so its clean-up runs and it ends with one line, not a traceback."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import signal
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -325,3 +326,25 @@ def test_bisect_says_when_bad_is_not_slower(tmp_path: Path, monkeypatch: pytest.
     assert code == 1, out + err
     assert f"BAD {made[3][:12]} is not slower than GOOD {made[0][:12]}" in out
     assert out.count("step 1: ") == 2 and "step 2: " not in out  # "measuring ...", then its verdict
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "said"), [(signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")])
+def test_an_interrupted_bisect_cleans_up_and_says_so_in_one_line(tmp_path: Path, sig: int, said: str) -> None:
+    import subprocess
+    import sys
+    import time
+
+    root = tmp_path / "repo"
+    perf_history(root)
+    command = [sys.executable, "-m", "pytest_gpuperf", "bisect", "main~8", "main", "--", *PYTEST_ARGS]
+    process = subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    while "step 1: measuring" not in (line := process.stdout.readline()):
+        assert line, "the bisect ended before its first step"
+    time.sleep(1.0)  # the step's worktree and pytest are running
+    process.send_signal(sig)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == cli.EXIT_INTERRUPTED, out + err
+    assert err == f"gpuperf bisect: interrupted ({said})\n"  # one line, no traceback
+    assert git(root, "worktree", "list").count("\n") == 0  # the step's worktree removed
