@@ -167,10 +167,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         for failure in reports.failed:  # a warning: the exit code stays the tests'
             _warn(tw, f"gpuperf: could not write {failure.path}: {failure.reason}")
     if state.worker is None:  # under xdist the controller records the merged session, once
-        _record_history(tw, config, session)
+        _record_history(tw, config, session, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
 
 
-def _record_history(tw: Any, config: pytest.Config, session: SessionResults) -> None:
+def _record_history(tw: Any, config: pytest.Config, session: SessionResults, *, interrupted: bool) -> None:
     """``--gpuperf-history``: store the session (history/record.py); a store that fails is a warning."""
     from pytest_gpuperf.history.record import history_url, record_session
 
@@ -178,7 +178,7 @@ def _record_history(tw: Any, config: pytest.Config, session: SessionResults) -> 
     if url is None:
         return
     try:
-        tw.write_line(record_session(url, session))
+        tw.write_line(record_session(url, session, interrupted=interrupted))
     except GpuperfError as exc:  # the verdicts and exit code stand; the results file can be ingested later
         _warn(tw, f"gpuperf: the run was not recorded: {exc}")
 

@@ -115,3 +115,15 @@ def test_compare_ref_records_the_heads_numbers(pytester: pytest.Pytester) -> Non
     assert result.ret in (0, 1), result.stdout.str()
     head = git(root, "rev-parse", "HEAD").strip()
     assert runs(url) == [("compare-ref", False, head, "session")]
+
+
+def test_an_interrupted_session_is_not_recorded(pytester: pytest.Pytester) -> None:
+    make_project(pytester)
+    pytester.makepyfile(test_zz_stop="def test_stop():\n    raise KeyboardInterrupt\n")  # Ctrl-C after the perf test
+    url = f"sqlite:///{pytester.path / 'perf-history.db'}"
+    result = pytester.runpytest_subprocess("--gpuperf-update-baseline", f"--gpuperf-history={url}", *GATE)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["gpuperf: the run was not recorded: the session was interrupted, so its values are "
+                                 "partial"])  # fmt: skip
+    assert "recorded run" not in result.stdout.str()
+    assert not (pytester.path / "perf-history.db").exists() or runs(url) == []
