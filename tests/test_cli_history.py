@@ -232,6 +232,9 @@ def test_a_libpq_keyword_string_is_refused_not_taken_for_a_file(
         assert code == EXIT_INVALID_INPUT, err
         assert "key=value settings are not a store address: give postgresql://" in err
         assert "kw-s3cret" not in out + err
+    code, _, err = run("history", "ingest", "--history", "postgresql:/perf@db/perf?password=kw-s3cret", str(good))
+    assert code == EXIT_INVALID_INPUT and "not a database address: write postgresql://" in err
+    assert "kw-s3cret" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["good.json"]  # no file named after the settings
 
 

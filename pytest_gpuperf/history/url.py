@@ -42,6 +42,8 @@ def parse_url(text: str) -> Any:
     if not text.strip():
         raise StoreError("''", "empty store address: give sqlite:///PATH, a file path or postgresql://...")
     if not _SCHEME.match(text) and not text.startswith("sqlite:"):
+        if text.split(":", 1)[0].lower() in _POSTGRES_SCHEMES:  # "postgresql:/db", "postgres:db": a mistyped URL
+            raise StoreError(redact(text), "not a database address: write postgresql://USER@HOST/DB")
         if _KEYWORD_PAIR.search(text):
             raise StoreError(
                 "(a keyword string)",
