@@ -210,6 +210,7 @@ def test_a_password_given_as_a_query_parameter_is_never_printed(tmp_path: Path, 
         ("postgresql://db/perf?PASSWORD=s3cr3t&api_token=s3cr3t&application_name=ok",
          "postgresql://db/perf?PASSWORD=***&api_token=***&application_name=ok"),
         ("mysql://u:s3cr3t@h/db?password=s3cr3t", "mysql://u:***@h/db?password=***"),
+        ("mysql://u:s3cr@t@h/db", "mysql://u:***@h/db"),
     ],
 )  # fmt: skip
 def test_redact_hides_every_credential_an_address_can_carry(address: str, shown: str) -> None:

@@ -29,7 +29,7 @@ MASK = "***"
 # A libpq keyword/value pair (``password=...``, ``host = db``): the start of a connection string, not a file name.
 _KEYWORD_PAIR = re.compile(r"(?:^|\s)[A-Za-z_]+\s*=")
 # In text that is not a parsed URL: the password of ``user:password@``, and a secret parameter's value.
-_USERINFO_PASSWORD = re.compile(r"(://[^:/@?#\s]*:)[^@\s]*@")
+_USERINFO_PASSWORD = re.compile(r"(://[^:/@?#\s]*:)\S*@")  # to the last @: a password may hold one
 _SECRET_PARAMETER = re.compile(r"((?:^|[?&;\s])[^=&;?#\s]*(?:pass|secret|token|key|cred|auth)[^=&;?#\s]*\s*=\s*)"
                                r"(?:'[^']*'|[^&;#\s]*)", re.IGNORECASE)  # fmt: skip
 
