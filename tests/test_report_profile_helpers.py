@@ -42,8 +42,16 @@ ADD_KERNEL = (
 BASE_LABEL = "baseline 1f3c9e2"
 
 
+JITTER = (0.98, 0.99, 1.0, 1.01, 1.02)  # five profiled calls around each time, their mean the time itself
+
+
+def calls_of(ns: float) -> tuple[float, ...]:
+    return tuple(ns * j for j in JITTER)
+
+
 def op(name: str, calls: float, host_us: float, device_us: float = 0.0, kind: str = "operator") -> OpStat:
-    return OpStat(name, kind, calls, host_us * 1e3, device_us * 1e3)  # type: ignore[arg-type]
+    return OpStat(name, kind, calls, host_us * 1e3, device_us * 1e3,  # type: ignore[arg-type]
+                  calls_of(host_us * 1e3), calls_of(device_us * 1e3) if device_us else ())  # fmt: skip
 
 
 def kernel(name: str, calls: float, device_us: float) -> OpStat:
@@ -51,7 +59,8 @@ def kernel(name: str, calls: float, device_us: float) -> OpStat:
 
 
 def _cpu(*ops: OpStat) -> OpProfile:
-    return OpProfile("cpu", profiled_calls=5, host_ns=sum(s.host_ns for s in ops) * 1.05, ops=ops, torch="2.5.1")
+    host = sum(s.host_ns for s in ops) * 1.05
+    return OpProfile("cpu", profiled_calls=5, host_ns=host, ops=ops, torch="2.5.1", host_samples_ns=calls_of(host))
 
 
 MLP_BASE = (
@@ -81,7 +90,8 @@ def cpu_under_the_cut_diff() -> ProfileDiff:
 
 def _cuda(host_us: float, *ops: OpStat) -> OpProfile:
     device = sum(s.device_ns for s in ops if s.kind == "kernel")
-    return OpProfile("cuda", profiled_calls=5, host_ns=host_us * 1e3, device_ns=device, ops=ops, torch="2.5.1+cu124")
+    return OpProfile("cuda", profiled_calls=5, host_ns=host_us * 1e3, device_ns=device, ops=ops, torch="2.5.1+cu124",
+                     host_samples_ns=calls_of(host_us * 1e3), device_samples_ns=calls_of(device))  # fmt: skip
 
 
 def cuda_kernel_swap_diff() -> ProfileDiff:

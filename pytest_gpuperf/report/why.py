@@ -6,11 +6,11 @@ import re
 from collections.abc import Callable
 from typing import Literal
 
-from pytest_gpuperf.model import OpChange, OpStat, ProfileDiff
+from pytest_gpuperf.model import MeasuredChange, OpChange, OpStat, ProfileDiff, WhyRow
 from pytest_gpuperf.profiling.diff import NEGLIGIBLE_SHARE
 from pytest_gpuperf.report.units import format_change, format_time
 
-TOP_LINES = 3  # rows in the failure message and the terminal: the culprit is almost always first
+TOP_LINES = 3  # cause rows in the failure message and the terminal, before the rest row
 PERFETTO = "https://ui.perfetto.dev"
 SHORT_NAME = 80
 UNCHANGED_OPS = f"no operator or kernel changed by more than {NEGLIGIBLE_SHARE:.1%} of the call"
@@ -69,8 +69,8 @@ def signed_time(ns: float) -> str:
 
 
 def time_basis(diff: ProfileDiff) -> str:
-    """What the rows are ranked by: ``'device time per call'`` on CUDA, else ``'CPU time per call'``."""
-    return "device time per call" if diff.head.on_device else "CPU time per call"
+    """What the rows compare: ``'device time per call'`` (kernels), else ``'CPU time per call'`` (operators)."""
+    return "device time per call" if diff.basis == "device" else "CPU time per call"
 
 
 def heading(diff: ProfileDiff) -> str:
@@ -192,10 +192,14 @@ def headline(diff: ProfileDiff, name: Callable[[str], str] = str) -> str | None:
     """
     if slower_side(diff) == "host" and diff.host_delta_ns is not None:
         return f"host-side, {signed_time(diff.host_delta_ns)}"
-    if diff.base is None or not diff.changes:
+    if diff.base is None:
         return None
-    top = diff.changes[0]
-    return f"{signed_time(top.delta_ns)} {name(short_name(top.name))} ({top.status})"
+    if diff.finding == "disagrees":
+        return "the profile disagrees with the measurement"
+    top = next((r for r in diff.rows if r.role == "cause"), None)
+    if top is None:
+        return "nothing stands out"
+    return f"{signed_time(top.delta_ns)} {name(short_name(top.name))} ({reading_text(top)})"
 
 
 def traces_text(diff: ProfileDiff) -> str | None:
@@ -204,13 +208,124 @@ def traces_text(diff: ProfileDiff) -> str | None:
     return f"traces: {', '.join(sides)} (open in {PERFETTO})" if sides else None
 
 
+def interval_text(low: float | None, high: float | None) -> str:
+    """``[+1.200 us, +3.400 us]``; ``[no interval]`` where the profile kept no per-call samples."""
+    if low is None or high is None:
+        return "[no interval]"
+    return f"[{signed_time(low)}, {signed_time(high)}]"
+
+
+def change_text(change: MeasuredChange) -> str:
+    """``+257.0 us [+240.0 us, +270.0 us]``."""
+    return f"{signed_time(change.delta_ns)} {interval_text(change.low_ns, change.high_ns)}"
+
+
+def _count(calls: float | None) -> str:
+    return "?" if calls is None else f"{calls:g}"
+
+
+def _count_calls(calls: float | None) -> str:
+    text = _count(calls)
+    return f"{text} call" if text == "1" else f"{text} calls"
+
+
+def reading_text(row: WhyRow) -> str:
+    """What a row says, in words: ``added, 1 call``, ``calls 20 -> 21``, ``slower per call``, ``within the noise``."""
+    if row.role == "rest":
+        return "of the measured change: the rows below and the profile's noise"
+    words = {
+        "appeared": f"added, {_count_calls(row.head_calls)}",
+        "disappeared": f"removed, was {_count_calls(row.base_calls)}",
+        "grew": f"from under the base's cut, now {_count_calls(row.head_calls)}",
+        "shrank": f"now under the head's cut, was {_count_calls(row.base_calls)}",
+        "unchanged": "unchanged",
+        "calls": f"calls {_count(row.base_calls)} -> {_count(row.head_calls)}",
+        "slower": "slower per call",
+        "faster": "faster per call",
+    }[row.reading]
+    if row.role == "replaced":
+        words += ", replaced by the row above"
+    elif row.role == "offset":
+        words += ", an offset (in the rest)"
+    elif row.role == "noise":
+        words += ", within the profile's noise"
+    return words
+
+
+def row_line(row: WhyRow, *, on_device: bool) -> str:
+    """One row as a sentence: ``+210.3 us [+202.1 us, +218.4 us] aten::mm (calls 20 -> 21)``."""
+    kind = f"{row.kind}, " if on_device and row.kind != "rest" else ""
+    name = row_name(row)
+    return f"{signed_time(row.delta_ns)} {interval_text(row.low_ns, row.high_ns)} {name} ({kind}{reading_text(row)})"
+
+
+def finding_text(diff: ProfileDiff) -> str | None:
+    """The explanation's finding in a sentence, where it is not a table of causes; None where it is."""
+    if diff.finding == "disagrees" and diff.profile_change is not None and diff.measured is not None:
+        return (f"the profile's own total changed by {change_text(diff.profile_change)} per call, the measurement by "
+                f"{change_text(diff.measured)}: apart beyond both intervals, the profile cannot say why "
+                "(a profiler artefact, or a busy host while profiling)")  # fmt: skip
+    if diff.finding == "spread":
+        return ("nothing stands out: no operator's change is resolved beyond the profile's noise; the change is "
+                "spread over many, the largest below with their intervals")  # fmt: skip
+    if diff.finding == "partial":
+        return "the causes shown account for less than half of the change; the rest is spread over many operators"
+    if diff.finding == "no-intervals":
+        return ("the stored profile has no per-call samples (written before they were kept): time changes have "
+                "no interval, none is a cause; --gpuperf-update writes the baseline with them")  # fmt: skip
+    return None
+
+
+def shown_rows(diff: ProfileDiff, top: int = TOP_LINES) -> list[WhyRow]:
+    """The rows a short report shows: the causes (``top`` of them, each with its replaced half), the rest row,
+    and where nothing is resolved the ``top`` largest rows inside the rest."""
+    lead = [r for r in diff.rows if r.role in ("cause", "replaced")]
+    causes = [r for r in lead if r.role == "cause"][:top]
+    picked = [r for r in lead if r in causes or (r.role == "replaced" and _after(lead, r, causes))]
+    rest = [r for r in diff.rows if r.role == "rest"]
+    inside = [r for r in diff.rows if r.role in ("offset", "noise")]
+    return picked + rest + (inside[:top] if not causes else [])
+
+
+def _after(lead: list[WhyRow], row: WhyRow, causes: list[WhyRow]) -> bool:
+    index = lead.index(row)
+    return index > 0 and lead[index - 1] in causes
+
+
+WHY_COLUMNS = ("op", "kind", "change per call", "interval", "base", "head", "calls", "reading")
+
+
+def why_cells(row: WhyRow) -> list[str]:
+    """A table row's cells after the op and its kind (``WHY_COLUMNS``): change, interval, base, head, calls, reading."""
+    if row.role == "rest":
+        return [signed_time(row.delta_ns), interval_text(row.low_ns, row.high_ns), "", "", "", reading_text(row)]
+    calls = f"{_count(row.base_calls)} → {_count(row.head_calls)}"
+    return [signed_time(row.delta_ns), interval_text(row.low_ns, row.high_ns), format_time(row.base_ns),
+            format_time(row.head_ns), calls, reading_text(row)]  # fmt: skip
+
+
+def row_name(row: WhyRow) -> str:
+    return "rest" if row.role == "rest" else short_name(row.name)
+
+
+def explained_heading(diff: ProfileDiff) -> str:
+    """``measured +257.0 us [+240.0 us, +270.0 us] per call, 20 profiled calls a side``."""
+    calls = f"{diff.head.profiled_calls} profiled calls a side"
+    return f"measured {change_text(diff.measured)} per call, {calls}" if diff.measured else calls
+
+
 def why_lines(diff: ProfileDiff, indent: str = "  ", top: int = TOP_LINES) -> list[str]:
-    """The short block of the failure message and the terminal: heading, top rows, host/device split, traces."""
-    has_base = diff.base is not None
-    rows = [change_line(c, on_device=diff.head.on_device, has_base=has_base) for c in diff.changes[:top]]
-    if not rows and has_base:
-        rows = [UNCHANGED_OPS]
-    if len(diff.changes) > top:
-        rows.append(f"... {len(diff.changes) - top} more in the reports")
+    """The short block of the failure message and the terminal: heading, finding, rows, host/device split, traces."""
+    if diff.base is None:
+        rows = [change_line(c, on_device=diff.head.on_device, has_base=False) for c in diff.changes[:top]]
+        more = len(diff.changes) - top
+    else:
+        found = finding_text(diff)
+        picked = [] if diff.finding == "disagrees" else shown_rows(diff, top)
+        rows = [explained_heading(diff), *([found] if found else [])]
+        rows += [row_line(r, on_device=diff.head.on_device) for r in picked]
+        more = len(diff.rows) - len(picked)
+    if more > 0:
+        rows.append(f"... {more} more in the reports")
     rows += [text for text in (split_text(diff), diff.note, traces_text(diff)) if text]
     return [f"why ({heading(diff)}):", *(f"{indent}{line}" for line in rows)]
