@@ -55,6 +55,8 @@ def test_a_cuda_pass_becomes_per_call_operators_kernels_and_host_time() -> None:
     assert ("operator", "ProfilerStep#2") not in rows
     sgemm, triton = rows[("kernel", "ampere_sgemm_128x64_nn")], rows[("kernel", "triton_poi_fused_add_0")]
     assert (sgemm.calls, sgemm.device_ns, sgemm.host_ns) == (1.0, pytest.approx(200_000.0), 0.0)
+    assert sgemm.device_samples_ns == pytest.approx((200_000.0,) * 5)  # each kernel in the call that launched it
+    assert table.device_samples_ns == pytest.approx((210_000.0,) * 5)
     assert triton.calls == 2.0  # launched twice per call
     assert rows[("operator", "aten::mm")].host_ns == pytest.approx(30_000.0)
     assert rows[("operator", "cudaLaunchKernel")].host_ns == pytest.approx(20_000.0)  # twice in each call
@@ -62,7 +64,7 @@ def test_a_cuda_pass_becomes_per_call_operators_kernels_and_host_time() -> None:
     assert [s.name for s in table.ops[:2]] == ["aten::mm", "ampere_sgemm_128x64_nn"]  # by device time
 
 
-def test_host_times_are_the_median_call_not_the_mean() -> None:
+def test_a_preempted_call_is_left_out_of_every_row_and_the_rest_are_kept_per_call() -> None:
     # the first recorded call carries the profiler's start-up (or a preemption): 5 ms outside any operator
     events = []
     for i, outside in enumerate((5000.0, 20.0, 22.0, 18.0, 20.0)):
@@ -70,9 +72,12 @@ def test_host_times_are_the_median_call_not_the_mean() -> None:
                    event("aten::add", 10_000.0 * i + 1, cpu=40.0 if i else 400.0, total=40.0)]  # fmt: skip
     table = op_table(events, calls=5, on_cuda=False, is_cuda_event=is_cuda)
     rows = {s.name: s for s in table.ops}
-    assert rows[OUTSIDE_OPS].host_ns == pytest.approx(20_000.0)
+    assert rows[OUTSIDE_OPS].host_ns == pytest.approx(20_000.0)  # the mean of the four calls kept
+    assert rows[OUTSIDE_OPS].host_samples_ns == pytest.approx((20_000.0, 22_000.0, 18_000.0, 20_000.0))
     assert rows["aten::add"].host_ns == pytest.approx(40_000.0) and rows["aten::add"].calls == 1.0
+    assert rows["aten::add"].host_samples_ns == pytest.approx((40_000.0,) * 4)  # its 400 us went with the call
     assert table.host_ns == pytest.approx(60_000.0)
+    assert table.host_samples_ns == pytest.approx((60_000.0, 62_000.0, 58_000.0, 60_000.0))
 
 
 def test_the_table_is_bounded_and_keeps_the_slowest_host_side_ops_on_cuda() -> None:
@@ -113,7 +118,8 @@ def test_a_slow_first_call_does_not_make_host_time_the_why() -> None:
         torch.set_num_threads(threads)
     diff = diff_profiles(head_table, base_table, base_label="base")
     assert diff.changes[0].name == "aten::mm", [(c.name, c.delta_ns) for c in diff.changes]
-    assert "aten::mm" in why_lines(diff)[1]
+    assert diff.rows[0].name == "aten::mm" and diff.rows[0].role == "cause", diff.rows
+    assert "aten::mm" in why_lines(diff)[2]
 
 
 def test_a_cpu_capture_counts_calls_per_measured_call() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from test_report_profile_helpers import (
+    JITTER,
     cpu_extra_op_diff,
     cuda_host_side_diff,
     cuda_kernel_swap_diff,
@@ -51,8 +52,15 @@ def test_the_document_carries_each_rows_status_and_change_for_readers(tmp_path: 
         "name": "aten::gelu", "kind": "operator", "base": None, "on_device": False, "absent_below_ns": 0.0,
         "status": "appeared",
         "delta_ns": 412_000.0,
-        "head": {"name": "aten::gelu", "kind": "operator", "calls": 1, "host_ns": 412_000.0, "device_ns": 0.0},
+        "head": {"name": "aten::gelu", "kind": "operator", "calls": 1, "host_ns": 412_000.0, "device_ns": 0.0,
+                 "host_samples_ns": [pytest.approx(412_000.0 * j) for j in JITTER], "device_samples_ns": []},
     }  # fmt: skip
+    assert [(r["name"], r["reading"], r["role"]) for r in cpu["rows"][:3]] == [
+        ("aten::gelu", "appeared", "cause"), ("aten::copy_", "calls", "cause"), ("[rest]", "rest", "rest"),
+    ]  # fmt: skip
+    gelu = cpu["rows"][0]
+    assert gelu["low_ns"] < gelu["delta_ns"] == 412_000.0 < gelu["high_ns"] and gelu["exact"]
+    assert cpu["finding"] == "explained" and cpu["basis"] == "host"
     assert cpu["host_delta_ns"] == pytest.approx(412_000.0 * 1.05 + 6_500.0 * 1.05)
     assert cpu["device_delta_ns"] is None
     host = doc["results"][2]["profile_diff"]

@@ -270,7 +270,7 @@ def why_figure(diff: ProfileDiff) -> Figure:
     else:
         shown = [r for r in diff.rows if r.role in ("cause", "replaced", "rest")][:WHY_BARS]
         values = [r.delta_ns for r in shown]
-        labels = [row_name(r)[:_WHY_LABEL] for r in shown]
+        labels = [row_name(r, _WHY_LABEL) for r in shown]
         starts = [sum(values[:i]) for i in range(len(values))]
         colours = [_BASE_COLOUR if r.role == "rest" else STEP_UP if r.delta_ns > 0 else STEP_DOWN for r in shown]
         whiskers = [(r.delta_ns - r.low_ns, r.high_ns - r.delta_ns) if r.low_ns is not None and r.high_ns is not None

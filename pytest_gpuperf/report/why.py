@@ -300,12 +300,17 @@ def why_cells(row: WhyRow) -> list[str]:
     if row.role == "rest":
         return [signed_time(row.delta_ns), interval_text(row.low_ns, row.high_ns), "", "", "", reading_text(row)]
     calls = f"{_count(row.base_calls)} → {_count(row.head_calls)}"
-    return [signed_time(row.delta_ns), interval_text(row.low_ns, row.high_ns), format_time(row.base_ns),
-            format_time(row.head_ns), calls, reading_text(row)]  # fmt: skip
+    return [signed_time(row.delta_ns), interval_text(row.low_ns, row.high_ns), _side_time(row.base_ns, row.base_calls),
+            _side_time(row.head_ns, row.head_calls), calls, reading_text(row)]  # fmt: skip
 
 
-def row_name(row: WhyRow) -> str:
-    return "rest" if row.role == "rest" else short_name(row.name)
+def _side_time(ns: float, calls: float | None) -> str:
+    """A side's time per call: ``-`` where the op is absent, ``?`` where it is under that side's cut."""
+    return "?" if calls is None else "-" if calls == 0 else format_time(ns)
+
+
+def row_name(row: WhyRow, limit: int = SHORT_NAME) -> str:
+    return "rest" if row.role == "rest" else short_name(row.name, limit)
 
 
 def explained_heading(diff: ProfileDiff) -> str:
