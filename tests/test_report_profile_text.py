@@ -66,7 +66,9 @@ def test_only_the_top_three_rows_and_a_count_of_the_rest() -> None:
     assert rows[1].endswith("(kernel, removed, was 1 call, replaced by the row above)")
     assert CUBLAS_GEMM not in rows[1] and "::Params" not in rows[0]  # shortened, not cut off at the edge
     assert rows[2].endswith("vectorized_elementwise_kernel<4, CUDAFunctor_add<…>, Array<…> > (kernel, slower per call)")
-    assert rows[3].startswith("    +0.000 ns [-5.733 us, +5.733 us] rest")  # kernels only: aten::mm's device time is theirs
+    assert rows[3].startswith(
+        "    +0.000 ns [-5.733 us, +5.733 us] rest"
+    )  # kernels only: aten::mm's device time is theirs
     assert block[6] == "    ... 1 more in the reports"
     assert block[7] == (
         "    device +42.4% (+84.00 us), host +2.1% (+1.000 us): the slowdown is on the device (kernel time)"

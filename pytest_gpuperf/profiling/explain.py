@@ -175,13 +175,14 @@ def _pair_replacements(causes: list[WhyRow], offsets: list[WhyRow]) -> tuple[lis
     """Each op that appeared as a cause, followed by the largest op of its kind that disappeared: A replaced by B."""
     gone = sorted((r for r in offsets if r.reading in ("appeared", "disappeared")), key=lambda r: -abs(r.delta_ns))
     ordered: list[WhyRow] = []
+    paired: set[int] = set()
     for row in causes:
         ordered.append(row)
         partner = next((g for g in gone if g.kind == row.kind and row.reading in ("appeared", "disappeared")), None)
         if partner is not None:
             gone.remove(partner)
+            paired.add(id(partner))
             ordered.append(dataclasses.replace(partner, role="replaced"))
-    paired = {id(r) for r in offsets} - {id(g) for g in gone}
     return ordered, [r for r in offsets if id(r) not in paired]
 
 
