@@ -73,24 +73,25 @@ def profile_to_json(profile: OpProfile) -> dict[str, Any]:
         "device_ns": _opt_float(profile.device_ns),
         "ops": [
             {
-                **_fields(s),
+                "name": s.name,
+                "kind": s.kind,
                 "calls": float(s.calls),
                 "host_ns": float(s.host_ns),
                 "device_ns": float(s.device_ns),
-                "host_samples_ns": _floats(s.host_samples_ns),
-                "device_samples_ns": _floats(s.device_samples_ns),
+                **_sample_fields(s.host_samples_ns, s.device_samples_ns),
             }
             for s in profile.ops
         ],
         "omitted_below_ns": float(profile.omitted_below_ns),
         "torch": profile.torch,
-        "host_samples_ns": _floats(profile.host_samples_ns),
-        "device_samples_ns": _floats(profile.device_samples_ns),
+        **_sample_fields(profile.host_samples_ns, profile.device_samples_ns),
     }
 
 
-def _floats(values: tuple[float, ...]) -> list[float]:
-    return [float(v) for v in values]
+def _sample_fields(host: tuple[float, ...], device: tuple[float, ...]) -> dict[str, list[float]]:
+    """The per-call samples that were taken: a profile without them is written as before they existed."""
+    fields = {"host_samples_ns": host, "device_samples_ns": device}
+    return {key: [float(v) for v in values] for key, values in fields.items() if values}
 
 
 def _samples(d: Mapping[str, Any], key: str) -> tuple[float, ...]:
