@@ -258,8 +258,9 @@ def main() -> None:
                     case.update(measured=[m.delta_ns, m.low_ns, m.high_ns], new={**score_new(diff, PLANTS[shape]),
                                 "seconds": seconds})  # fmt: skip
                 cases.append(case)
+                new = case.get("new", {})
                 print(f"{shape:9} {planted_share:.0%} trial {trial}: confirmed={confirmed} "
-                      f"{case.get('new', {}).get('first')} {case.get('new', {}).get('finding')}", flush=True)  # fmt: skip
+                      f"{new.get('first')} {new.get('finding')}", flush=True)  # fmt: skip
     planted = [c for c in cases if c["confirmed"] and c["shape"] != "unchanged"]
     if args.old_rev:
         for case, old in zip(planted, run_old(args.old_rev, planted), strict=True):
@@ -279,8 +280,8 @@ def main() -> None:
     for shape in PLANTS:
         rows = [c for c in planted if c["shape"] == shape]
         if rows:
-            print(f"  {shape:9} new {share([c['new'] for c in rows], 'first_right')}"
-                  + (f", old {share([c['old'] for c in rows], 'first_right')}" if "old" in rows[0] else ""))  # fmt: skip
+            old = f", old {share([c['old'] for c in rows], 'first_right')}" if "old" in rows[0] else ""
+            print(f"  {shape:9} new {share([c['new'] for c in rows], 'first_right')}{old}")
     if args.json:
         args.json.write_text(json.dumps(cases, indent=1))
 
