@@ -14,6 +14,7 @@ import dataclasses
 from test_report_helpers import BASE, ENV, HEAD, baseline, measurement, time_cmp
 
 from pytest_gpuperf.model import (
+    MeasuredChange,
     MeasurementResult,
     OpProfile,
     OpStat,
@@ -158,3 +159,16 @@ def test_the_host_side_diff_has_unchanged_kernels_and_more_host_time() -> None:
     assert diff.changes == ()
     assert diff.host_delta_ns == 41_000.0
     assert diff.device_delta_ns is not None and 0 < diff.device_delta_ns < 100
+
+
+def disagreeing_diff() -> ProfileDiff:
+    """The profile says the extra GELU costs 412 us a call; the measurement says 50 us: apart beyond both intervals."""
+    head = (*MLP_BASE, op("aten::gelu", 1, 412.0))
+    return diff_profiles(_cpu(*head), _cpu(*MLP_BASE), base_label=BASE_LABEL,
+                         measured=MeasuredChange(50_000.0, 44_000.0, 56_000.0))  # fmt: skip
+
+
+def test_a_disagreeing_profile_has_no_rows() -> None:
+    diff = disagreeing_diff()
+    assert diff.finding == "disagrees" and diff.rows == ()
+    assert diff.profile_change is not None and diff.profile_change.low_ns > 56_000.0

@@ -17,6 +17,7 @@ from test_report_profile_helpers import (
     cpu_extra_op_diff,
     cuda_host_side_diff,
     cuda_kernel_swap_diff,
+    disagreeing_diff,
     no_base_diff,
     op,
     regressed,
@@ -158,3 +159,9 @@ def test_chromium_draws_the_bars(tmp_path: Path) -> None:
     pixels = mpl_image.imread(shot)[..., :3]
     for colour in (STEP_UP, STEP_DOWN):  # a slower and a faster bar, decoded and on screen
         assert np.all(np.abs(pixels - np.array(to_rgb(colour))) < 0.02, axis=-1).sum() > 500, colour
+
+
+def test_a_profile_that_disagrees_with_the_measurement_gets_a_sentence_and_no_chart() -> None:
+    (section,) = why_sections(render_html(session_of(regressed(disagreeing_diff()))))
+    assert section["images"] == [] and section["rows"] == []
+    assert "the profile cannot say why" in section["paragraphs"][0]

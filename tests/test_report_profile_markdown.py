@@ -23,6 +23,7 @@ from test_report_profile_helpers import (
     cpu_under_the_cut_diff,
     cuda_host_side_diff,
     cuda_kernel_swap_diff,
+    disagreeing_diff,
     kernel,
     no_base_diff,
     op,
@@ -197,3 +198,12 @@ def test_many_regressions_keep_the_comment_within_githubs_limit() -> None:
     assert "Truncated" not in comment  # the budget kept it whole: nothing was cut off by the action
     unbounded = "\n".join(markdown.why_sections(session, budget=10**9))
     assert body.utf16_units(unbounded) > body.COMMENT_LIMIT  # without the budget, the action would cut
+
+
+def test_a_profile_that_disagrees_with_the_measurement_is_one_sentence_not_a_table() -> None:
+    (section,) = why_sections(github_html(render_comment(session_of(regressed(disagreeing_diff()))))).values()
+    assert not list(section.iter("table"))
+    prose = _text(section.find("p"))
+    assert "apart beyond both intervals, the profile cannot say why" in prose
+    assert "Measured +50.00 us [+44.00 us, +56.00 us] per call" in prose
+    assert "aten::gelu" not in prose
