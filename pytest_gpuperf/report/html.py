@@ -26,8 +26,8 @@ from pytest_gpuperf.report.why import (
     WHY_COLUMNS,
     explained_heading,
     finding_text,
+    head_cells,
     heading,
-    row_cells,
     row_name,
     sentence,
     short_name,
@@ -296,7 +296,7 @@ def _why_table(diff: ProfileDiff) -> str:
     if diff.base is None:
         rows = []
         for c in diff.changes:
-            tds = "".join(f'<td class="num">{escape(x)}</td>' for x in row_cells(c, has_base=False))
+            tds = "".join(f'<td class="num">{escape(x)}</td>' for x in head_cells(c))
             rows.append(f"<tr><td><code>{escape(short_name(c.name))}</code></td><td>{c.kind}</td>{tds}</tr>")
         return _table(("op", "kind", "time", "calls"), rows)
     rows = []

@@ -18,9 +18,9 @@ from pytest_gpuperf.report.why import (
     WHY_COLUMNS,
     explained_heading,
     finding_text,
+    head_cells,
     heading,
     headline,
-    row_cells,
     row_name,
     sentence,
     short_name,
@@ -179,7 +179,7 @@ def _why_summary(result: MeasurementResult, diff: ProfileDiff) -> str:
 def _why_table(diff: ProfileDiff) -> list[str]:
     if diff.base is None:
         lines = ["| op | kind | time per call | calls |", "|---|---|---:|---:|"]
-        lines += [_row([md_code(short_name(c.name)), c.kind, *row_cells(c, has_base=False)])
+        lines += [_row([md_code(short_name(c.name)), c.kind, *head_cells(c)])
                   for c in diff.changes[:WHY_ROWS]]  # fmt: skip
         rest = len(diff.changes) - WHY_ROWS
     else:

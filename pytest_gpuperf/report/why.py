@@ -7,13 +7,11 @@ from collections.abc import Callable
 from typing import Literal
 
 from pytest_gpuperf.model import MeasuredChange, OpChange, OpStat, ProfileDiff, WhyRow
-from pytest_gpuperf.profiling.diff import NEGLIGIBLE_SHARE
 from pytest_gpuperf.report.units import format_change, format_time
 
 TOP_LINES = 3  # cause rows in the failure message and the terminal, before the rest row
 PERFETTO = "https://ui.perfetto.dev"
 SHORT_NAME = 80
-UNCHANGED_OPS = f"no operator or kernel changed by more than {NEGLIGIBLE_SHARE:.1%} of the call"
 _SIDE_TEXT = {
     "host": "the slowdown is host-side (launch overhead, Python)",
     "device": "the slowdown is on the device (kernel time)",
@@ -84,73 +82,15 @@ def _calls(stat: OpStat | None) -> str:
     return f"{text} call" if text == "1" else f"{text} calls"
 
 
-def relative_change(change: OpChange) -> float | None:
-    """Head over base time, minus one; None where the op is on one side only or took no time before."""
-    if change.status != "changed" or change.base_ns <= 0:
-        return None
-    return change.head_ns / change.base_ns - 1
+def head_cells(change: OpChange) -> list[str]:
+    """Without a base, a table row's cells after the op and its kind: the head's time per call and calls."""
+    return [format_time(change.head_ns), calls_text(change.head)]
 
 
-def change_cell(change: OpChange) -> str:
-    """The change of one row: ``+412.0 us (appeared)``, ``+40.00 us (+25.0%)``; the head's time without a base."""
-    if change.status == "changed":
-        return f"{signed_time(change.delta_ns)} ({format_change(relative_change(change))})"
-    if change.status == "grew":
-        return f"{signed_time(change.delta_ns)} (from {_under(change.absent_below_ns)})"
-    if change.status == "shrank":
-        return f"{signed_time(change.delta_ns)} (to {_under(change.absent_below_ns)})"
-    return f"{signed_time(change.delta_ns)} ({change.status})"
-
-
-def _side_calls(change: OpChange, stat: OpStat | None) -> str:
-    """A side's calls per measured call; ``?`` for an op under that side's cut (its count is unknown)."""
-    return "?" if stat is None and not change.counts_known else calls_text(stat)
-
-
-def time_cells(change: OpChange) -> tuple[str, str]:
-    """The base's and the head's time per call: ``-`` where the op is absent, ``< 5.000 us`` under a cut."""
-
-    absent = f"< {format_time(change.absent_below_ns)}" if change.absent_below_ns > 0 else "-"
-    base = format_time(change.base_ns) if change.base is not None else absent
-    head = format_time(change.head_ns) if change.head is not None else absent
-    return base, head
-
-
-def calls_cell(change: OpChange) -> str:
-    """Calls per measured call, base -> head: ``1 -> 2``, ``0 -> 1`` (appeared), ``? -> 1`` (grew)."""
-    return f"{_side_calls(change, change.base)} → {_side_calls(change, change.head)}"
-
-
-def row_cells(change: OpChange, *, has_base: bool) -> list[str]:
-    """A table row's cells after the op and its kind: base, head, change, calls; without a base, time and calls."""
-    if not has_base:
-        return [format_time(change.head_ns), calls_text(change.head)]
-    return [*time_cells(change), change_cell(change), calls_cell(change)]
-
-
-def _under(cut_ns: float) -> str:
-    return f"under {format_time(cut_ns)}"
-
-
-def change_line(change: OpChange, *, on_device: bool, has_base: bool = True) -> str:
-    """One row as a sentence: ``+412.0 us aten::gelu (appeared, 1 call)``."""
+def head_line(change: OpChange, *, on_device: bool) -> str:
+    """Without a base, one row as a sentence: ``180.0 us aten::addmm (2 calls)``."""
     kind = f"{change.kind}, " if on_device else ""
-    name = short_name(change.name)
-    if not has_base:
-        return f"{format_time(change.head_ns)} {name} ({kind}{_calls(change.head)})"
-    if change.status == "appeared":
-        detail = f"appeared, {_calls(change.head)}"
-    elif change.status == "disappeared":
-        detail = f"disappeared, was {_calls(change.base)}"
-    elif change.status == "grew":
-        detail = f"was {_under(change.absent_below_ns)}, now {_calls(change.head)}"
-    elif change.status == "shrank":
-        detail = f"now {_under(change.absent_below_ns)}, was {_calls(change.base)}"
-    else:
-        detail = format_change(relative_change(change))
-        if change.calls_changed:
-            detail += f", calls {calls_text(change.base)} -> {calls_text(change.head)}"
-    return f"{signed_time(change.delta_ns)} {name} ({kind}{detail})"
+    return f"{format_time(change.head_ns)} {short_name(change.name)} ({kind}{_calls(change.head)})"
 
 
 def slower_side(diff: ProfileDiff) -> Literal["host", "device"] | None:
@@ -322,7 +262,7 @@ def explained_heading(diff: ProfileDiff) -> str:
 def why_lines(diff: ProfileDiff, indent: str = "  ", top: int = TOP_LINES) -> list[str]:
     """The short block of the failure message and the terminal: heading, finding, rows, host/device split, traces."""
     if diff.base is None:
-        rows = [change_line(c, on_device=diff.head.on_device, has_base=False) for c in diff.changes[:top]]
+        rows = [head_line(c, on_device=diff.head.on_device) for c in diff.changes[:top]]
         more = len(diff.changes) - top
     else:
         found = finding_text(diff)
