@@ -110,7 +110,7 @@ class _Basis:
         return _Side(None, (0.0,) * n, profile.omitted_below_ns == 0, profile.omitted_below_ns)
 
 
-def choose_basis(head: OpProfile, base: OpProfile, measured: MeasuredChange | None) -> _Basis:
+def choose_basis(head: OpProfile, base: OpProfile) -> _Basis:
     """Device time on CUDA unless the host's change is resolved and larger (a launch-bound or Python slowdown)."""
     if not head.on_device:
         return _Basis(False)
@@ -171,14 +171,19 @@ def _role(row: WhyRow, sign: float) -> WhyRow:
     return dataclasses.replace(row, role=role)
 
 
+_OTHER_HALF = {"appeared": "disappeared", "disappeared": "appeared"}
+
+
 def _pair_replacements(causes: list[WhyRow], offsets: list[WhyRow]) -> tuple[list[WhyRow], list[WhyRow]]:
-    """Each op that appeared as a cause, followed by the largest op of its kind that disappeared: A replaced by B."""
-    gone = sorted((r for r in offsets if r.reading in ("appeared", "disappeared")), key=lambda r: -abs(r.delta_ns))
+    """Each op that appeared (in a regression) as a cause, followed by the largest op of its kind that disappeared
+    as an offset: A replaced by B. The offsets left over are returned with the rest."""
+    gone = sorted((r for r in offsets if r.reading in _OTHER_HALF), key=lambda r: -abs(r.delta_ns))
     ordered: list[WhyRow] = []
     paired: set[int] = set()
     for row in causes:
         ordered.append(row)
-        partner = next((g for g in gone if g.kind == row.kind and row.reading in ("appeared", "disappeared")), None)
+        other = _OTHER_HALF.get(row.reading)
+        partner = next((g for g in gone if g.kind == row.kind and g.reading == other), None)
         if partner is not None:
             gone.remove(partner)
             paired.add(id(partner))
@@ -192,7 +197,7 @@ def _cause_order(row: WhyRow) -> tuple[bool, float]:
 
 def explain(head: OpProfile, base: OpProfile, measured: MeasuredChange | None) -> Explanation:
     """The rows of ``head`` against ``base`` that account for ``measured`` (None: the profile's own total change)."""
-    basis = choose_basis(head, base, measured)
+    basis = choose_basis(head, base)
     total = mean_difference(basis.totals(head), basis.totals(base), 1 - ALPHA)
     profile_change = None if total[1] is None or total[2] is None else MeasuredChange(*total)  # type: ignore[arg-type]
     target = measured or profile_change or MeasuredChange(total[0], total[0], total[0])
