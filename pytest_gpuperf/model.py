@@ -328,6 +328,7 @@ class WhyRow:
     base_ns: float = 0.0  # the op's time per measured call on each side
     head_ns: float = 0.0
     exact: bool = False  # a count that changed (added, removed, more calls): a fact, its time an estimate
+    other_half: str | None = None  # a replaced op's successor (the row before it)
 
 
 @dataclass(frozen=True)

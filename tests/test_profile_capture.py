@@ -22,11 +22,14 @@ from pytest_gpuperf.timers import WallTimer
 
 
 def event(key: str, start: float = 0.0, *, cpu: float = 0.0, total: float = 0.0, device: float = 0.0,
-          cuda: bool = False) -> SimpleNamespace:  # fmt: skip
-    """One profiler event as ``prof.events()`` gives it: times in microseconds, ``start`` on the host's clock."""
+          cuda: bool = False, grid: list[int] | None = None,
+          block: list[int] | None = None) -> SimpleNamespace:  # fmt: skip
+    """One profiler event as ``prof.events()`` gives it: times in microseconds, ``start`` on the host's clock;
+    a kernel's launch configuration in ``event_metadata`` as torch records it."""
+    meta = SimpleNamespace(grid=grid, block=block) if grid is not None else None
     return SimpleNamespace(key=key, time_range=SimpleNamespace(start=start, end=start + total),
                            self_cpu_time_total=cpu, cpu_time_total=total, self_device_time_total=device,
-                           device_type="CUDA" if cuda else "CPU")  # fmt: skip
+                           device_type="CUDA" if cuda else "CPU", event_metadata=meta)  # fmt: skip
 
 
 def is_cuda(e: SimpleNamespace) -> bool:
@@ -205,3 +208,12 @@ def test_the_option_is_resolved_into_each_tests_settings() -> None:
     assert resolve(GpuperfConfig(enabled=True)).profile_diff
     assert not resolve(GpuperfConfig(enabled=True, profile_diff=False)).profile_diff
     assert not resolve(GpuperfConfig(enabled=False)).profile_diff  # smoke mode profiles nothing
+
+
+def test_a_kernels_identity_is_its_name_grid_and_block_where_the_profiler_records_them() -> None:
+    events = [event("gpuperf:t#1", 0.0, total=100.0), event("aten::mm", 1.0, cpu=10.0, total=10.0),
+              event("sm90_gemm", 5.0, device=50.0, cuda=True, grid=[128, 1, 1], block=[256, 1, 1]),
+              event("triton_add", 6.0, device=5.0, cuda=True)]  # fmt: skip
+    table = op_table(events, calls=1, on_cuda=True, is_cuda_event=is_cuda)
+    kernels = sorted(s.name for s in table.ops if s.kind == "kernel")
+    assert kernels == ["sm90_gemm [grid 128x1x1, block 256x1x1]", "triton_add"]

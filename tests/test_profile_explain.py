@@ -217,3 +217,20 @@ def test_the_profiled_calls_grow_until_the_cause_is_resolved() -> None:
     once = with_profile_diff(result, side("head", 150.0), side("base", 100.0), base_label="b",
                              plan=ProfilePlan(budget_s=0.0))  # fmt: skip
     assert [calls for _, calls in asked] == [5, 5] and once.profile_diff is not None
+
+
+def test_a_kernel_launched_with_a_new_configuration_reads_as_that() -> None:
+    def cuda(*kernels: OpStat) -> OpProfile:
+        device = tuple(float(v) for v in np.sum([k.device_samples_ns for k in kernels], axis=0))
+        host = (20_000.0,) * len(device)
+        return OpProfile("cuda", len(device), 20_000.0, float(np.mean(device)), ops=kernels,
+                         host_samples_ns=host, device_samples_ns=device)  # fmt: skip
+
+    other = op("at::native::vectorized_elementwise_kernel", 1, noisy(30.0, 0.005), "kernel")
+    before = op("sm90_gemm [grid 128x1x1, block 256x1x1]", 1, noisy(180.0, 0.005), "kernel")
+    after = op("sm90_gemm [grid 64x1x1, block 128x1x1]", 1, noisy(240.0, 0.005), "kernel")
+    old = op("cutlass_gemm", 1, noisy(20.0, 0.005), "kernel")
+    diff = diff_profiles(cuda(after, other), cuda(other, old, before), base_label="b")
+    assert [(r.name, r.role) for r in diff.rows[:2]] == [(after.name, "cause"), (before.name, "replaced")]
+    line = why_lines(diff)[3]
+    assert "sm90_gemm [grid 128x1x1, block 256x1x1] (kernel, removed, was 1 call, the same kernel launched" in line

@@ -31,6 +31,7 @@ import numpy as np
 from scipy import stats
 
 from pytest_gpuperf.model import MeasuredChange, OpProfile, OpStat, WhyFinding, WhyReading, WhyRole, WhyRow
+from pytest_gpuperf.profiling.torch_profile import launch_base
 
 ALPHA = 0.05  # the family's error rate: every interval of one explanation at once
 EXPLAINED_SHARE = 0.5  # causes that account for this share of the measured change explain it
@@ -183,11 +184,15 @@ def _pair_replacements(causes: list[WhyRow], offsets: list[WhyRow]) -> tuple[lis
     for row in causes:
         ordered.append(row)
         other = _OTHER_HALF.get(row.reading)
-        partner = next((g for g in gone if g.kind == row.kind and g.reading == other), None)
+        halves = [g for g in gone if g.kind == row.kind and g.reading == other]
+        # the same kernel at its former launch configuration first, else the largest of its kind
+        partner = next((g for g in halves if launch_base(g.name) == launch_base(row.name)), None) or next(
+            iter(halves), None
+        )
         if partner is not None:
             gone.remove(partner)
             paired.add(id(partner))
-            ordered.append(dataclasses.replace(partner, role="replaced"))
+            ordered.append(dataclasses.replace(partner, role="replaced", other_half=row.name))
     return ordered, [r for r in offsets if id(r) not in paired]
 
 

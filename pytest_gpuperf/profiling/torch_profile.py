@@ -201,7 +201,7 @@ def op_table(
         if key.startswith((RANGE_PREFIX, *_SKIPPED)):
             continue
         kernel = on_cuda and is_cuda_event(event)
-        row: _Row = ("kernel" if kernel else "operator", key)
+        row: _Row = ("kernel", kernel_identity(event)) if kernel else ("operator", key)
         count[row] = count.get(row, 0) + 1
         host.setdefault(row, [0.0] * len(ranges))
         device.setdefault(row, [0.0] * len(ranges))
@@ -234,6 +234,24 @@ def op_table(
         host_samples_ns=host_samples,
         device_samples_ns=_ns(kernels) if on_cuda else (),
     )
+
+
+LAUNCH = " [grid "  # where a kernel's identity appends its launch configuration
+
+
+def kernel_identity(event: Any) -> str:
+    """A kernel's name with its grid and block where the profiler records them (``FunctionEvent.event_metadata``):
+    ``name [grid 128x1x1, block 256x1x1]``, so a kernel launched with a new configuration is a new row."""
+    meta = getattr(event, "event_metadata", None)
+    grid, block = getattr(meta, "grid", None), getattr(meta, "block", None)
+    if not grid or not block:
+        return str(event.key)
+    return f"{event.key}{LAUNCH}{'x'.join(map(str, grid))}, block {'x'.join(map(str, block))}]"
+
+
+def launch_base(name: str) -> str:
+    """A kernel row's name without its launch configuration."""
+    return name.split(LAUNCH, 1)[0]
 
 
 def typical_calls(totals: Sequence[float]) -> list[int]:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from pytest_gpuperf.model import MeasuredChange, OpChange, OpStat, ProfileDiff, WhyRow
+from pytest_gpuperf.profiling.torch_profile import launch_base
 from pytest_gpuperf.report.units import format_change, format_time
 
 TOP_LINES = 3  # cause rows in the failure message and the terminal, before the rest row
@@ -183,7 +184,9 @@ def reading_text(row: WhyRow) -> str:
         "slower": "slower per call",
         "faster": "faster per call",
     }[row.reading]
-    if row.role == "replaced":
+    if row.role == "replaced" and row.other_half and launch_base(row.other_half) == launch_base(row.name):
+        words += ", the same kernel launched with the row above's new configuration"
+    elif row.role == "replaced":
         words += ", replaced by the row above"
     elif row.role == "offset":
         words += ", an offset (in the rest)"
