@@ -118,3 +118,22 @@ def test_the_current_version_requires_the_profile_fields(tmp_path: Path) -> None
     path.write_text(json.dumps(doc))
     with pytest.raises(ResultsError, match="'profile_diff' is a required property"):
         load_results(path)
+
+
+def test_a_version_4_file_reads_its_diffs_without_explanation_rows(tmp_path: Path) -> None:
+    doc = json.loads(write_results(tmp_path / "r.json", _profiled_session()).read_text())
+    doc["schema_version"] = 4
+    for result in doc["results"]:
+        diff = result["profile_diff"]
+        for part in (result["measurement"].get("op_profile"), *(diff and (diff["head"], diff["base"]) or ())):
+            for owner in [part, *(part["ops"] if part else ())]:
+                if owner:
+                    owner.pop("host_samples_ns", None), owner.pop("device_samples_ns", None)
+        if diff:
+            for field in ("rows", "measured", "profile_change", "finding", "basis"):
+                del diff[field]
+    old = tmp_path / "v4.json"
+    old.write_text(json.dumps(doc))
+    loaded = load_results(old)
+    diff = loaded.results[0].profile_diff
+    assert diff is not None and diff.rows == () and diff.finding is None and diff.changes
