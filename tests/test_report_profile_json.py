@@ -125,10 +125,10 @@ def test_a_version_4_file_reads_its_diffs_without_explanation_rows(tmp_path: Pat
     doc["schema_version"] = 4
     for result in doc["results"]:
         diff = result["profile_diff"]
-        for part in (result["measurement"].get("op_profile"), *(diff and (diff["head"], diff["base"]) or ())):
-            for owner in [part, *(part["ops"] if part else ())]:
-                if owner:
-                    owner.pop("host_samples_ns", None), owner.pop("device_samples_ns", None)
+        profiles = [result["measurement"].get("op_profile"), *((diff["head"], diff["base"]) if diff else ())]
+        for owner in [p for p in profiles if p] + [s for p in profiles if p for s in p["ops"]]:
+            owner.pop("host_samples_ns", None)
+            owner.pop("device_samples_ns", None)
         if diff:
             for field in ("rows", "measured", "profile_change", "finding", "basis"):
                 del diff[field]
