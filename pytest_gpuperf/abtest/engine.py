@@ -286,20 +286,23 @@ class CompareRefEngine:
 
     def _profile_diff(self, result: MeasurementResult, spec: MeasureSpec) -> MeasurementResult:
         """The head's call profiled here, the base's in the base worker (after its test), diffed."""
+        label = f"ref {self.ref} ({(self.base_commit or '')[:12]})"
+        key = result.measurement.key
+        return with_profile_diff(result, lambda calls: profile_here(self.runner, spec, self.traces, "head", calls),
+                                 lambda calls: self._base_profile(key, label, calls), base_label=label)  # fmt: skip
+
+    def _base_profile(self, key: str, label: str, calls: int) -> ProfiledSide:
+        """The base's side, profiled over ``calls`` calls in the base worker."""
         from pytest_gpuperf.profiling.torch_profile import trace_file
 
-        head = profile_here(self.runner, spec, self.traces, "head")
-        label = f"ref {self.ref} ({(self.base_commit or '')[:12]})"
-        base = ProfiledSide(None, problem=f"{label} has no worker to profile in")
-        if self._base is not None and head.profile is not None:
-            key = result.measurement.key
-            trace = trace_file(self.traces, key, "base") if self.traces is not None else None
-            try:
-                table, where = self._base.profile(key, trace)
-            except WorkerError as exc:
-                where, table = f"{label} could not be profiled ({str(exc).splitlines()[0]})", None
-            base = ProfiledSide(table, where or None) if table is not None else ProfiledSide(None, problem=where)
-        return with_profile_diff(result, head, base, base_label=label)
+        if self._base is None:
+            return ProfiledSide(None, problem=f"{label} has no worker to profile in")
+        trace = trace_file(self.traces, key, "base") if self.traces is not None else None
+        try:
+            table, where = self._base.profile(key, trace, calls)
+        except WorkerError as exc:
+            return ProfiledSide(None, problem=f"{label} could not be profiled ({str(exc).splitlines()[0]})")
+        return ProfiledSide(table, where or None) if table is not None else ProfiledSide(None, problem=where)
 
     def _result(self, m: Measurement, pair: _Pair | None, gate: GateSettings) -> MeasurementResult:
         base = pair.base if pair is not None else None

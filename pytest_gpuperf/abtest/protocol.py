@@ -4,7 +4,7 @@
 ``GPUPERF_WORKER_FD``; no port is opened. Messages are tuples ``(kind, *payload)``.
 
 Head -> worker:  RUN nodeid | ROUND budget_s | FINISH | SKIP |
-                 PROBE | PROFILE key trace-path-or-None | QUIT
+                 PROBE | PROFILE key trace-path-or-None calls | QUIT
 Worker -> head:  HELLO info | MISSING nodeid why-or-None | READY key | SAMPLES [ns...] |
                  FINISHED measurement | FAILED key text | MEASUREMENTS [m...] |
                  DONE nodeid outcome | PROBED ns-or-None | PROFILED op-profile-or-None trace-or-problem

@@ -94,7 +94,7 @@ def pytest_runtestloop(session: pytest.Session) -> bool:
             channel.send(protocol.PROBED, _engine(session.config).runner.guard.speed_probe())
             continue
         if kind == protocol.PROFILE:
-            channel.send(protocol.PROFILED, *_engine(session.config).profile(message[1], message[2]))
+            channel.send(protocol.PROFILED, *_engine(session.config).profile(*message[1:4]))
             continue
         if kind != protocol.RUN:
             raise GpuperfError(f"compare-ref worker: expected a run command, got {kind!r}")

@@ -27,11 +27,10 @@ if TYPE_CHECKING:
 
 TOP_OPS = 20  # kept in the summary; the terminal shows fewer
 TABLE_OPS = 30  # ops an OpProfile keeps (a few KB in a baseline entry)
-PROFILED_CALLS = 5  # a --gpuperf-profile capture
-# A differential profile's calls per side. Its cost is torch building the pass's event list, in
-# proportion to the calls (about 0.1 s per call of a test with a thousand operator calls); the
-# median of three still leaves out one call the scheduler preempted.
-DIFF_PROFILED_CALLS = 3
+PROFILED_CALLS = 5  # a --gpuperf-profile capture; a differential profile's calls grow by plan.ProfilePlan
+# A profiled call more than this much over the median call's time was preempted (or carries the
+# profiler's start-up): it is left out of every row of the table (typical_calls).
+PREEMPTED_FENCE = 0.5
 RANGE_PREFIX = "gpuperf:"
 # The CPU time of a measured call that no operator claims: Python, the user's own code.
 OUTSIDE_OPS = "[host time outside operators]"
@@ -184,50 +183,103 @@ def op_table(
 ) -> OpProfile:
     """The per-call table of a profiler pass (``prof.events()``) over ``calls`` calls, each in a ``gpuperf:`` range.
 
-    Host times are medians over the calls (the first call carries the profiler's start-up, a
-    preempted one milliseconds of nothing): a call's is its range's CPU time, an operator's its
-    self CPU time inside the range, and the rest of the range is a row of its own (``OUTSIDE_OPS``).
-    Counts and device times (asynchronous, not bounded by a range) are per-call averages. The table
-    keeps the ``limit`` longest rows and, on CUDA, the ``limit // 3`` longest by host time besides:
-    a launch-bound slowdown shows there.
+    Every time is kept per profiled call (the samples of a row's interval, profiling/explain.py) and
+    reported as their mean, so rows add up to the call: a call's host time is its range's CPU time, an
+    operator's its self CPU time inside the range, and the rest of the range is a row of its own
+    (``OUTSIDE_OPS``). A kernel's device time counts in the call its launch started in (kernels are
+    asynchronous: the last one may end after its range). Counts are per-call averages. The table keeps
+    the ``limit`` longest rows and, on CUDA, the ``limit // 3`` longest by host time besides: a
+    launch-bound slowdown shows there.
     """
     ranges = sorted((e for e in events if str(e.key).startswith(RANGE_PREFIX)), key=lambda e: e.time_range.start)
     starts = [r.time_range.start for r in ranges]
     host: dict[_Row, list[float]] = {}  # (kind, name) -> self CPU time (us) in each call
-    device: dict[_Row, float] = {}  # (kind, name) -> device time (us) over the pass
+    device: dict[_Row, list[float]] = {}  # (kind, name) -> device time (us) in each call
     count: dict[_Row, int] = {}
     for event in events:
         key = str(event.key)
         if key.startswith((RANGE_PREFIX, *_SKIPPED)):
             continue
         kernel = on_cuda and is_cuda_event(event)
-        row: _Row = ("kernel" if kernel else "operator", key)
+        row: _Row = ("kernel", kernel_identity(event)) if kernel else ("operator", key)
         count[row] = count.get(row, 0) + 1
-        device[row] = device.get(row, 0.0) + (_self_device_us(event) if on_cuda else 0.0)
         host.setdefault(row, [0.0] * len(ranges))
+        device.setdefault(row, [0.0] * len(ranges))
         call = bisect.bisect_right(starts, event.time_range.start) - 1
-        if not kernel and call >= 0 and event.time_range.start <= ranges[call].time_range.end:
+        if call < 0:
+            continue
+        if on_cuda:
+            device[row][call] += _self_device_us(event)
+        if not kernel and event.time_range.start <= ranges[call].time_range.end:
             host[row][call] += float(event.self_cpu_time_total or 0.0)
-    per_call = 1e3 / calls  # microseconds over all calls -> nanoseconds per call
-    rows = [OpStat(name, kind, n / calls, _median_ns(host[(kind, name)]), device[(kind, name)] * per_call)
-            for (kind, name), n in count.items()]  # fmt: skip
-    outside_ns = _median_ns([float(r.self_cpu_time_total or 0.0) for r in ranges])
-    if outside_ns > 0:
-        rows.append(OpStat(OUTSIDE_OPS, "operator", 1.0, outside_ns))
+    totals = [float(r.cpu_time_total or 0.0) for r in ranges]
+    kept = typical_calls(totals)
+    rows = [_stat(name, kind, n / calls, _pick(host[(kind, name)], kept), _pick(device[(kind, name)], kept) if on_cuda
+                  else []) for (kind, name), n in count.items()]  # fmt: skip
+    outside = _pick([float(r.self_cpu_time_total or 0.0) for r in ranges], kept)
+    if sum(outside) > 0:
+        rows.append(_stat(OUTSIDE_OPS, "operator", 1.0, outside, []))
+    kernels = [sum(t) for t in zip(*(v for (kind, _), v in device.items() if kind == "kernel"), strict=True)]
+    kernels = _pick(kernels, kept) if kernels else [0.0] * len(kept)
     ops, omitted_below_ns = _top_rows(rows, on_cuda, limit)
+    host_samples = _ns(_pick(totals, kept))
     return OpProfile(
         device_type="cuda" if on_cuda else "cpu",
         profiled_calls=calls,
-        host_ns=_median_ns([float(r.cpu_time_total or 0.0) for r in ranges]),
-        device_ns=sum(t for (kind, _), t in device.items() if kind == "kernel") * per_call if on_cuda else None,
+        host_ns=_mean(host_samples),
+        device_ns=_mean(_ns(kernels)) if on_cuda else None,
         ops=ops,
         torch=torch_version,
         omitted_below_ns=omitted_below_ns,
+        host_samples_ns=host_samples,
+        device_samples_ns=_ns(kernels) if on_cuda else (),
     )
 
 
-def _median_ns(per_call_us: Sequence[float]) -> float:
-    return statistics.median(per_call_us) * 1e3 if per_call_us else 0.0
+LAUNCH = " [grid "  # where a kernel's identity appends its launch configuration
+
+
+def kernel_identity(event: Any) -> str:
+    """A kernel's name with its grid and block where the profiler records them (``FunctionEvent.event_metadata``):
+    ``name [grid 128x1x1, block 256x1x1]``, so a kernel launched with a new configuration is a new row."""
+    meta = getattr(event, "event_metadata", None)
+    grid, block = getattr(meta, "grid", None), getattr(meta, "block", None)
+    if not grid or not block:
+        return str(event.key)
+    return f"{event.key}{LAUNCH}{'x'.join(map(str, grid))}, block {'x'.join(map(str, block))}]"
+
+
+def launch_base(name: str) -> str:
+    """A kernel row's name without its launch configuration."""
+    return name.split(LAUNCH, 1)[0]
+
+
+def typical_calls(totals: Sequence[float]) -> list[int]:
+    """The calls whose total is within ``PREEMPTED_FENCE`` of the median's: a preempted call (or the profiler's
+    start-up) is left out of every row at once, so the rows still add up to the calls kept."""
+    if len(totals) < 3:
+        return list(range(len(totals)))
+    fence = statistics.median(totals) * (1 + PREEMPTED_FENCE)
+    return [i for i, total in enumerate(totals) if total <= fence]
+
+
+def _pick(samples: Sequence[float], kept: Sequence[int]) -> list[float]:
+    return [samples[i] for i in kept]
+
+
+def _ns(per_call_us: Sequence[float]) -> tuple[float, ...]:
+    return tuple(us * 1e3 for us in per_call_us)
+
+
+def _mean(samples: Sequence[float]) -> float:
+    return statistics.fmean(samples) if samples else 0.0
+
+
+def _stat(name: str, kind: Literal["operator", "kernel"], calls: float, host_us: Sequence[float],
+          device_us: Sequence[float]) -> OpStat:  # fmt: skip
+    host, device = _ns(host_us), _ns(device_us)
+    return OpStat(name, kind, calls, _mean(host), _mean(device),
+                  host_samples_ns=host, device_samples_ns=device)  # fmt: skip
 
 
 def _top_rows(rows: list[OpStat], on_cuda: bool, limit: int) -> tuple[tuple[OpStat, ...], float]:

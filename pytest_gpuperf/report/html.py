@@ -23,14 +23,18 @@ from pytest_gpuperf.report.rows import counts_line, headline, ordered, plural, t
 from pytest_gpuperf.report.text import html_text as escape
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 from pytest_gpuperf.report.why import (
-    UNCHANGED_OPS,
+    WHY_COLUMNS,
+    explained_heading,
+    finding_text,
+    head_cells,
     heading,
-    row_cells,
+    row_name,
     sentence,
     short_name,
     split_text,
     time_basis,
     traces_text,
+    why_cells,
 )
 
 if TYPE_CHECKING:
@@ -254,47 +258,65 @@ def _profile(result: MeasurementResult) -> str:
 
 
 def why_figure(diff: ProfileDiff) -> Figure:
-    """The top changes as horizontal bars, largest on top: red slower, green faster; the head's times without a base."""
-    rows = diff.changes[:WHY_BARS]
-    has_base = diff.base is not None
-    values = [c.delta_ns if has_base else c.head_ns for c in rows]
-    factor, unit = time_scale([abs(v) for v in values])
-    fig, ax = _figure(9.0, 1.0 + 0.32 * len(rows))
-    colours = [(STEP_UP if v > 0 else STEP_DOWN) if has_base else _BASE_COLOUR for v in values]
-    positions = range(len(rows))
-    ax.barh(positions, [v / factor for v in values], color=colours)
-    ax.set_yticks(positions, [short_name(c.name, _WHY_LABEL) for c in rows], fontsize=8, family="monospace")
-    ax.invert_yaxis()  # the first row, the largest change, on top
-    if has_base:
+    """With a base, a waterfall from the base's time (0) to the head's: one bar per cause and the rest, each
+    starting where the one before ended, its interval as a whisker; without one, the head's top ops as bars."""
+    if diff.base is None:
+        rows = diff.changes[:WHY_BARS]
+        values = [c.head_ns for c in rows]
+        labels = [short_name(c.name, _WHY_LABEL) for c in rows]
+        starts = [0.0] * len(rows)
+        colours = [_BASE_COLOUR] * len(rows)
+        whiskers = None
+    else:
+        shown = [r for r in diff.rows if r.role in ("cause", "replaced", "rest")][:WHY_BARS]
+        values = [r.delta_ns for r in shown]
+        labels = [row_name(r, _WHY_LABEL) for r in shown]
+        starts = [sum(values[:i]) for i in range(len(values))]
+        colours = [_BASE_COLOUR if r.role == "rest" else STEP_UP if r.delta_ns > 0 else STEP_DOWN for r in shown]
+        whiskers = [(r.delta_ns - r.low_ns, r.high_ns - r.delta_ns) if r.low_ns is not None and r.high_ns is not None
+                    else (0.0, 0.0) for r in shown]  # fmt: skip
+    factor, unit = time_scale([abs(v) for v in [*values, *starts]] or [1.0])
+    fig, ax = _figure(9.0, 1.0 + 0.32 * len(values))
+    positions = range(len(values))
+    ax.barh(positions, [v / factor for v in values], left=[x / factor for x in starts], color=colours)
+    if whiskers is not None:
+        ends = [(x + v) / factor for x, v in zip(starts, values, strict=True)]
+        ax.errorbar(ends, positions, xerr=[[w[0] / factor for w in whiskers], [w[1] / factor for w in whiskers]],
+                    fmt="none", ecolor="#444444", capsize=2, linewidth=0.8)  # fmt: skip
         ax.axvline(0, color="#444444", linewidth=0.8)
-    what = f"change in {time_basis(diff)}" if has_base else time_basis(diff)
+    ax.set_yticks(positions, labels, fontsize=8, family="monospace")
+    ax.invert_yaxis()  # the first row on top
+    what = f"change in {time_basis(diff)} from the base's" if diff.base is not None else time_basis(diff)
     ax.set_xlabel(f"{what} ({unit})")
     ax.grid(axis="x", alpha=0.3)
     return fig
 
 
 def _why_table(diff: ProfileDiff) -> str:
-    has_base = diff.base is not None
-    heads = ("op", "kind", "base", "head", "change per call", "calls") if has_base else ("op", "kind", "time", "calls")
+    if diff.base is None:
+        rows = []
+        for c in diff.changes:
+            tds = "".join(f'<td class="num">{escape(x)}</td>' for x in head_cells(c))
+            rows.append(f"<tr><td><code>{escape(short_name(c.name))}</code></td><td>{c.kind}</td>{tds}</tr>")
+        return _table(("op", "kind", "time", "calls"), rows)
     rows = []
-    for c in diff.changes:
-        tds = "".join(f'<td class="num">{escape(x)}</td>' for x in row_cells(c, has_base=has_base))
-        rows.append(f"<tr><td><code>{escape(short_name(c.name))}</code></td><td>{c.kind}</td>{tds}</tr>")
-    return _table(heads, rows)
+    for r in diff.rows:
+        tds = "".join(f'<td class="num">{escape(x)}</td>' for x in why_cells(r))
+        rows.append(f'<tr class="{r.role}"><td><code>{escape(row_name(r))}</code></td><td>{r.kind}</td>{tds}</tr>')
+    return _table(WHY_COLUMNS, rows)
 
 
 def why_section(diff: ProfileDiff, key: str) -> str:
-    """Why a regression got slower: the host/device split, a bar chart of the top changes, every row, the traces.
+    """Why a regression got slower: the finding, the host/device split, a waterfall of the rows, every row, the traces.
 
     ``key`` names the measurement in the figure's alt text; the history dashboard shows the same section.
     """
-    facts = " ".join(sentence(text) for text in (heading(diff), split_text(diff)) if text)
+    measured = explained_heading(diff) if diff.base is not None else None
+    facts = " ".join(sentence(text) for text in (heading(diff), measured, finding_text(diff), split_text(diff)) if text)
     parts = [f"<h4>Why it got slower</h4><p>{escape(facts)}</p>"]
-    if diff.changes:
+    if diff.finding != "disagrees" and (diff.rows or diff.changes):
         figure = _img(why_figure(diff), f"why {key} got slower")
         parts += [f'<figure class="why">{figure}</figure>', _why_table(diff)]
-    else:
-        parts.append(f"<p>{escape(sentence(UNCHANGED_OPS))}</p>")
     parts += [f'<p class="note">{escape(text)}</p>' for text in (diff.note, traces_text(diff)) if text]
     return f'<section class="why">{"".join(parts)}</section>'
 

@@ -15,13 +15,17 @@ from pytest_gpuperf.report.text import html_text, md_code, md_text
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 from pytest_gpuperf.report.why import (
     PERFETTO,
-    UNCHANGED_OPS,
+    WHY_COLUMNS,
+    explained_heading,
+    finding_text,
+    head_cells,
     heading,
     headline,
-    row_cells,
+    row_name,
     sentence,
     short_name,
     split_text,
+    why_cells,
 )
 
 MARKER = "<!-- pytest-gpuperf-comment -->"
@@ -173,21 +177,29 @@ def _why_summary(result: MeasurementResult, diff: ProfileDiff) -> str:
 
 
 def _why_table(diff: ProfileDiff) -> list[str]:
-    has_base = diff.base is not None
-    if has_base:
-        lines = ["| op | kind | base | head | change per call | calls |", "|---|---|---:|---:|---:|---:|"]
-    else:
+    if diff.base is None:
         lines = ["| op | kind | time per call | calls |", "|---|---|---:|---:|"]
-    for c in diff.changes[:WHY_ROWS]:
-        lines.append(_row([md_code(short_name(c.name)), c.kind, *row_cells(c, has_base=has_base)]))
-    rest = len(diff.changes) - WHY_ROWS
+        lines += [_row([md_code(short_name(c.name)), c.kind, *head_cells(c)])
+                  for c in diff.changes[:WHY_ROWS]]  # fmt: skip
+        rest = len(diff.changes) - WHY_ROWS
+    else:
+        lines = [_row(list(WHY_COLUMNS)), "|---|---|---:|---|---:|---:|---:|---|"]
+        lines += [_row([md_code(row_name(r)), r.kind, *why_cells(r)]) for r in diff.rows[:WHY_ROWS]]
+        rest = len(diff.rows) - WHY_ROWS
     return lines + (["", f"{rest} more rows in the HTML report and the results JSON."] if rest > 0 else [])
 
 
 def _why(result: MeasurementResult, diff: ProfileDiff) -> list[str]:
-    """One collapsed section: the heading, the host/device split, the table, the note and the traces."""
-    body = [" ".join(md_text(sentence(text)) for text in (heading(diff), split_text(diff)) if text), ""]
-    body += _why_table(diff) if diff.changes else [md_text(sentence(UNCHANGED_OPS))]
+    """One collapsed section: the heading, the finding, the host/device split, the table, the note and the traces."""
+    facts = (
+        heading(diff),
+        explained_heading(diff) if diff.base is not None else None,
+        finding_text(diff),
+        split_text(diff),
+    )
+    body = [" ".join(md_text(sentence(text)) for text in facts if text), ""]
+    if diff.finding != "disagrees" and (diff.rows or diff.changes):
+        body += _why_table(diff)
     if diff.note:
         body += ["", md_text(diff.note)]
     sides = (("head", diff.head_trace), ("base", diff.base_trace))

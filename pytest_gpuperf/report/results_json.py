@@ -28,10 +28,12 @@ FORMAT = "pytest-gpuperf-results"
 # of a confirmed regression (``profile_diff``), the compact op profile of a measurement and of a
 # baseline entry; 4 what the ``benchmark`` fixture knows of a measurement's test (``benchmark``:
 # pytest-benchmark's names, group, params and extra_info), a measurement's notes with their kind
-# (``{"text", "kind"}``, no longer bare strings). Older files are read by adding what they lack
+# (``{"text", "kind"}``, no longer bare strings); 5 a differential profile's explanation (``rows``,
+# ``measured``, ``profile_change``, ``finding``, ``basis``) and each profiled call's times in op
+# profiles (``host_samples_ns``, ``device_samples_ns``). Older files are read by adding what they lack
 # (``_upgrade``): no kind recorded is taken from the comparison's name, a bare note is a notice,
-# the rest is empty.
-SCHEMA_VERSION = 4
+# the rest is empty (a version 4 diff has no explanation rows).
+SCHEMA_VERSION = 5
 # The most a results file may hold: far above any session's (thousands of measurements make a few
 # MiB), and a bound on what one read takes, so that /dev/zero or a stray dump is refused, not read.
 MAX_BYTES = 64 * 1024 * 1024
@@ -120,7 +122,7 @@ def _parse(text: str, path: Path | str) -> SessionResults:
 
 def _upgrade(document: object) -> object:
     """An older document as the current version (see ``SCHEMA_VERSION``'s history)."""
-    if not isinstance(document, dict) or document.get("schema_version") not in (1, 2, 3):
+    if not isinstance(document, dict) or document.get("schema_version") not in (1, 2, 3, 4):
         return document
     results = [r for r in document.get("results", ()) if isinstance(r, dict)]
     if document["schema_version"] == 1:
