@@ -202,13 +202,11 @@ def _series(args: argparse.Namespace, store: HistoryStore) -> list[Series]:
 
 
 def find_all_changes(series: Sequence[Series]) -> list[ChangePoint]:
-    """The detector (history/detect.py) over every series, in the series' order."""
+    """The detector (history/detect.py) over every series, one event per change (history/events.py)."""
     from pytest_gpuperf.history.detect import find_changes
+    from pytest_gpuperf.history.events import group_events
 
-    found: list[ChangePoint] = []
-    for one in series:
-        found.extend(find_changes(one))
-    return found
+    return group_events((c for one in series for c in find_changes(one)), series)
 
 
 def _since(text: str | None, store: HistoryStore) -> str | None:

@@ -217,6 +217,7 @@ def test_json_has_the_documented_fields() -> None:
         "gradual": False,
         "index": 25,
         "details": {"commits_spanned": 1, "noise": 0.01, "baseline_update": False},
+        "supporting": [],
     }
     assert render_changes([], "json") == "[]\n"
 

@@ -122,6 +122,9 @@ class ChangePoint:
     the level, ``ci_low``/``ci_high`` its 95% interval, ``p_value`` the detector's test.
     ``runs_after`` counts the runs at or after ``first_bad``: a nightly alert looks at
     change points whose ``runs_after`` is small.
+
+    As an event (``history.events``), a change point is the lead of the statistics of one
+    measurement that changed at one place; the others are its ``supporting`` evidence.
     """
 
     key: SeriesKey
@@ -139,3 +142,8 @@ class ChangePoint:
     gradual: bool = False  # a creep spread over several commits rather than one step
     unit: str = ""  # the series' unit ("ns", "bytes", a metric's), for ``before``/``after``
     details: Mapping[str, object] = field(default_factory=dict)
+    supporting: tuple[ChangePoint, ...] = ()  # the same change seen in the measurement's other statistics
+
+    def with_supporting(self) -> tuple[ChangePoint, ...]:
+        """This change point and its supporting ones: every series the event was seen in."""
+        return (self, *self.supporting)

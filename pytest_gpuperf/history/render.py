@@ -18,7 +18,7 @@ from pytest_gpuperf.report.units import format_change, format_value
 
 FORMATS = ("table", "markdown", "json")
 _SHORT = 10  # commit hash characters shown in the table and Markdown
-_HEADERS = ("kind", "change", "95% CI", "commits", "before", "after", "p", "runs after", "series")
+_HEADERS = ("kind", "change", "95% CI", "commits", "before", "after", "p", "runs after", "series", "also seen in")
 
 
 def _short(commit: str) -> str:
@@ -42,6 +42,11 @@ def _kind(c: ChangePoint) -> str:
     return c.kind.value + (" (gradual)" if c.gradual else "")
 
 
+def _also(c: ChangePoint) -> str:
+    """The supporting statistics of an event, each with its own change: ``time.p90 +11.8%, time.mean +10.2%``."""
+    return ", ".join(f"{s.key.statistic} {format_change(s.change)}" for s in c.supporting) or "-"
+
+
 def _cells(c: ChangePoint) -> list[str]:
     return [
         _kind(c),
@@ -53,11 +58,12 @@ def _cells(c: ChangePoint) -> list[str]:
         _p(c.p_value),
         str(c.runs_after),
         c.key.label,
+        _also(c),
     ]
 
 
 def render_table(changes: Sequence[ChangePoint]) -> str:
-    """Aligned columns for a terminal, one change point a line; numbers right-aligned."""
+    """Aligned columns for a terminal, one event a line; numbers right-aligned."""
     if not changes:
         return "no change points\n"
     rows = [list(_HEADERS)] + [[plain(cell) for cell in _cells(c)] for c in changes]
@@ -80,8 +86,8 @@ def render_markdown(changes: Sequence[ChangePoint]) -> str:
     if not changes:
         return "No change points.\n"
     lines = [
-        "| Series | Kind | Change | 95% CI | Commits | Before | After | p | Runs after |",
-        "|---|---|---:|---:|---|---:|---:|---:|---:|",
+        "| Series | Kind | Change | 95% CI | Commits | Before | After | p | Runs after | Also seen in |",
+        "|---|---|---:|---:|---|---:|---:|---:|---:|---|",
     ]
     for c in changes:
         k = c.key
@@ -100,6 +106,7 @@ def render_markdown(changes: Sequence[ChangePoint]) -> str:
                     format_value(c.after, c.unit),
                     _p(c.p_value),
                     str(c.runs_after),
+                    md_text(_also(c)),
                 ]
             )
             + " |"
@@ -112,7 +119,18 @@ def _finite(value: float) -> float | None:
 
 
 def change_to_json(c: ChangePoint) -> dict[str, object]:
-    """One change point as a JSON object (docs/change-points.md lists the fields)."""
+    """One event as a JSON object (docs/change-points.md lists the fields), its supporting statistics in it."""
+    document = _point_json(c)
+    document["supporting"] = [
+        {name: value for name, value in _point_json(s).items() if name not in _MEASUREMENT_FIELDS} for s in c.supporting
+    ]
+    return document
+
+
+_MEASUREMENT_FIELDS = ("test", "measurement", "device_class", "branch", "unit")
+
+
+def _point_json(c: ChangePoint) -> dict[str, object]:
     k = c.key
     return {
         "test": k.test,
