@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from pytest_gpuperf.history.model import ChangePoint
 from pytest_gpuperf.report.text import md_code, md_text, plain
@@ -62,10 +63,34 @@ def _cells(c: ChangePoint) -> list[str]:
     ]
 
 
-def render_table(changes: Sequence[ChangePoint]) -> str:
-    """Aligned columns for a terminal, one event a line; numbers right-aligned."""
+@dataclass(frozen=True)
+class TooShort:
+    """The measurements whose series are too short for the detector to say anything (``detect.too_short``)."""
+
+    measurements: tuple[str, ...]  # "test::measurement [device class, branch]"
+    fewest: int  # the runs a series needs
+    total: int  # measurements looked at, short or not
+
+    def line(self) -> str:
+        """What the user reads: nothing found is not "no change" when a series is too short to tell."""
+        if not self.measurements:
+            return ""
+        if len(self.measurements) == self.total:
+            return f"too short to say anything: every series has fewer than {self.fewest} runs\n"
+        names = ", ".join(self.measurements[:_NAMED]) + (", ..." if len(self.measurements) > _NAMED else "")
+        return f"too short to tell (fewer than {self.fewest} runs): {len(self.measurements)} measurement(s): {names}\n"
+
+
+_NAMED = 5  # short measurements named before "..."
+_ENOUGH = TooShort((), 0, 0)
+
+
+def render_table(changes: Sequence[ChangePoint], short: TooShort = _ENOUGH) -> str:
+    """Aligned columns for a terminal, one event a line; numbers right-aligned; then what was too short."""
     if not changes:
-        return "no change points\n"
+        if short.measurements and len(short.measurements) == short.total:
+            return short.line()
+        return "no change points\n" + short.line()
     rows = [list(_HEADERS)] + [[plain(cell) for cell in _cells(c)] for c in changes]
     widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADERS))]
     numeric = {1, 2, 4, 5, 6, 7}
@@ -78,13 +103,16 @@ def render_table(changes: Sequence[ChangePoint]) -> str:
         lines.append("  ".join(cells).rstrip())
     regressions = sum(c.kind.value == "regression" for c in changes)
     lines.append(f"{len(changes)} change point(s), {regressions} regression(s)")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + short.line()
 
 
-def render_markdown(changes: Sequence[ChangePoint]) -> str:
-    """A GitHub-flavoured Markdown table; test names as code spans, commits shortened."""
+def render_markdown(changes: Sequence[ChangePoint], short: TooShort = _ENOUGH) -> str:
+    """A GitHub-flavoured Markdown table; test names as code spans, commits shortened; then what was too short."""
+    note = f"\n{md_text(short.line().strip())}\n" if short.measurements else ""
     if not changes:
-        return "No change points.\n"
+        if short.measurements and len(short.measurements) == short.total:
+            return md_text(short.line().strip()) + "\n"
+        return "No change points.\n" + note
     lines = [
         "| Series | Kind | Change | 95% CI | Commits | Before | After | p | Runs after | Also seen in |",
         "|---|---|---:|---:|---|---:|---:|---:|---:|---|",
@@ -111,7 +139,7 @@ def render_markdown(changes: Sequence[ChangePoint]) -> str:
             )
             + " |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + note
 
 
 def _finite(value: float) -> float | None:
@@ -155,21 +183,22 @@ def _point_json(c: ChangePoint) -> dict[str, object]:
     }
 
 
-def render_json(changes: Sequence[ChangePoint]) -> str:
+def render_json(changes: Sequence[ChangePoint], short: TooShort = _ENOUGH) -> str:
+    """A list of events (the Action reads it): what was too short is said on standard error by the command."""
     return json.dumps([change_to_json(c) for c in changes], indent=2, allow_nan=False) + "\n"
 
 
-_RENDERERS: dict[str, Callable[[Sequence[ChangePoint]], str]] = {
+_RENDERERS: dict[str, Callable[[Sequence[ChangePoint], TooShort], str]] = {
     "table": render_table,
     "markdown": render_markdown,
     "json": render_json,
 }
 
 
-def render_changes(changes: Sequence[ChangePoint], fmt: str) -> str:
-    """``changes`` in ``fmt`` (one of :data:`FORMATS`), ending with a newline."""
+def render_changes(changes: Sequence[ChangePoint], fmt: str, short: TooShort = _ENOUGH) -> str:
+    """``changes`` in ``fmt`` (one of :data:`FORMATS`), ending with a newline; ``short`` says what was too short."""
     try:
         renderer = _RENDERERS[fmt]
     except KeyError:
         raise ValueError(f"unknown change-point format {fmt!r}; choose one of {', '.join(FORMATS)}") from None
-    return renderer(changes)
+    return renderer(changes, short)
