@@ -68,6 +68,7 @@ class DetectorConfig:
     confirm: bool = True  # a change needs an interval without zero and min_runs runs on each side of it
     runner_offsets: bool = True  # align runners that read systematically apart (from shared commits)
     use_precision: bool = True  # weigh runs by their own intervals (off: the between-run noise only)
+    leave_out_busy: bool = True  # runs measured busy have no say where enough quiet runs remain
     seed: int = 20261126
 
     def __post_init__(self) -> None:
@@ -164,13 +165,30 @@ def _runner_offsets(y: np.ndarray, commit_of: np.ndarray, runners: list[str]) ->
     return {names[r]: float(np.median(d)) for r, d in readings.items() if len(d) >= _MIN_SHARED}
 
 
+def _quiet(series: Series, config: DetectorConfig) -> list[int]:
+    """The indices of the runs the detector looks at: the runs not measured busy (``Point.busy``).
+
+    A busy run (a contended CPU, a throttled GPU) reads slower for reasons of its own; it is
+    stored and drawn, but gives a change point no say: a flat series with busy runs among quiet
+    ones has no change point, and a step is placed by the quiet runs either side of it. A series
+    with too few quiet runs to judge (:func:`shortest`) is judged on all its runs, busy ones
+    included: on a runner busy all along, runs are compared with runs measured alike.
+    """
+    every = list(range(len(series.points)))
+    if not config.leave_out_busy:
+        return every
+    quiet = [i for i in every if series.points[i].busy is None]
+    return quiet if len(quiet) >= shortest(config) else every
+
+
 def _pool(series: Series, config: DetectorConfig) -> _Commits | None:
-    points = series.points
+    bad = [p.run_id for p in series.points if not math.isfinite(p.value)]
+    if bad:
+        raise ValueError(f"{series.key.label}: non-finite values in runs {', '.join(bad[:5])}")
+    kept = _quiet(series, config)
+    points = [series.points[i] for i in kept]
     values = np.array([p.value for p in points], dtype=float)
-    if values.size == 0 or not np.all(np.isfinite(values)):
-        bad = [p.run_id for p in points if not math.isfinite(p.value)]
-        if bad:
-            raise ValueError(f"{series.key.label}: non-finite values in runs {', '.join(bad[:5])}")
+    if values.size == 0:
         return None
     log = bool(np.all(values > 0))
     y = np.log(values) if log else values
@@ -198,7 +216,7 @@ def _pool(series: Series, config: DetectorConfig) -> _Commits | None:
     runs = np.bincount(commit_of)
     return _Commits(
         commits=list(codes),
-        first_index=[int(i) for i in first],
+        first_index=[kept[int(i)] for i in first],
         runs=runs,
         level=np.bincount(commit_of, weights=w * y) / total_w,
         var=1.0 / total_w,
@@ -230,9 +248,9 @@ def _wild_inflation(y: np.ndarray, sd: np.ndarray, clip: float, m: int) -> np.nd
     that of the ``m`` runs after it is wild, and its variance is scaled by ``(distance /
     clip)^2``: its pull on any level then falls as it lies farther off, so it can neither
     carry a split nor move one. A centred window (a Hampel filter) cannot tell the first run
-    of a new level beside a wild run from a wild run itself; the two sides can. Runs at
-    either end, with no run on one side, are never called wild: the newest runs are the
-    ones a new change shows in first.
+    of a new level beside a wild run from a wild run itself; the two sides can. The oldest
+    run is judged by the runs after it alone; the newest is never called wild: a new change
+    shows there first.
     """
     if y.size < 3:
         return np.ones_like(y)
@@ -242,8 +260,9 @@ def _wild_inflation(y: np.ndarray, sd: np.ndarray, clip: float, m: int) -> np.nd
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN side: the run's end of the series
             before, after = _side_medians(y, m)
+        before[0] = after[0]  # the oldest run has only runs after it: judged by them alone
         far = np.minimum(np.abs(y - before), np.abs(y - after)) / sd
-    far = np.where(np.isnan(far), 0.0, far)
+    far = np.where(np.isnan(far), 0.0, far)  # the newest run: a new level shows there first
     return np.maximum(far / clip, 1.0) ** 2
 
 
@@ -536,7 +555,9 @@ def shortest(config: DetectorConfig | None = None) -> int:
 
 def too_short(series: Series, config: DetectorConfig | None = None) -> bool:
     """Whether ``series`` has too few runs for a change to be found or ruled out (see :func:`shortest`)."""
-    return len(series.points) < shortest(config) or len({p.commit for p in series.points}) < 2
+    config = config or DetectorConfig()
+    judged = [series.points[i] for i in _quiet(series, config)]
+    return len(judged) < shortest(config) or len({p.commit for p in judged}) < 2
 
 
 def find_changes(series: Series, config: DetectorConfig | None = None) -> list[ChangePoint]:

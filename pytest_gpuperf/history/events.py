@@ -11,8 +11,10 @@ change at the same commit are two events.
 Two change points of one family are the same event when they point the same way and their
 commit ranges (``last_good`` to ``first_bad``) overlap or lie within :data:`PLACEMENT_SLACK`
 commits of each other. The event's commits, levels and interval are its lead's: the gated
-statistic's change where it has one, else the most significant of the others (a change seen
-only in the tail is still a change, reported under the statistic that saw it).
+statistic's change. Where the gated statistic did not move, the others' change points are no
+event: a tail percentile or a mean, without an interval of its own and noisier than the median,
+moves with single slow runs where the median does not. Only where the gated statistic's series
+was not given (``--statistic time.p90``) does the most significant of the others lead.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def group_events(changes: Iterable[ChangePoint], series: Sequence[Series]) -> li
     Events are ordered by their measurement, then by where they happened.
     """
     positions = _commit_positions(series)
+    gated_present = {_event_group(s.key) for s in series if is_gated(s.key.statistic)}
     grouped: dict[tuple[str, ...], list[ChangePoint]] = {}
     for change in changes:
         grouped.setdefault(_event_group(change.key), []).append(change)
@@ -78,7 +81,7 @@ def group_events(changes: Iterable[ChangePoint], series: Sequence[Series]) -> li
                     break
             else:
                 clusters.append([change])
-        events.extend(_event(cluster) for cluster in clusters)
+        events.extend(e for cluster in clusters if (e := _event(cluster, group in gated_present)) is not None)
     return events
 
 
@@ -86,8 +89,10 @@ def _same_direction(a: ChangePoint, b: ChangePoint) -> bool:
     return (a.change > 0) == (b.change > 0)
 
 
-def _event(cluster: list[ChangePoint]) -> ChangePoint:
+def _event(cluster: list[ChangePoint], gated_given: bool) -> ChangePoint | None:
     gated = [c for c in cluster if is_gated(c.key.statistic)]
+    if not gated and gated_given:
+        return None  # the gated statistic was looked at and did not move here
     lead = gated[0] if gated else min(cluster, key=lambda c: (c.p_value, -abs(c.change), c.key.statistic))
     others = tuple(sorted((c for c in cluster if c is not lead), key=lambda c: c.key.statistic))
     return dataclasses.replace(lead, supporting=others)

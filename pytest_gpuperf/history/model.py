@@ -59,6 +59,7 @@ class RecordedValue:
     samples: int | None = None  # how many samples the value rests on
     verdict: str | None = None  # the gate's verdict in that run, if it judged
     profile_diff: Mapping[str, object] | None = None  # results-file JSON of a confirmed regression's diff
+    busy: str | None = None  # the evidence that the runner was busy while it measured (pytest_gpuperf/busy.py)
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,7 @@ class Point:
     baseline_update: bool = False
     has_profile_diff: bool = False
     commit_date: str | None = None
+    busy: str | None = None  # measured on a busy runner (the evidence): drawn apart, left out of change points
 
 
 @dataclass(frozen=True)

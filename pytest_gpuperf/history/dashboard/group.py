@@ -72,7 +72,9 @@ def _legend(classes: list[str], site: Site) -> str:
     ]
     update = swatch("", '<path class="update-mark" d="M5,0 l5,5 l-5,5 l-5,-5 z"/>')
     diff = swatch("", '<circle class="diff" cx="5" cy="5" r="4"/>')
-    items += [f"<li>{update} baseline update</li>", f"<li>{diff} a run with a profile diff (click it)</li>"]
+    busy = swatch("", '<circle class="busy" cx="5" cy="5" r="4"/>')
+    items += [f"<li>{update} baseline update</li>", f"<li>{diff} a run with a profile diff (click it)</li>",
+              f"<li>{busy} a run measured on a busy runner: off the line, left out of change points</li>"]  # fmt: skip
     return f'<ul class="legend">{"".join(items)}</ul>'
 
 

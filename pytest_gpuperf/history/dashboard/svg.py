@@ -76,6 +76,7 @@ def point_title(point: Point, series: Series, scale: ValueScale) -> str:
     if point.ci_low is not None and point.ci_high is not None:
         lines.append(f"95% CI {scale.exact(point.ci_low)} to {scale.exact(point.ci_high)}")
     extras = [
+        f"busy runner: {point.busy} (left out of change points)" if point.busy else "",
         f"{point.samples} samples" if point.samples is not None else "",
         f"verdict: {point.verdict}" if point.verdict else "",
         "baseline updated" if point.baseline_update else "",
@@ -170,10 +171,10 @@ def _band(line: Line, xs: Sequence[float], frame: _Frame) -> str:
 
 
 def _median(line: Line, xs: Sequence[float], frame: _Frame) -> str:
-    coords = [
+    coords = [  # through the quiet runs: a busy run is a point of its own, off the line
         f"{frame.x(slot):.1f},{frame.y(p.value):.1f}"
         for p, slot in zip(line.series.points, xs, strict=True)
-        if math.isfinite(p.value)
+        if math.isfinite(p.value) and p.busy is None
     ]
     if not coords:
         return ""
@@ -189,7 +190,9 @@ def _points(line: Line, xs: Sequence[float], frame: _Frame) -> str:
         title = escape(point_title(point, series, scale))
         circle = f'<circle cx="{frame.x(slot):.1f}" cy="{frame.y(point.value):.1f}"'
         href = line.diff_links.get(i)
-        if href is None:
+        if point.busy is not None and href is None:
+            parts.append(f'{circle} r="3" class="busy"><title>{title}</title></circle>')
+        elif href is None:
             parts.append(f'{circle} r="2.2"><title>{title}</title></circle>')
         else:
             parts.append(f'<a href="{escape(href)}">{circle} r="4.5" class="diff"><title>{title}</title></circle></a>')
