@@ -353,7 +353,7 @@ def _parametric_p(y: np.ndarray, w: np.ndarray, gain: float, splits: int, config
     number of splits tried (Bonferroni), must reach ``param_alpha``; the p-value reported is
     ``alpha`` scaled by how far past ``param_alpha`` it went. ``y`` is centred on its weighted mean.
     """
-    from scipy.stats import f as f_dist
+    from scipy.special import fdtrc  # the F distribution's survival function, without scipy.stats' import
 
     dof = y.size - 2
     if dof < 1 or config.param_alpha <= 0 or gain <= 0:
@@ -361,7 +361,7 @@ def _parametric_p(y: np.ndarray, w: np.ndarray, gain: float, splits: int, config
     within = float((w * y * y).sum()) - gain
     if within <= 0:
         return config.alpha * _TINY  # every run exactly on its level
-    p = float(f_dist.sf(gain / (within / dof), 1, dof)) * splits
+    p = float(fdtrc(1, dof, gain / (within / dof))) * splits
     return p * config.alpha / config.param_alpha if p <= config.param_alpha else 1.0
 
 
