@@ -8,7 +8,9 @@ What a run records for every measurement (``measurement_values``):
 - ``memory.peak_allocated`` and ``memory.peak_reserved`` (bytes) where measured;
 - ``metric.NAME`` for each metric, with its unit and direction;
 - the gate's verdict on each statistic it judged, and on the judged time statistic of a
-  confirmed regression, its differential profile.
+  confirmed regression, its differential profile;
+- on every value, whether the runner was busy while it measured (``busy.busy_evidence``: the
+  contention counters the measurement carries, or its GPU's throttling).
 
 A run's identity (``run_identity``) is a hash of the session's content, so a session recorded
 by pytest and its results file ingested later, or one file ingested twice or by several
@@ -129,7 +131,10 @@ def measurement_values(result: MeasurementResult) -> list[RecordedValue]:
     """Every statistic the store keeps of one measurement (see the module's docstring)."""
     import numpy as np
 
+    from pytest_gpuperf.busy import busy_evidence
+
     m = result.measurement
+    busy = busy_evidence(m.health, m.unstable_reason, m.device)
     verdicts = {c.metric.replace("time.median", "time.p50"): c.verdict.value for c in result.comparisons}
     diff_on = _profile_diff_statistic(result)
     diff = _profile_diff_json(result) if diff_on else None
@@ -140,7 +145,7 @@ def measurement_values(result: MeasurementResult) -> list[RecordedValue]:
     def value(statistic: str, number: float, unit: str, better: str = "lower", **extra: Any) -> RecordedValue:
         return RecordedValue(
             test=m.test_id, measurement=m.name, statistic=statistic, value=float(number), unit=unit, better=better,
-            verdict=verdicts.get(statistic), profile_diff=diff if statistic == diff_on else None, **extra,
+            verdict=verdicts.get(statistic), profile_diff=diff if statistic == diff_on else None, busy=busy, **extra,
         )  # fmt: skip
 
     out = [value("time.p50", stats.median_ns, "ns", ci_low=low, ci_high=high, p10=p10, p90=p90, samples=stats.count)]

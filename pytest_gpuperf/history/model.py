@@ -62,6 +62,7 @@ class RecordedValue:
     samples: int | None = None  # how many samples the value rests on
     verdict: str | None = None  # the gate's verdict in that run, if it judged
     profile_diff: Mapping[str, object] | None = None  # results-file JSON of a confirmed regression's diff
+    busy: str | None = None  # the evidence that the runner was busy while it measured (pytest_gpuperf/busy.py)
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,7 @@ class Point:
     baseline_update: bool = False
     has_profile_diff: bool = False
     commit_date: str | None = None
+    busy: str | None = None  # measured on a busy runner (the evidence): drawn apart, left out of change points
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,9 @@ class ChangePoint:
     the level, ``ci_low``/``ci_high`` its 95% interval, ``p_value`` the detector's test.
     ``runs_after`` counts the runs at or after ``first_bad``: a nightly alert looks at
     change points whose ``runs_after`` is small.
+
+    As an event (``history.events``), a change point is the lead of the statistics of one
+    measurement that changed at one place; the others are its ``supporting`` evidence.
     """
 
     key: SeriesKey
@@ -168,3 +173,8 @@ class ChangePoint:
     gradual: bool = False  # a creep spread over several commits rather than one step
     unit: str = ""  # the series' unit ("ns", "bytes", a metric's), for ``before``/``after``
     details: Mapping[str, object] = field(default_factory=dict)
+    supporting: tuple[ChangePoint, ...] = ()  # the same change seen in the measurement's other statistics
+
+    def with_supporting(self) -> tuple[ChangePoint, ...]:
+        """This change point and its supporting ones: every series the event was seen in."""
+        return (self, *self.supporting)

@@ -169,7 +169,7 @@ class HistoryStore:
         run_query = run_query.order_by(func.coalesce(r.c.commit_date, r.c.started_at), r.c.started_at, r.c.run_id)
         value_query = select(
             v.c.run_id, v.c.test, v.c.measurement, v.c.statistic, v.c.unit, v.c.better, v.c.value, v.c.ci_low,
-            v.c.ci_high, v.c.p10, v.c.p90, v.c.samples, v.c.verdict, v.c.profile_diff.is_not(None),
+            v.c.ci_high, v.c.p10, v.c.p90, v.c.samples, v.c.verdict, v.c.profile_diff.is_not(None), v.c.busy,
         )  # fmt: skip
         if where.test:
             value_query = value_query.where(v.c.test.contains(where.test, autoescape=True))
@@ -195,7 +195,7 @@ class HistoryStore:
             if entry is None:
                 entry = grouped[key] = (row[4], row[5], [])
             point = Point(run[0], run[1], run[2], run[3], row[6], row[7], row[8], row[9], row[10], row[11], row[12],
-                          bool(run[4]), bool(row[13]), run[5])  # fmt: skip
+                          bool(run[4]), bool(row[13]), run[5], row[14])  # fmt: skip
             entry[2].append((rank, point))
         series = []
         for k, (unit, better, ranked) in grouped.items():
@@ -305,6 +305,7 @@ def _value_row(run_id: str, value: RecordedValue) -> dict[str, Any]:
         "samples": value.samples,
         "verdict": value.verdict,
         "profile_diff": dict(value.profile_diff) if value.profile_diff is not None else None,
+        "busy": value.busy,
     }
 
 
