@@ -134,7 +134,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if state is None or not state.config.enabled or state.environment is None:
         return
     from pytest_gpuperf.report import write_reports
-    from pytest_gpuperf.report.terminal import render_explanations, render_notes, render_summary, render_top_ops
+    from pytest_gpuperf.report.terminal import (
+        render_explanations,
+        render_notes,
+        render_summary,
+        render_top_ops,
+        render_unjudged,
+    )
 
     session = state.session_results()
     tw = terminalreporter
@@ -168,6 +174,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             _warn(tw, f"gpuperf: could not write {failure.path}: {failure.reason}")
     if state.worker is None:  # under xdist the controller records the merged session, once
         _record_history(tw, config, session)
+    render_unjudged(tw, session)  # last: what the run could not judge is the line a reader sees
 
 
 def _record_history(tw: Any, config: pytest.Config, session: SessionResults) -> None:

@@ -57,19 +57,27 @@ def test_below_the_cap_the_floor_is_the_noise() -> None:
     assert "capped" not in c.note
 
 
-def test_a_baseline_written_with_high_recorded_noise_does_not_fail_the_run(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_b="def test_noop(gpu_bench):\n    gpu_bench(lambda: sum(range(300)))\n")
-    args = ["--gpuperf-warmup-time=0.01", "--gpuperf-min-time=0.03", "--gpuperf-max-time=0.2", "-p", "no:cacheprovider",
-            "--gpuperf-busy-policy=judge"]  # fmt: skip
-    pytester.runpytest_subprocess("--gpuperf", "--gpuperf-update-baseline", *args).assert_outcomes(passed=1)
+ARGS = ["--gpuperf-warmup-time=0.01", "--gpuperf-min-time=0.03", "--gpuperf-max-time=0.2", "-p", "no:cacheprovider",
+        "--gpuperf-busy-policy=judge"]  # fmt: skip
+
+
+def noisy_baseline_project(pytester: pytest.Pytester, tests: int = 1) -> None:
+    """A project whose baselines were written busy: noisy (90%), and every sample 1.6 times faster than now."""
+    body = "".join(f"def test_noop_{i}(gpu_bench):\n    gpu_bench(lambda: sum(range(300)))\n" for i in range(tests))
+    pytester.makepyfile(test_b=body)
+    pytester.runpytest_subprocess("--gpuperf", "--gpuperf-update-baseline", *ARGS).assert_outcomes(passed=tests)
     (path,) = (pytester.path / "baselines").rglob("*.json")
     document = json.loads(path.read_text())
-    for written in document["entries"].values():  # written busy: noisy, and every sample 1.6 times faster
+    for written in document["entries"].values():
         written.update(noise=0.9, written_busy=BUSY)
         written["samples_ns"] = [s / 1.6 for s in written["samples_ns"]]
         written["stats"] = {k: v if k == "count" else v / 1.6 for k, v in written["stats"].items()}
     path.write_text(json.dumps(document))
-    result = pytester.runpytest_subprocess("--gpuperf", *args)
+
+
+def test_a_baseline_written_with_high_recorded_noise_does_not_fail_the_run(pytester: pytest.Pytester) -> None:
+    noisy_baseline_project(pytester)
+    result = pytester.runpytest_subprocess("--gpuperf", *ARGS)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*not gated: +*% is within the recorded noise*cannot gate at 10.0%*"])
-    pytester.runpytest_subprocess("--gpuperf", "--gpuperf-strict", *args).assert_outcomes(failed=1)
+    pytester.runpytest_subprocess("--gpuperf", "--gpuperf-strict", *ARGS).assert_outcomes(failed=1)

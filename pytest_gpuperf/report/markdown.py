@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pytest_gpuperf.model import Environment, MeasurementResult, ProfileDiff, Provenance, SessionResults, Verdict
-from pytest_gpuperf.report.rows import counts_line, ordered, plural, split_key, verdict_counts
+from pytest_gpuperf.report.rows import counts_line, ordered, plural, split_key, unjudged_line, verdict_counts
 from pytest_gpuperf.report.text import html_text, md_code, md_text
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 from pytest_gpuperf.report.why import (
@@ -220,10 +220,12 @@ def render_comment(session: SessionResults, folder: Path | None = None) -> str:
     counts = verdict_counts(session)
     icon = "🔴" if counts[Verdict.REGRESSION] else "🟢"
     against = f" against {md_code(session.compare_ref)}" if session.compare_ref else ""
+    unjudged = unjudged_line(session)
     lines = [
         MARKER,
         "## pytest-gpuperf",
         "",
+        *([f"⚠️ **{md_text(unjudged)}**", ""] if unjudged else []),
         f"{icon} **{counts_line(session)}**{against} "
         f"({plural(len(session.results), 'measurement')} on {md_text(session.environment.device_name)})",
         "",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TextIO
 
 from pytest_gpuperf.model import Comparison, Kind, NoteKind, ProfileSummary, SessionResults, Verdict
-from pytest_gpuperf.report.rows import Headline, counts_line, headline, ordered, time_comparison
+from pytest_gpuperf.report.rows import Headline, counts_line, headline, ordered, time_comparison, unjudged_line
 from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 from pytest_gpuperf.report.why import PERFETTO, why_lines
@@ -229,6 +229,13 @@ def _quiet_past(c: Comparison, threshold: float) -> bool:
     """An unchanged time past the session's threshold (a guard of the gate decided): the reader needs why."""
     past_session = c.kind is Kind.TIME and c.change is not None and abs(c.change) > threshold
     return c.verdict is Verdict.UNCHANGED and (past_session or quietly_past(c))
+
+
+def render_unjudged(tw: Any, session: SessionResults) -> None:
+    """The run's last line when it could not judge what it was asked to (``rows.unjudged_line``)."""
+    line = unjudged_line(session)
+    if line:
+        tw.write_line(plain(f"gpuperf: {line}"), yellow=True, bold=True)
 
 
 def render_explanations(tw: Any, session: SessionResults) -> None:
