@@ -83,6 +83,9 @@ class Note:
 
     text: str
     kind: NoteKind = NoteKind.NOTICE
+    # what the note is about ("written-busy", "baseline-write"): the terminal writes a topic's notes as one line
+    # with a count and the measurements it concerns; "": the note's text is its own group
+    topic: str = ""
 
 
 def measurement_key(test_id: str, name: str) -> str:
