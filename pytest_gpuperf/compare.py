@@ -12,10 +12,11 @@ from pathlib import Path
 
 from pytest_gpuperf.baseline.record import entry_from_measurement
 from pytest_gpuperf.config import GateSettings, Mode
+from pytest_gpuperf.host import recorded_rules
 from pytest_gpuperf.model import BaselineEntry, SessionResults
 from pytest_gpuperf.report.results_json import load_results
 from pytest_gpuperf.verdict import Reference, judge
-from pytest_gpuperf.verdict.rulesets import baseline_rules
+from pytest_gpuperf.verdict.rulesets import rules_for
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,8 @@ def compare_sessions(
     """Judge every measurement of ``head`` against the same key in ``base``."""
     gate = settings or GateSettings()
     entries = base_entries(base)
-    rules = baseline_rules()  # two files carry no host to guard: the shared rules alone
+    # the host state each measurement recorded (contention, speed probe) is judged as its session judged it
+    rules = rules_for(Mode.COMPARE_FILES, recorded_rules(head.environment.device_type, mode=Mode.COMPARE_FILES))
     results = []
     for r in head.results:
         entry = entries.get(r.measurement.key)
