@@ -109,7 +109,7 @@ def _commits(session: SessionResults) -> list[str]:
     provenances = (_provenance("head", session.provenance), _provenance(base, session.base_provenance))
     lines = [line for line in provenances if line]
     baseline_commits = sorted({c.baseline_commit for r in session.results for c in r.comparisons if c.baseline_commit})
-    if baseline_commits:
+    if baseline_commits and not session.compare_ref:  # compare-ref's reference is the base line above
         lines.append("- **baselines recorded at**: " + ", ".join(_short(c) for c in baseline_commits))
     return lines or ["- no git information"]
 
@@ -184,26 +184,27 @@ def _why_table(diff: ProfileDiff) -> list[str]:
     return lines + (["", f"{rest} more rows in the HTML report and the results JSON."] if rest > 0 else [])
 
 
-def _why(result: MeasurementResult, diff: ProfileDiff) -> list[str]:
+def _why(result: MeasurementResult, diff: ProfileDiff, folder: Path | None) -> list[str]:
     """One collapsed section: the heading, the host/device split, the table, the note and the traces."""
     body = [" ".join(md_text(sentence(text)) for text in (heading(diff), split_text(diff)) if text), ""]
     body += _why_table(diff) if diff.changes else [md_text(sentence(UNCHANGED_OPS))]
     if diff.note:
         body += ["", md_text(diff.note)]
     sides = (("head", diff.head_trace), ("base", diff.base_trace))
-    traces = [f"{side} {md_code(path)}" for side, path in sides if path]
+    traces = [f"{side} {md_code(trace_label(path, folder))}" for side, path in sides if path]
     if traces:
         body += ["", f"Traces (open in [Perfetto]({PERFETTO})): {', '.join(traces)}"]
     return _details(_why_summary(result, diff), body)
 
 
-def why_sections(session: SessionResults, budget: int = WHY_BUDGET) -> list[str]:
-    """A collapsed section per regression with a differential profile, worst first, within ``budget``."""
+def why_sections(session: SessionResults, budget: int = WHY_BUDGET, folder: Path | None = None) -> list[str]:
+    """A collapsed section per regression with a differential profile, worst first, within ``budget``;
+    trace paths relative to ``folder`` (``trace_label``)."""
     diffs = [(r, r.profile_diff) for r in ordered(session.results) if r.profile_diff is not None]
     lines: list[str] = []
     used = 0
     for shown, (result, diff) in enumerate(diffs):
-        section = _why(result, diff)
+        section = _why(result, diff, folder)
         size = sum(len(line.encode("utf-16-le")) // 2 + 1 for line in section)  # GitHub counts UTF-16 units
         if used + size > budget:
             left = len(diffs) - shown
@@ -235,7 +236,7 @@ def render_comment(session: SessionResults, folder: Path | None = None) -> str:
     if noted:
         lines += ["", *[f"- {md_code(c.key)} {md_text(c.metric)}: {md_text(c.note)}" for c in noted]]
     lines.append("")
-    lines += why_sections(session)
+    lines += why_sections(session, folder=folder)
     lines += _details("Environment", _environment(session.environment))
     lines += _details("Commits", _commits(session))
     if session.results:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from pytest_gpuperf import device_class, stats
 from pytest_gpuperf.model import Comparison, Kind, Verdict
+from pytest_gpuperf.units import format_bytes
 from pytest_gpuperf.verdict.case import Case
 from pytest_gpuperf.verdict.pipeline import Step
 
@@ -247,13 +248,19 @@ class MemoryGrowth:
         past_threshold = abs(change) > limit
         if past_threshold and abs(diff) < floor:
             return Step(
-                f"{change:+.1%} is past the memory threshold {limit:.1%}, but {diff:+d} bytes is below the "
-                f"{floor} byte floor under which peak memory moves with the allocator's granularity",
+                f"{change:+.1%} is past the memory threshold {limit:.1%}, but {_signed_bytes(diff)} is below the "
+                f"{format_bytes(floor)} floor under which peak memory moves with the allocator's granularity",
                 Verdict.UNCHANGED, threshold=limit,
             )  # fmt: skip
         verdict = Verdict.UNCHANGED if not past_threshold else Verdict.REGRESSION if diff > 0 else Verdict.IMPROVEMENT
-        return Step(f"peak allocated {base} -> {current} bytes ({diff:+d}), threshold {limit:.1%}", verdict,
+        moved = f"{format_bytes(base)} -> {format_bytes(current)} ({_signed_bytes(diff)})"
+        return Step(f"peak allocated {moved}, threshold {limit:.1%}", verdict,
                     threshold=limit, quiet=verdict is Verdict.UNCHANGED)  # fmt: skip
+
+
+def _signed_bytes(diff: int) -> str:
+    """``+160.0 KiB``, ``-4096 B``: a change of memory with its sign."""
+    return ("+" if diff >= 0 else "-") + format_bytes(abs(diff))
 
 
 @dataclass(frozen=True)
