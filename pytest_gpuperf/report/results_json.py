@@ -28,10 +28,11 @@ FORMAT = "pytest-gpuperf-results"
 # of a confirmed regression (``profile_diff``), the compact op profile of a measurement and of a
 # baseline entry; 4 what the ``benchmark`` fixture knows of a measurement's test (``benchmark``:
 # pytest-benchmark's names, group, params and extra_info), a measurement's notes with their kind
-# (``{"text", "kind"}``, no longer bare strings). Older files are read by adding what they lack
+# (``{"text", "kind"}``, no longer bare strings); 5 a note's ``topic`` (what it is about, by which
+# the terminal groups notes), optional. Older files are read by adding what they lack
 # (``_upgrade``): no kind recorded is taken from the comparison's name, a bare note is a notice,
-# the rest is empty.
-SCHEMA_VERSION = 4
+# a note without a topic has none, the rest is empty.
+SCHEMA_VERSION = 5
 
 
 @cache
@@ -110,7 +111,7 @@ def loads_results(text: str, path: Path | str = "<results>") -> SessionResults:
 
 def _upgrade(document: object) -> object:
     """An older document as the current version (see ``SCHEMA_VERSION``'s history)."""
-    if not isinstance(document, dict) or document.get("schema_version") not in (1, 2, 3):
+    if not isinstance(document, dict) or document.get("schema_version") not in (1, 2, 3, 4):
         return document
     results = [r for r in document.get("results", ()) if isinstance(r, dict)]
     if document["schema_version"] == 1:
