@@ -19,6 +19,9 @@ from pytest_gpuperf.config import MeasureSettings, Mode, Settings
 from pytest_gpuperf.env import describe_drift
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import (
+    BASELINE_WRITE,
+    QUIET_WAIT,
+    WRITTEN_BUSY,
     BaselineEntry,
     Comparison,
     Environment,
@@ -35,8 +38,6 @@ from pytest_gpuperf.runner import MeasureSpec, Runner
 from pytest_gpuperf.verdict import Reference, judge
 from pytest_gpuperf.verdict.confirmation import confirmed, confirming_gate, remeasure_note, suspicion, time_of
 from pytest_gpuperf.verdict.rulesets import RuleSet
-
-WRITTEN_BUSY = "written-busy"  # the topic of the notes on a baseline written while the runner was busy
 
 if TYPE_CHECKING:
     from pytest_gpuperf.baseline.store import BaselineStore
@@ -72,7 +73,7 @@ def noted(measurement: Measurement, text: str, topic: str = "") -> Measurement:
 def with_probe(measurement: Measurement, probe_ns: float | None, waited: str | None) -> Measurement:
     """``measurement`` with the host's speed probe taken before it, and the wait for it in its notes."""
     probed = dataclasses.replace(measurement, speed_probe_ns=probe_ns)
-    return probed if waited is None else noted(probed, waited)
+    return probed if waited is None else noted(probed, waited, QUIET_WAIT)
 
 
 def regressed(result: MeasurementResult) -> bool:
@@ -254,7 +255,7 @@ class LocalEngine:
         )
         medians = [r.stats.median_ns for r in taken]
         chosen = taken[readings.chosen_reading(medians)]
-        written = Note(self._write_note(chosen, medians, gate), topic="baseline-write")
+        written = Note(self._write_note(chosen, medians, gate), topic=BASELINE_WRITE)
         busy = next((b for b in (self.guard.busy(r.health) for r in taken) if b), None)
         busy_notes = (
             ()

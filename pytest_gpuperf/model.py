@@ -77,6 +77,12 @@ class NoteKind(str, enum.Enum):
     ROUTINE = "routine"
 
 
+# Note topics (``Note.topic``): what a note is about, for notes whose words differ per measurement
+WRITTEN_BUSY = "written-busy"  # a baseline written while the runner was busy (its write, and each gate against it)
+BASELINE_WRITE = "baseline-write"  # how a baseline entry was checked when written
+QUIET_WAIT = "quiet-wait"  # a wait for the machine to recover before measuring
+
+
 @dataclass(frozen=True)
 class Note:
     """One note of a measurement: its text and its kind."""
