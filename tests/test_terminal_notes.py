@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from pytest_gpuperf.baseline.store import EntryChange
 from pytest_gpuperf.config import GpuperfConfig, resolve
 from pytest_gpuperf.model import (
     Comparison,
@@ -15,7 +18,7 @@ from pytest_gpuperf.model import (
     SessionResults,
     Verdict,
 )
-from pytest_gpuperf.report.terminal import render_notes
+from pytest_gpuperf.report.terminal import change_lines, render_notes
 from tests.test_noise_floor_cap import ARGS, noisy_baseline_project
 from tests.verdict_helpers import ENV, measurement
 
@@ -137,3 +140,16 @@ def test_a_passing_run_with_many_tests_sharing_a_note_prints_it_once(pytester: p
     assert notes[0].startswith("not gated [noise-floor, noisy-baseline]: 4 measurements (test_b.py::test_noop_0::")
     assert notes[1].startswith("written-busy: 4 measurements")
     assert sum("the baseline was written while the runner was busy" in line for line in lines) == 1
+
+
+def test_an_update_names_its_entries_once_per_file_and_kind(tmp_path: Path) -> None:
+    module = tmp_path / "baselines" / "cpu" / "test_b.py.json"
+    changes = [EntryChange(f"test_b.py::test_{i}::default", module, "added") for i in range(5)]
+    changes += [EntryChange("test_b.py::test_9::default", module, "updated")]
+    changes += [EntryChange(f"test_b.py::test_{i}::default", module, "unchanged") for i in (7, 8)]
+    assert change_lines(changes, lambda path: path.relative_to(tmp_path).as_posix()) == [
+        "gpuperf: baseline added: 5 entries (test_b.py::test_0::default, test_b.py::test_1::default, +3 more) "
+        "in baselines/cpu/test_b.py.json",
+        "gpuperf: baseline updated: test_b.py::test_9::default in baselines/cpu/test_b.py.json",
+        "gpuperf: 2 baseline entries unchanged (kept as is)",
+    ]

@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TextIO
 
 from pytest_gpuperf.model import Comparison, Kind, NoteKind, ProfileSummary, SessionResults, Verdict
 from pytest_gpuperf.report.rows import Headline, counts_line, headline, ordered, time_comparison, unjudged_line
 from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 from pytest_gpuperf.report.why import PERFETTO, why_lines
+
+if TYPE_CHECKING:
+    from pytest_gpuperf.baseline.store import EntryChange
 
 HEADERS = ("test", "measurement", "now", "baseline", "change", "precision", "verdict")
 _MARKUP = {
@@ -277,6 +281,23 @@ def _quiet_past(c: Comparison, threshold: float) -> bool:
     """An unchanged time past the session's threshold (a guard of the gate decided): the reader needs why."""
     past_session = c.kind is Kind.TIME and c.change is not None and abs(c.change) > threshold
     return c.verdict is Verdict.UNCHANGED and (past_session or quietly_past(c))
+
+
+def change_lines(changes: Sequence[EntryChange], relative: Callable[[Path], str]) -> list[str]:
+    """``gpuperf: baseline added: KEY (PATH)``; several entries of one kind in one file are one line with
+    their count and the first keys; entries kept as they were are one count (``relative``: a path as shown)."""
+    grouped: dict[tuple[str, Path], list[str]] = {}
+    for change in changes:
+        if change.kind != "unchanged":
+            grouped.setdefault((change.kind, change.path), []).append(change.key)
+    lines = []
+    for (kind, path), keys in grouped.items():
+        shown = ", ".join(keys[:_NAMED]) + (f", +{len(keys) - _NAMED} more" if len(keys) > _NAMED else "")
+        what = shown if len(keys) == 1 else f"{len(keys)} entries ({shown})"
+        lines.append(f"gpuperf: baseline {kind}: {what} in {relative(path)}")
+    if kept := sum(1 for c in changes if c.kind == "unchanged"):
+        lines.append(f"gpuperf: {kept} baseline entr{'y' if kept == 1 else 'ies'} unchanged (kept as is)")
+    return lines
 
 
 def render_unjudged(tw: Any, session: SessionResults) -> None:
