@@ -115,3 +115,5 @@ def test_the_recorded_host_state_is_judged_as_the_session_judged_it(tmp_path: Pa
         code == 0 and "1 unstable" in out and "1 of 1 measurement could not be judged: 1 unstable (busy-runner)" in out
     )
     assert run("compare", "--strict", str(base), str(head))[0] == 1
+    judged_anyway = run("compare", "--busy-policy=judge", str(base), str(head))  # as a session under judge
+    assert judged_anyway[0] == 1 and "1 regression," in judged_anyway[1]
