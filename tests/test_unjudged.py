@@ -47,6 +47,9 @@ def test_the_line_counts_what_was_not_judged_why_and_what_to_do() -> None:
     compare_ref = session(comparison(0, Verdict.UNSTABLE, *BUSY), compare_ref="main")
     assert "--gpuperf-compare-ref" not in (unjudged_line(compare_ref) or "")
     assert unjudged_line(session(comparison(0, Verdict.UNCHANGED))) is None
+    elsewhere = unjudged_line(session(comparison(0, Verdict.NOT_COMPARABLE, ("reference", Verdict.NOT_COMPARABLE))))
+    assert elsewhere is not None and "--gpuperf-compare-ref" not in elsewhere
+    assert "record baselines on this device class with --gpuperf-update-baseline" in elsewhere
 
 
 def test_the_pr_comment_says_it_first() -> None:

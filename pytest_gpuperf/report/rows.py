@@ -103,14 +103,29 @@ def unjudged_line(session: SessionResults) -> str | None:
             total = sum(n for _, n in rules)
             named = ", ".join(rule if n == total else f"{n} {rule}" for rule, n in rules if rule)
             parts.append(f"{plural(total, verdict.value)} ({named})" if named else plural(total, verdict.value))
-    if session.compare_ref:
-        advice = "run it again on a quieter runner"
-    else:
-        advice = "gate a busy runner with --gpuperf-compare-ref, which stays reliable under load"
     return (
         f"{len(unjudged)} of {plural(len(session.results), 'measurement')} could not be judged: {', '.join(parts)}. "
-        f"They are not a pass: {advice}, or make such runs fail with --gpuperf-strict (--gpuperf-explain says why)"
+        f"They are not a pass: {_advice(session, {r.verdict for r in unjudged})}, or make such runs fail with "
+        "--gpuperf-strict (--gpuperf-explain says why)"
     )
+
+
+def _advice(session: SessionResults, verdicts: set[Verdict]) -> str:
+    """What to do about measurements of ``verdicts`` that could not be judged."""
+    if session.compare_ref:
+        return "run it again on a quieter runner"
+    advice = []
+    if verdicts - {Verdict.NOT_COMPARABLE}:
+        advice.append("gate a busy runner with --gpuperf-compare-ref, which stays reliable under load")
+    if Verdict.NOT_COMPARABLE in verdicts:
+        advice.append("record baselines on this device class with --gpuperf-update-baseline")
+    return "; ".join(advice)
+
+
+def named(keys: list[str], shown: int = 2) -> str:
+    """``a, b, +3 more``: the first ``shown`` of ``keys`` and how many more."""
+    more = len(keys) - shown
+    return ", ".join(keys[:shown]) + (f", +{more} more" if more > 0 else "")
 
 
 def counts_line(session: SessionResults) -> str:

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TextIO
 
 from pytest_gpuperf.model import Comparison, Kind, NoteKind, ProfileSummary, SessionResults, Verdict
-from pytest_gpuperf.report.rows import Headline, counts_line, headline, ordered, time_comparison, unjudged_line
+from pytest_gpuperf.report.rows import (
+    Headline,
+    counts_line,
+    headline,
+    named,
+    ordered,
+    time_comparison,
+    unjudged_line,
+)
 from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 from pytest_gpuperf.report.why import PERFETTO, why_lines
@@ -204,9 +212,6 @@ class PlainWriter:
         self.stream.write(self._paint(s, markup) + "\n")
 
 
-_NAMED = 2  # measurements a grouped note names before "+N more"
-
-
 @dataclass
 class _NoteGroup:
     """Notes of one kind: the rules that wrote them (and the verdict), a note's topic, or one exact text."""
@@ -218,9 +223,7 @@ class _NoteGroup:
     def line(self) -> str:
         if len(self.keys) == 1:
             return f"{self.keys[0]}: {self.text}"
-        named = ", ".join(self.keys[:_NAMED])
-        more = len(self.keys) - _NAMED
-        concerned = f"{len(self.keys)} measurements ({named}{f', +{more} more' if more > 0 else ''})"
+        concerned = f"{len(self.keys)} measurements ({named(self.keys)})"
         if not self.label:  # one text, word for word
             return f"{concerned}: {self.text}"
         return f"{self.label}: {concerned}; the first: {self.text}"
@@ -284,7 +287,7 @@ def _quiet_past(c: Comparison, threshold: float) -> bool:
 
 
 def change_lines(changes: Sequence[EntryChange], relative: Callable[[Path], str]) -> list[str]:
-    """``gpuperf: baseline added: KEY (PATH)``; several entries of one kind in one file are one line with
+    """``gpuperf: baseline added: KEY in PATH``; several entries of one kind in one file are one line with
     their count and the first keys; entries kept as they were are one count (``relative``: a path as shown)."""
     grouped: dict[tuple[str, Path], list[str]] = {}
     for change in changes:
@@ -292,8 +295,7 @@ def change_lines(changes: Sequence[EntryChange], relative: Callable[[Path], str]
             grouped.setdefault((change.kind, change.path), []).append(change.key)
     lines = []
     for (kind, path), keys in grouped.items():
-        shown = ", ".join(keys[:_NAMED]) + (f", +{len(keys) - _NAMED} more" if len(keys) > _NAMED else "")
-        what = shown if len(keys) == 1 else f"{len(keys)} entries ({shown})"
+        what = keys[0] if len(keys) == 1 else f"{len(keys)} entries ({named(keys)})"
         lines.append(f"gpuperf: baseline {kind}: {what} in {relative(path)}")
     if kept := sum(1 for c in changes if c.kind == "unchanged"):
         lines.append(f"gpuperf: {kept} baseline entr{'y' if kept == 1 else 'ies'} unchanged (kept as is)")
