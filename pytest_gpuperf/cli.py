@@ -20,7 +20,7 @@ from typing import TextIO
 
 from pytest_gpuperf import __version__, cli_history
 from pytest_gpuperf.cli_history import DEFAULT_BASELINES
-from pytest_gpuperf.config import Mode
+from pytest_gpuperf.config import BusyPolicy, Mode
 from pytest_gpuperf.errors import ConfigError, GpuperfError, NoChanges
 from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import SessionResults, Statistic
@@ -105,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     _gate_options(compare)
     compare.add_argument("--strict", action="store_true",
                          help="as --gpuperf-strict: not comparable, unstable, not gated fail too")  # fmt: skip
+    compare.add_argument("--busy-policy", choices=[p.value for p in BusyPolicy], default=BusyPolicy.RETAKE.value,
+                         help="the sessions' gpuperf_busy_policy (default retake): judge leaves a change measured "
+                         "on a busy CPU runner to its samples, as such a session did")  # fmt: skip
 
     report = commands.add_parser(
         "report",
@@ -188,7 +191,7 @@ def _cmd_compare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     except (ConfigError, ValueError, KeyError) as exc:  # a bad option value is a usage error, whatever finds it
         stderr.write(f"gpuperf compare: error: {exc.args[0]}\n")
         return EXIT_USAGE
-    outcome = compare_files(args.base, args.head, settings)
+    outcome = compare_files(args.base, args.head, settings, busy_policy=BusyPolicy(args.busy_policy))
     _emit_report(args.format, outcome.session, args.output, stdout)
     for key in outcome.removed:
         stderr.write(f"gpuperf compare: {key} is in {args.base} but not in {args.head}\n")

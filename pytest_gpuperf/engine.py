@@ -20,6 +20,9 @@ from pytest_gpuperf.config import MeasureSettings, Mode, Settings
 from pytest_gpuperf.env import describe_drift
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import (
+    BASELINE_WRITE,
+    QUIET_WAIT,
+    WRITTEN_BUSY,
     BaselineEntry,
     Comparison,
     Environment,
@@ -66,14 +69,14 @@ class FreshReader(Protocol):
     def close(self) -> None: ...
 
 
-def noted(measurement: Measurement, text: str) -> Measurement:
-    return dataclasses.replace(measurement, notes=(*measurement.notes, Note(text)))
+def noted(measurement: Measurement, text: str, topic: str = "") -> Measurement:
+    return dataclasses.replace(measurement, notes=(*measurement.notes, Note(text, topic=topic)))
 
 
 def with_probe(measurement: Measurement, probe_ns: float | None, waited: str | None) -> Measurement:
     """``measurement`` with the host's speed probe taken before it, and the wait for it in its notes."""
     probed = dataclasses.replace(measurement, speed_probe_ns=probe_ns)
-    return probed if waited is None else noted(probed, waited)
+    return probed if waited is None else noted(probed, waited, QUIET_WAIT)
 
 
 def regressed(result: MeasurementResult) -> bool:
@@ -200,7 +203,7 @@ class LocalEngine:
                 m = noted(m, drift)
             if baseline is not None and baseline.written_busy and settings.mode is not Mode.UPDATE:
                 told = f"the baseline was written while the runner was busy ({baseline.written_busy}): write it again"
-                m = noted(m, f"{told} in a quieter hour")
+                m = noted(m, f"{told} in a quieter hour", WRITTEN_BUSY)
             reference = Reference(entry=baseline, other_classes=others)
             result = judge(m, reference, settings.gate, self.rules, self.environment)
             result = self._confirm(result, reference, settings)
@@ -285,10 +288,17 @@ class LocalEngine:
         )
         medians = [r.stats.median_ns for r in taken]
         chosen = taken[readings.chosen_reading(medians)]
-        note = self._write_note(chosen, medians, gate)
+        written = Note(self._write_note(chosen, medians, gate), topic=BASELINE_WRITE)
         busy = next((b for b in (self.guard.busy(r.health) for r in taken) if b), None)
-        if busy is not None:  # recorded in the entry, and said each time it is gated against
-            note += f"; written while the runner was busy ({busy}): write it again in a quieter hour"
+        busy_notes = (
+            ()
+            if busy is None
+            else (  # recorded in the entry, and said each time it is gated against
+                Note(
+                    f"written while the runner was busy ({busy}): write it again in a quieter hour", topic=WRITTEN_BUSY
+                ),
+            )
+        )
         probes = [r.speed_probe_ns for r in taken if r.speed_probe_ns is not None]
         calibration = chosen.calibration_ns if chosen.calibration_ns is not None else m.calibration_ns
         # the base of a later regression's differential profile
@@ -297,7 +307,8 @@ class LocalEngine:
             if settings.profile_diff
             else ProfiledSide(None)
         )
-        notes = (*chosen.notes, *(Note(text) for text in (note, side.problem) if text))
+        problems = (Note(side.problem),) if side.problem else ()
+        notes = (*chosen.notes, written, *problems, *busy_notes)
         return dataclasses.replace(
             chosen, speed_probe_ns=min(probes, default=None),
             # the probe's spread on a quiet host: a busy write's spread is the load's, and would hide a slow machine

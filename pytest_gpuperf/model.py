@@ -77,12 +77,21 @@ class NoteKind(str, enum.Enum):
     ROUTINE = "routine"
 
 
+# Note topics (``Note.topic``): what a note is about, for notes whose words differ per measurement
+WRITTEN_BUSY = "written-busy"  # a baseline written while the runner was busy (its write, and each gate against it)
+BASELINE_WRITE = "baseline-write"  # how a baseline entry was checked when written
+QUIET_WAIT = "quiet-wait"  # a wait for the machine to recover before measuring
+
+
 @dataclass(frozen=True)
 class Note:
     """One note of a measurement: its text and its kind."""
 
     text: str
     kind: NoteKind = NoteKind.NOTICE
+    # what the note is about ("written-busy", "baseline-write"): the terminal writes a topic's notes as one line
+    # with a count and the measurements it concerns; "": the note's text is its own group
+    topic: str = ""
 
 
 def measurement_key(test_id: str, name: str) -> str:

@@ -134,7 +134,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if state is None or not state.config.enabled or state.environment is None:
         return
     from pytest_gpuperf.report import write_reports
-    from pytest_gpuperf.report.terminal import render_explanations, render_notes, render_summary, render_top_ops
+    from pytest_gpuperf.report.terminal import (
+        change_lines,
+        render_explanations,
+        render_notes,
+        render_summary,
+        render_top_ops,
+        render_unjudged,
+    )
 
     session = state.session_results()
     tw = terminalreporter
@@ -145,11 +152,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if state.config.explain:
         render_explanations(tw, session)
     render_top_ops(tw, session)
-    for change in state.changes:
-        if change.kind != "unchanged":
-            tw.write_line(f"gpuperf: baseline {change.kind}: {change.key} ({_relative(change.path, config)})")
-    if kept := sum(1 for c in state.changes if c.kind == "unchanged"):
-        tw.write_line(f"gpuperf: {kept} baseline entr{'y' if kept == 1 else 'ies'} unchanged (kept as is)")
+    for line in change_lines(state.changes, lambda path: _relative(path, config)):
+        tw.write_line(line)
     c = state.config
     history = None
     if c.html_path is not None and c.mode is not cfg.Mode.COMPARE_REF:
@@ -168,6 +172,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             _warn(tw, f"gpuperf: could not write {failure.path}: {failure.reason}")
     if state.worker is None:  # under xdist the controller records the merged session, once
         _record_history(tw, config, session, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
+    render_unjudged(tw, session)  # last: what the run could not judge is the line a reader sees
 
 
 def _record_history(tw: Any, config: pytest.Config, session: SessionResults, *, interrupted: bool) -> None:

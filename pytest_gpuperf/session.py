@@ -226,7 +226,10 @@ class GpuperfSession:
                 fail("\n\n".join(violated))
             self.update_baselines(results)
             return
-        if failures := [failure_message(r, str(self.device)) for r in results if fails(r, bench.settings.gate)]:
+        ref = self.config.compare_ref
+        if failures := [
+            failure_message(r, str(self.device), compare_ref=ref) for r in results if fails(r, bench.settings.gate)
+        ]:
             fail("\n\n".join(failures))
 
     def update_baselines(self, results: list[MeasurementResult]) -> None:

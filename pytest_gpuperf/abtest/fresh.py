@@ -22,7 +22,7 @@ from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch
 from pytest_gpuperf.abtest.twins import Zygote
 from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
-from pytest_gpuperf.model import Measurement, Note
+from pytest_gpuperf.model import QUIET_WAIT, Measurement, Note
 from pytest_gpuperf.runner import sample_precision, stopping_rule
 from pytest_gpuperf.stopping import Progress
 
@@ -78,7 +78,7 @@ class FreshProcessRemeasure:
         except WorkerError:
             self._stop_worker()  # a later suspicion gets a new process, not a half-finished test
             raise
-        notes = measured.notes if waited is None else (*measured.notes, Note(waited))
+        notes = measured.notes if waited is None else (*measured.notes, Note(waited, topic=QUIET_WAIT))
         return dataclasses.replace(measured, speed_probe_ns=probe, notes=notes)
 
     @staticmethod

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import inspect
 import io
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -104,11 +105,11 @@ class _Side:
     statistic: float | None  # ns: the comparison's value for this side
 
 
-def _band(timing: Comparison | None) -> tuple[float, float] | None:
-    """The threshold band around the baseline's statistic: outside it a change is large enough."""
-    if timing is None or timing.baseline is None or timing.threshold is None:
+def _band(timing: Comparison | None, centre: float | None) -> tuple[float, float] | None:
+    """The threshold band around the drawn baseline's statistic ``centre``: outside it a change is large enough."""
+    if timing is None or centre is None or timing.threshold is None:
         return None
-    return timing.baseline * (1 - timing.threshold), timing.baseline * (1 + timing.threshold)
+    return centre * (1 - timing.threshold), centre * (1 + timing.threshold)
 
 
 def distribution_figure(result: MeasurementResult, base_label: str = "baseline") -> Figure:
@@ -120,20 +121,22 @@ def distribution_figure(result: MeasurementResult, base_label: str = "baseline")
     import numpy as np
 
     h = headline(result)
-    sides = [_Side("now", _NOW_COLOUR, result.measurement.samples_ns, h.now_ns)]
-    if result.baseline is not None and result.baseline.samples_ns:
-        sides.insert(0, _Side(base_label, _BASE_COLOUR, result.baseline.samples_ns, h.baseline_ns))
+    # each bar is the statistic of the samples drawn beside it, so a side's dots and bar have one source
+    sides = [_Side("now", _NOW_COLOUR, result.measurement.samples_ns, result.measurement.stats.get(h.statistic))]
+    base = result.baseline
+    if base is not None and base.samples_ns:
+        sides.insert(0, _Side(base_label, _BASE_COLOUR, base.samples_ns, base.stats.get(h.statistic)))
     timing = time_comparison(result)
-    band = _band(timing)
+    band = _band(timing, sides[0].statistic if len(sides) > 1 else None)
     samples = sorted(v for side in sides for v in side.samples)
     factor, unit = time_scale([samples[len(samples) // 2]])  # the unit of a typical sample
     marks = [side.statistic for side in sides if side.statistic is not None] + list(band or ())
     lo, hi = (v / factor for v in zoom_limits([side.samples for side in sides], marks))
     fig, ax = _figure(7.5, 1.3 + 0.75 * len(sides))
-    if band is not None and timing is not None and timing.baseline is not None:
+    if band is not None and timing is not None:
         ax.axvspan(band[0] / factor, band[1] / factor, color=_BAND_COLOUR, alpha=0.25, lw=0,
                    label=f"threshold ±{timing.threshold:.1%}")  # fmt: skip
-        ax.axvline(timing.baseline / factor, color=_BASE_COLOUR, linestyle="--", linewidth=1)
+        ax.axvline((band[0] + band[1]) / 2 / factor, color=_BASE_COLOUR, linestyle="--", linewidth=1)
     new_api = "orientation" in inspect.signature(ax.violinplot).parameters  # matplotlib 3.10 deprecated ``vert``
     horizontal: dict[str, Any] = {"orientation": "horizontal"} if new_api else {"vert": False}
     rng = np.random.default_rng(0)  # fixed jitter: the same results draw the same picture
@@ -330,6 +333,26 @@ def _trend(result: MeasurementResult, series: Series | None, metric: str) -> str
     return f'<figure class="trend">{figure}<figcaption>{caption}</figcaption></figure>'
 
 
+def _verdict_figures(result: MeasurementResult, base_label: str) -> str:
+    """Where the verdict's now and reference (the summary's) are not the drawn samples' statistics (compare-ref's
+    paired rounds, fresh process pairs), a line naming them and their source: each figure has one."""
+    timing = time_comparison(result)
+    if timing is None:
+        return ""
+    statistic = headline(result).statistic
+    drawn = [(timing.current, result.measurement.stats.get(statistic))]
+    if timing.baseline is not None and result.baseline is not None:
+        drawn.append((timing.baseline, result.baseline.stats.get(statistic)))
+    if all(math.isclose(shown, own, rel_tol=1e-9) for shown, own in drawn):
+        return ""
+    base = f", {escape(base_label)} {format_time(timing.baseline)}" if timing.baseline is not None else ""
+    return (
+        f"<p>The verdict's figures, as in the summary: now {format_time(timing.current)}{base} "
+        f"({escape(format_change(timing.change))}), from {escape(timing.evidence)}. "
+        "The samples below are the first reading's, each side's bar their own statistic.</p>"
+    )
+
+
 def _measurement_section(result: MeasurementResult, base_label: str, series: Series | None, metric: str) -> str:
     m = result.measurement
     stats = m.stats
@@ -338,12 +361,13 @@ def _measurement_section(result: MeasurementResult, base_label: str, series: Ser
         f"median {format_time(stats.median_ns)}, min {format_time(stats.min_ns)}, "
         f"IQR {format_time(stats.iqr_ns)}, precision {escape(format_precision(m.precision))}"
     )
+    facts = f"{_verdict_figures(result, base_label)}<p>{facts}</p>"
     unstable = f'<p class="note">unstable: {escape(m.unstable_reason)}</p>' if m.unstable_reason else ""
     why = why_section(result.profile_diff, m.key) if result.profile_diff is not None else ""
     figure = _img(distribution_figure(result, base_label), f"distribution of {m.key}")
     return (
         f'<section class="measurement {_css_class(result.verdict)}">'
-        f"<h3>{escape(m.key)}</h3><p>{facts}</p>{unstable}"
+        f"<h3>{escape(m.key)}</h3>{facts}{unstable}"
         f'<figure class="distribution">{figure}</figure>{_trend(result, series, metric)}'
         f"{_comparisons(result)}{why}{_profile(result)}</section>"
     )

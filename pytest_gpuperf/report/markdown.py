@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pytest_gpuperf.model import Environment, MeasurementResult, ProfileDiff, Provenance, SessionResults, Verdict
-from pytest_gpuperf.report.rows import counts_line, ordered, plural, split_key, verdict_counts
+from pytest_gpuperf.report.rows import counts_line, ordered, plural, split_key, unjudged_line, verdict_counts
 from pytest_gpuperf.report.text import html_text, md_code, md_text
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 from pytest_gpuperf.report.why import (
@@ -113,7 +113,7 @@ def _commits(session: SessionResults) -> list[str]:
     provenances = (_provenance("head", session.provenance), _provenance(base, session.base_provenance))
     lines = [line for line in provenances if line]
     baseline_commits = sorted({c.baseline_commit for r in session.results for c in r.comparisons if c.baseline_commit})
-    if baseline_commits:
+    if baseline_commits and not session.compare_ref:  # compare-ref's reference is the base line above
         lines.append("- **baselines recorded at**: " + ", ".join(_short(c) for c in baseline_commits))
     return lines or ["- no git information"]
 
@@ -189,7 +189,7 @@ def _why_table(diff: ProfileDiff) -> list[str]:
     return lines + (["", f"{rest} more rows in the HTML report and the results JSON."] if rest > 0 else [])
 
 
-def _why(result: MeasurementResult, diff: ProfileDiff) -> list[str]:
+def _why(result: MeasurementResult, diff: ProfileDiff, folder: Path | None) -> list[str]:
     """One collapsed section: the heading, the finding, the host/device split, the table, the note and the traces."""
     facts = (
         heading(diff),
@@ -203,19 +203,20 @@ def _why(result: MeasurementResult, diff: ProfileDiff) -> list[str]:
     if diff.note:
         body += ["", md_text(diff.note)]
     sides = (("head", diff.head_trace), ("base", diff.base_trace))
-    traces = [f"{side} {md_code(path)}" for side, path in sides if path]
+    traces = [f"{side} {md_code(trace_label(path, folder))}" for side, path in sides if path]
     if traces:
         body += ["", f"Traces (open in [Perfetto]({PERFETTO})): {', '.join(traces)}"]
     return _details(_why_summary(result, diff), body)
 
 
-def why_sections(session: SessionResults, budget: int = WHY_BUDGET) -> list[str]:
-    """A collapsed section per regression with a differential profile, worst first, within ``budget``."""
+def why_sections(session: SessionResults, budget: int = WHY_BUDGET, folder: Path | None = None) -> list[str]:
+    """A collapsed section per regression with a differential profile, worst first, within ``budget``;
+    trace paths relative to ``folder`` (``trace_label``)."""
     diffs = [(r, r.profile_diff) for r in ordered(session.results) if r.profile_diff is not None]
     lines: list[str] = []
     used = 0
     for shown, (result, diff) in enumerate(diffs):
-        section = _why(result, diff)
+        section = _why(result, diff, folder)
         size = sum(len(line.encode("utf-16-le")) // 2 + 1 for line in section)  # GitHub counts UTF-16 units
         if used + size > budget:
             left = len(diffs) - shown
@@ -232,10 +233,12 @@ def render_comment(session: SessionResults, folder: Path | None = None) -> str:
     counts = verdict_counts(session)
     icon = "🔴" if counts[Verdict.REGRESSION] else "🟢"
     against = f" against {md_code(session.compare_ref)}" if session.compare_ref else ""
+    unjudged = unjudged_line(session)
     lines = [
         MARKER,
         "## pytest-gpuperf",
         "",
+        *([f"⚠️ **{md_text(unjudged)}**", ""] if unjudged else []),
         f"{icon} **{counts_line(session)}**{against} "
         f"({plural(len(session.results), 'measurement')} on {md_text(session.environment.device_name)})",
         "",
@@ -245,7 +248,7 @@ def render_comment(session: SessionResults, folder: Path | None = None) -> str:
     if noted:
         lines += ["", *[f"- {md_code(c.key)} {md_text(c.metric)}: {md_text(c.note)}" for c in noted]]
     lines.append("")
-    lines += why_sections(session)
+    lines += why_sections(session, folder=folder)
     lines += _details("Environment", _environment(session.environment))
     lines += _details("Commits", _commits(session))
     if session.results:

@@ -29,10 +29,11 @@ FORMAT = "pytest-gpuperf-results"
 # baseline entry; 4 what the ``benchmark`` fixture knows of a measurement's test (``benchmark``:
 # pytest-benchmark's names, group, params and extra_info), a measurement's notes with their kind
 # (``{"text", "kind"}``, no longer bare strings); 5 a differential profile's explanation (``rows``,
-# ``measured``, ``profile_change``, ``finding``, ``basis``) and each profiled call's times in op
-# profiles (``host_samples_ns``, ``device_samples_ns``). Older files are read by adding what they lack
+# ``measured``, ``profile_change``, ``finding``, ``basis``), each profiled call's times in op
+# profiles (``host_samples_ns``, ``device_samples_ns``) and a note's optional ``topic`` (what it is
+# about, by which the terminal groups notes). Older files are read by adding what they lack
 # (``_upgrade``): no kind recorded is taken from the comparison's name, a bare note is a notice,
-# the rest is empty (a version 4 diff has no explanation rows).
+# a note without a topic has none, the rest is empty (a version 4 diff has no explanation rows).
 SCHEMA_VERSION = 5
 # The most a results file may hold: far above any session's (thousands of measurements make a few
 # MiB), and a bound on what one read takes, so that /dev/zero or a stray dump is refused, not read.

@@ -22,6 +22,17 @@ if TYPE_CHECKING:
     import torch
 
 
+def guard_rules(mode: Mode, busy_policy: BusyPolicy = BusyPolicy.RETAKE) -> GuardRules:
+    """The rules a shared CPU adds to ``mode``'s lists. They read only what a measurement records (its
+    contention counters, speed probe, samples), so recorded measurements are judged by them too."""
+    if mode is Mode.COMPARE_REF:  # interleaved rounds on one core already cancel the host's drift
+        return GuardRules()
+    judge = busy_policy is BusyPolicy.JUDGE
+    busy = () if judge or mode is Mode.UPDATE else (BusyRunner(),)  # an update's entry records its contention
+    return GuardRules(time=(Calibration(), *busy, FastEnd(trust_counters=not judge), SlowMachine()),
+                      metric=(SlowDurations(),))  # fmt: skip
+
+
 class CpuHostGuard:
     name = "cpu"
 
@@ -37,12 +48,7 @@ class CpuHostGuard:
         self._quiet = quiet or QuietWait(self._reader)
 
     def rules(self, mode: Mode) -> GuardRules:
-        if mode is Mode.COMPARE_REF:  # interleaved rounds on one core already cancel the host's drift
-            return GuardRules()
-        judge = self.busy_policy is BusyPolicy.JUDGE
-        busy = () if judge or mode is Mode.UPDATE else (BusyRunner(),)  # an update's entry records its contention
-        return GuardRules(time=(Calibration(), *busy, FastEnd(trust_counters=not judge), SlowMachine()),
-                          metric=(SlowDurations(),))  # fmt: skip
+        return guard_rules(mode, self.busy_policy)
 
     def pinned(self) -> AbstractContextManager[object]:
         return pinned(self.pin_cpu)
