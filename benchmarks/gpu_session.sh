@@ -13,13 +13,44 @@
 # "figure: " line, else its last line); the lines are repeated at the end, and the exit status
 # says whether any failed. Without CUDA the steps that need it say "skipped, no CUDA" and do not
 # fail; tests/cuda and why_quality still run (they skip their CUDA parts themselves).
+#
+# A GPU machine without a package index: first, where pip reaches one and the project's venv is
+# set up, `PYTHON=.venv/bin/python bash benchmarks/gpu_session.sh --wheels` puts into WHEELS
+# (default .whl, git-ignored) the project's own wheel and the runtime dependencies a torch image
+# lacks (DEVICE_PACKAGES, at the venv's versions, for CPython WHEEL_PYTHON, default 3.12). Carry
+# that folder along; the run installs it into SITE (default /tmp/gpuperf-site) before the steps,
+# with the checkout ahead of it on PYTHONPATH (the wheel brings the pytest plugin's entry point).
 set -uo pipefail
 OUT=${OUT:-gpu-out}
 BUDGET=${BUDGET:-510}
-RUN=$(mktemp -d /tmp/gpu-run.XXXX)
-mkdir -p "$OUT"
+WHEELS=${WHEELS:-.whl}
+SITE=${SITE:-/tmp/gpuperf-site}
 export PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
+DEVICE_PACKAGES=${DEVICE_PACKAGES:-"jsonschema jsonschema-specifications referencing rpds-py GitPython gitdb smmap nvtx \
+SQLAlchemy alembic Mako"}
+
+if [ "${1:-}" = --wheels ]; then
+    # shellcheck disable=SC2086  # DEVICE_PACKAGES is a list of names
+    pins=$("$PY" -c 'import importlib.metadata as m, sys; print(*(f"{n}=={m.version(n)}" for n in sys.argv[1:]))' \
+        $DEVICE_PACKAGES) || exit 2
+    rm -rf "$WHEELS" && mkdir -p "$WHEELS"
+    # shellcheck disable=SC2086
+    "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version "${WHEEL_PYTHON:-3.12}" \
+        --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+        --platform manylinux2014_x86_64 -d "$WHEELS" $pins || exit 2
+    "$PY" -m pip wheel -q --no-deps --no-build-isolation -w "$WHEELS" . || exit 2
+    echo "wheels: $(ls "$WHEELS" | wc -l) in $WHEELS ($(du -sh "$WHEELS" | cut -f1)): carry it along"
+    exit 0
+fi
+if compgen -G "$WHEELS/*.whl" >/dev/null; then
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
+        "$WHEELS"/*.whl || { echo "wheels: could not install $WHEELS into $SITE"; exit 2; }
+    export PYTHONPATH="$PWD:$SITE${PYTHONPATH:+:$PYTHONPATH}"
+    echo "wheels: $(ls "$WHEELS"/*.whl | wc -l) installed from $WHEELS into $SITE"
+fi
+RUN=$(mktemp -d /tmp/gpu-run.XXXX)
+mkdir -p "$OUT"
 status=0
 summary=()
 CUDA=$("$PY" -c 'import torch; print(int(torch.cuda.is_available()))' 2>/dev/null || echo 0)

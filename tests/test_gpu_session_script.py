@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,28 @@ def test_a_step_past_the_budget_fails_and_says_so(tmp_path: Path) -> None:
     lines = summary(done.stdout)
     assert lines["cuda_tests"] == "FAILED, skipped: no time left in the budget of 20s"
     assert lines["why_cuda"] == "FAILED, skipped: no time left in the budget of 20s"
+
+
+def probe_wheel(folder: Path) -> None:
+    """A minimal pure-Python wheel: one module, ``gpuperf_probe``."""
+    folder.mkdir()
+    info = "gpuperf_probe-1.0.dist-info"
+    files = {
+        "gpuperf_probe.py": "VALUE = 1\n",
+        f"{info}/METADATA": "Metadata-Version: 2.1\nName: gpuperf-probe\nVersion: 1.0\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    with zipfile.ZipFile(folder / "gpuperf_probe-1.0-py3-none-any.whl", "w") as whl:
+        for name, text in files.items():
+            whl.writestr(name, text)
+        whl.writestr(f"{info}/RECORD", "".join(f"{name},,\n" for name in [*files, f"{info}/RECORD"]))
+
+
+def test_carried_wheels_are_installed_before_the_steps(tmp_path: Path) -> None:
+    probe_wheel(tmp_path / "wheels")
+    site = tmp_path / "site"
+    done = session(tmp_path / "out", WHEELS=str(tmp_path / "wheels"), SITE=str(site), BUDGET="20", EXAMPLES="0",
+                   FULL_SUITE="0")  # fmt: skip
+    assert done.stdout.splitlines()[0] == f"wheels: 1 installed from {tmp_path / 'wheels'} into {site}"
+    assert (site / "gpuperf_probe.py").read_text() == "VALUE = 1\n"
+    assert "=== summary" in done.stdout
