@@ -252,7 +252,7 @@ def run_old(rev: str, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
 CUDA_CASES = ("matmul_layout", "extra_launch", "triton_slower", "host_only")
 CUDA_TRIALS = 3
 N = 2048  # the matmul's size (half precision)
-ELEMENTS = 1 << 25  # elementwise inputs: 128 MiB of fp32, about 50 us of an H200 each: well above a launch's host cost
+ELEMENTS = 1 << 25  # inputs of 128 MiB (fp32): a launch's device time, bandwidth-bound, well over its host cost
 TRITON_REPEAT = 256  # the slowed Triton kernel's multiply-adds per element (the base does one)
 HOST_SHARE = 0.3  # host_only: Python work worth this share of the base call, before the launches
 
