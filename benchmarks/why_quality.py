@@ -1,6 +1,7 @@
 """How often a regression's "why" names the planted cause: planted 3% and 5% regressions in torch CPU workloads.
 
     python benchmarks/why_quality.py --trials 4 [--old-rev REV] [--json out.json]
+    python benchmarks/why_quality.py --cases cuda --json why_cuda.json   # the CUDA cases alone
 
 Workloads (one intra-op thread, about 2 ms a call), each planted at 3% and 5% of its call:
 
@@ -20,7 +21,22 @@ regressions: the share whose first row names the planted operator with the right
 share with a wrong-sign row presented as a cause (any row of the short report with a negative
 change, for the old code; a row with the role ``cause`` and a negative change, for the new),
 the share whose causes add up to the measured change within its interval, and the profiling
-seconds spent. A benchmark, not a test: CI does not run it.
+seconds spent. ``--json`` writes ``{"cpu": [trials], "cuda": {"figure", "cases"}}`` (null for a part not run).
+
+CUDA cases (when ``torch.cuda.is_available()``; on the CPU one line says they were skipped), a
+few trials each, timed with a synchronize after each call and explained on CUDA:
+
+- ``matmul_layout``: a half-precision matmul whose input is non-contiguous (rows padded to an odd
+  leading dimension), so cuBLAS takes a slower path;
+- ``extra_launch``: one more launch of a ``sigmoid`` kernel per call;
+- ``triton_slower``: a Triton kernel doing more work per element (skipped when triton does not import);
+- ``host_only``: Python work before the launches, no kernel changed.
+
+A case is ``ok`` when every trial confirms the regression and the explanation's first row is a
+cause with a positive change that names one of the kernels the planted op launches when profiled
+alone (``[host time outside operators]`` for ``host_only``), no cause has the wrong sign, and the
+rows compare device time (host time for ``host_only``). Its last line, ``figure: ...``, sums it up;
+the exit status is 1 when a case FAILED. A benchmark, not a test: CI does not run it.
 """
 
 from __future__ import annotations
@@ -34,12 +50,20 @@ import sys
 import tarfile
 import tempfile
 import time
+import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
 from typing import Any
 
 import torch
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # the triton case is then reported as skipped
+    triton = None
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTSIDE = "[host time outside operators]"
@@ -129,14 +153,16 @@ def alternate(base: Callable[[], object], head: Callable[[], object]) -> tuple[l
 # -- the new pipeline -------------------------------------------------------------------------------
 
 
-def explain_new(base: Callable[[], object], head: Callable[[], object], result: Any) -> tuple[Any, float]:
+def explain_new(
+    base: Callable[[], object], head: Callable[[], object], result: Any, device: str = "cpu"
+) -> tuple[Any, float]:
     from pytest_gpuperf.engine import ProfiledSide, with_profile_diff
     from pytest_gpuperf.profiling.torch_profile import capture_calls
 
     def side(fn: Callable[[], object], label: str) -> Callable[[int], ProfiledSide]:
-        cpu = torch.device("cpu")
+        where = torch.device(device)
         return lambda calls: ProfiledSide(
-            capture_calls(fn, (), {}, trace_path=None, label=label, device=cpu, calls=calls, detailed=False).table
+            capture_calls(fn, (), {}, trace_path=None, label=label, device=where, calls=calls, detailed=False).table
         )
 
     start = time.perf_counter()
@@ -221,6 +247,182 @@ def run_old(rev: str, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return results
 
 
+# -- CUDA cases --------------------------------------------------------------------------------------
+
+CUDA_CASES = ("matmul_layout", "extra_launch", "triton_slower", "host_only")
+CUDA_TRIALS = 3
+N = 2048  # the matmul's size (half precision)
+ELEMENTS = 1 << 25  # inputs of 128 MiB (fp32): a launch's device time, bandwidth-bound, well over its host cost
+TRITON_REPEAT = 256  # the slowed Triton kernel's multiply-adds per element (the base does one)
+HOST_SHARE = 0.3  # host_only: Python work worth this share of the base call, before the launches
+
+if triton is not None:
+
+    @triton.jit
+    def scaled(x_ptr, out_ptr, n, REPEAT: tl.constexpr, BLOCK: tl.constexpr):
+        """``out = x`` through REPEAT multiply-adds: REPEAT sets the work per element."""
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        y = tl.load(x_ptr + offsets, mask=mask)
+        for _ in range(REPEAT):
+            y = y * 1.0001 + 0.5
+        tl.store(out_ptr + offsets, y, mask=mask)
+
+
+@dataclass(frozen=True)
+class CudaWorkload:
+    base: Callable[[], object]
+    head: Callable[[], object]
+    planted: Callable[[], object] | None  # the planted op alone (its kernels are the right names); None: host work
+    basis: str  # the time the rows must compare: "device", or "host" for a host-only slowdown
+
+
+def synced(fn: Callable[[], object]) -> Callable[[], object]:
+    """``fn`` then a synchronize: a call's wall time holds its kernels (timing only; profiles take ``fn``)."""
+    return lambda: (fn(), torch.cuda.synchronize())
+
+
+def cuda_workload(case: str) -> CudaWorkload:
+    """Base and head of ``case`` on the current CUDA device: a matmul, sigmoid launches and a Triton kernel."""
+    dev = torch.device("cuda")
+    w = torch.randn(N, N, device=dev, dtype=torch.half)
+    x = torch.randn(N, N, device=dev, dtype=torch.half)
+    padded = torch.randn(N, N + 1, device=dev, dtype=torch.half)[:, :N]  # non-contiguous: leading dimension N + 1
+    mm_out = torch.empty(N, N, device=dev, dtype=torch.half)
+    v = torch.randn(ELEMENTS, device=dev)
+    v_out, t_out = torch.empty_like(v), torch.empty_like(v)
+
+    def triton_op(repeat: int) -> None:
+        if triton is not None:
+            scaled[(triton.cdiv(ELEMENTS, 1024),)](v, t_out, ELEMENTS, REPEAT=repeat, BLOCK=1024)
+
+    def body(a: torch.Tensor, sigmoids: int, repeat: int, python: int) -> None:
+        if python:
+            _python_work(python)  # before the launches: the GPU waits for it
+        torch.mm(a, w, out=mm_out)
+        for _ in range(sigmoids):
+            torch.sigmoid(v, out=v_out)
+        triton_op(repeat)
+
+    def base() -> None:
+        body(x, 2, 1, 0)
+
+    if case == "matmul_layout":
+        return CudaWorkload(base, lambda: body(padded, 2, 1, 0), lambda: torch.mm(padded, w, out=mm_out), "device")
+    if case == "extra_launch":
+        return CudaWorkload(base, lambda: body(x, 3, 1, 0), lambda: torch.sigmoid(v, out=v_out), "device")
+    if case == "triton_slower":
+        return CudaWorkload(base, lambda: body(x, 2, TRITON_REPEAT, 0), lambda: triton_op(TRITON_REPEAT), "device")
+    if case == "host_only":
+        per_iteration = _timed(lambda: _python_work(10_000), 10) / 10_000
+        python = max(1, int(HOST_SHARE * _timed(synced(base)) / per_iteration))
+        return CudaWorkload(base, lambda: body(x, 2, 1, python), None, "host")
+    raise ValueError(f"unknown CUDA case {case!r}; known: {', '.join(CUDA_CASES)}")
+
+
+def kernels_of(fn: Callable[[], object]) -> set[str]:
+    """The names of the kernels ``fn`` launches, from a profile of one call of it alone."""
+    from torch.autograd.profiler import profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(use_device="cuda", use_kineto=True) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return {str(e.key) for e in prof.function_events if e.device_type == torch.autograd.DeviceType.CUDA}
+
+
+def score_cuda(diff: Any, expected: set[str], basis: str) -> dict[str, Any]:
+    """Whether ``diff`` names the plant: a positive cause first, among ``expected``; no wrong-sign cause; ``basis``."""
+    from pytest_gpuperf.profiling.torch_profile import launch_base
+
+    first = diff.rows[0] if diff.rows and diff.rows[0].role == "cause" else None
+    problems = []
+    if first is None:
+        problems.append(f"no cause first (finding {diff.finding})")
+    elif launch_base(first.name) not in expected:
+        problems.append(f"first row {first.name!r} is not the planted {' / '.join(sorted(expected))}")
+    elif first.delta_ns <= 0:
+        problems.append(f"first row {first.name!r} has the wrong sign")
+    if any(r.role == "cause" and r.delta_ns < 0 for r in diff.rows):
+        problems.append("a cause with the wrong sign")
+    if diff.basis != basis:
+        problems.append(f"rows compare {diff.basis} time, not {basis} time")
+    return {
+        "ok": not problems,
+        "problems": problems,
+        "first": None if first is None else [first.name, first.reading, first.delta_ns],
+        "basis": diff.basis,
+        "finding": diff.finding,
+        "host_delta_ns": diff.host_delta_ns,
+        "device_delta_ns": diff.device_delta_ns,
+    }
+
+
+def cuda_trial(work: CudaWorkload, expected: set[str]) -> dict[str, Any]:
+    head_rounds, base_rounds = alternate(synced(work.base), synced(work.head))
+    confirmed, result = regression(head_rounds, base_rounds)
+    change = statistics.median(head_rounds) / statistics.median(base_rounds) - 1
+    trial: dict[str, Any] = {"confirmed": confirmed, "change": change}
+    if not confirmed:
+        return {**trial, "ok": False, "problems": [f"regression not confirmed ({change:+.1%})"]}
+    diff, seconds = explain_new(work.base, work.head, result, "cuda")
+    return {**trial, **score_cuda(diff, expected, work.basis), "seconds": seconds}
+
+
+def verdict(case: dict[str, Any]) -> str:
+    """A CUDA case's: ``skipped``, ``ok`` (every trial named right) or ``FAILED``."""
+    if "skipped" in case:
+        return "skipped"
+    return "ok" if "error" not in case and all(t["ok"] for t in case["trials"]) else "FAILED"
+
+
+def case_line(case: dict[str, Any]) -> str:
+    """``name ok|FAILED|skipped`` and why, for one CUDA case."""
+    if "skipped" in case:
+        return f"{case['case']:14} skipped: {case['skipped']}"
+    if "error" in case:
+        return f"{case['case']:14} FAILED: {case['error']}"
+    trials = case["trials"]
+    good = sum(t["ok"] for t in trials)
+    firsts = sorted({t["first"][0] for t in trials if t.get("first")})
+    problems = sorted({p for t in trials for p in t.get("problems", [])})
+    changes = ", ".join(f"{t['change']:+.1%}" for t in trials)
+    detail = f"first row {' | '.join(firsts) or '-'}" + (f"; {'; '.join(problems)}" if problems else "")
+    return f"{case['case']:14} {verdict(case)}: {good}/{len(trials)} trials named right ({changes}); {detail}"
+
+
+def run_cuda(trials: int, save: Callable[[list[dict[str, Any]]], None]) -> tuple[list[dict[str, Any]], str]:
+    """Each CUDA case's trials, printed and saved as each case ends (a run cut short keeps them); the summary
+    figure. No CUDA: nothing run."""
+    if not torch.cuda.is_available():
+        return [], "why on CUDA: skipped, torch.cuda.is_available() is False"
+    cases: list[dict[str, Any]] = []
+    for name in CUDA_CASES:
+        case: dict[str, Any] = {"case": name}
+        if name == "triton_slower" and triton is None:
+            case["skipped"] = "triton does not import"
+        else:
+            try:
+                work = cuda_workload(name)
+                expected = {OUTSIDE} if work.planted is None else kernels_of(work.planted)
+                case.update(expected=sorted(expected), basis=work.basis,
+                            trials=[cuda_trial(work, expected) for _ in range(trials)])  # fmt: skip
+            except Exception as exc:  # one case's error (a Triton build, a CUDA error) leaves the others to run
+                case["error"] = f"{type(exc).__name__}: {exc}"
+                traceback.print_exc()
+        cases.append(case)
+        print(case_line(case), flush=True)
+        save(cases)
+    run = [c for c in cases if verdict(c) != "skipped"]
+    failed = [c["case"] for c in run if verdict(c) == "FAILED"]
+    skipped = [c["case"] for c in cases if verdict(c) == "skipped"]
+    figure = f"why on CUDA ({torch.cuda.get_device_name()}): {len(run) - len(failed)}/{len(run)} cases named right"
+    figure += f", FAILED: {', '.join(failed)}" if failed else ""
+    figure += f", skipped: {', '.join(skipped)}" if skipped else ""
+    return cases, figure
+
+
 # -- the report --------------------------------------------------------------------------------------
 
 
@@ -228,18 +430,8 @@ def share(rows: list[dict[str, Any]], key: str) -> str:
     return f"{sum(bool(r[key]) for r in rows)}/{len(rows)}" if rows else "-"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=4, help="trials per workload and share")
-    parser.add_argument("--shares", default="0.03,0.05")
-    parser.add_argument("--old-rev", default=None, help="a revision whose why pipeline to score beside today's")
-    parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--old-worker", type=Path, default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.old_worker is not None:
-        old_worker(args.old_worker)
-        return
-    sys.path.insert(0, str(ROOT))
+def run_cpu(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The planted CPU regressions: each trial printed as it ends, then the shares."""
     started = time.perf_counter()
     cases: list[dict[str, Any]] = []
     for trial in range(args.trials):
@@ -282,9 +474,40 @@ def main() -> None:
         if rows:
             old = f", old {share([c['old'] for c in rows], 'first_right')}" if "old" in rows[0] else ""
             print(f"  {shape:9} new {share([c['new'] for c in rows], 'first_right')}{old}")
-    if args.json:
-        args.json.write_text(json.dumps(cases, indent=1))
+    return cases
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", choices=("cpu", "cuda", "all"), default="all",
+                        help="the CPU study, the CUDA cases (skipped without CUDA), or both")  # fmt: skip
+    parser.add_argument("--trials", type=int, default=4, help="trials per CPU workload and share")
+    parser.add_argument("--cuda-trials", type=int, default=CUDA_TRIALS, help="trials per CUDA case")
+    parser.add_argument("--shares", default="0.03,0.05")
+    parser.add_argument("--old-rev", default=None, help="a revision whose why pipeline to score beside today's")
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--old-worker", type=Path, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.old_worker is not None:
+        old_worker(args.old_worker)
+        return 0
+    sys.path.insert(0, str(ROOT))
+    cpu = run_cpu(args) if args.cases != "cuda" else None
+
+    def save(cuda: dict[str, Any] | None) -> None:
+        if args.json:
+            args.json.write_text(json.dumps({"cpu": cpu, "cuda": cuda}, indent=1))
+
+    status = 0
+    if args.cases == "cpu":
+        save(None)
+    else:
+        cases, figure = run_cuda(args.cuda_trials, lambda so_far: save({"figure": None, "cases": so_far}))
+        print(f"figure: {figure}")
+        save({"figure": figure, "cases": cases})
+        status = int(any(verdict(c) == "FAILED" for c in cases))
+    return status
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
