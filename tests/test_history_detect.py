@@ -331,6 +331,24 @@ def test_slowed_runs_just_after_a_speed_up_do_not_hide_it() -> None:
     assert found(DetectorConfig(slow_clip=4.0)) <= 10
 
 
+def test_the_slow_side_follows_the_series_direction() -> None:
+    # A throughput (higher is better) that rose 6%, with two runs after the rise slowed by 15%:
+    # slowed means lower here, and those runs are judged by slow_clip. The same values read as
+    # times (lower is better) have their dips on the fast side, judged by the wider clip.
+    def found(config: DetectorConfig, better: str) -> int:
+        hits = 0
+        for seed in range(20):
+            levels = step_levels(50, 25, 0.06)
+            levels[[26, 28]] /= 1.15
+            changes = find_changes(series(levels, seed=seed, better=better), config)
+            hits += any(abs(int(c.first_bad, 16) - 25) <= 1 for c in changes)
+        return hits
+
+    assert found(DetectorConfig(), "higher") >= 18
+    assert found(DetectorConfig(slow_clip=4.0), "higher") <= 10
+    assert found(DetectorConfig(), "lower") == found(DetectorConfig(slow_clip=4.0), "lower")
+
+
 def test_wild_runs_do_not_widen_a_steps_interval_past_zero() -> None:
     # Three runs 13-17% off, two of them a run apart. Winsorised around a centred median they
     # still widened the residual spread, and with it the level interval, past zero: the 3%
