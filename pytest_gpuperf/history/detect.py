@@ -10,8 +10,9 @@ The detector (docs/change-points.md explains it and the measurements behind it):
    first differences, which a few steps cannot inflate). A run weighs
    ``1 / (between-run variance + its own variance)``: a run whose samples scattered widely
    counts less, something a detector fed one number per run cannot do. A wild run, far from
-   the runs before it and from the runs after it, counts less again (``_wild_inflation``): a
-   run beside a step agrees with one side and keeps its weight.
+   the runs before it and from the runs after it, counts less again (``_wild_inflation``;
+   sooner when it is slower than both, as disturbed runs are): a run beside a step agrees
+   with one side and keeps its weight.
 3. **Binary segmentation with two tests.** In a stretch of commits, the split that
    maximises the weighted two-level statistic ``(mean_left - mean_right)^2 /
    (1/W_left + 1/W_right)`` is the candidate. It is kept when the share of seeded random
