@@ -39,3 +39,14 @@ def test_scoring_counts_events_flat_series_big_steps_and_gradual_creeps() -> Non
         assert s.f1 == 2 * 2 / (2 * 2 + 2 + 0)
         missed = bench.score([step], [[(25, 26, False)]], tolerance=2)
         assert (missed.tp, missed.fn, missed.big_missed) == (0, 1, 1)
+
+
+def test_misses_name_big_steps_found_off_and_flat_series_with_a_change() -> None:
+    with benchmark_script("history_events") as bench:
+        cases = bench.make_cases(bench.load_noise(bench.NOISE_FILES), 1)
+        flat = next(c for c in cases if c.kind == "flat")
+        big = next(c for c in cases if c.kind == "step" and abs(c.steps[0][1]) >= 3 * c.noise)
+        at = big.steps[0][0]
+        lines = bench.misses([flat, big, big], [[(3, 4, False)], [(at + 1, at + 2, False)], [(at, at + 1, False)]])
+        assert len(lines) == 2
+        assert lines[0].startswith(f"  flat series {flat.name} ") and lines[1].startswith(f"  step {big.name} ")

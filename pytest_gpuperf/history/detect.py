@@ -10,8 +10,9 @@ The detector (docs/change-points.md explains it and the measurements behind it):
    first differences, which a few steps cannot inflate). A run weighs
    ``1 / (between-run variance + its own variance)``: a run whose samples scattered widely
    counts less, something a detector fed one number per run cannot do. A wild run, far from
-   the runs before it and from the runs after it, counts less again (``_wild_inflation``): a
-   run beside a step agrees with one side and keeps its weight.
+   the runs before it and from the runs after it, counts less again (``_wild_inflation``;
+   sooner when it is slower than both, as disturbed runs are): a run beside a step agrees
+   with one side and keeps its weight.
 3. **Binary segmentation with two tests.** In a stretch of commits, the split that
    maximises the weighted two-level statistic ``(mean_left - mean_right)^2 /
    (1/W_left + 1/W_right)`` is the candidate. It is kept when the share of seeded random
@@ -57,10 +58,11 @@ _MIN_SHARED = 3
 class DetectorConfig:
     """The detector's settings; the defaults are the ones measured in docs/change-points.md."""
 
-    alpha: float = 0.005  # a split is kept when its permutation p-value is at most this
+    alpha: float = 0.0025  # a split is kept when its permutation p-value is at most this
     permutations: int = 399  # per test; the smallest reachable p-value is 1 / (permutations + 1)
     min_runs: int = 2  # runs needed on each side of a change (a lone run never makes one)
     clip: float = 4.0  # a run farther than this many standard errors from both sides' medians is wild
+    slow_clip: float = 2.5  # the same on the slow side (worse than both sides), where disturbed runs lie
     param_alpha: float = 0.005  # a split is also kept when its F-test p-value (splits counted) is at most this
     max_ramp: int = 30  # the most commits a creep may span
     ramp_threshold: float = 12.0  # chi-square units a ramp must gain over the steps it replaces
@@ -84,8 +86,8 @@ class DetectorConfig:
             )
         if self.min_runs < 1:
             problems.append(f"min_runs must be at least 1, got {self.min_runs!r}")
-        if self.clip <= 0:
-            problems.append(f"clip must be positive, got {self.clip!r}")
+        if self.clip <= 0 or self.slow_clip <= 0:
+            problems.append(f"clip and slow_clip must be positive, got {self.clip!r} and {self.slow_clip!r}")
         if not 0.0 <= self.param_alpha < 1.0:
             problems.append(f"param_alpha must lie in [0, 1), got {self.param_alpha!r}")
         if self.max_ramp < 2:
@@ -205,7 +207,9 @@ def _pool(series: Series, config: DetectorConfig) -> _Commits | None:
     scale = float(np.median(np.abs(y))) if not log else 1.0
     floor = (_TINY * max(scale, 1.0)) ** 2
     run_var = between2 + own**2 + floor
-    run_var = run_var * _wild_inflation(y, np.sqrt(run_var), config.clip, 2 * config.min_runs + 1)
+    slow = 1.0 if series.better == "lower" else -1.0  # the side a disturbed run lands on
+    clips = (config.clip, config.slow_clip)
+    run_var = run_var * _wild_inflation(y, np.sqrt(run_var), clips, slow, 2 * config.min_runs + 1)
 
     w = 1.0 / run_var
     total_w = np.bincount(commit_of, weights=w)
@@ -239,18 +243,22 @@ def _side_medians(y: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
     return before, after
 
 
-def _wild_inflation(y: np.ndarray, sd: np.ndarray, clip: float, m: int) -> np.ndarray:
+def _wild_inflation(y: np.ndarray, sd: np.ndarray, clips: tuple[float, float], slow: float, m: int) -> np.ndarray:
     """How much each run's variance grows because it agrees with neither side of it (1 for most runs).
 
     A change point splits the runs into a before and an after; a run at a step's edge sits
     with one of them, a wild run (a noisy neighbour, a throttled clock) with neither. A run
-    farther than ``clip`` standard errors from both the median of the ``m`` runs before it and
-    that of the ``m`` runs after it is wild, and its variance is scaled by ``(distance /
+    farther than a clip of standard errors from both the median of the ``m`` runs before it
+    and that of the ``m`` runs after it is wild, and its variance is scaled by ``(distance /
     clip)^2``: its pull on any level then falls as it lies farther off, so it can neither
     carry a split nor move one. A centred window (a Hampel filter) cannot tell the first run
-    of a new level beside a wild run from a wild run itself; the two sides can. The oldest
-    run is judged by the runs after it alone; the newest is never called wild: a new change
-    shows there first.
+    of a new level beside a wild run from a wild run itself; the two sides can.
+
+    ``clips`` is (fast side, slow side): a disturbance (a neighbour, a throttled clock, a
+    page fault) makes a run slower, never faster than its code, so a run worse than both
+    sides (``slow``: +1 where higher is worse, -1 where lower is) is wild from the smaller slow
+    clip on; a run better than both sides is judged by the wider one. The oldest run is judged
+    by the runs after it alone; the newest is never called wild: a new change shows there first.
     """
     if y.size < 3:
         return np.ones_like(y)
@@ -261,9 +269,12 @@ def _wild_inflation(y: np.ndarray, sd: np.ndarray, clip: float, m: int) -> np.nd
             warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN side: the run's end of the series
             before, after = _side_medians(y, m)
         before[0] = after[0]  # the oldest run has only runs after it: judged by them alone
-        far = np.minimum(np.abs(y - before), np.abs(y - after)) / sd
+        to_before, to_after = (y - before) * slow, (y - after) * slow
+        nearer = np.where(np.abs(to_before) <= np.abs(to_after), to_before, to_after)  # signed, slow side positive
+        clip = np.where(nearer > 0, clips[1], clips[0])
+        far = np.abs(nearer) / sd / clip
     far = np.where(np.isnan(far), 0.0, far)  # the newest run: a new level shows there first
-    return np.maximum(far / clip, 1.0) ** 2
+    return np.maximum(far, 1.0) ** 2
 
 
 def _weighted_median(y: np.ndarray, w: np.ndarray) -> float:
