@@ -3,6 +3,7 @@
     python benchmarks/gpu_checks.py compare_ref --out DIR   # compare-ref on CUDA: unchanged passes, +5% caught
     python benchmarks/gpu_checks.py benchmark --out DIR     # the `benchmark` fixture, one function syncing itself
     python benchmarks/gpu_checks.py history --out DIR       # a run recorded into SQLite; its stored environment
+    python benchmarks/gpu_checks.py fidelity --json F --out DIR  # gpu_fidelity.py's JSON: large kernels within 1.5%
 
 Each prints its figure as the last line (``figure: ...``), leaves its pytest log and results in
 DIR, and exits 0 when the check holds, 1 when it does not. ``--device cpu`` runs the same check on
@@ -19,6 +20,11 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+# Fidelity: a kernel of at least LARGE_KERNEL_MS per call is "large": the 1-3 us gap the GPU leaves
+# between back-to-back kernels (which CUPTI leaves out and events include) is under 0.6% of it.
+LARGE_KERNEL_MS = 0.5
+LARGE_TOLERANCE = 0.015
 
 # Errors a CUDA context in a forked worker would show (torch's own messages).
 FORK_ERRORS = ("Cannot re-initialize CUDA in forked subprocess", "CUDA error", "CUDA driver error")
@@ -172,7 +178,23 @@ def history(args: argparse.Namespace, work: Path) -> tuple[bool, str]:
     return ok, f"history: run {run_id[:12]} with {values} values in {device_class}; stored {shown}"
 
 
-CHECKS = {"compare_ref": compare_ref, "benchmark": benchmark, "history": history}
+def fidelity(args: argparse.Namespace, work: Path) -> tuple[bool, str]:
+    """The runner/kernel ratios of a gpu_fidelity.py JSON file: large kernels within 1.5%, the rest stated."""
+    if args.json is None or not args.json.exists():
+        return False, f"fidelity: no results file {args.json}"
+    rows = [r for r in json.loads(args.json.read_text())["rows"] if r["runner_ms"] and r["kernel_ms"]]
+    ratios = {r["case"]: r["runner_ms"] / r["kernel_ms"] for r in rows if "tiny" not in r["case"]}
+    large = {c: q for c, q in ratios.items() if next(r for r in rows if r["case"] == c)["kernel_ms"] >= LARGE_KERNEL_MS}
+    outside = [c for c, q in large.items() if abs(q - 1) > LARGE_TOLERANCE]
+    shown = "; ".join(f"{c} {q:.3f}" for c, q in large.items())
+    small = "; ".join(f"{c} {q:.3f}" for c, q in ratios.items() if c not in large)
+    ok = bool(large) and not outside
+    verdict = f"outside {LARGE_TOLERANCE:.1%}: {', '.join(outside)}" if outside else f"within {LARGE_TOLERANCE:.1%}"
+    return ok, (f"runner/kernel, large (>= {LARGE_KERNEL_MS} ms): {shown or 'none measured'} ({verdict}); "
+                f"small: {small or 'none'}")  # fmt: skip
+
+
+CHECKS = {"compare_ref": compare_ref, "benchmark": benchmark, "history": history, "fidelity": fidelity}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -187,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-time", type=float, default=1.0, help="--gpuperf-max-time per measurement, seconds")
     p.add_argument("--min-ratio", type=float, default=0.97, help="benchmark: synced / plain at least this")
     p.add_argument("--max-ratio", type=float, default=1.5, help="benchmark: synced / plain at most this")
+    p.add_argument("--json", type=Path, default=None, help="fidelity: gpu_fidelity.py's --json file")
     p.add_argument("--timeout", type=float, default=600, help="the pytest run's own limit, seconds")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,8 @@
 #   history              25s  a run recorded with --gpuperf-history into SQLite; the stored GPU environment
 #   why_cuda             60s  benchmarks/why_quality.py --cases cuda: planted cuBLAS-path, extra-launch, Triton
 #                             and host-only regressions named right, device and host time apart
-#   fidelity             55s  benchmarks/gpu_fidelity.py --max-time 1.5: runner vs CUPTI kernel times
+#   fidelity             55s  benchmarks/gpu_fidelity.py --max-time 1.5: runner vs CUPTI kernel times, large
+#                             kernels (>= 0.5 ms) within 1.5%, the others stated (gpu_checks.py fidelity)
 #   examples_record      80s  examples/ recorded as this GPU's baselines
 #   examples_rerun       45s  rerun unchanged: no false alarm
 #   examples_planted     40s  planted AMP, checkpointing and kernel regressions: each caught
@@ -126,7 +127,8 @@ gpu_step compare_ref 70 "${CHECKS[@]}" compare_ref --timeout 65
 gpu_step benchmark_fixture 35 "${CHECKS[@]}" benchmark --timeout 30
 gpu_step history 25 "${CHECKS[@]}" history --timeout 20
 step why_cuda 60 "$PY" benchmarks/why_quality.py --cases cuda --cuda-trials 2 --json "$RUN/why_cuda.json"
-gpu_step fidelity 55 "$PY" benchmarks/gpu_fidelity.py --max-time 1.5 --json "$RUN/fidelity.json"
+gpu_step fidelity 55 bash -c "$PY benchmarks/gpu_fidelity.py --max-time 1.5 --json $RUN/fidelity.json && \
+    $PY benchmarks/gpu_checks.py fidelity --json $RUN/fidelity.json --out $RUN"
 if [ "${EXAMPLES:-1}" = 1 ]; then
 gpu_step examples_record 80 "$PY" -m pytest examples --gpuperf --gpuperf-update-baseline -p no:cacheprovider -q \
     --gpuperf-json="$RUN/examples_record.json"

@@ -142,3 +142,27 @@ def test_the_compare_ref_check_catches_the_planted_slowdown_and_passes_the_uncha
     figure = done.stdout.splitlines()[1]
     assert figure.startswith("figure: compare-ref on cpu: planted +200.0% read +"), figure
     assert "(regression, confirmed); unchanged " in figure and figure.endswith("fork errors: none"), figure
+
+
+H100_FIDELITY = SCRIPT.with_name("results") / "gpu_fidelity_h100.json"
+
+
+def test_the_fidelity_check_passes_the_h100_figures_and_states_the_small_kernels(tmp_path: Path) -> None:
+    done = check(tmp_path, "fidelity", "--json", str(H100_FIDELITY))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[1] == (
+        "figure: runner/kernel, large (>= 0.5 ms): copy 1024 MiB 1.004; bf16 mm 8192^3 1.002 (within 1.5%); "
+        "small: copy 64 MiB 1.048; bf16 mm 2048^3 1.055; bf16 mm 4096^3 1.016"
+    )
+
+
+def test_the_fidelity_check_fails_a_large_kernel_read_2_percent_long(tmp_path: Path) -> None:
+    results = json.loads(H100_FIDELITY.read_text())
+    for row in results["rows"]:
+        if row["case"] == "bf16 mm 8192^3":
+            row["runner_ms"] = row["kernel_ms"] * 1.02
+    planted = tmp_path / "fidelity.json"
+    planted.write_text(json.dumps(results))
+    done = check(tmp_path, "fidelity", "--json", str(planted))
+    assert done.returncode == 1
+    assert "bf16 mm 8192^3 1.020 (outside 1.5%: bf16 mm 8192^3)" in done.stdout
