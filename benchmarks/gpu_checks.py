@@ -1,5 +1,6 @@
 """Three end-to-end checks of benchmarks/gpu_session.sh, each a real pytest run of a generated test file.
 
+    python benchmarks/gpu_checks.py machine --out DIR       # torch, CUDA, triton; the plugin's NVML probe
     python benchmarks/gpu_checks.py compare_ref --out DIR   # compare-ref on CUDA: unchanged passes, +5% caught
     python benchmarks/gpu_checks.py benchmark --out DIR     # the `benchmark` fixture, one function syncing itself
     python benchmarks/gpu_checks.py history --out DIR       # a run recorded into SQLite; its stored environment
@@ -104,7 +105,7 @@ def compare_ref(args: argparse.Namespace, work: Path) -> tuple[bool, str]:
     _git(work, "config", "user.email", "gpu@example.com")
     _git(work, "config", "user.name", "gpu")
     (work / "pytest.ini").write_text("[pytest]\n")
-    source = {"device": args.device, "n": args.n, "base_reps": args.base_reps}
+    source = {"device": args.device, "n": args.n or 2048, "base_reps": args.base_reps}
     (work / "test_perf.py").write_text(CHAIN.format(reps=args.base_reps, **source))
     _git(work, "add", "-A")
     _git(work, "commit", "-qm", "base")
@@ -132,7 +133,7 @@ def compare_ref(args: argparse.Namespace, work: Path) -> tuple[bool, str]:
 
 def benchmark(args: argparse.Namespace, work: Path) -> tuple[bool, str]:
     """The ``benchmark`` fixture under ``--gpuperf``: both functions measured, the synced one not faster."""
-    (work / "test_bench.py").write_text(BENCHMARK.format(device=args.device, n=args.n))
+    (work / "test_bench.py").write_text(BENCHMARK.format(device=args.device, n=args.n or 8192))
     results = args.out / "benchmark.json"
     rc, log = pytest_run(work, args.out, "benchmark_pytest", "--gpuperf", f"--gpuperf-device={args.device}",
                          f"--gpuperf-max-time={args.max_time}", f"--gpuperf-json={results}",
@@ -154,7 +155,7 @@ def benchmark(args: argparse.Namespace, work: Path) -> tuple[bool, str]:
 
 def history(args: argparse.Namespace, work: Path) -> tuple[bool, str]:
     """One session recorded into a fresh SQLite store; the stored run's environment saved as history_env.json."""
-    (work / "test_bench.py").write_text(BENCHMARK.format(device=args.device, n=args.n))
+    (work / "test_bench.py").write_text(BENCHMARK.format(device=args.device, n=args.n or 8192))
     store = args.out / "history.sqlite"
     store.unlink(missing_ok=True)
     rc, log = pytest_run(work, args.out, "history_pytest", "--gpuperf", f"--gpuperf-device={args.device}",
@@ -178,6 +179,33 @@ def history(args: argparse.Namespace, work: Path) -> tuple[bool, str]:
     return ok, f"history: run {run_id[:12]} with {values} values in {device_class}; stored {shown}"
 
 
+def machine(args: argparse.Namespace, work: Path) -> tuple[bool, str]:
+    """The versions and the NVML probe as the plugin records them (machine.json); ok when NVML answered."""
+    import torch
+
+    from pytest_gpuperf.gpu.nvml import probe_device
+
+    index = (torch.device(args.device).index or 0) if args.device.startswith("cuda") else None
+    versions = {"torch": torch.__version__, "cuda": torch.version.cuda, "python": sys.version.split()[0]}
+    try:
+        import triton
+
+        versions["triton"] = triton.__version__
+    except ImportError:
+        versions["triton"] = "not installed"
+    probe = probe_device(index) if index is not None else {"nvml": "not probed on the CPU"}
+    (args.out / "machine.json").write_text(json.dumps({"versions": versions, "nvml": probe}, indent=2))
+    print(json.dumps(probe, indent=2))
+    gpu = torch.cuda.get_device_name(index) if index is not None else "cpu"
+    clocks = (
+        f"CUDA driver {probe.get('cuda_driver_version', '?')}, SM clock max {probe.get('sm_max_clock_mhz', '?')} "
+        f"MHz, power limit {probe.get('power_limit_w', '?')} W, clocks locked: {probe.get('clocks_locked', '?')}"
+    )
+    shown = ", ".join(f"{k} {v}" for k, v in versions.items())
+    driver = probe.get("driver", probe.get("nvml"))
+    return index is None or "driver" in probe, f"{gpu}, driver {driver}, {clocks}; {shown}"
+
+
 def fidelity(args: argparse.Namespace, work: Path) -> tuple[bool, str]:
     """The runner/kernel ratios of a gpu_fidelity.py JSON file: large kernels within 1.5%, the rest stated."""
     if args.json is None or not args.json.exists():
@@ -194,7 +222,13 @@ def fidelity(args: argparse.Namespace, work: Path) -> tuple[bool, str]:
                 f"small: {small or 'none'}")  # fmt: skip
 
 
-CHECKS = {"compare_ref": compare_ref, "benchmark": benchmark, "history": history, "fidelity": fidelity}
+CHECKS = {
+    "machine": machine,
+    "compare_ref": compare_ref,
+    "benchmark": benchmark,
+    "history": history,
+    "fidelity": fidelity,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,7 +236,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("check", choices=sorted(CHECKS))
     p.add_argument("--out", type=Path, required=True, help="folder for the logs and results")
     p.add_argument("--device", default="cuda", help='"cuda", "cuda:N" or "cpu" (a smoke run)')
-    p.add_argument("--n", type=int, default=2048, help="matrix size")
+    p.add_argument("--n", type=int, default=None,
+                   help="matrix size (default: compare_ref 2048, a chain of 20 such matmuls is about 0.5 ms on an "
+                        "H100; benchmark and history 8192, one matmul of about 1.5 ms, so a synchronize's "
+                        "wake-up is a small part of it)")  # fmt: skip
     p.add_argument("--base-reps", type=int, default=20, help="compare_ref: matmuls per call in the base")
     p.add_argument("--head-reps", type=int, default=21, help="compare_ref: in the head's slowed test (21: +5%%)")
     p.add_argument("--threshold", type=float, default=0.03, help="compare_ref: --gpuperf-threshold")

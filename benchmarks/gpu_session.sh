@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One GPU verification run (issue 47), most important first, each step with its own time limit:
 #   step               limit  checks
-#   machine              10s  nvidia-smi, clocks, torch/CUDA/triton versions
-#   cuda_tests          100s  tests/cuda on the current core (timing, graphs, L2, memory, NVML, end to end)
+#   machine              15s  nvidia-smi, clocks, torch/CUDA/triton versions, the plugin's NVML probe
+#   cuda_tests           95s  tests/cuda on the current core (timing, graphs, L2, memory, NVML, end to end)
 #   compare_ref          70s  compare-ref on CUDA, zygote-forked workers: unchanged passes, +5% kernel chain
 #                             caught and confirmed, no CUDA error from a fork (benchmarks/gpu_checks.py)
 #   benchmark_fixture    35s  the `benchmark` fixture on CUDA, one function calling torch.cuda.synchronize()
@@ -11,7 +11,7 @@
 #                             and host-only regressions named right, device and host time apart
 #   fidelity             55s  benchmarks/gpu_fidelity.py --max-time 1.5: runner vs CUPTI kernel times, large
 #                             kernels (>= 0.5 ms) within 1.5%, the others stated (gpu_checks.py fidelity)
-#   examples_record      80s  examples/ recorded as this GPU's baselines
+#   examples_record      80s  examples/ recorded as this GPU's baselines (--gpuperf-max-time=1 in all three)
 #   examples_rerun       45s  rerun unchanged: no false alarm
 #   examples_planted     40s  planted AMP, checkpointing and kernel regressions: each caught
 #   full_suite     optional  the CPU suite with CUDA visible, only in what is left (at least 60s); never fails
@@ -120,9 +120,9 @@ optional_step() {  # optional_step NAME COMMAND...: runs in what is left of the 
 }
 
 CHECKS=("$PY" benchmarks/gpu_checks.py --out "$RUN")
-gpu_step machine 10 bash -c "nvidia-smi; nvidia-smi -q -d CLOCK,PERFORMANCE | head -60; $PY -c 'import torch, triton; print(\"figure:\", torch.cuda.get_device_name(), \"torch\", torch.__version__, \"CUDA\", torch.version.cuda, \"triton\", triton.__version__)'"
+gpu_step machine 15 bash -c "nvidia-smi; nvidia-smi -q -d CLOCK,PERFORMANCE | head -60; ${CHECKS[*]} machine"
 # --confcutdir: tests/conftest.py imports the PostgreSQL harness (psycopg), which tests/cuda does not use
-step cuda_tests 100 "$PY" -m pytest tests/cuda -v -rs -p no:cacheprovider --confcutdir=tests/cuda
+step cuda_tests 95 "$PY" -m pytest tests/cuda -v -rs -p no:cacheprovider --confcutdir=tests/cuda
 gpu_step compare_ref 70 "${CHECKS[@]}" compare_ref --timeout 65
 gpu_step benchmark_fixture 35 "${CHECKS[@]}" benchmark --timeout 30
 gpu_step history 25 "${CHECKS[@]}" history --timeout 20
@@ -130,15 +130,17 @@ step why_cuda 60 "$PY" benchmarks/why_quality.py --cases cuda --cuda-trials 2 --
 gpu_step fidelity 55 bash -c "$PY benchmarks/gpu_fidelity.py --max-time 1.5 --json $RUN/fidelity.json && \
     $PY benchmarks/gpu_checks.py fidelity --json $RUN/fidelity.json --out $RUN"
 if [ "${EXAMPLES:-1}" = 1 ]; then
+# --gpuperf-max-time=1 (default 2): the examples' 18 measurements and a torch.compile fit their limits
 gpu_step examples_record 80 "$PY" -m pytest examples --gpuperf --gpuperf-update-baseline -p no:cacheprovider -q \
+    --gpuperf-max-time=1 \
     --gpuperf-json="$RUN/examples_record.json"
-gpu_step examples_rerun 45 "$PY" -m pytest examples --gpuperf -p no:cacheprovider -q -rs \
+gpu_step examples_rerun 45 "$PY" -m pytest examples --gpuperf -p no:cacheprovider -q -rs --gpuperf-max-time=1 \
     --gpuperf-json="$RUN/examples_rerun.json" --gpuperf-markdown="$RUN/examples_rerun.md"
 [ "$CUDA" = 1 ] && tar czf "$RUN/baselines.tgz" baselines
 # Planted regressions against the baselines just recorded: each must fail its test (exit 1).
 gpu_step examples_planted 40 bash -c "GPUPERF_EXAMPLES_PLANT=slow_amp,no_checkpoint,slow_kernel \
     $PY -m pytest examples/test_amp.py examples/test_checkpointing.py examples/test_kernels.py \
-    --gpuperf -p no:cacheprovider -q -rf; test \$? -eq 1"
+    --gpuperf --gpuperf-max-time=1 -p no:cacheprovider -q -rf; test \$? -eq 1"
 fi
 if [ "${FULL_SUITE:-1}" = 1 ]; then
     # pytest-benchmark warns that xdist disables its benchmarks; the suite turns warnings into errors

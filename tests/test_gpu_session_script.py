@@ -166,3 +166,11 @@ def test_the_fidelity_check_fails_a_large_kernel_read_2_percent_long(tmp_path: P
     done = check(tmp_path, "fidelity", "--json", str(planted))
     assert done.returncode == 1
     assert "bf16 mm 8192^3 1.020 (outside 1.5%: bf16 mm 8192^3)" in done.stdout
+
+
+def test_the_machine_check_saves_versions_and_the_probe(tmp_path: Path) -> None:
+    done = check(tmp_path, "machine")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1].startswith("figure: cpu, driver not probed on the CPU, ")
+    saved = json.loads((tmp_path / "out" / "machine.json").read_text())
+    assert saved["versions"]["torch"] == torch.__version__
