@@ -174,3 +174,21 @@ def test_the_machine_check_saves_versions_and_the_probe(tmp_path: Path) -> None:
     assert done.stdout.splitlines()[-1].startswith("figure: cpu, driver not probed on the CPU, ")
     saved = json.loads((tmp_path / "out" / "machine.json").read_text())
     assert saved["versions"]["torch"] == torch.__version__
+
+
+def test_an_optional_step_cut_at_its_limit_is_partial_a_required_one_failed(tmp_path: Path) -> None:
+    """The script's own ``said`` and ``step`` functions, on a command that outlives its limit."""
+    text = SCRIPT.read_text()
+    functions = "".join(text[text.index(f"\n{name}() {{") : text.index("\n}\n", text.index(f"\n{name}() {{")) + 3]
+                        for name in ("said", "step"))  # fmt: skip
+    driver = f"""{functions}
+RUN={tmp_path}; OUT={tmp_path}; BUDGET=100; status=0; summary=()
+PARTIAL_OK=1 step optional 6 sleep 30
+echo "status $status"
+step required 6 sleep 30
+echo "status $status"
+"""
+    done = subprocess.run(["bash", "-c", driver], capture_output=True, text=True, timeout=60)
+    lines = [line for line in done.stdout.splitlines() if not line.startswith("===")]
+    assert lines == ["optional: partial (exit 124, 6s): stopped at its limit of 6s; ", "status 0",
+                     "required: FAILED (exit 124, 6s): stopped at its limit of 6s; ", "status 1"]  # fmt: skip
