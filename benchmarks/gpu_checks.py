@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -101,6 +102,8 @@ def _git(root: Path, *args: str) -> None:
 
 def compare_ref(args: argparse.Namespace, work: Path) -> tuple[bool, str]:
     """Base: both tests run a chain of ``base_reps`` matmuls; head: one test runs ``head_reps`` (default +5%)."""
+    if shutil.which("git") is None:
+        return False, "compare-ref needs git, and there is none on PATH"
     _git(work, "init", "-q")
     _git(work, "config", "user.email", "gpu@example.com")
     _git(work, "config", "user.name", "gpu")
@@ -186,7 +189,8 @@ def machine(args: argparse.Namespace, work: Path) -> tuple[bool, str]:
     from pytest_gpuperf.gpu.nvml import probe_device
 
     index = (torch.device(args.device).index or 0) if args.device.startswith("cuda") else None
-    versions = {"torch": torch.__version__, "cuda": torch.version.cuda, "python": sys.version.split()[0]}
+    versions = {"torch": torch.__version__, "cuda": torch.version.cuda, "python": sys.version.split()[0],
+                "git": "found" if shutil.which("git") else "not found (compare-ref cannot run)"}  # fmt: skip
     try:
         import triton
 

@@ -192,3 +192,11 @@ echo "status $status"
     lines = [line for line in done.stdout.splitlines() if not line.startswith("===")]
     assert lines == ["optional: partial (exit 124, 6s): stopped at its limit of 6s; ", "status 0",
                      "required: FAILED (exit 124, 6s): stopped at its limit of 6s; ", "status 1"]  # fmt: skip
+
+
+def test_the_compare_ref_check_without_git_says_so(tmp_path: Path) -> None:
+    no_git = {**os.environ, "PATH": str(tmp_path)}
+    args = [sys.executable, str(CHECKS), "compare_ref", "--device", "cpu", "--out", str(tmp_path)]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=60, env=no_git)
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[-1] == "figure: compare-ref needs git, and there is none on PATH"
