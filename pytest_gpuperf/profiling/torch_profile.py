@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_gpuperf.errors import WriteError
-from pytest_gpuperf.files import export_atomic
+from pytest_gpuperf.files import export_atomic, write_gitignore
 from pytest_gpuperf.gpu.device import cuda_synchronize
 from pytest_gpuperf.model import OpProfile, OpStat, ProfileSummary
 from pytest_gpuperf.profiling.quiet import quiet_profiler, torch_warnings_stay_warnings
@@ -37,6 +37,9 @@ RANGE_PREFIX = "gpuperf:"
 OUTSIDE_OPS = "[host time outside operators]"
 _SKIPPED = ("[memory]", "ProfilerStep")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# A trace folder pytest-gpuperf creates (by default ``.gpuperf/profiles`` in the user's repository) keeps
+# its traces out of git; a folder that already existed is the user's and gets nothing.
+TRACES_GITIGNORE = "# pytest-gpuperf: profiler traces, written anew by each run\n*\n"
 
 
 def safe_label(label: str, *, max_len: int = 120) -> str:
@@ -49,6 +52,15 @@ def safe_label(label: str, *, max_len: int = 120) -> str:
 def trace_file(folder: Path, key: str, side: str) -> Path:
     """``<folder>/<safe key>.<side>.json``: one trace per side of a measurement's differential profile."""
     return folder / f"{safe_label(key)}.{side}.json"
+
+
+def export_trace(path: Path, export: Callable[[str], object]) -> Path:
+    """``export_atomic`` of a trace; a folder this creates gets a ``.gitignore`` of its own (TRACES_GITIGNORE)."""
+    created = not path.parent.exists()
+    export_atomic(path, export)
+    if created:
+        write_gitignore(path.parent, TRACES_GITIGNORE)
+    return path
 
 
 @dataclass(frozen=True)
@@ -106,7 +118,7 @@ def capture_calls(
     trace, trace_error = None, None
     if trace_path is not None:
         try:
-            trace = str(export_atomic(trace_path, prof.export_chrome_trace))
+            trace = str(export_trace(trace_path, prof.export_chrome_trace))
         except WriteError as exc:  # a trace is a report: one that cannot be written is a note, not a failure
             trace_error = f"profile trace not written: could not write {exc.path}: {exc.reason}"
     is_cuda_event = _is_cuda(torch)
