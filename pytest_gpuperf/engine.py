@@ -247,9 +247,12 @@ class LocalEngine:
             return m if i == 0 else self._measure_fresh(spec, settings, reference, new_process=i >= 2)
 
         done = readings.baseline_write_done(gate.threshold, gate.noise_multiplier)
-        taken = readings.take_readings(
-            take, readings.WRITE_WAVES, lambda rs, planned: done([r.stats.median_ns for r in rs], planned)
-        )
+
+        def settled(rs: list[Measurement], planned: int) -> bool:
+            busy = any(self.guard.busy(r.health) for r in rs)
+            return done([r.stats.median_ns for r in rs], planned, busy)
+
+        taken = readings.take_readings(take, readings.WRITE_WAVES, settled)
         medians = [r.stats.median_ns for r in taken]
         chosen = taken[readings.chosen_reading(medians)]
         note = self._write_note(chosen, medians, gate)

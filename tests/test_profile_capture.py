@@ -196,6 +196,19 @@ def test_traces_go_beside_the_first_report_else_the_profile_folder_else_the_root
     assert reported.traces_dir == tmp_path / "j" / "gpuperf-profiles"
 
 
+def test_a_budget_profiles_fewer_calls_of_a_long_call() -> None:
+    def long_call() -> None:
+        time.sleep(0.06)
+
+    cpu = torch.device("cpu")
+    budgeted = capture_calls(long_call, (), {}, trace_path=None, label="t", device=cpu, calls=3, detailed=False,
+                             budget_s=0.1).table  # fmt: skip
+    assert budgeted.profiled_calls == 1
+    quick = capture_calls(torch.mm, (torch.eye(4), torch.eye(4)), {}, trace_path=None, label="t", device=cpu,
+                          calls=3, detailed=False, budget_s=0.1).table  # fmt: skip
+    assert quick.profiled_calls == 3
+
+
 def test_a_trace_folder_it_creates_in_a_repository_stays_out_of_git(tmp_path: Path) -> None:
     init(tmp_path)
     a = torch.randn(8, 8)

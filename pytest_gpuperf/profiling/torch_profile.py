@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import math
 import re
 import statistics
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +34,10 @@ PROFILED_CALLS = 5  # a --gpuperf-profile capture
 # proportion to the calls (about 0.1 s per call of a test with a thousand operator calls); the
 # median of three still leaves out one call the scheduler preempted.
 DIFF_PROFILED_CALLS = 3
+# ... but no more of them than fit in this many seconds (one at least): a median of three calls of a
+# second each would cost a long-call suite's baseline write five calls per test (the unprofiled and
+# the warm-up call included), more than its measurement.
+DIFF_PROFILE_BUDGET_S = 0.25
 RANGE_PREFIX = "gpuperf:"
 # The CPU time of a measured call that no operator claims: Python, the user's own code.
 OUTSIDE_OPS = "[host time outside operators]"
@@ -87,12 +93,14 @@ def capture_calls(
     device: torch.device,
     calls: int = PROFILED_CALLS,
     detailed: bool = True,
+    budget_s: float | None = None,
 ) -> ProfileCapture:
     """One profiler pass over ``calls`` calls of ``fn``, each in a ``gpuperf:<label>#i`` range (i >= 1).
 
     An unprofiled call (lazy initialization) and a profiled warm-up call ``#0`` (the profiler's first-call
     costs; left out of the tables, not of the trace) come first. ``trace_path`` None: no Chrome trace.
     ``detailed`` records shapes and memory too (``--gpuperf-profile``); a differential profile needs neither.
+    ``budget_s``: profile only as many of the ``calls`` as the unprofiled call's length fits in it (one at least).
     """
     # torch.autograd.profiler.profile: the profiler torch.profiler.profile drives, without the import of
     # torch._inductor at its first start in a process (about a second of CPU, to read one setting).
@@ -104,8 +112,11 @@ def capture_calls(
     on_cuda = device.type == "cuda"
 
     with torch_warnings_stay_warnings():  # a compiled fn may be traced again here (quiet.py)
+        started = time.perf_counter()
         fn(*args, **kwargs)  # lazy initialization stays out of the profile
         cuda_synchronize(device)
+        if budget_s is not None:
+            calls = max(1, min(calls, math.floor(budget_s / max(time.perf_counter() - started, 1e-9))))
         with quiet_profiler(), profile(use_device="cuda" if on_cuda else None, use_kineto=True,
                                        record_shapes=detailed, profile_memory=detailed) as prof:  # fmt: skip
             for i in range(calls + 1):
