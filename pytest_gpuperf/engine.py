@@ -249,7 +249,7 @@ class LocalEngine:
         done = readings.baseline_write_done(gate.threshold, gate.noise_multiplier)
 
         def settled(rs: list[Measurement], planned: int) -> bool:
-            busy = any(self.guard.busy(r.health) for r in rs)
+            busy = self.guard.busy_ends_write and any(self.guard.busy(r.health) for r in rs)
             return done([r.stats.median_ns for r in rs], planned, busy)
 
         taken = readings.take_readings(take, readings.WRITE_WAVES, settled)

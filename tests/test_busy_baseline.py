@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from pytest_gpuperf.baseline import codec
-from pytest_gpuperf.config import GateSettings, Mode
+from pytest_gpuperf.config import BusyPolicy, GateSettings, Mode
 from pytest_gpuperf.host.cpu import CpuHostGuard
 from pytest_gpuperf.host.cpu.contention import Contention
 from tests.test_baseline_reading import engine_with_fresh_readings
@@ -71,3 +71,7 @@ def test_a_noisy_write_on_a_busy_runner_stops_at_the_deciding_reading(tmp_path: 
     quiet_engine, quiet_left = engine_with_fresh_readings(tmp_path, *noisy(QUIET))  # type: ignore[arg-type]
     quiet_engine._baseline_reading(quiet_here, GateSettings(threshold=0.10))
     assert not quiet_left  # a quiet runner's noisy write takes its two more
+    judging, judging_left = engine_with_fresh_readings(tmp_path, *noisy(BUSY))  # type: ignore[arg-type]
+    judging.guard.busy_policy = BusyPolicy.JUDGE  # type: ignore[attr-defined]
+    judging._baseline_reading(here, GateSettings(threshold=0.10))
+    assert not judging_left  # --gpuperf-busy-policy=judge: the readings decide, busy or not

@@ -89,6 +89,10 @@ class CpuHostGuard:
         contention = Contention.from_data(health)
         return contention.describe() if contention is not None and contention.busy else None
 
+    @property
+    def busy_ends_write(self) -> bool:
+        return self.busy_policy is not BusyPolicy.JUDGE  # judge: the readings decide, as on a quiet host
+
     def probe_spread(self, others: Sequence[float]) -> float | None:
         return probes.probe_spread([*self._session.readings, *others])
 
