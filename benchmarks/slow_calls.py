@@ -30,8 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-# One test per (kind, repeats): a call of work() repeats the kind's unit step. Units take about 20-50 ms
-# on a 2-vCPU cloud VM, so these span about 0.1-1 s a call.
+# One test per (kind, repeats): a call repeats the kind's unit step. Units take about 30-40 ms on a
+# 2-vCPU cloud VM, one thread each, so these span about 0.1-1 s a call.
 SUITE = """
 import numpy as np
 import pytest
@@ -40,7 +40,7 @@ import torch
 torch.set_num_threads(1)
 SCALE = float({scale!r})
 RNG = np.random.default_rng(0)
-M = RNG.random((320, 320))
+M = RNG.random((448, 448))
 T = torch.randn(256, 512)
 W = torch.randn(512, 512) / 22
 
@@ -51,13 +51,13 @@ def numpy_step():
 
 def torch_step():
     x = T
-    for _ in range(4):
+    for _ in range(20):
         x = torch.tanh(x @ W)
     return float(x.sum())
 
 
 def chunks_step():
-    data = RNG.random(1 << 19)
+    data = RNG.random(1 << 21)
     return float(np.sort(data)[::97].sum() + np.cumsum(data)[-1])
 
 
@@ -76,7 +76,7 @@ def test_call(benchmark, kind, repeats):
     benchmark(call)
 """
 
-REPEATS = (3, 6, 10, 16, 24)
+REPEATS = (4, 6, 10, 16, 24)
 KINDS = ("numpy", "torch", "chunks")
 ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 

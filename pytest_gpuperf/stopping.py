@@ -19,13 +19,13 @@ from pytest_gpuperf.config import MeasureSettings
 # The next round starts only if this many times its expected length fits in the time limit:
 # a round a little slower than the last must not meet the hard stop, which fails the test.
 LIMIT_MARGIN = 1.25
-# A sample of a long call (LONG_SAMPLE_S or more) already spans many scheduler periods. More of them in
-# one process narrow that process's interval only; the spread between processes, which decides a slow
-# call's verdict, is what the re-measures in fresh processes take. So such a measurement stops at
-# LONG_CALL_SAMPLES once its minimum time is spent, about the rounds pytest-benchmark gives such calls
-# (5 to 10), instead of filling max_time with them.
-LONG_SAMPLE_S = 0.05
-LONG_CALL_SAMPLES = 8
+# A sample of a long call (LONG_SAMPLE_S or more) already spans several scheduler periods. More of them
+# in one process narrow that process's interval only; the spread between processes, which decides a
+# slow call's verdict, is what the re-measures in fresh processes take. So such a measurement stops
+# once LONG_CALL_BUDGET_SHARE of max_time is measured (its min_samples and min_time reached): 1 s of
+# the default 2 s, the budget pytest-benchmark gives every test (10 calls of 0.1 s, 6 of 0.3 s).
+LONG_SAMPLE_S = 0.02
+LONG_CALL_BUDGET_SHARE = 0.5
 
 
 class Stop(enum.Enum):
@@ -35,7 +35,7 @@ class Stop(enum.Enum):
     BUDGET = "time budget spent"
     LIMIT = "time limit reached"
     CAP = "sample cap reached"
-    LONG_CALL = "enough samples of a long call"
+    LONG_CALL = "a long call's budget spent"
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,8 @@ class StoppingRule:
             return None
         if p.measured_s >= self.max_time_s:
             return Stop.BUDGET
-        if p.sample_s >= LONG_SAMPLE_S and p.samples >= LONG_CALL_SAMPLES and p.measured_s >= self.min_time_s:
+        long_call_budget_s = max(self.min_time_s, self.max_time_s * LONG_CALL_BUDGET_SHARE)
+        if p.sample_s >= LONG_SAMPLE_S and p.measured_s >= long_call_budget_s:
             return Stop.LONG_CALL
         if p.rounds < self.min_rounds or p.measured_s < self.min_time_s or p.samples < self.precision_samples:
             return None
