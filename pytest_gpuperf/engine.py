@@ -34,7 +34,7 @@ from pytest_gpuperf.model import (
     Verdict,
     measurement_key,
 )
-from pytest_gpuperf.profiling.plan import STORED_CALLS, ProfilePlan
+from pytest_gpuperf.profiling.plan import STORED_BUDGET_S, STORED_CALLS, ProfilePlan
 from pytest_gpuperf.report.progress import Progress
 from pytest_gpuperf.report.units import format_time
 from pytest_gpuperf.runner import MeasureSpec, Runner
@@ -93,14 +93,17 @@ class ProfiledSide:
     problem: str = ""
 
 
-def profile_here(runner: Runner, spec: MeasureSpec, traces: Path | None, side: str, calls: int) -> ProfiledSide:
-    """``spec`` profiled over ``calls`` calls here (Runner.profile), its trace in ``traces`` (None: no trace)."""
+def profile_here(
+    runner: Runner, spec: MeasureSpec, traces: Path | None, side: str, calls: int, budget_s: float | None = None
+) -> ProfiledSide:
+    """``spec`` profiled over ``calls`` calls here (Runner.profile; ``budget_s``: no more than fit in it), its trace
+    in ``traces`` (None: no trace)."""
     from pytest_gpuperf.profiling.torch_profile import trace_file
 
     key = measurement_key(spec.test_id, spec.name)
     path = trace_file(traces, key, side) if traces is not None else None
     try:
-        capture = runner.profile(spec, trace_path=path, label=f"{key} ({side})", calls=calls)
+        capture = runner.profile(spec, trace_path=path, label=f"{key} ({side})", calls=calls, budget_s=budget_s)
     except Exception as exc:  # a profile explains a failure; it must never become one
         return ProfiledSide(None, problem=f"the {side}'s profile could not be taken ({type(exc).__name__}: {exc})")
     return ProfiledSide(capture.table, capture.trace_path)
@@ -283,9 +286,12 @@ class LocalEngine:
             return m if i == 0 else self._measure_fresh(spec, settings, reference, new_process=i >= 2)
 
         done = readings.baseline_write_done(gate.threshold, gate.noise_multiplier)
-        taken = readings.take_readings(
-            take, readings.WRITE_WAVES, lambda rs, planned: done([r.stats.median_ns for r in rs], planned)
-        )
+
+        def settled(rs: list[Measurement], planned: int) -> bool:
+            busy = self.guard.busy_ends_write and any(self.guard.busy(r.health) for r in rs)
+            return done([r.stats.median_ns for r in rs], planned, busy)
+
+        taken = readings.take_readings(take, readings.WRITE_WAVES, settled)
         medians = [r.stats.median_ns for r in taken]
         chosen = taken[readings.chosen_reading(medians)]
         written = Note(self._write_note(chosen, medians, gate), topic=BASELINE_WRITE)
@@ -303,7 +309,7 @@ class LocalEngine:
         calibration = chosen.calibration_ns if chosen.calibration_ns is not None else m.calibration_ns
         # the base of a later regression's differential profile
         side = (
-            profile_here(self.runner, spec, None, "baseline", STORED_CALLS)
+            profile_here(self.runner, spec, None, "baseline", STORED_CALLS, STORED_BUDGET_S)
             if settings.profile_diff
             else ProfiledSide(None)
         )

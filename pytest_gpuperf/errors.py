@@ -65,6 +65,10 @@ class WorkerError(GpuperfError):
     """The base-ref worker process of ``--gpuperf-compare-ref`` failed."""
 
 
+class BaseStartError(WorkerError):
+    """compare-ref's base worker ended before it collected the tests: the run cannot compare, a usage error."""
+
+
 class ResultsError(_FileError):
     """A results file that cannot be read or written."""
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_gpuperf.config import Settings, with_call_options, with_fixed_rounds
 from pytest_gpuperf.errors import ConfigError, GpuperfError
 from pytest_gpuperf.model import DEFAULT_MEASUREMENT, BenchmarkInfo, Direction, Measurement, Metric, Note, Throughput
-from pytest_gpuperf.outcome import fail
+from pytest_gpuperf.outcome import fail, fail_on
 from pytest_gpuperf.runner import LazyResults, MeasureSpec
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ class GpuBench:
             with self._guard():
                 measurement = self._engine.measure(spec, settings)
         except GpuperfError as exc:  # it says what is wrong and where; the plugin's stack adds nothing
-            fail(str(exc))
+            fail_on(exc)
         except Exception as exc:
             _explain_oom(exc, self._device)
             raise

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from git_repo import git, init
 
 from pytest_gpuperf.config import GpuperfConfig, resolve
 from pytest_gpuperf.profiling.diff import diff_profiles
@@ -202,6 +203,33 @@ def test_traces_go_beside_the_first_report_else_the_profile_folder_else_the_root
     assert profiled.traces_dir == tmp_path / "prof"
     reported = dataclasses.replace(profiled, html_path=tmp_path / "r" / "a.html", json_path=tmp_path / "j" / "r.json")
     assert reported.traces_dir == tmp_path / "j" / "gpuperf-profiles"
+
+
+def test_a_budget_profiles_fewer_calls_of_a_long_call() -> None:
+    def long_call() -> None:
+        time.sleep(0.06)
+
+    cpu = torch.device("cpu")
+    budgeted = capture_calls(long_call, (), {}, trace_path=None, label="t", device=cpu, calls=3, detailed=False,
+                             budget_s=0.1).table  # fmt: skip
+    assert budgeted.profiled_calls == 1
+    quick = capture_calls(torch.mm, (torch.eye(4), torch.eye(4)), {}, trace_path=None, label="t", device=cpu,
+                          calls=3, detailed=False, budget_s=0.1).table  # fmt: skip
+    assert quick.profiled_calls == 3
+
+
+def test_a_trace_folder_it_creates_in_a_repository_stays_out_of_git(tmp_path: Path) -> None:
+    init(tmp_path)
+    a = torch.randn(8, 8)
+    trace = GpuperfConfig(rootdir=tmp_path).traces_dir / "t.json"
+    capture = capture_calls(torch.mm, (a, a), {}, trace_path=trace, label="t", device=torch.device("cpu"), calls=1)
+    assert capture.trace_path == str(trace) and trace.is_file()
+    assert git(tmp_path, "status", "--porcelain", "--untracked-files=all") == ""
+    # a folder the user made is theirs: nothing is added to it
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    capture_calls(torch.mm, (a, a), {}, trace_path=mine / "t.json", label="t", device=torch.device("cpu"), calls=1)
+    assert sorted(p.name for p in mine.iterdir()) == ["t.json"]
 
 
 def test_the_option_is_resolved_into_each_tests_settings() -> None:

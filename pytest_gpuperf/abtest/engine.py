@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from pytest_gpuperf.abtest.alternate import alternate
 from pytest_gpuperf.abtest.confirm import ConfirmationPool, describe
+from pytest_gpuperf.abtest.generated import IMPORT_ROOTS
 from pytest_gpuperf.abtest.headtree import head_checkout
 from pytest_gpuperf.abtest.prestart import BASE_WORKER, EarlyBase, checkout_dir
 from pytest_gpuperf.abtest.protocol import handover_pause_s
@@ -25,7 +26,7 @@ from pytest_gpuperf.abtest.worktree import BaseRef, RefWorktree
 from pytest_gpuperf.baseline.record import entry_from_measurement
 from pytest_gpuperf.config import GateSettings, MeasureSettings, Settings
 from pytest_gpuperf.engine import ProfiledSide, profile_here, regressed, with_profile_diff
-from pytest_gpuperf.errors import WorkerError
+from pytest_gpuperf.errors import BaseStartError, WorkerError
 from pytest_gpuperf.model import (
     BaselineEntry,
     Comparison,
@@ -181,7 +182,7 @@ class CompareRefEngine:
         scratch = worktree.tmp_dir
         return WorkerLaunch(
             cwd=checkout_dir(self.rootdir, worktree.repo_root, checkout),
-            import_roots=(checkout, checkout / "src"),
+            import_roots=tuple(checkout / folder for folder in IMPORT_ROOTS),
             files=self._files(),
             device=str(self.runner.options.device),
             pin_cpu=self.runner.guard.pin_cpu,
@@ -191,16 +192,30 @@ class CompareRefEngine:
         )
 
     def _ensure_ready(self) -> RemoteSide:
+        """The base worker, once it has collected; BaseStartError if it ended first (no test can be compared)."""
         self.start()
         base = self._base
         if base is None:
             raise WorkerError("--gpuperf-compare-ref worker is not running")
         try:
             base.wait_ready(START_TIMEOUT_S)
+        except WorkerError as exc:
+            self.close()
+            raise BaseStartError(self._start_failure(exc)) from None
         except BaseException:
             self.close()
             raise
         return base
+
+    def _start_failure(self, exc: WorkerError) -> str:
+        commit = (self.base_commit or "")[:12]
+        return (
+            f"--gpuperf-compare-ref={self.ref}: the base worker at {commit} could not start, so no test can be "
+            f"compared with {self.ref}. Its checkout must import as the head's does; a file the head has only "
+            "because a build or an install wrote it is missing there unless it is a small git-ignored file in one "
+            "of the head's packages (those are copied in; compiled extensions are not). The end of its log:\n"
+            f"{exc}"
+        )
 
     def close(self) -> None:
         """Stop the workers and remove the worktree; never raises."""

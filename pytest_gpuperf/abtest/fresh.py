@@ -93,10 +93,10 @@ class FreshProcessRemeasure:
         samples: list[float] = []
         rounds = 0
         spent = 0.0
-        last_round_s = 0.0
+        last_round_s = sample_s = 0.0
         while True:
             now = time.perf_counter()
-            progress = Progress(len(samples), rounds, spent, now - began, next_round_s=last_round_s)
+            progress = Progress(len(samples), rounds, spent, now - began, next_round_s=last_round_s, sample_s=sample_s)
             if rule.check(progress, lambda: sample_precision(samples)) is not None:
                 break
             got = side.round(rule.round_s)
@@ -106,6 +106,7 @@ class FreshProcessRemeasure:
                 side.drain()
                 raise WorkerError(side.test_note or f"{key} stopped in the fresh process")
             samples.extend(got)
+            sample_s = last_round_s / len(got)
             rounds += 1
         measurement = side.finish()
         side.drain()  # the rest of the test; its MEASUREMENTS carry the metrics

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -60,10 +61,13 @@ Message = tuple[Any, ...]
 
 
 def handover_pause_s() -> float:
-    """How long this process waits after its round before the other side measures."""
-    import torch
+    """How long this process waits after its round before the other side measures.
 
-    return HANDOVER_S if torch.get_num_threads() > 1 else 0.0
+    The threads of a parallel round (torch's intra-op pool, numpy's BLAS) spin for a while after it;
+    only torch says how many it runs, so a suite that has not loaded torch waits as for several.
+    """
+    torch = sys.modules.get("torch")
+    return HANDOVER_S if torch is None or torch.get_num_threads() > 1 else 0.0
 
 
 def harness() -> dict[str, str]:

@@ -7,7 +7,6 @@ overwritten. Files are updated one by one: an update of two modules can fail aft
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from pytest_gpuperf.baseline import atomic, codec, migrate, schema
 from pytest_gpuperf.baseline.naming import device_class_dir, module_file_name, module_of
 from pytest_gpuperf.baseline.record import entry_from_measurement
 from pytest_gpuperf.errors import BaselineError, NonFiniteNumberError
+from pytest_gpuperf.files import write_gitignore
 from pytest_gpuperf.model import BaselineEntry, measurement_key
 
 __all__ = ["BaselineStore", "EntryChange", "entry_from_measurement"]
@@ -277,5 +277,4 @@ class BaselineStore:
 
     def _write_gitignore(self) -> None:
         """Keep lock and temporary files out of git (only where no .gitignore exists)."""
-        with contextlib.suppress(OSError), open(self.root / ".gitignore", "x", encoding="utf-8") as f:
-            f.write(GITIGNORE)  # a nicety: an existing or unwritable one is left alone
+        write_gitignore(self.root, GITIGNORE)

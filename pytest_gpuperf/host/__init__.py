@@ -82,6 +82,10 @@ class HostGuard(Protocol):
         """The evidence that the host was contended while a measurement with this ``health`` data ran, or None."""
 
     @property
+    def busy_ends_write(self) -> bool:
+        """Whether a baseline write the host was ``busy`` for takes no readings past the deciding one (readings.py)."""
+
+    @property
     def pin_cpu(self) -> int | None:
         """The core measurements run on (for worker processes to use the same), or None."""
 

@@ -16,6 +16,10 @@ FIRST_CALLS = 5  # the first pass: enough for a t-interval on each side
 MOST_CALLS = 40  # per side, in the last pass
 BUDGET_S = 15.0  # profiling time of one regression's explanation, both sides, all passes
 STORED_CALLS = 10  # calls of the profile a baseline entry keeps (update mode)
+# ... but no more of them than fit in this many seconds (one at least: its counts are still exact
+# differences, its times get no interval): ten calls of a second each would cost a long-call suite's
+# baseline write more than its measurement.
+STORED_BUDGET_S = 1.0
 _SETTLED: frozenset[WhyFinding | None] = frozenset({"explained", "no-intervals", None})
 
 

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import math
 import re
 import statistics
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_gpuperf.errors import WriteError
-from pytest_gpuperf.files import export_atomic
+from pytest_gpuperf.files import export_atomic, write_gitignore
 from pytest_gpuperf.gpu.device import cuda_synchronize
 from pytest_gpuperf.model import OpProfile, OpStat, ProfileSummary
 from pytest_gpuperf.profiling.quiet import quiet_profiler, torch_warnings_stay_warnings
@@ -36,6 +38,9 @@ RANGE_PREFIX = "gpuperf:"
 OUTSIDE_OPS = "[host time outside operators]"
 _SKIPPED = ("[memory]", "ProfilerStep")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# A trace folder pytest-gpuperf creates (by default ``.gpuperf/profiles`` in the user's repository) keeps
+# its traces out of git; a folder that already existed is the user's and gets nothing.
+TRACES_GITIGNORE = "# pytest-gpuperf: profiler traces, written anew by each run\n*\n"
 
 
 def safe_label(label: str, *, max_len: int = 120) -> str:
@@ -48,6 +53,15 @@ def safe_label(label: str, *, max_len: int = 120) -> str:
 def trace_file(folder: Path, key: str, side: str) -> Path:
     """``<folder>/<safe key>.<side>.json``: one trace per side of a measurement's differential profile."""
     return folder / f"{safe_label(key)}.{side}.json"
+
+
+def export_trace(path: Path, export: Callable[[str], object]) -> Path:
+    """``export_atomic`` of a trace; a folder this creates gets a ``.gitignore`` of its own (TRACES_GITIGNORE)."""
+    created = not path.parent.exists()
+    export_atomic(path, export)
+    if created:
+        write_gitignore(path.parent, TRACES_GITIGNORE)
+    return path
 
 
 @dataclass(frozen=True)
@@ -74,12 +88,14 @@ def capture_calls(
     device: torch.device,
     calls: int = PROFILED_CALLS,
     detailed: bool = True,
+    budget_s: float | None = None,
 ) -> ProfileCapture:
     """One profiler pass over ``calls`` calls of ``fn``, each in a ``gpuperf:<label>#i`` range (i >= 1).
 
     An unprofiled call (lazy initialization) and a profiled warm-up call ``#0`` (the profiler's first-call
     costs; left out of the tables, not of the trace) come first. ``trace_path`` None: no Chrome trace.
     ``detailed`` records shapes and memory too (``--gpuperf-profile``); a differential profile needs neither.
+    ``budget_s``: profile only as many of the ``calls`` as the unprofiled call's length fits in it (one at least).
     """
     # torch.autograd.profiler.profile: the profiler torch.profiler.profile drives, without the import of
     # torch._inductor at its first start in a process (about a second of CPU, to read one setting).
@@ -91,8 +107,11 @@ def capture_calls(
     on_cuda = device.type == "cuda"
 
     with torch_warnings_stay_warnings():  # a compiled fn may be traced again here (quiet.py)
+        started = time.perf_counter()
         fn(*args, **kwargs)  # lazy initialization stays out of the profile
         cuda_synchronize(device)
+        if budget_s is not None:
+            calls = max(1, min(calls, math.floor(budget_s / max(time.perf_counter() - started, 1e-9))))
         with quiet_profiler(), profile(use_device="cuda" if on_cuda else None, use_kineto=True,
                                        record_shapes=detailed, profile_memory=detailed) as prof:  # fmt: skip
             for i in range(calls + 1):
@@ -105,7 +124,7 @@ def capture_calls(
     trace, trace_error = None, None
     if trace_path is not None:
         try:
-            trace = str(export_atomic(trace_path, prof.export_chrome_trace))
+            trace = str(export_trace(trace_path, prof.export_chrome_trace))
         except WriteError as exc:  # a trace is a report: one that cannot be written is a note, not a failure
             trace_error = f"profile trace not written: could not write {exc.path}: {exc.reason}"
     is_cuda_event = _is_cuda(torch)
