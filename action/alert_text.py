@@ -1,13 +1,17 @@
-"""The change points an alert is made from, and the issue's text: one change point, one issue.
+"""The change points an alert is made from, and the issue's text: one change, one issue.
 
-``gpuperf history changes --format json`` writes a list of change points; they are read
-here field by field (a bad one is named by entry and field). Every string in them comes
+``gpuperf history changes --format json`` writes one change point per event (the statistics
+of a measurement that moved together, led by its gated statistic, the others under
+``supporting``); they are read here field by field (a bad one is named by entry and field).
+An issue is keyed by (test, measurement, device class, branch, first bad commit): the
+statistic is not part of it, so one regression never opens two issues. Every string in them comes
 from test and metric names, so it goes into the issue as an inert code span
 (``body.code``: no mention, link, tag or emphasis), and commits must be full hashes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -50,10 +54,12 @@ class Change:
     kind: str
     runs_after: int
     gradual: bool
+    supporting: tuple[tuple[str, float | None], ...] = ()  # (statistic, change) of the same event elsewhere
 
     @property
-    def series(self) -> tuple[str, ...]:
-        return (self.test, self.measurement, self.statistic, self.device_class, self.branch)
+    def measurement_key(self) -> tuple[str, ...]:
+        """What an issue is about, with the first bad commit: the measurement, never one of its statistics."""
+        return (self.test, self.measurement, self.device_class, self.branch)
 
 
 # --- reading the change points ------------------------------------------------------------------
@@ -94,7 +100,23 @@ def _change(entry: object, where: str) -> Change:
         kind=field("kind", lambda v: v in _KINDS, " or ".join(_KINDS)),
         runs_after=field("runs_after", _count, "a whole number >= 0"),
         gradual=field("gradual", lambda v: isinstance(v, bool), "true or false"),
+        supporting=_supporting(entry.get("supporting", []), f"{where}.supporting"),
     )
+
+
+def _supporting(value: object, where: str) -> tuple[tuple[str, float | None], ...]:
+    """An event's other statistics (optional: change points written before events carry none)."""
+    if not isinstance(value, list):
+        raise ActionError(f"{where}: expected a list, got {json.dumps(value)[:80]}")
+    found = []
+    for i, item in enumerate(value):
+        if not isinstance(item, dict) or not isinstance(item.get("statistic"), str):
+            raise ActionError(f"{where}[{i}]: expected an object with a string 'statistic'")
+        change = item.get("change")
+        if not _finite_or_null(change):
+            raise ActionError(f"{where}[{i}].change: expected a finite number or null, got {json.dumps(change)[:80]}")
+        found.append((item["statistic"], _number(change)))
+    return tuple(found)
 
 
 def _count(value: object) -> bool:
@@ -114,14 +136,29 @@ def _finite(value: object) -> bool:
 
 
 def new_regressions(changes: Iterable[Change], recent: int) -> list[Change]:
-    """The regressions whose first bad run is among the newest ``recent`` runs of their series."""
-    return [c for c in changes if c.kind == "regression" and c.runs_after <= recent]
+    """The regressions whose first bad run is among the newest ``recent`` runs, one per issue key.
+
+    Two events of one measurement at one first bad commit (its time and its memory) are one
+    issue: the first (``changes`` lists time first) leads, the other's statistics support it.
+    """
+    found: dict[tuple[str, ...], Change] = {}
+    for c in changes:
+        if c.kind != "regression" or c.runs_after > recent:
+            continue
+        key = (*c.measurement_key, c.first_bad)
+        lead = found.get(key)
+        if lead is None:
+            found[key] = c
+        else:
+            extra = ((c.statistic, c.change), *c.supporting)
+            found[key] = dataclasses.replace(lead, supporting=lead.supporting + extra)
+    return list(found.values())
 
 
 def marker(change: Change) -> str:
-    """The hidden first line naming a change point: its series (as a digest) and its first bad commit."""
-    digest = hashlib.sha256("\0".join(change.series).encode("utf-8")).hexdigest()[:32]
-    return f"{MARKER_PREFIX} series={digest} first-bad={change.first_bad} -->"
+    """The hidden first line naming an issue: its measurement (as a digest) and its first bad commit."""
+    digest = hashlib.sha256("\0".join(change.measurement_key).encode("utf-8")).hexdigest()[:32]
+    return f"{MARKER_PREFIX} measurement={digest} first-bad={change.first_bad} -->"
 
 
 @dataclass(frozen=True)
@@ -163,6 +200,11 @@ def title(change: Change) -> str:
     return text if len(text) <= TITLE_MAX else text[: TITLE_MAX - 1] + "…"
 
 
+def _also(change: Change) -> str:
+    found = " · ".join(f"{code(statistic)} {percent(size)}" for statistic, size in change.supporting)
+    return found or "no other statistic"
+
+
 def issue_body(change: Change, links: Links, recent: int) -> str:
     short = f"{change.last_good[:12]}...{change.first_bad[:12]}"
     p = f", p = {change.p_value:.2g}" if change.p_value is not None else ""
@@ -186,6 +228,7 @@ def issue_body(change: Change, links: Links, recent: int) -> str:
         f"first bad {code(change.first_bad)}",
         f"- **Series:** {series} on device class {code(change.device_class)}, branch {code(change.branch)}",
         f"- **Runs at the new level:** {change.runs_after}",
+        f"- **Also seen in:** {_also(change)}",
         f"- **Profile diff:** {' · '.join(profile) if profile else 'none linked'}",
         "",
         f"Found by `gpuperf history changes` in [this workflow run]({links.run}); updated by each run while "

@@ -36,7 +36,6 @@ from workflow import ActionError
 _REPOSITORY = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 _CONCLUSION = re.compile(r"[a-z_]{1,32}")
 RESULTS = "results.json"  # run_gate.py's --gpuperf-json
-RESULTS_MAX_BYTES = 64 * 1024 * 1024  # far above any run's results; a bigger artifact file is refused
 
 
 def is_sticky(comment: Mapping[str, Any], marker: str, author: str) -> bool:
@@ -179,15 +178,13 @@ def _post_artifact(client: GitHub, repo: str, results: Path, head_sha: str, link
 def rebuilt_report(results: Path) -> str | None:
     """The comment's report rendered from the artifact's results data (None: it holds none).
 
-    pytest-gpuperf's own loader checks the file against its schema, and its Markdown
-    renderer makes every string from the tests inert, as in the plugin's comment.
-    ActionError names the file and the JSON path of a bad one.
+    pytest-gpuperf's own reader bounds the read (``results_json.MAX_BYTES``) and checks the file
+    against its schema, and its Markdown renderer makes every string from the tests inert, as in
+    the plugin's comment. ActionError names the file and the JSON path of a bad one.
     """
     path = results / RESULTS
     if not path.is_file() or path.is_symlink():
         return None
-    if path.stat().st_size > RESULTS_MAX_BYTES:
-        raise ActionError(f"{path}: over {RESULTS_MAX_BYTES} bytes; not read")
     _plugin_importable()
     from pytest_gpuperf.errors import GpuperfError
     from pytest_gpuperf.report.markdown import render_comment

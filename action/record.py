@@ -56,8 +56,12 @@ def load(folder: Path) -> GateRecord:
         payload = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ActionError(f"{path} does not exist: the gate's prepare step did not run") from None
+    except UnicodeDecodeError as exc:
+        raise ActionError(f"{path}: not readable JSON: not UTF-8 text (byte {exc.start})") from None
     except (OSError, ValueError) as exc:
         raise ActionError(f"{path}: not readable JSON: {exc}") from None
+    except RecursionError:
+        raise ActionError(f"{path}: not readable JSON: nested too deeply") from None
     if not isinstance(payload, dict):
         raise ActionError(f"{path}: expected a JSON object")
     key = _field(payload, "key", (str,), path)

@@ -1,20 +1,26 @@
 """``gpuperf``: compare results files, render reports, the history, a runner's stability, validate baselines.
 
 Exit codes (docs/cli.md): 0 ok; 1 ``compare`` found a regression; 2 usage error; 3 invalid input (a results
-or baseline file unreadable or failing its schema, a folder without git history, an unusable history store).
+or baseline file unreadable or failing its schema, a folder without git history, an unusable history store);
+130 interrupted (Ctrl-C or SIGTERM: the command's clean-up runs, then one line says so).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import TextIO
 
 from pytest_gpuperf import __version__, cli_history
 from pytest_gpuperf.cli_history import DEFAULT_BASELINES
-from pytest_gpuperf.config import Mode
+from pytest_gpuperf.config import BusyPolicy, Mode
 from pytest_gpuperf.errors import ConfigError, GpuperfError, NoChanges
 from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import SessionResults, Statistic
@@ -23,6 +29,7 @@ EXIT_OK = 0
 EXIT_REGRESSION = 1
 EXIT_USAGE = 2
 EXIT_INVALID_INPUT = 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command ended by Ctrl-C
 
 
 def _fraction(text: str) -> float:
@@ -35,6 +42,16 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _finite_non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0 such as 3, got {text!r}")
+    return value
+
+
 def _gate_options(parser: argparse.ArgumentParser) -> None:
     gate = parser.add_argument_group("gate settings (as in pytest --gpuperf)")
     gate.add_argument("--threshold", type=_fraction, default=None, metavar="FRACTION",
@@ -43,7 +60,7 @@ def _gate_options(parser: argparse.ArgumentParser) -> None:
                       help="smallest relative peak-memory change that counts (default 0.05)")  # fmt: skip
     gate.add_argument("--metric", default=None, metavar="STAT", choices=[s.value for s in Statistic],
                       help="time statistic compared (default p50)")  # fmt: skip
-    gate.add_argument("--noise-multiplier", type=float, default=None, metavar="K",
+    gate.add_argument("--noise-multiplier", type=_finite_non_negative, default=None, metavar="K",
                       help="standard deviations of run-to-run noise a change must exceed (default 3)")  # fmt: skip
 
 
@@ -88,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     _gate_options(compare)
     compare.add_argument("--strict", action="store_true",
                          help="as --gpuperf-strict: not comparable, unstable, not gated fail too")  # fmt: skip
+    compare.add_argument("--busy-policy", choices=[p.value for p in BusyPolicy], default=BusyPolicy.RETAKE.value,
+                         help="the sessions' gpuperf_busy_policy (default retake): judge leaves a change measured "
+                         "on a busy CPU runner to its samples, as such a session did")  # fmt: skip
 
     report = commands.add_parser(
         "report",
@@ -168,10 +188,10 @@ def _cmd_compare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     }
     try:
         settings = GateSettings(**{k: v for k, v in overrides.items() if v is not None})
-    except (ValueError, KeyError) as exc:
+    except (ConfigError, ValueError, KeyError) as exc:  # a bad option value is a usage error, whatever finds it
         stderr.write(f"gpuperf compare: error: {exc.args[0]}\n")
         return EXIT_USAGE
-    outcome = compare_files(args.base, args.head, settings)
+    outcome = compare_files(args.base, args.head, settings, busy_policy=BusyPolicy(args.busy_policy))
     _emit_report(args.format, outcome.session, args.output, stdout)
     for key in outcome.removed:
         stderr.write(f"gpuperf compare: {key} is in {args.base} but not in {args.head}\n")
@@ -279,7 +299,28 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     args.pytest_args = pytest_args  # bisect's, after its first --
     try:
-        return _COMMANDS[args.command](args, out, err)
+        with _sigterm_interrupts():
+            return _COMMANDS[args.command](args, out, err)
     except (GpuperfError, OSError) as exc:
         err.write(f"gpuperf {args.command}: {exc}\n")
         return EXIT_INVALID_INPUT
+    except KeyboardInterrupt as exc:  # the clean-up (worktrees, step processes) ran in the finally blocks
+        err.write(f"gpuperf {args.command}: interrupted ({str(exc) or 'Ctrl-C'})\n")
+        return EXIT_INTERRUPTED
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM as Ctrl-C while a command runs, so its clean-up runs and it ends with one line, not a traceback."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

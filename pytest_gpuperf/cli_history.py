@@ -21,6 +21,7 @@ from pytest_gpuperf.model import Statistic
 
 if TYPE_CHECKING:
     from pytest_gpuperf.history.model import ChangePoint, Series
+    from pytest_gpuperf.history.render import TooShort
     from pytest_gpuperf.history.store import HistoryStore
 
 EXIT_OK = 0
@@ -154,7 +155,8 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     return handlers[args.history_command](args, stdout, stderr)
 
 
-def _open(args: argparse.Namespace, stderr: TextIO) -> HistoryStore | None:
+def _open(args: argparse.Namespace, stderr: TextIO, *, create: bool = False) -> HistoryStore | None:
+    """The store of ``--history`` or GPUPERF_HISTORY; only ``ingest`` creates one (``create``)."""
     from pytest_gpuperf.history.record import history_url
     from pytest_gpuperf.history.store import open_store
 
@@ -163,7 +165,7 @@ def _open(args: argparse.Namespace, stderr: TextIO) -> HistoryStore | None:
         stderr.write(f"gpuperf history {args.history_command}: error: no store: give --history URL or set "
                      "GPUPERF_HISTORY\n")  # fmt: skip
         return None
-    return open_store(url)
+    return open_store(url, create=create)
 
 
 def _cmd_ingest(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -174,7 +176,7 @@ def _cmd_ingest(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
         return EXIT_USAGE
     # The baselines' history is read before the store is touched: a folder without git is refused whole.
     baseline_runs = runs_from_baselines(args.baselines, rev=args.rev) if args.baselines is not None else []
-    store = _open(args, stderr)
+    store = _open(args, stderr, create=True)
     if store is None:
         return EXIT_USAGE
     with store:
@@ -202,13 +204,25 @@ def _series(args: argparse.Namespace, store: HistoryStore) -> list[Series]:
 
 
 def find_all_changes(series: Sequence[Series]) -> list[ChangePoint]:
-    """The detector (history/detect.py) over every series, in the series' order."""
+    """The detector (history/detect.py) over every series, one event per change (history/events.py)."""
     from pytest_gpuperf.history.detect import find_changes
+    from pytest_gpuperf.history.events import group_events
 
-    found: list[ChangePoint] = []
+    return group_events((c for one in series for c in find_changes(one)), series)
+
+
+def too_short_measurements(series: Sequence[Series]) -> TooShort:
+    """The measurements whose every series is too short for the detector (history/detect.py) to say anything."""
+    from pytest_gpuperf.history.detect import shortest, too_short
+    from pytest_gpuperf.history.render import TooShort
+
+    measurements: dict[str, bool] = {}
     for one in series:
-        found.extend(find_changes(one))
-    return found
+        k = one.key
+        name = f"{k.test}::{k.measurement} [{k.device_class}, {k.branch}]"
+        measurements[name] = measurements.get(name, True) and too_short(one)
+    short = tuple(name for name, is_short in measurements.items() if is_short)
+    return TooShort(short, shortest(), len(measurements))
 
 
 def _since(text: str | None, store: HistoryStore) -> str | None:
@@ -242,7 +256,10 @@ def _cmd_changes(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     changes = find_all_changes(series)
     if since is not None:
         changes = [c for c in changes if _first_bad_time(by_key[c.key], c) >= since]
-    text = render_changes(changes, args.format)
+    short = too_short_measurements(series)
+    text = render_changes(changes, args.format, short)
+    if args.format == "json" and short.measurements:
+        stderr.write(f"gpuperf history changes: {short.line()}")
     if args.output is not None:
         from pytest_gpuperf.files import write_atomic
 

@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_gpuperf.baseline.record import entry_from_measurement
-from pytest_gpuperf.config import GateSettings, Mode
+from pytest_gpuperf.config import BusyPolicy, GateSettings, Mode
+from pytest_gpuperf.host import recorded_rules
 from pytest_gpuperf.model import BaselineEntry, SessionResults
 from pytest_gpuperf.report.results_json import load_results
 from pytest_gpuperf.verdict import Reference, judge
-from pytest_gpuperf.verdict.rulesets import baseline_rules
+from pytest_gpuperf.verdict.rulesets import rules_for
 
 
 @dataclass(frozen=True)
@@ -37,12 +38,15 @@ def base_entries(base: SessionResults) -> dict[str, BaselineEntry]:
 
 
 def compare_sessions(
-    base: SessionResults, head: SessionResults, settings: GateSettings | None = None, *, base_label: str | None = None
-) -> FileComparison:
-    """Judge every measurement of ``head`` against the same key in ``base``."""
+    base: SessionResults, head: SessionResults, settings: GateSettings | None = None, *, base_label: str | None = None,
+    busy_policy: BusyPolicy = BusyPolicy.RETAKE,
+) -> FileComparison:  # fmt: skip
+    """Judge every measurement of ``head`` against the same key in ``base``; ``busy_policy``: the sessions'."""
     gate = settings or GateSettings()
     entries = base_entries(base)
-    rules = baseline_rules()  # two files carry no host to guard: the shared rules alone
+    # the host state each measurement recorded (contention, speed probe) is judged as its session judged it
+    guard = recorded_rules(head.environment.device_type, mode=Mode.COMPARE_FILES, busy_policy=busy_policy)
+    rules = rules_for(Mode.COMPARE_FILES, guard)
     results = []
     for r in head.results:
         entry = entries.get(r.measurement.key)
@@ -61,6 +65,10 @@ def compare_sessions(
     return FileComparison(session, tuple(sorted(set(entries) - head_keys)))
 
 
-def compare_files(base_path: Path | str, head_path: Path | str, settings: GateSettings | None = None) -> FileComparison:
+def compare_files(
+    base_path: Path | str, head_path: Path | str, settings: GateSettings | None = None, *,
+    busy_policy: BusyPolicy = BusyPolicy.RETAKE,
+) -> FileComparison:  # fmt: skip
     """Load two results files (schema-checked) and compare head against base."""
-    return compare_sessions(load_results(base_path), load_results(head_path), settings, base_label=str(base_path))
+    base, head = load_results(base_path), load_results(head_path)
+    return compare_sessions(base, head, settings, base_label=str(base_path), busy_policy=busy_policy)

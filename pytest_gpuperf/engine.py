@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,9 +20,13 @@ from pytest_gpuperf.config import MeasureSettings, Mode, Settings
 from pytest_gpuperf.env import describe_drift
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import (
+    BASELINE_WRITE,
+    QUIET_WAIT,
+    WRITTEN_BUSY,
     BaselineEntry,
     Comparison,
     Environment,
+    MeasuredChange,
     Measurement,
     MeasurementResult,
     Note,
@@ -29,6 +34,7 @@ from pytest_gpuperf.model import (
     Verdict,
     measurement_key,
 )
+from pytest_gpuperf.profiling.plan import STORED_BUDGET_S, STORED_CALLS, ProfilePlan
 from pytest_gpuperf.report.progress import Progress
 from pytest_gpuperf.report.units import format_time
 from pytest_gpuperf.runner import MeasureSpec, Runner
@@ -63,14 +69,14 @@ class FreshReader(Protocol):
     def close(self) -> None: ...
 
 
-def noted(measurement: Measurement, text: str) -> Measurement:
-    return dataclasses.replace(measurement, notes=(*measurement.notes, Note(text)))
+def noted(measurement: Measurement, text: str, topic: str = "") -> Measurement:
+    return dataclasses.replace(measurement, notes=(*measurement.notes, Note(text, topic=topic)))
 
 
 def with_probe(measurement: Measurement, probe_ns: float | None, waited: str | None) -> Measurement:
     """``measurement`` with the host's speed probe taken before it, and the wait for it in its notes."""
     probed = dataclasses.replace(measurement, speed_probe_ns=probe_ns)
-    return probed if waited is None else noted(probed, waited)
+    return probed if waited is None else noted(probed, waited, QUIET_WAIT)
 
 
 def regressed(result: MeasurementResult) -> bool:
@@ -87,14 +93,17 @@ class ProfiledSide:
     problem: str = ""
 
 
-def profile_here(runner: Runner, spec: MeasureSpec, traces: Path | None, side: str) -> ProfiledSide:
-    """``spec`` profiled in this process (Runner.profile), its trace in ``traces`` (None: no trace)."""
+def profile_here(
+    runner: Runner, spec: MeasureSpec, traces: Path | None, side: str, calls: int, budget_s: float | None = None
+) -> ProfiledSide:
+    """``spec`` profiled over ``calls`` calls here (Runner.profile; ``budget_s``: no more than fit in it), its trace
+    in ``traces`` (None: no trace)."""
     from pytest_gpuperf.profiling.torch_profile import trace_file
 
     key = measurement_key(spec.test_id, spec.name)
     path = trace_file(traces, key, side) if traces is not None else None
     try:
-        capture = runner.profile(spec, trace_path=path, label=f"{key} ({side})")
+        capture = runner.profile(spec, trace_path=path, label=f"{key} ({side})", calls=calls, budget_s=budget_s)
     except Exception as exc:  # a profile explains a failure; it must never become one
         return ProfiledSide(None, problem=f"the {side}'s profile could not be taken ({type(exc).__name__}: {exc})")
     return ProfiledSide(capture.table, capture.trace_path)
@@ -104,17 +113,46 @@ def with_note(result: MeasurementResult, note: str) -> MeasurementResult:
     return dataclasses.replace(result, measurement=noted(result.measurement, note))
 
 
+def measured_change(result: MeasurementResult) -> MeasuredChange | None:
+    """The time comparison's change per call, head minus base, with its interval (the CI of the ratio)."""
+    c = time_of(result)
+    if c.baseline is None or c.ci_low is None or c.ci_high is None:
+        return None
+    return MeasuredChange(c.current - c.baseline, c.baseline * (c.ci_low - 1), c.baseline * (c.ci_high - 1))
+
+
 def with_profile_diff(
-    result: MeasurementResult, head: ProfiledSide, base: ProfiledSide, *, base_label: str
+    result: MeasurementResult,
+    head_side: Callable[[int], ProfiledSide],
+    base_side: Callable[[int], ProfiledSide],
+    *,
+    base_label: str,
+    plan: ProfilePlan | None = None,
 ) -> MeasurementResult:
-    """``result`` with its differential profile; without the head's profile only a note says why."""
+    """``result`` with its differential profile; without the head's profile only a note says why.
+
+    Both sides are profiled over the same number of calls, more each pass while the plan allows
+    (profiling/plan.py): until the rows that explain the measured change are resolved, or the budget is spent.
+    """
     from pytest_gpuperf.profiling.diff import diff_profiles
 
-    if head.profile is None:
-        return with_note(result, f"no profile diff: {head.problem}")
-    note = f"{base.problem}: the head's top operators alone" if base.profile is None and base.problem else ""
-    diff = diff_profiles(head.profile, base.profile, base_label=base_label, head_trace=head.trace,
-                         base_trace=base.trace, note=note)  # fmt: skip
+    plan = plan or ProfilePlan()
+    measured = measured_change(result)
+    calls: int | None = plan.first
+    spent = 0.0
+    diff = None
+    while calls is not None:
+        start = time.perf_counter()
+        head = head_side(calls)
+        base = base_side(calls) if head.profile is not None else ProfiledSide(None)
+        took = time.perf_counter() - start
+        spent += took
+        if head.profile is None:
+            return with_note(result, f"no profile diff: {head.problem}")
+        note = f"{base.problem}: the head's top operators alone" if base.profile is None and base.problem else ""
+        diff = diff_profiles(head.profile, base.profile, base_label=base_label, head_trace=head.trace,
+                             base_trace=base.trace, note=note, measured=measured)  # fmt: skip
+        calls = plan.next_calls(calls, spent, took, diff.finding)
     return dataclasses.replace(result, profile_diff=diff)
 
 
@@ -168,7 +206,7 @@ class LocalEngine:
                 m = noted(m, drift)
             if baseline is not None and baseline.written_busy and settings.mode is not Mode.UPDATE:
                 told = f"the baseline was written while the runner was busy ({baseline.written_busy}): write it again"
-                m = noted(m, f"{told} in a quieter hour")
+                m = noted(m, f"{told} in a quieter hour", WRITTEN_BUSY)
             reference = Reference(entry=baseline, other_classes=others)
             result = judge(m, reference, settings.gate, self.rules, self.environment)
             result = self._confirm(result, reference, settings)
@@ -182,10 +220,11 @@ class LocalEngine:
         known = self._specs.get(result.measurement.key)
         if known is None:
             return with_note(result, "no profile diff: a recorded measurement (DDP ranks) has no function to profile")
-        head = profile_here(self.runner, known[0], self.traces, "head")
         commit = baseline.provenance.commit if baseline is not None else None
         label = f"baseline {commit[:12]}" if commit else "baseline"
-        return with_profile_diff(result, head, ProfiledSide(baseline.profile if baseline else None), base_label=label)
+        stored = ProfiledSide(baseline.profile if baseline else None)
+        return with_profile_diff(result, lambda calls: profile_here(self.runner, known[0], self.traces, "head", calls),
+                                 lambda _calls: stored, base_label=label)  # fmt: skip
 
     # -- confirming a suspected regression ------------------------------------------------
 
@@ -247,20 +286,35 @@ class LocalEngine:
             return m if i == 0 else self._measure_fresh(spec, settings, reference, new_process=i >= 2)
 
         done = readings.baseline_write_done(gate.threshold, gate.noise_multiplier)
-        taken = readings.take_readings(
-            take, readings.WRITE_WAVES, lambda rs, planned: done([r.stats.median_ns for r in rs], planned)
-        )
+
+        def settled(rs: list[Measurement], planned: int) -> bool:
+            busy = self.guard.busy_ends_write and any(self.guard.busy(r.health) for r in rs)
+            return done([r.stats.median_ns for r in rs], planned, busy)
+
+        taken = readings.take_readings(take, readings.WRITE_WAVES, settled)
         medians = [r.stats.median_ns for r in taken]
         chosen = taken[readings.chosen_reading(medians)]
-        note = self._write_note(chosen, medians, gate)
+        written = Note(self._write_note(chosen, medians, gate), topic=BASELINE_WRITE)
         busy = next((b for b in (self.guard.busy(r.health) for r in taken) if b), None)
-        if busy is not None:  # recorded in the entry, and said each time it is gated against
-            note += f"; written while the runner was busy ({busy}): write it again in a quieter hour"
+        busy_notes = (
+            ()
+            if busy is None
+            else (  # recorded in the entry, and said each time it is gated against
+                Note(
+                    f"written while the runner was busy ({busy}): write it again in a quieter hour", topic=WRITTEN_BUSY
+                ),
+            )
+        )
         probes = [r.speed_probe_ns for r in taken if r.speed_probe_ns is not None]
         calibration = chosen.calibration_ns if chosen.calibration_ns is not None else m.calibration_ns
         # the base of a later regression's differential profile
-        side = profile_here(self.runner, spec, None, "baseline") if settings.profile_diff else ProfiledSide(None)
-        notes = (*chosen.notes, *(Note(text) for text in (note, side.problem) if text))
+        side = (
+            profile_here(self.runner, spec, None, "baseline", STORED_CALLS, STORED_BUDGET_S)
+            if settings.profile_diff
+            else ProfiledSide(None)
+        )
+        problems = (Note(side.problem),) if side.problem else ()
+        notes = (*chosen.notes, written, *problems, *busy_notes)
         return dataclasses.replace(
             chosen, speed_probe_ns=min(probes, default=None),
             # the probe's spread on a quiet host: a busy write's spread is the load's, and would hide a slow machine

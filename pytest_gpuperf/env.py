@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from pytest_gpuperf import device_class
 from pytest_gpuperf.model import Environment
+from pytest_gpuperf.torch_support import have_torch
 
 if TYPE_CHECKING:
     import torch
@@ -46,10 +47,17 @@ def _cpu_flags() -> set[str]:
 
 @functools.lru_cache(maxsize=1)
 def cpu_isa() -> str:
-    """The kernels torch's CPU backend dispatches to here: ``AVX512+avx512_bf16+avx512_fp16``."""
-    import torch
+    """The kernels torch's CPU backend dispatches to here: ``AVX512+avx512_bf16+avx512_fp16``.
 
-    capability = str(torch.backends.cpu.get_cpu_capability())
+    Without torch, the kernels it would choose (``expected_capability``): a suite that installs torch
+    later keeps its device class.
+    """
+    if have_torch():
+        import torch
+
+        capability = str(torch.backends.cpu.get_cpu_capability())
+    else:
+        capability = expected_capability()
     flags = _cpu_flags()
     return "+".join([capability, *(f for f in device_class.NATIVE_LOW_PRECISION if f in flags)])
 
@@ -70,26 +78,30 @@ def expected_cpu_kernels() -> str:
     """``cpu_kernels()`` without importing torch (for the session header), as aten's DispatchStub chooses."""
     if "torch" in sys.modules:
         return cpu_kernels()
+    return device_class.kernel_tag(expected_capability(), _cpu_flags())
+
+
+def expected_capability() -> str:
+    """The CPU capability aten's DispatchStub picks here (``ATEN_CPU_CAPABILITY``, else the CPU's flags)."""
     flags = _cpu_flags()
     capability = _ENV_CAPABILITY.get(os.environ.get("ATEN_CPU_CAPABILITY", "").lower())
-    if capability is None:
-        if {"avx512vl", "avx512bw", "avx512dq", "fma"} <= flags:
-            capability = "AVX512"
-        elif {"avx2", "fma"} <= flags:
-            capability = "AVX2"
-        else:
-            capability = "DEFAULT"
-    return device_class.kernel_tag(capability, flags)
+    if capability is not None:
+        return capability
+    if {"avx512vl", "avx512bw", "avx512dq", "fma"} <= flags:
+        return "AVX512"
+    if {"avx2", "fma"} <= flags:
+        return "AVX2"
+    return "DEFAULT"
 
 
 def probe_environment(device: torch.device) -> Environment:
-    """Describe the machine and the device the session measures on."""
-    import torch
-
+    """Describe the machine and the device the session measures on (without torch: its keys are left out)."""
     cpu = cpu_model()
     extra: dict[str, str] = {"cpu_count": str(os.cpu_count() or 0)}
-    device_name, cuda, driver, gpu_uuid = cpu, None, None, None
+    device_name, cuda, driver, gpu_uuid, torch_version = cpu, None, None, None, None
     if device.type == "cuda":
+        import torch
+
         from pytest_gpuperf.gpu.nvml import probe_device
 
         index = device.index if device.index is not None else torch.cuda.current_device()
@@ -100,8 +112,15 @@ def probe_environment(device: torch.device) -> Environment:
         extra["compute_capability"] = f"{capability[0]}.{capability[1]}"
         cuda, driver, gpu_uuid = torch.version.cuda, nvml.get("driver"), nvml.get("uuid")
     else:
-        extra["torch_threads"] = str(torch.get_num_threads())
+        if have_torch():
+            import torch
+
+            extra["torch_threads"] = str(torch.get_num_threads())
         extra["cpu_isa"] = cpu_isa()
+    if have_torch():
+        import torch
+
+        torch_version = getattr(torch, "__version__", None)
     kind = "cuda" if device.type == "cuda" else "cpu"
     return Environment(
         device_class=device_class_for(kind, device_name, cpu_kernels() if kind == "cpu" else None),
@@ -109,7 +128,7 @@ def probe_environment(device: torch.device) -> Environment:
         device_name=device_name,
         cpu_model=cpu,
         python=platform.python_version(),
-        torch=getattr(torch, "__version__", None),
+        torch=torch_version,
         cuda=cuda,
         driver=driver,
         gpu_uuid=gpu_uuid,

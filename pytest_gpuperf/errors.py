@@ -65,6 +65,10 @@ class WorkerError(GpuperfError):
     """The base-ref worker process of ``--gpuperf-compare-ref`` failed."""
 
 
+class BaseStartError(WorkerError):
+    """compare-ref's base worker ended before it collected the tests: the run cannot compare, a usage error."""
+
+
 class ResultsError(_FileError):
     """A results file that cannot be read or written."""
 
@@ -98,6 +102,14 @@ class StoreError(GpuperfError):
     def __init__(self, url: str, message: str) -> None:
         self.url = url
         super().__init__(f"history store {url}: {message}")
+
+
+class RunError(GpuperfError, ValueError):
+    """A run the history store cannot keep as it is; ``field`` names what (``started_at``, a measurement)."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        self.field = field
+        super().__init__(message)
 
 
 class NoChanges(GpuperfError, ValueError):

@@ -26,7 +26,7 @@ from typing import BinaryIO
 
 from pytest_gpuperf.errors import WriteError
 
-__all__ = ["Content", "export_atomic", "is_temp_file", "temp_files_of", "write_atomic"]
+__all__ = ["Content", "export_atomic", "is_temp_file", "temp_files_of", "write_atomic", "write_gitignore"]
 
 Content = str | bytes | Callable[[BinaryIO], object]
 """Text (written as UTF-8), bytes, or a function that writes the content to a binary file."""
@@ -69,6 +69,19 @@ def write_atomic(path: Path | str, content: Content) -> Path:
             os.fsync(f.fileno())
 
     return _replace(target, fill)
+
+
+def write_gitignore(folder: Path, text: str) -> None:
+    """Give ``folder`` a ``.gitignore`` of ``text`` where it has none; an existing one is the user's and stays.
+
+    A nicety, as pytest's cache folder has: a folder that cannot be written is left alone, since the file
+    that needs the folder says so itself when it is written.
+    """
+    path = folder / ".gitignore"
+    if path.exists() or path.is_symlink():
+        return
+    with contextlib.suppress(WriteError):
+        write_atomic(path, text)
 
 
 def export_atomic(path: Path | str, export: Callable[[str], object]) -> Path:

@@ -19,7 +19,7 @@ from pytest_gpuperf.model import (
     Throughput,
     not_finite,
 )
-from pytest_gpuperf.outcome import fail
+from pytest_gpuperf.outcome import fail, fail_on
 from pytest_gpuperf.runner import LazyResults, MeasureSpec
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ class GpuBench:
             with self._guard():
                 measurement = self._engine.measure(spec, settings)
         except GpuperfError as exc:  # it says what is wrong and where; the plugin's stack adds nothing
-            fail(str(exc))
+            fail_on(exc)
         except Exception as exc:
             _explain_oom(exc, self._device)
             raise

@@ -78,12 +78,21 @@ class NoteKind(str, enum.Enum):
     ROUTINE = "routine"
 
 
+# Note topics (``Note.topic``): what a note is about, for notes whose words differ per measurement
+WRITTEN_BUSY = "written-busy"  # a baseline written while the runner was busy (its write, and each gate against it)
+BASELINE_WRITE = "baseline-write"  # how a baseline entry was checked when written
+QUIET_WAIT = "quiet-wait"  # a wait for the machine to recover before measuring
+
+
 @dataclass(frozen=True)
 class Note:
     """One note of a measurement: its text and its kind."""
 
     text: str
     kind: NoteKind = NoteKind.NOTICE
+    # what the note is about ("written-busy", "baseline-write"): the terminal writes a topic's notes as one line
+    # with a count and the measurements it concerns; "": the note's text is its own group
+    topic: str = ""
 
 
 def measurement_key(test_id: str, name: str) -> str:
@@ -223,8 +232,11 @@ class OpStat:
     name: str  # the real name: "aten::mm", a cuBLAS or Triton kernel's name
     kind: Literal["operator", "kernel"]
     calls: float  # occurrences per measured call (2.0: launched twice per call)
-    host_ns: float  # self CPU time per measured call
+    host_ns: float  # self CPU time per measured call (the mean over the profiled calls)
     device_ns: float = 0.0  # self device time per measured call (0 on the CPU)
+    # Per profiled call, the samples of the row's interval (profiling/explain.py); () in tables written before them.
+    host_samples_ns: tuple[float, ...] = ()
+    device_samples_ns: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -242,10 +254,17 @@ class OpProfile:
     ops: tuple[OpStat, ...] = ()
     torch: str | None = None
     omitted_below_ns: float = 0.0  # ops under this time per call were left out of ``ops`` (0: none were)
+    host_samples_ns: tuple[float, ...] = ()  # each profiled call's CPU time (its mean is ``host_ns``)
+    device_samples_ns: tuple[float, ...] = ()  # each profiled call's kernel time (CUDA)
 
     @property
     def on_device(self) -> bool:
         return self.device_type == "cuda"
+
+    @property
+    def samples_ns(self) -> tuple[float, ...]:
+        """Each profiled call's time on the basis the rows are ranked by (device time on CUDA)."""
+        return self.device_samples_ns if self.on_device else self.host_samples_ns
 
 
 @dataclass(frozen=True)
@@ -302,6 +321,51 @@ class OpChange:
         return abs(head - base) >= 0.5
 
 
+WhyRole = Literal["cause", "offset", "replaced", "noise", "rest"]
+WhyReading = Literal["appeared", "disappeared", "grew", "shrank", "calls", "slower", "faster", "unchanged", "rest"]
+
+
+@dataclass(frozen=True)
+class WhyRow:
+    """One line of a regression's explanation (profiling/explain.py): a part of the measured change.
+
+    ``delta_ns`` is the time per measured call it accounts for, head minus base, with its interval
+    (``low_ns``..``high_ns``; None where the profile has no per-call samples). ``role``: a ``cause``
+    moves the way the measurement did and is resolved; an ``offset`` is resolved the other way; a
+    ``replaced`` op is the other half of the cause before it (A replaced by B); ``noise`` rows have
+    an interval that includes zero; the ``rest`` row is what the rows before it leave of the measured change.
+    """
+
+    name: str
+    kind: Literal["operator", "kernel", "rest"]
+    reading: WhyReading
+    role: WhyRole
+    delta_ns: float
+    low_ns: float | None = None
+    high_ns: float | None = None
+    base_calls: float | None = None  # calls per measured call on each side (None: unknown, under a cut)
+    head_calls: float | None = None
+    base_ns: float = 0.0  # the op's time per measured call on each side
+    head_ns: float = 0.0
+    exact: bool = False  # a count that changed (added, removed, more calls): a fact, its time an estimate
+    other_half: str | None = None  # a replaced op's successor (the row before it)
+
+
+@dataclass(frozen=True)
+class MeasuredChange:
+    """The gate's change in time per call that a profile diff explains: head minus base, with its interval."""
+
+    delta_ns: float
+    low_ns: float
+    high_ns: float
+
+
+# explained: causes account for at least half the change; partial: for less; spread: no cause is resolved;
+# disagrees: the profile's total and the measurement are apart beyond both intervals; no-intervals: a
+# stored profile without per-call samples.
+WhyFinding = Literal["explained", "partial", "spread", "disagrees", "no-intervals"]
+
+
 @dataclass(frozen=True)
 class ProfileDiff:
     """Why a confirmed time regression got slower: the head's profile against the base's.
@@ -317,6 +381,12 @@ class ProfileDiff:
     head_trace: str | None = None  # Chrome traces written beside the reports
     base_trace: str | None = None
     note: str = ""
+    # The explanation (profiling/explain.py): rows that add up to ``measured`` with the rest row.
+    rows: tuple[WhyRow, ...] = ()
+    measured: MeasuredChange | None = None
+    profile_change: MeasuredChange | None = None  # the profile's own total per call, head minus base
+    finding: WhyFinding | None = None  # None: no base to explain against
+    basis: Literal["host", "device"] = "host"  # the rows' time: kernels' device time, or operators' host time
 
     @property
     def host_delta_ns(self) -> float | None:

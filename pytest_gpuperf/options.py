@@ -18,6 +18,7 @@ from pytest_gpuperf import benchmark_fixture, conftest_options
 from pytest_gpuperf import config as cfg
 from pytest_gpuperf.errors import ConfigError
 from pytest_gpuperf.model import Statistic
+from pytest_gpuperf.torch_support import have_torch, require_torch
 
 
 @dataclass(frozen=True)
@@ -179,13 +180,16 @@ def _build(config: pytest.Config, values: dict[str, Any]) -> cfg.GpuperfConfig:
     if not raw_dir.strip():  # Path("") is the rootdir: every test would be "new" there
         raise ConfigError("--gpuperf-baseline-dir is empty; give a folder (default: baselines)")
     session["pin_cpu"] = str(session["pin_cpu"])
+    if session.get("profile_dir") is not None:
+        require_torch("--gpuperf-profile (a torch.profiler trace)")
     gp = cfg.GpuperfConfig(
         **session,
         enabled=bool(values["gpuperf"]) or session["update_baseline"] or bool(values["gpuperf_compare_ref"]),
         baseline_dir=rootdir / raw_dir,  # an absolute folder stays itself
         rootdir=rootdir,
         measure=cfg.MeasureSettings(**measure),
-        profile_diff=not values["gpuperf_no_profile_diff"] and _ini_bool(config, PROFILE_DIFF_INI),
+        # the profiler is torch's: without torch a regression is reported without its differential profile
+        profile_diff=not values["gpuperf_no_profile_diff"] and _ini_bool(config, PROFILE_DIFF_INI) and have_torch(),
         nvtx=not values["gpuperf_no_nvtx"],
     )
     return dataclasses.replace(gp, worker_args=(*_plugin_args(config), *worker_args(gp)))

@@ -9,8 +9,22 @@ from typing import NoReturn
 
 import pytest
 
+from pytest_gpuperf.errors import BaseStartError, GpuperfError
+
 
 def fail(message: str) -> NoReturn:
     """Fail the running test with ``message`` alone: no traceback, no chained exception."""
     __tracebackhide__ = True
     raise pytest.fail.Exception(message, pytrace=False) from None
+
+
+def fail_on(exc: GpuperfError) -> NoReturn:
+    """Fail the running test for ``exc``; an error no test of the session could pass ends the session instead.
+
+    compare-ref's base worker that could not start is one: every test would fail alike, for a reason that
+    is no regression, so the run stops with that one message and pytest's usage-error exit code (4).
+    """
+    __tracebackhide__ = True
+    if isinstance(exc, BaseStartError):
+        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+    fail(str(exc))

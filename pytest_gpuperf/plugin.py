@@ -151,7 +151,7 @@ def gpu_bench(request: pytest.FixtureRequest) -> GpuBench:
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session: pytest.Session) -> None:
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Write the reports and record the history once every result is in (the xdist controller's, once).
 
     Here, not in the terminal summary, so that a session without a terminal (``-p no:terminal``) writes
@@ -179,10 +179,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         state.closing.extend((f"gpuperf: wrote {path}", False) for path in reports.written)
         for failure in reports.failed:  # a warning: the exit code stays the tests'
             _warn(state.closing, f"gpuperf: could not write {failure.path}: {failure.reason}")
-    _record_history(state.closing, config, results)
+    _record_history(state.closing, config, results, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
 
 
-def _record_history(closing: list[tuple[str, bool]], config: pytest.Config, session: SessionResults) -> None:
+def _record_history(
+    closing: list[tuple[str, bool]], config: pytest.Config, session: SessionResults, *, interrupted: bool
+) -> None:
     """``--gpuperf-history``: store the session (history/record.py); a store that fails is a warning."""
     from pytest_gpuperf.history.record import history_url, record_session
 
@@ -190,7 +192,7 @@ def _record_history(closing: list[tuple[str, bool]], config: pytest.Config, sess
     if url is None:
         return
     try:
-        closing.append((record_session(url, session), False))
+        closing.append((record_session(url, session, interrupted=interrupted), False))
     except GpuperfError as exc:  # the verdicts and exit code stand; the results file can be ingested later
         _warn(closing, f"gpuperf: the run was not recorded: {exc}")
 
@@ -207,7 +209,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = config.stash.get(STATE_KEY, None)
     if state is None or not state.config.enabled or state.environment is None:
         return
-    from pytest_gpuperf.report.terminal import render_explanations, render_notes, render_summary, render_top_ops
+    from pytest_gpuperf.report.terminal import (
+        change_lines,
+        render_explanations,
+        render_notes,
+        render_summary,
+        render_top_ops,
+        render_unjudged,
+    )
 
     session = state.session_results()
     tw = terminalreporter
@@ -218,15 +227,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if state.config.explain:
         render_explanations(tw, session)
     render_top_ops(tw, session)
-    for change in state.changes:
-        if change.kind != "unchanged":
-            tw.write_line(
-                f"gpuperf: baseline {change.kind}: {plain(change.key)} ({plain(_relative(change.path, config))})"
-            )
-    if kept := sum(1 for c in state.changes if c.kind == "unchanged"):
-        tw.write_line(f"gpuperf: {kept} baseline entr{'y' if kept == 1 else 'ies'} unchanged (kept as is)")
+    for line in change_lines(state.changes, lambda path: _relative(path, config)):
+        tw.write_line(plain(line))
     for line, warning in state.closing:
         tw.write_line(line, yellow=warning)
+    render_unjudged(tw, session)  # last: what the run could not judge is the line a reader sees
 
 
 def _relative(path: Path, config: pytest.Config) -> str:

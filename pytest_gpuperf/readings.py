@@ -55,19 +55,21 @@ def remeasure_done(still_regressed: Callable[[T], bool]) -> Callable[[list[T], i
 # -- writing a baseline -------------------------------------------------------------------
 
 
-def baseline_write_done(threshold: float, noise_multiplier: float) -> Callable[[list[float], int], bool]:
-    """The stopping rule over the readings' medians of one baseline write.
+def baseline_write_done(threshold: float, noise_multiplier: float) -> Callable[[list[float], int, bool], bool]:
+    """The stopping rule over the readings' medians of one baseline write; ``busy``: the runner was busy.
 
     Two that agree within half the threshold settle it; otherwise a third decides (the
-    median is written), and two more while the readings are ``too_noisy``.
+    median is written), and two more while the readings are ``too_noisy`` on a quiet runner.
+    On a busy one the spread is the load's: two more readings of it cost two measurements and
+    cannot make the entry one to trust (it is written busy, to be written again in a quieter hour).
     """
 
-    def done(medians: list[float], planned: int) -> bool:
+    def done(medians: list[float], planned: int, busy: bool = False) -> bool:
         if len(medians) < 2:
             return True  # no fresh reading could be taken: keep what there is
         if len(medians) == 2:
             return abs(medians[1] / medians[0] - 1.0) <= threshold / 2
-        return not too_noisy(spread_threshold(medians, noise_multiplier), threshold)
+        return busy or not too_noisy(spread_threshold(medians, noise_multiplier), threshold)
 
     return done
 

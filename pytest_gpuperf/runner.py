@@ -400,6 +400,7 @@ class PreparedMeasurement:
             measured_s=self.measured_s,
             elapsed_s=self.elapsed_s(),
             next_round_s=self._sample_s() + self._after_rounds_s(),
+            sample_s=self._sample_s(),
         )
 
     def run_to_completion(self) -> None:
@@ -514,10 +515,12 @@ class Runner:
     def prepare(self, spec: MeasureSpec) -> PreparedMeasurement:
         return PreparedMeasurement(self, spec)
 
-    def profile(self, spec: MeasureSpec, *, trace_path: Path | None, label: str) -> ProfileCapture:
-        """One untimed torch.profiler pass over a few calls of ``spec``, for a differential profile (no shapes
-        or memory); the trace at ``trace_path`` (None: none written)."""
-        from pytest_gpuperf.profiling.torch_profile import DIFF_PROFILED_CALLS, capture_calls
+    def profile(
+        self, spec: MeasureSpec, *, trace_path: Path | None, label: str, calls: int, budget_s: float | None = None
+    ) -> ProfileCapture:
+        """One untimed torch.profiler pass over ``calls`` calls of ``spec``, for a differential profile (no shapes
+        or memory); the trace at ``trace_path`` (None: none written); ``budget_s``: no more calls than fit in it."""
+        from pytest_gpuperf.profiling.torch_profile import capture_calls
 
         deadline = time.perf_counter() + spec.settings.time_limit_s
         timeout = MeasurementTimeout(
@@ -525,7 +528,8 @@ class Runner:
         )
         with hard_limit(deadline, lambda: timeout), in_autograd_mode(spec.autograd):
             return capture_calls(spec.fn, spec.args, dict(spec.kwargs), trace_path=trace_path, label=label,
-                                 device=self.options.device, calls=DIFF_PROFILED_CALLS, detailed=False)  # fmt: skip
+                                 device=self.options.device, calls=calls, detailed=False,
+                                 budget_s=budget_s)  # fmt: skip
 
     def measure(self, spec: MeasureSpec) -> Measurement:
         prepared = self.prepare(spec)

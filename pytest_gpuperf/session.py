@@ -75,18 +75,16 @@ class GpuperfSession:
         """Resolve the device, probe the environment, open the store and build the engine, once."""
         if self.engine is not None:
             return self.engine
-        import torch
-
         from pytest_gpuperf.baseline.provenance import git_provenance
         from pytest_gpuperf.baseline.store import BaselineStore
         from pytest_gpuperf.env import probe_environment
-        from pytest_gpuperf.gpu.device import resolve_device
+        from pytest_gpuperf.gpu.device import cuda_device_count, resolve_device
         from pytest_gpuperf.host import guard_for
         from pytest_gpuperf.runner import Runner, RunnerOptions
         from pytest_gpuperf.verdict.rulesets import rules_for
 
         c = self.config
-        cuda_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        cuda_count = cuda_device_count()
         self.device = resolve_device(pinned_device(c.device, self.worker, cuda_count))
         if needs_lock(str(self.device), self.worker, cuda_count):
             self.lock = measurement_lock(c.rootdir, str(self.device))
@@ -227,7 +225,10 @@ class GpuperfSession:
                 fail("\n\n".join(violated))
             self.update_baselines(results)
             return
-        if failures := [failure_message(r, str(self.device)) for r in results if fails(r, bench.settings.gate)]:
+        ref = self.config.compare_ref
+        if failures := [
+            failure_message(r, str(self.device), compare_ref=ref) for r in results if fails(r, bench.settings.gate)
+        ]:
             fail("\n\n".join(failures))
 
     def update_baselines(self, results: list[MeasurementResult]) -> None:

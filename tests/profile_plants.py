@@ -107,6 +107,8 @@ def pytest_sessionfinish(session):
             "metrics": [m.name for m in r.measurement.metrics],
             "diff": None if d is None else {
                 "rows": [[c.name, c.status, c.calls_changed] for c in d.changes],
+                "why": [[r.name, r.reading, r.role] for r in d.rows], "finding": d.finding,
+                "measured": None if d.measured is None else d.measured.delta_ns,
                 "label": d.base_label, "note": d.note, "has_base": d.base is not None,
                 "head_trace": d.head_trace, "base_trace": d.base_trace,
             },

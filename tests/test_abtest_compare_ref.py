@@ -114,7 +114,7 @@ def test_compare_ref_fails_a_regression_passes_unchanged_and_marks_new(pytester:
         "*performance regression in test_perf.py::test_spin::default*",
         "*time.p50:*->*(+*%)*",
         "*evidence: ratio *95% CI*3 fresh process pairs (ratios *); first pair *",
-        "*baseline commit:*",
+        "*ref base commit:*",
     ])  # fmt: skip
     result.stdout.fnmatch_lines(["test_perf.py::test_only_in_head", "  default * new"], consecutive=True)
     result.stdout.fnmatch_lines(["*FAILED test_perf.py::test_spin *"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -497,6 +498,28 @@ def test_from_artifacts_refuses_forged_results_naming_the_file_and_path(
     assert comment.main(["from-artifacts", str(folder)], env) == 1
     assert github.requests() == [("GET", f"/repos/{REPO}/pulls/7", None)]  # nothing posted
     assert "$.results[0].measurement.stats.median_ns" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [(b"[" * 100_000 + b"]" * 100_000, "nested too deeply"), (b"\xff\xfe\x00binary", "not UTF-8 text")],
+)
+@pytest.mark.parametrize("where", ["results", "record"])
+def test_from_artifacts_refuses_an_unreadable_artifact_and_posts_the_one_beside_it(
+    github: FakeGitHub, tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, reason: str, where: str
+) -> None:
+    serve_comments(github)
+    github.reply("GET", f"/repos/{REPO}/pulls/7", "pull_request_7.json")
+    github.reply("POST", f"/repos/{REPO}/issues/7/comments", "comment_created.json")
+    folder = artifacts(tmp_path, "gate", 7)
+    bad = folder / "gpuperf-gate-a100-00000000"  # sorted first: refused before the good one is posted
+    shutil.copytree(folder / "gpuperf-gate-l4-1a2b3c4d", bad)
+    (bad / (comment.RESULTS if where == "results" else record.FILE)).write_bytes(content)
+    env = github.env(tmp_path, HEAD_SHA=HEAD_SHA, RUN_URL="https://github.com/x", RUN_CONCLUSION="success")
+    assert comment.main(["from-artifacts", str(folder)], env) == 1
+    assert github.requests()[-1][:2] == ("POST", f"/repos/{REPO}/issues/7/comments")  # the readable one
+    out = capsys.readouterr().out
+    assert f"pytest-gpuperf::{bad.name}: " in out and reason in out and "Traceback" not in out
 
 
 def test_from_artifacts_without_results_data_says_nothing_was_measured(github: FakeGitHub, tmp_path: Path) -> None:

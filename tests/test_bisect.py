@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import signal
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -12,7 +14,8 @@ from test_report_helpers import make_session
 
 from pytest_gpuperf import bisect, cli
 from pytest_gpuperf.bisect import BisectError, Status, Step, StepVerdict, search
-from pytest_gpuperf.model import Verdict
+from pytest_gpuperf.bisect.render import step_line
+from pytest_gpuperf.model import Kind, Verdict
 
 # --- the search, with a probe that answers from a table ------------------------------------------
 
@@ -24,10 +27,13 @@ def commits(n: int) -> list[str]:
 class Table:
     """A probe that says ``bad`` from index ``first_bad`` on, and ``skip`` for the indices in ``skipped``."""
 
-    def __init__(self, candidates: list[str], first_bad: int | None, skipped: Iterable[int] = ()) -> None:
+    def __init__(self, candidates: list[str], first_bad: int | None, skipped: Iterable[int] = (),
+                 inconclusive: Iterable[int] = (), inconclusive_once: Iterable[int] = ()) -> None:  # fmt: skip
         self.candidates = candidates
         self.first_bad = first_bad
         self.skipped = {candidates[i] for i in skipped}
+        self.inconclusive = {candidates[i] for i in inconclusive}  # at every measurement
+        self.inconclusive_once = {candidates[i] for i in inconclusive_once}  # at the first only
         self.asked: list[int] = []
 
     def __call__(self, commit: str) -> Step:
@@ -35,6 +41,8 @@ class Table:
         self.asked.append(index)
         if commit in self.skipped:
             return Step(commit, "", StepVerdict.SKIP, reason="cannot build")
+        if commit in self.inconclusive or (commit in self.inconclusive_once and self.asked.count(index) == 1):
+            return Step(commit, "", StepVerdict.INCONCLUSIVE, reason="not significant")
         bad = self.first_bad is not None and index >= self.first_bad
         return Step(commit, "", StepVerdict.BAD if bad else StepVerdict.GOOD)
 
@@ -85,6 +93,50 @@ def test_skipped_commits_next_to_the_answer_leave_a_range() -> None:
     assert outcome.suspects == tuple(candidates[3:6])  # the two skipped ones and the first bad one measured
     text = bisect.render(outcome)
     assert "one of these 3" in text and all(c in text for c in candidates[3:6])
+
+
+def test_an_inconclusive_step_is_measured_again_and_then_decides() -> None:
+    candidates = commits(8)
+    probe = Table(candidates, 5, inconclusive_once=[4])
+    outcome = search(candidates, probe)
+    assert outcome.status is Status.FOUND and outcome.first_bad == candidates[5]
+    assert probe.asked.count(4) == 2
+    assert [s.verdict for s in outcome.steps].count(StepVerdict.INCONCLUSIVE) == 1
+
+
+def test_a_commit_inconclusive_twice_is_never_called_good() -> None:
+    """The review's history: the slow commit measured +287% but not significant must not make a later one first bad."""
+    candidates = commits(4)  # a comment, a syntax error, the slowdown, a comment (BAD)
+    probe = Table(candidates, 2, skipped=[1], inconclusive=[2])
+    outcome = search(candidates, probe)
+    assert outcome.status is Status.RANGE and outcome.first_bad is None
+    assert outcome.status.exit_code == bisect.EXIT_RANGE
+    assert candidates[2] in outcome.suspects and candidates[3] in outcome.suspects
+    assert probe.asked.count(2) == 2
+    text = bisect.render(outcome)
+    assert "inconclusive" in text and "measured twice without a significant answer" in text
+    bad_inconclusive = search(candidates, Table(candidates, 0, inconclusive=[3]))
+    assert bad_inconclusive.status is Status.BAD_UNTESTABLE and bad_inconclusive.status.exit_code == 1
+
+
+def test_a_change_beyond_the_threshold_that_is_not_significant_is_inconclusive() -> None:
+    session = make_session()
+    noisy = []
+    for r in session.results:
+        if r.verdict is Verdict.REGRESSION:
+            continue
+        noisy_time = {"verdict": Verdict.UNCHANGED, "change": 2.867, "ci_low": 0.57, "ci_high": 4.156,
+                      "p_value": 0.22, "threshold": 0.1}  # fmt: skip
+        comparisons = tuple(
+            dataclasses.replace(c, **noisy_time) if c.kind is Kind.TIME else c  # type: ignore[arg-type]
+            for c in r.comparisons
+        )
+        noisy.append(dataclasses.replace(r, comparisons=comparisons))
+    step = bisect.judge_session("c" * 40, "K=4", dataclasses.replace(session, results=tuple(noisy)), 0)
+    assert step.verdict is StepVerdict.INCONCLUSIVE
+    assert step.findings and all(f.change == 2.867 for f in step.findings)
+    line = step_line(1, step, "b" * 40)
+    assert "inconclusive" in line and "not significant" in line and "+286.7%" in line
 
 
 def test_judging_a_results_file_uses_the_gates_definition_of_failing() -> None:
@@ -274,3 +326,25 @@ def test_bisect_says_when_bad_is_not_slower(tmp_path: Path, monkeypatch: pytest.
     assert code == 1, out + err
     assert f"BAD {made[3][:12]} is not slower than GOOD {made[0][:12]}" in out
     assert out.count("step 1: ") == 2 and "step 2: " not in out  # "measuring ...", then its verdict
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "said"), [(signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")])
+def test_an_interrupted_bisect_cleans_up_and_says_so_in_one_line(tmp_path: Path, sig: int, said: str) -> None:
+    import subprocess
+    import sys
+    import time
+
+    root = tmp_path / "repo"
+    perf_history(root)
+    command = [sys.executable, "-m", "pytest_gpuperf", "bisect", "main~8", "main", "--", *PYTEST_ARGS]
+    process = subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    while "step 1: measuring" not in (line := process.stdout.readline()):
+        assert line, "the bisect ended before its first step"
+    time.sleep(1.0)  # the step's worktree and pytest are running
+    process.send_signal(sig)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == cli.EXIT_INTERRUPTED, out + err
+    assert err == f"gpuperf bisect: interrupted ({said})\n"  # one line, no traceback
+    assert git(root, "worktree", "list").count("\n") == 0  # the step's worktree removed

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from pytest_gpuperf.baseline import codec
-from pytest_gpuperf.config import GateSettings, Mode
+from pytest_gpuperf.config import BusyPolicy, GateSettings, Mode
 from pytest_gpuperf.host.cpu import CpuHostGuard
 from pytest_gpuperf.host.cpu.contention import Contention
 from tests.test_baseline_reading import engine_with_fresh_readings
@@ -57,3 +57,21 @@ def test_gating_against_it_says_so(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--gpuperf", *args)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([f"*the baseline was written while the runner was busy ({EVIDENCE}): write it again*"])
+
+
+def test_a_noisy_write_on_a_busy_runner_stops_at_the_deciding_reading(tmp_path: Path) -> None:
+    def noisy(health: dict[str, object]) -> tuple[object, ...]:
+        return tuple(measurement(ns, speed_probe_ns=33_000.0, health=health) for ns in (1300.0, 1600.0, 1100.0, 1400.0))
+
+    here = measurement(1000.0, speed_probe_ns=33_000.0, health=BUSY)
+    engine, left = engine_with_fresh_readings(tmp_path, *noisy(BUSY))  # type: ignore[arg-type]
+    engine._baseline_reading(here, GateSettings(threshold=0.10))
+    assert len(left) == 2  # three readings: the load's spread, not worth two more measurements
+    quiet_here = measurement(1000.0, speed_probe_ns=33_000.0, health=QUIET)
+    quiet_engine, quiet_left = engine_with_fresh_readings(tmp_path, *noisy(QUIET))  # type: ignore[arg-type]
+    quiet_engine._baseline_reading(quiet_here, GateSettings(threshold=0.10))
+    assert not quiet_left  # a quiet runner's noisy write takes its two more
+    judging, judging_left = engine_with_fresh_readings(tmp_path, *noisy(BUSY))  # type: ignore[arg-type]
+    judging.guard.busy_policy = BusyPolicy.JUDGE  # type: ignore[attr-defined]
+    judging._baseline_reading(here, GateSettings(threshold=0.10))
+    assert not judging_left  # --gpuperf-busy-policy=judge: the readings decide, busy or not

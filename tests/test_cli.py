@@ -195,3 +195,44 @@ def test_nan_infinity_or_an_absurd_time_in_a_results_file_exits_3_naming_file_an
         f"[{where[-1]}]" if isinstance(where[-1], int) else f".{where[-1]}")  # fmt: skip
     assert str(head) in err and json_path in err and message in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe", "cannot be read: not UTF-8 text (byte 0)"),
+        (b"[" * 100_000 + b"]" * 100_000, "cannot be read: JSON nested too deeply to be a results file"),
+    ],
+)
+@pytest.mark.parametrize("command", ["compare", "report"])
+def test_a_results_file_that_is_not_text_or_nested_too_deeply_exits_3(
+    files: tuple[Path, Path], tmp_path: Path, content: bytes, message: str, command: str
+) -> None:
+    base, _ = files
+    bad = tmp_path / "bin.json"
+    bad.write_bytes(content)
+    code, out, err = run(command, *([str(base)] if command == "compare" else []), str(bad))
+    assert code == EXIT_INVALID_INPUT, err  # never 1, which for compare means "regression found"
+    assert err == f"gpuperf {command}: results file {bad}: {message}\n" and out == ""
+
+
+def test_a_results_file_is_read_no_further_than_its_size_limit(tmp_path: Path) -> None:
+    from pytest_gpuperf.report.results_json import MAX_BYTES
+
+    code, _, err = run("report", "/dev/zero")  # endless: refused after MAX_BYTES, not read until memory runs out
+    assert code == EXIT_INVALID_INPUT
+    assert err == f"gpuperf report: results file /dev/zero: cannot be read: larger than {MAX_BYTES // 2**20} MiB, " \
+                  "the most a results file may hold\n"  # fmt: skip
+    big = tmp_path / "big.json"
+    with big.open("wb") as f:  # a sparse file one byte over the limit
+        f.truncate(MAX_BYTES + 1)
+    assert run("report", str(big))[0] == EXIT_INVALID_INPUT
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "-1", "many"])
+def test_a_bad_noise_multiplier_is_a_usage_error(
+    files: tuple[Path, Path], value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, head = files
+    assert main(["compare", str(base), str(head), f"--noise-multiplier={value}"]) == EXIT_USAGE
+    assert "--noise-multiplier: expected a finite number >= 0" in capsys.readouterr().err

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_helpers import run
@@ -155,3 +157,165 @@ def test_ingest_of_the_baselines_git_history(
     outside.mkdir()
     code, _, err = run("history", "ingest", "--history", url, "--baselines", str(outside))
     assert code == EXIT_INVALID_INPUT and "not inside a git repository" in err
+
+
+# --- credentials, missing stores, bad files and non-finite values --------------------------------
+
+
+def _query_password_url(url: str, port: int | None = None) -> str:
+    """``url`` with its credentials as query parameters (a server on trust auth accepts and ignores them)."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if port is not None:
+        parsed = parsed.set(port=port)
+    return parsed.render_as_string(hide_password=False) + "?password=pw-qu3ry-secret&sslpassword=ssl-s3cret-pw"
+
+
+SECRETS = ("pw-qu3ry-secret", "ssl-s3cret-pw")
+
+
+def test_a_password_given_as_a_query_parameter_is_never_printed(tmp_path: Path, postgres_server: str) -> None:
+    from postgres_server import fresh_database
+
+    from pytest_gpuperf.history.record import record_session
+
+    good = write_results(tmp_path / "good.json", make_session())
+    bad = tmp_path / "bad.json"
+    bad.write_text("{ not json")
+    with fresh_database(postgres_server) as plain:
+        url = _query_password_url(plain)
+        code, out, err = run("history", "ingest", "--history", url, str(good), str(bad))
+        assert code == EXIT_INVALID_INPUT, err
+        assert "password=***" in out and "sslpassword=***" in out
+        code, out2, err2 = run("history", "changes", "--history", url, "--since", "nonsense")
+        assert code == EXIT_INVALID_INPUT and "password=***" in err2
+        line = record_session(url, dataclasses.replace(make_session(), started_at="2026-02-02T00:00:00+00:00"))
+        assert line.startswith("gpuperf: recorded run ") and "password=***" in line
+        texts = [out, err, out2, err2, line]
+    unreachable = _query_password_url(plain, port=1)
+    for command in (["ingest", str(good)], ["changes"], ["dashboard", "--out", str(tmp_path / "site")]):
+        code, out, err = run("history", *command, "--history", unreachable)
+        assert code == EXIT_INVALID_INPUT and "password=***" in err, err
+        texts += [out, err]
+    assert not any(secret in text for secret in SECRETS for text in texts)
+
+
+@pytest.mark.parametrize(
+    ("address", "shown"),
+    [
+        ("postgresql://perf@db/perf?password=s3cr3t", "postgresql://perf@db/perf?password=***"),
+        ("postgresql://perf:s3cr3t@db/perf?sslmode=require&sslpassword=s3cr3t&passfile=/x/s3cr3t",
+         "postgresql://perf:***@db/perf?sslmode=require&sslpassword=***&passfile=***"),
+        ("postgresql://db/perf?PASSWORD=s3cr3t&api_token=s3cr3t&application_name=ok",
+         "postgresql://db/perf?PASSWORD=***&api_token=***&application_name=ok"),
+        ("mysql://u:s3cr3t@h/db?password=s3cr3t", "mysql://u:***@h/db?password=***"),
+        ("mysql://u:s3cr@t@h/db", "mysql://u:***@h/db"),
+    ],
+)  # fmt: skip
+def test_redact_hides_every_credential_an_address_can_carry(address: str, shown: str) -> None:
+    from pytest_gpuperf.history.url import parse_url, redact
+
+    assert redact(address) == shown
+    if address.startswith("postgresql"):  # SQLAlchemy's URL sorts its parameters
+        parsed = redact(parse_url(address))
+        assert "s3cr3t" not in parsed and parsed.startswith(shown.split("?")[0].replace("://", "+psycopg://"))
+        assert sorted(parsed.split("?")[1].split("&")) == sorted(shown.split("?")[1].split("&"))
+
+
+def test_a_libpq_keyword_string_is_refused_not_taken_for_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    good = write_results(tmp_path / "good.json", make_session())
+    for keywords in ("host=127.0.0.1 dbname=perf user=perf password=kw-s3cret", "dbname = perf password=kw-s3cret"):
+        code, out, err = run("history", "ingest", "--history", keywords, str(good))
+        assert code == EXIT_INVALID_INPUT, err
+        assert "key=value settings are not a store address: give postgresql://" in err
+        assert "kw-s3cret" not in out + err
+    code, _, err = run("history", "ingest", "--history", "postgresql:/perf@db/perf?password=kw-s3cret", str(good))
+    assert code == EXIT_INVALID_INPUT and "not a database address: write postgresql://" in err
+    assert "kw-s3cret" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.json"]  # no file named after the settings
+
+
+@pytest.mark.parametrize("command", [["changes"], ["dashboard", "--out", "site"]])
+@pytest.mark.parametrize("through", ["option", "environment"])
+def test_reading_a_store_that_does_not_exist_is_refused_and_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str], through: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    typo = tmp_path / "typo" / "perf-histroy.db"
+    if through == "option":
+        argv = ["history", *command, "--history", str(typo)]
+    else:
+        monkeypatch.setenv("GPUPERF_HISTORY", f"sqlite:///{typo}")
+        argv = ["history", *command]
+    code, out, err = run(*argv)
+    assert code == EXIT_INVALID_INPUT, out + err
+    assert f"history store sqlite:///{typo}: no store there: only recording (--gpuperf-history) and " in err
+    assert not (tmp_path / "typo").exists() and not (tmp_path / "site").exists()
+    good = write_results(tmp_path / "good.json", make_session())
+    assert run("history", "ingest", "--history", str(typo), str(good))[0] == EXIT_OK  # ingest creates it
+    assert run(*argv)[0] == EXIT_OK
+
+
+def _edited(tmp_path: Path, name: str, edit: Any) -> Path:
+    doc = json.loads(write_results(tmp_path / f"{name}.src.json", make_session()).read_text())
+    edit(doc)
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_ingest_refuses_each_bad_file_by_name_and_stores_the_others(tmp_path: Path, store_url: str) -> None:
+    good = write_results(tmp_path / "good.json", make_session())
+    bad_time = _edited(tmp_path, "bad-time", lambda d: d.update(started_at="9999-99-99"))
+    bad_date = _edited(tmp_path, "bad-date", lambda d: d["provenance"].update(commit_date="not a date"))
+    twice = _edited(tmp_path, "twice", lambda d: d["results"].append(d["results"][0]))
+    later = write_results(
+        tmp_path / "later.json", dataclasses.replace(make_session(), started_at="2026-03-01T00:00:00Z")
+    )
+    code, out, err = run("history", "ingest", "--history", store_url, str(bad_time), str(good), str(bad_date),
+                         str(twice), str(later))  # fmt: skip
+    assert code == EXIT_INVALID_INPUT
+    assert f"stored {good}" in out and f"stored {later}" in out and "2 stored, 0 already stored, 3 refused" in out
+    assert f"refused results file {bad_time} at $.started_at: started_at '9999-99-99' is not an ISO 8601 time" in err
+    assert (f"refused results file {bad_date} at $.provenance.commit_date: commit_date 'not a date' is not an "
+            "ISO 8601 time") in err  # fmt: skip
+    first = make_session().results[0].measurement
+    assert (f"refused results file {twice}: measurement {first.test_id}::{first.name} appears more than once") in err
+    assert "Traceback" not in err and "UNIQUE" not in err
+    with open_store(store_url) as store:
+        assert store.count_runs() == 2
+
+
+@pytest.mark.parametrize("where", ["metric", "extra_info"])
+def test_a_session_with_a_nan_or_infinite_value_is_recorded_without_it(store_url: str, where: str) -> None:
+    """Recording never fails on a non-finite value: a NaN metric is not stored, a NaN in the run's JSON is null."""
+    from pytest_gpuperf.history.record import record_session
+    from pytest_gpuperf.history.store import SeriesFilter
+    from pytest_gpuperf.model import BenchmarkInfo
+
+    session = make_session()
+    at = next(i for i, r in enumerate(session.results) if r.measurement.metrics)
+    first = session.results[at]
+    m = first.measurement
+    if where == "metric":
+        changed = dataclasses.replace(m, metrics=tuple(dataclasses.replace(x, value=float("nan")) for x in m.metrics))
+    else:
+        info = BenchmarkInfo("b", "t::b", extra_info={"acc": float("nan"), "rate": float("inf"), "ok": 1.5})
+        changed = dataclasses.replace(m, benchmark=info)
+    results = list(session.results)
+    results[at] = dataclasses.replace(first, measurement=changed)
+    session = dataclasses.replace(session, results=tuple(results))
+    line = record_session(store_url, session)
+    assert line.startswith("gpuperf: recorded run ")
+    with open_store(store_url) as store:
+        assert store.count_runs() == 1
+        stored = {
+            s.key.statistic for s in store.load_series(SeriesFilter(test=m.test_id)) if s.key.measurement == m.name
+        }
+    assert "time.p50" in stored
+    if where == "metric":
+        assert not any(s.startswith("metric.") for s in stored)  # refused per value, the rest kept

@@ -6,10 +6,16 @@ from pathlib import Path
 import pytest
 from test_report_helpers import BASE, BASE_SESSION, ENV, HEAD, HEAD_SESSION
 
+from pytest_gpuperf.baseline.record import entry_from_measurement
 from pytest_gpuperf.compare import compare_files, compare_sessions
 from pytest_gpuperf.config import GateSettings, Mode
-from pytest_gpuperf.model import Verdict
+from pytest_gpuperf.model import MeasurementResult, Provenance, SessionResults, Verdict
 from pytest_gpuperf.report.results_json import ResultsError, write_results
+from pytest_gpuperf.verdict import Reference, judge
+from tests.cli_helpers import run
+from tests.test_busy_baseline import BUSY
+from tests.verdict_helpers import ENV as CPU
+from tests.verdict_helpers import cpu_rules, measurement
 
 
 def test_head_is_judged_against_base_by_the_gate() -> None:
@@ -86,3 +92,28 @@ def test_strict_fails_the_cli_compare_on_what_could_not_be_judged(tmp_path: Path
     out, err = io.StringIO(), io.StringIO()
     assert main(["compare", str(base), str(head)], stdout=out, stderr=err) == 0  # not comparable: passes
     assert main(["compare", str(base), str(head), "--strict"], stdout=out, stderr=err) == 1
+
+
+def test_the_recorded_host_state_is_judged_as_the_session_judged_it(tmp_path: Path) -> None:
+    """Two unchanged runs on a busy runner: the session called the move unstable, and so does the CLI."""
+    base_m, head_m = measurement(1000.0), measurement(1300.0, health=BUSY)  # +30% while the runner was busy
+    entry = entry_from_measurement(base_m, CPU, Provenance(), recorded_at="2026-11-28T00:00:00")
+    in_session = judge(head_m, Reference(entry=entry), GateSettings(), cpu_rules(), CPU)
+    assert in_session.verdict is Verdict.UNSTABLE
+
+    def session(m: object, verdict_of: MeasurementResult | None) -> SessionResults:
+        result = verdict_of or MeasurementResult(m)  # type: ignore[arg-type]
+        return SessionResults((result,), CPU, Provenance(), "baseline", "2026-11-28T00:00:00")
+
+    base = write_results(tmp_path / "run-1.json", session(base_m, None))
+    head = write_results(tmp_path / "run-2.json", session(head_m, in_session))
+    outcome = compare_files(base, head)
+    assert [r.verdict for r in outcome.session.results] == [Verdict.UNSTABLE]
+    assert "busy-runner" in [n.rule for n in outcome.session.results[0].comparisons[0].explanation]
+    code, out, _ = run("compare", str(base), str(head))
+    assert (
+        code == 0 and "1 unstable" in out and "1 of 1 measurement could not be judged: 1 unstable (busy-runner)" in out
+    )
+    assert run("compare", "--strict", str(base), str(head))[0] == 1
+    judged_anyway = run("compare", "--busy-policy=judge", str(base), str(head))  # as a session under judge
+    assert judged_anyway[0] == 1 and "1 regression," in judged_anyway[1]

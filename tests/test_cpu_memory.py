@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import sys
+
+import pytest
 import torch
 
 from pytest_gpuperf.host.cpu.memory import peak_tensor_bytes
@@ -31,3 +34,10 @@ def test_freeing_early_lowers_the_peak() -> None:
     high, low = peak_tensor_bytes(keep_all), peak_tensor_bytes(one_at_a_time)
     assert high is not None and low is not None
     assert high >= 4 * low
+
+
+def test_a_process_without_torch_loaded_spends_no_call_on_tensor_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    monkeypatch.delitem(sys.modules, "torch")  # as in a numpy suite's process, where nothing imported torch
+    assert peak_tensor_bytes(lambda: calls.append(1)) is None
+    assert calls == []

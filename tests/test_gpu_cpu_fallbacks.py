@@ -121,6 +121,9 @@ def test_cold(gpu_bench):
     )  # fmt: skip
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        ["*gpuperf notes*", "2 measurements (test_cold.py::test_cold::a, ...): l2_flush requested but inactive*"]
+        [
+            "*gpuperf notes*",
+            "2 measurements (test_cold.py::test_cold::a, test_cold.py::test_cold::b): l2_flush requested but inactive*",
+        ]
     )
     assert result.stdout.str().count("l2_flush requested but inactive") == 1

@@ -171,10 +171,12 @@ def _row_of(index: str, href: str) -> str:
 # -- the index ------------------------------------------------------------------------------------
 
 
-def test_the_index_lists_every_series_recent_regressions_first(site: Fixture) -> None:
+def test_the_index_has_one_row_per_measurement_recent_regressions_first(site: Fixture) -> None:
     index = site.index.read_text()
     rows = tags(index, "tr")[1:]  # the header row has no data
-    assert len(rows) == len(site.series)
+    # ATTN on H100 has three statistics (time, memory, a metric) and ATTN on A100 one: one row each
+    measurements = {(s.key.test, s.key.measurement, s.key.device_class, s.key.branch) for s in site.series}
+    assert len(rows) == len(measurements) == 4 < len(site.series)
     order = [(row["data-test"], row["data-kind"], row["data-device"]) for row in rows]
     # the ATTN regression (10 runs ago) before the MLP one (30 runs ago), then the improvement, then the rest
     assert order[:3] == [(ATTN, "regression", H100), (MLP, "regression", H100), (ATTN, "improvement", A100)]
@@ -183,6 +185,12 @@ def test_the_index_lists_every_series_recent_regressions_first(site: Fixture) ->
     first_row = re.findall(r"<tr class=.*?</tr>", index, flags=re.S)[0]
     assert f"{attn_change.last_good[:10]}..{attn_change.first_bad[:10]} +" in first_row
     assert attn_change.first_bad in first_row  # the full hash, in the hover title
+    # the trend column: the median's line, and the latest change as a band at its runs
+    spark = re.search(r'<svg class="spark".*?</svg>', first_row, flags=re.S)
+    assert spark is not None
+    assert len(tags(spark.group(0), "polyline")[0]["points"].split()) == RUNS  # type: ignore[union-attr]
+    assert [r["class"] for r in tags(spark.group(0), "rect")] == ["change regression"]
+    assert len(re.findall(r'<svg class="spark"', index)) == len(rows)
 
 
 def test_the_index_filters_by_device_class_and_test(site: Fixture) -> None:
@@ -281,8 +289,8 @@ def test_a_change_point_links_its_profile_diff_rendered_as_the_html_report_does(
     assert len(links) == 3  # the run's point, the change point's label, its row in the table
     diff_page = diff_pages[0].read_text()
     key = f"{ATTN}::default".replace("[", "[")
-    assert why_section(cpu_extra_op_diff(), key) in diff_page.replace("&#x27;", "'")
-    assert "aten::gelu" in diff_page and "+412.0 us (appeared)" in diff_page
+    assert why_section(cpu_extra_op_diff(), key).replace("&#x27;", "'") in diff_page.replace("&#x27;", "'")
+    assert "aten::gelu" in diff_page and "added, 1 call" in diff_page
     assert commit(30) in diff_page
 
 
@@ -340,7 +348,7 @@ def test_user_controlled_text_is_escaped_everywhere(tmp_path: Path) -> None:
     assert len(written) == 3  # the index, one series page, one profile diff
     for page in written:
         html = page.read_text()
-        assert len(re.findall(r"<script", html)) == (1 if page == index else 0), page
+        assert len(re.findall(r"<script", html)) == (0 if page.parent.name == "diffs" else 1), page
         for raw in ("<img src=x", "<b onmouseover", "<i>x</i>", "<u>u</u>", "</title><script>"):
             assert raw not in html, (page, raw)
     series_html = next(p for p in written if p.parent.name == "series").read_text()
@@ -425,7 +433,7 @@ def test_a_series_given_twice_is_refused(tmp_path: Path) -> None:
 
 def test_an_empty_history_builds_an_index_that_says_so(tmp_path: Path) -> None:
     index = build_site([], [], tmp_path / "site")
-    assert "0 series on 0 pages" in index.read_text()
+    assert "0 measurements on 0 pages" in index.read_text()
 
 
 # -- headless Chromium ----------------------------------------------------------------------------
@@ -627,3 +635,22 @@ def test_gpuperf_history_dashboard_from_a_real_store_in_the_browser(tmp_path: Pa
         visit = chrome.visit((root / "series" / diff_href).resolve().as_uri())
         assert _offline(visit.requests, root) == []
         assert "aten::gelu" in chrome.evaluate("document.querySelector('section.why table').textContent")
+
+
+def test_an_event_is_marked_on_each_statistic_listed_once_and_the_page_switches_statistic(tmp_path: Path) -> None:
+    p50 = series(MLP, step_at=10, step=0.08)
+    p90 = series(MLP, "time.p90", step_at=10, step=0.09)
+    supporting = change_at(p90, 10, ChangeKind.REGRESSION)
+    event = dataclasses.replace(change_at(p50, 10, ChangeKind.REGRESSION), supporting=(supporting,))
+    index = build_site([p50, p90], [event], tmp_path / "site")
+    page = next((tmp_path / "site" / "series").glob("*.html")).read_text()
+    charts = re.findall(r'<svg class="chart".*?</svg>', page, flags=re.S)
+    assert [len(re.findall(r'<rect class="change regression"', c)) for c in charts] == [1, 1]  # marked on both
+    table = re.search(r'<table class="changes">.*?</table>', page, flags=re.S)
+    assert table is not None and table.group(0).count("<tr class=") == 1  # listed once
+    assert "time.p90 +" in table.group(0)
+    switch = re.search(r'<nav class="statistics".*?</nav>', page, flags=re.S)
+    assert switch is not None
+    assert [o["value"] for o in tags(switch.group(0), "option")] == ["stat-time.p50", "stat-time.p90"]
+    assert [s["src"] for s in tags(page, "script")] == ["../assets/dashboard.js"]
+    assert index.read_text().count("<tr class=") == 1

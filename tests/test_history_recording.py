@@ -65,17 +65,22 @@ def test_the_environment_variable_and_the_ini_value_name_the_store(pytester: pyt
     assert history_url(None, "", {}) is None
 
 
+@pytest.mark.parametrize(
+    "url",
+    ["postgresql://perf:hunter2-secret@127.0.0.1:1/perf", "postgresql://perf@127.0.0.1:1/perf?password=hunter2-secret"],
+)
 def test_an_unreachable_store_is_a_warning_the_verdicts_stand_and_the_results_file_is_written(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, url: str
 ) -> None:
     make_project(pytester)
-    url = "postgresql://perf:hunter2-secret@127.0.0.1:1/perf"
     result = pytester.runpytest_subprocess(
         "--gpuperf-update-baseline", f"--gpuperf-history={url}", "--gpuperf-json=r.json", *GATE
     )
     assert result.ret == 0
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["gpuperf: the run was not recorded: history store postgresql+psycopg://perf:***@*"])
+    result.stdout.fnmatch_lines(
+        ["gpuperf: the run was not recorded: history store postgresql+psycopg://perf*@127.0.0.1:1/*"]
+    )
     assert "hunter2-secret" not in result.stdout.str() + result.stderr.str()
     assert (pytester.path / "r.json").is_file()  # to be ingested later
     later = f"sqlite:///{pytester.path / 'later.db'}"
@@ -110,3 +115,15 @@ def test_compare_ref_records_the_heads_numbers(pytester: pytest.Pytester) -> Non
     assert result.ret in (0, 1), result.stdout.str()
     head = git(root, "rev-parse", "HEAD").strip()
     assert runs(url) == [("compare-ref", False, head, "session")]
+
+
+def test_an_interrupted_session_is_not_recorded(pytester: pytest.Pytester) -> None:
+    make_project(pytester)
+    pytester.makepyfile(test_zz_stop="def test_stop():\n    raise KeyboardInterrupt\n")  # Ctrl-C after the perf test
+    url = f"sqlite:///{pytester.path / 'perf-history.db'}"
+    result = pytester.runpytest_subprocess("--gpuperf-update-baseline", f"--gpuperf-history={url}", *GATE)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["gpuperf: the run was not recorded: the session was interrupted, so its values are "
+                                 "partial"])  # fmt: skip
+    assert "recorded run" not in result.stdout.str()
+    assert not (pytester.path / "perf-history.db").exists() or runs(url) == []

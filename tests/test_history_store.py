@@ -52,13 +52,25 @@ def test_a_run_is_stored_once(store_url: str) -> None:
 
 
 def test_a_run_and_all_its_values_or_nothing(store_url: str) -> None:
-    twice = (value("t.py::test_a"), value("t.py::test_a"))  # the same key twice: the second insert fails
+    # the second value cannot be written (no unit: the column is NOT NULL): the run's insert is undone too
+    broken = (value("t.py::test_a"), RecordedValue("t.py::test_b", "default", "time.p50", 1.0, None))  # type: ignore[arg-type]
     with open_store(store_url) as store:
         with pytest.raises(StoreError, match="cannot store run r-bad"):
-            store.record(run("r-bad", "d" * 40, day=2, values=twice))
+            store.record(run("r-bad", "d" * 40, day=2, values=broken))
         assert store.count_runs() == 0
         assert store.load_series() == []
         assert store.record(run("r-bad", "d" * 40, day=2)) is True  # nothing half-written stands in the way
+
+
+def test_a_run_refuses_what_the_store_could_not_keep() -> None:
+    from pytest_gpuperf.errors import RunError
+
+    with pytest.raises(RunError, match=r"measurement t\.py::test_a::default appears more than once"):
+        run("r", "d" * 40, day=2, values=(value("t.py::test_a"), value("t.py::test_a")))
+    for field, text in (("started_at", "9999-99-99"), ("commit_date", "not a date"),
+                        ("commit_date", "9999-12-31T23:00:00-05:00")):  # fmt: skip
+        with pytest.raises(RunError, match=f"{field} '{text}' is not an ISO 8601 time"):
+            run("r", "d" * 40, day=2, **{field: text})
 
 
 def test_series_are_grouped_by_key_and_ordered_by_commit_date_then_run_time(store_url: str) -> None:

@@ -111,7 +111,7 @@ def test_the_baseline_added_line_shows_a_hostile_measurement_name_inert(pytester
     )
     result = pytester.runpytest_subprocess("--gpuperf-update-baseline", *FAST)
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["gpuperf: baseline added: test_name.py::test_a::ALL PASSEDtxt (baselines*.json)"])
+    result.stdout.fnmatch_lines(["gpuperf: baseline added: test_name.py::test_a::ALL PASSEDtxt in baselines*.json"])
     assert not any(c in result.stdout.str() for c in ("\x1b", "\x07", "\u202e"))
 
 
@@ -222,10 +222,11 @@ def test_a_base_that_hangs_at_import_fails_after_the_start_timeout_with_where_it
     result = pytester.runpytest_subprocess("--gpuperf-compare-ref=HEAD", "--gpuperf-confirm-pairs=0",
                                            "--gpuperf-worker-start-timeout=30", *FAST, timeout=300)  # fmt: skip
     assert time.monotonic() - started < 120  # not the fixed 300 s
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*no answer from the worker within 30s while waiting for the worker to collect*",
-                                 "*test_hang.py*line 3 in <module>*"], consecutive=False)  # fmt: skip
-    assert "worker.log" not in result.stdout.str()  # its folder is gone after the session: the message has it all
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # a base that cannot start: not a regression
+    output = result.stdout.str() + result.stderr.str()
+    assert "no answer from the worker within 30s while waiting for the worker to collect" in output
+    assert "line 3 in <module>" in output and "test_hang.py" in output
+    assert "worker.log" not in output  # its folder is gone after the session: the message has it all
 
 
 def test_the_worker_start_timeout_is_a_time_setting(pytester: pytest.Pytester) -> None:

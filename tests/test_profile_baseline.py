@@ -79,3 +79,16 @@ def test_the_canonical_text_of_an_entry_with_a_profile_is_stable() -> None:
     once = codec.entry_to_json(entry)
     again = codec.entry_to_json(codec.decode_entry(once, KEY))
     assert once == again
+
+
+def test_a_profiles_per_call_samples_are_kept_for_the_next_diffs_intervals(store: BaselineStore) -> None:
+    sampled = replace(PROFILE, host_samples_ns=(40_000.0, 42_000.0), device_samples_ns=(229_000.0, 231_000.0),
+                      ops=(replace(PROFILE.ops[0], host_samples_ns=(8_000.0, 10_000.0),
+                                   device_samples_ns=(199_000.0, 201_000.0)), *PROFILE.ops[1:]))  # fmt: skip
+    m = replace(measurement(), op_profile=sampled)
+    store.update(CLASS, [entry_from_measurement(m, ENV, Provenance(), noise=0.01, recorded_at=None)])
+    loaded = BaselineStore(store.root).load(CLASS, TEST_ID, "default")
+    assert loaded is not None and loaded.profile == sampled
+    on_disk = json.loads(store.file_for(CLASS, TEST_ID).read_text())["entries"][KEY]["profile"]
+    assert on_disk["ops"][0]["host_samples_ns"] == [8000.0, 10000.0]
+    assert "host_samples_ns" not in on_disk["ops"][2]  # an op without samples is written as before

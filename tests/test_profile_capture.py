@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from git_repo import git, init
 
 from pytest_gpuperf.config import GpuperfConfig, resolve
 from pytest_gpuperf.profiling.diff import diff_profiles
@@ -22,11 +23,14 @@ from pytest_gpuperf.timers import WallTimer
 
 
 def event(key: str, start: float = 0.0, *, cpu: float = 0.0, total: float = 0.0, device: float = 0.0,
-          cuda: bool = False) -> SimpleNamespace:  # fmt: skip
-    """One profiler event as ``prof.events()`` gives it: times in microseconds, ``start`` on the host's clock."""
+          cuda: bool = False, grid: list[int] | None = None,
+          block: list[int] | None = None) -> SimpleNamespace:  # fmt: skip
+    """One profiler event as ``prof.events()`` gives it: times in microseconds, ``start`` on the host's clock;
+    a kernel's launch configuration in ``event_metadata`` as torch records it."""
+    meta = SimpleNamespace(grid=grid, block=block) if grid is not None else None
     return SimpleNamespace(key=key, time_range=SimpleNamespace(start=start, end=start + total),
                            self_cpu_time_total=cpu, cpu_time_total=total, self_device_time_total=device,
-                           device_type="CUDA" if cuda else "CPU")  # fmt: skip
+                           device_type="CUDA" if cuda else "CPU", event_metadata=meta)  # fmt: skip
 
 
 def is_cuda(e: SimpleNamespace) -> bool:
@@ -55,6 +59,8 @@ def test_a_cuda_pass_becomes_per_call_operators_kernels_and_host_time() -> None:
     assert ("operator", "ProfilerStep#2") not in rows
     sgemm, triton = rows[("kernel", "ampere_sgemm_128x64_nn")], rows[("kernel", "triton_poi_fused_add_0")]
     assert (sgemm.calls, sgemm.device_ns, sgemm.host_ns) == (1.0, pytest.approx(200_000.0), 0.0)
+    assert sgemm.device_samples_ns == pytest.approx((200_000.0,) * 5)  # each kernel in the call that launched it
+    assert table.device_samples_ns == pytest.approx((210_000.0,) * 5)
     assert triton.calls == 2.0  # launched twice per call
     assert rows[("operator", "aten::mm")].host_ns == pytest.approx(30_000.0)
     assert rows[("operator", "cudaLaunchKernel")].host_ns == pytest.approx(20_000.0)  # twice in each call
@@ -62,7 +68,7 @@ def test_a_cuda_pass_becomes_per_call_operators_kernels_and_host_time() -> None:
     assert [s.name for s in table.ops[:2]] == ["aten::mm", "ampere_sgemm_128x64_nn"]  # by device time
 
 
-def test_host_times_are_the_median_call_not_the_mean() -> None:
+def test_a_preempted_call_is_left_out_of_every_row_and_the_rest_are_kept_per_call() -> None:
     # the first recorded call carries the profiler's start-up (or a preemption): 5 ms outside any operator
     events = []
     for i, outside in enumerate((5000.0, 20.0, 22.0, 18.0, 20.0)):
@@ -70,9 +76,12 @@ def test_host_times_are_the_median_call_not_the_mean() -> None:
                    event("aten::add", 10_000.0 * i + 1, cpu=40.0 if i else 400.0, total=40.0)]  # fmt: skip
     table = op_table(events, calls=5, on_cuda=False, is_cuda_event=is_cuda)
     rows = {s.name: s for s in table.ops}
-    assert rows[OUTSIDE_OPS].host_ns == pytest.approx(20_000.0)
+    assert rows[OUTSIDE_OPS].host_ns == pytest.approx(20_000.0)  # the mean of the four calls kept
+    assert rows[OUTSIDE_OPS].host_samples_ns == pytest.approx((20_000.0, 22_000.0, 18_000.0, 20_000.0))
     assert rows["aten::add"].host_ns == pytest.approx(40_000.0) and rows["aten::add"].calls == 1.0
+    assert rows["aten::add"].host_samples_ns == pytest.approx((40_000.0,) * 4)  # its 400 us went with the call
     assert table.host_ns == pytest.approx(60_000.0)
+    assert table.host_samples_ns == pytest.approx((60_000.0, 62_000.0, 58_000.0, 60_000.0))
 
 
 def test_the_table_is_bounded_and_keeps_the_slowest_host_side_ops_on_cuda() -> None:
@@ -113,7 +122,8 @@ def test_a_slow_first_call_does_not_make_host_time_the_why() -> None:
         torch.set_num_threads(threads)
     diff = diff_profiles(head_table, base_table, base_label="base")
     assert diff.changes[0].name == "aten::mm", [(c.name, c.delta_ns) for c in diff.changes]
-    assert "aten::mm" in why_lines(diff)[1]
+    assert diff.rows[0].name == "aten::mm" and diff.rows[0].role == "cause", diff.rows
+    assert "aten::mm" in why_lines(diff)[2]
 
 
 def test_a_cpu_capture_counts_calls_per_measured_call() -> None:
@@ -195,7 +205,43 @@ def test_traces_go_beside_the_first_report_else_the_profile_folder_else_the_root
     assert reported.traces_dir == tmp_path / "j" / "gpuperf-profiles"
 
 
+def test_a_budget_profiles_fewer_calls_of_a_long_call() -> None:
+    def long_call() -> None:
+        time.sleep(0.06)
+
+    cpu = torch.device("cpu")
+    budgeted = capture_calls(long_call, (), {}, trace_path=None, label="t", device=cpu, calls=3, detailed=False,
+                             budget_s=0.1).table  # fmt: skip
+    assert budgeted.profiled_calls == 1
+    quick = capture_calls(torch.mm, (torch.eye(4), torch.eye(4)), {}, trace_path=None, label="t", device=cpu,
+                          calls=3, detailed=False, budget_s=0.1).table  # fmt: skip
+    assert quick.profiled_calls == 3
+
+
+def test_a_trace_folder_it_creates_in_a_repository_stays_out_of_git(tmp_path: Path) -> None:
+    init(tmp_path)
+    a = torch.randn(8, 8)
+    trace = GpuperfConfig(rootdir=tmp_path).traces_dir / "t.json"
+    capture = capture_calls(torch.mm, (a, a), {}, trace_path=trace, label="t", device=torch.device("cpu"), calls=1)
+    assert capture.trace_path == str(trace) and trace.is_file()
+    assert git(tmp_path, "status", "--porcelain", "--untracked-files=all") == ""
+    # a folder the user made is theirs: nothing is added to it
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    capture_calls(torch.mm, (a, a), {}, trace_path=mine / "t.json", label="t", device=torch.device("cpu"), calls=1)
+    assert sorted(p.name for p in mine.iterdir()) == ["t.json"]
+
+
 def test_the_option_is_resolved_into_each_tests_settings() -> None:
     assert resolve(GpuperfConfig(enabled=True)).profile_diff
     assert not resolve(GpuperfConfig(enabled=True, profile_diff=False)).profile_diff
     assert not resolve(GpuperfConfig(enabled=False)).profile_diff  # smoke mode profiles nothing
+
+
+def test_a_kernels_identity_is_its_name_grid_and_block_where_the_profiler_records_them() -> None:
+    events = [event("gpuperf:t#1", 0.0, total=100.0), event("aten::mm", 1.0, cpu=10.0, total=10.0),
+              event("sm90_gemm", 5.0, device=50.0, cuda=True, grid=[128, 1, 1], block=[256, 1, 1]),
+              event("triton_add", 6.0, device=5.0, cuda=True)]  # fmt: skip
+    table = op_table(events, calls=1, on_cuda=True, is_cuda_event=is_cuda)
+    kernels = sorted(s.name for s in table.ops if s.kind == "kernel")
+    assert kernels == ["sm90_gemm [grid 128x1x1, block 256x1x1]", "triton_add"]

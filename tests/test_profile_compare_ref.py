@@ -45,6 +45,9 @@ def test_both_sides_are_profiled_and_the_responsible_operator_comes_first(pytest
     forward, custom = found["test_forward"]["diff"], found["test_custom"]["diff"]
     assert forward["rows"][0] == ["aten::mm", "appeared", True]
     assert custom["rows"][0][:2] == ["demo::blur", "changed"]
+    # the explanation of the measured change: the added matmul leads as a cause, the slower custom op likewise
+    assert forward["why"][0] == ["aten::mm", "appeared", "cause"] and forward["measured"] > 0
+    assert custom["why"][0] == ["demo::blur", "slower", "cause"] and custom["finding"] == "explained"
     assert forward["has_base"] and forward["label"].startswith("ref HEAD~1 (")
     for side in ("head_trace", "base_trace"):  # beside the first report, for a CI job to upload
         trace = Path(custom[side])

@@ -67,5 +67,5 @@ def test_a_profile_runs_in_the_autograd_mode_the_measurement_was_asked_for() -> 
     with torch.inference_mode():
         spec = MeasureSpec(step, test_id="t.py::test_step")
     assert torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
-    Runner(RunnerOptions(device=CPU)).profile(spec, trace_path=None, label="t")
+    Runner(RunnerOptions(device=CPU)).profile(spec, trace_path=None, label="t", calls=3)
     assert modes and set(modes) == {(False, True)}

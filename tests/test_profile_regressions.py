@@ -62,6 +62,7 @@ def test_planted_regressions_put_the_responsible_operator_first(
 
     forward = found["test_forward"]["diff"]
     assert forward["rows"][0] == ["aten::mm", "appeared", True]  # the extra y @ y.T and its @ y
+    assert forward["why"][0] == ["aten::mm", "appeared", "cause"]  # against the stored profile's samples
     assert forward["label"] == "baseline" and forward["has_base"]
     compiled = found["test_compiled"]["diff"]["rows"]
     assert compiled[0][0].startswith(DYNAMO), compiled  # the compiled region split in parts

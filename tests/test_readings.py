@@ -43,6 +43,13 @@ def test_a_baseline_write_stops_once_its_readings_settle_the_entry(medians: list
     assert readings.baseline_write_done(0.10, 3.0)(medians, len(medians)) is done
 
 
+def test_a_busy_write_takes_no_readings_past_the_decider() -> None:
+    noisy = [1000.0, 1300.0, 1600.0]
+    assert not readings.baseline_write_done(0.10, 3.0)(noisy, 3)  # quiet: two more readings
+    assert readings.baseline_write_done(0.10, 3.0)(noisy, 3, True)  # busy: the load's spread, written busy
+    assert not readings.baseline_write_done(0.10, 3.0)([1000.0, 1300.0], 2, True)  # the decider is still taken
+
+
 def test_the_written_reading_is_the_first_of_two_or_the_median_one() -> None:
     assert readings.chosen_reading([1000.0, 1040.0]) == 0
     assert readings.chosen_reading([1600.0, 1000.0, 1020.0]) == 2

@@ -14,6 +14,7 @@ import dataclasses
 from test_report_helpers import BASE, ENV, HEAD, baseline, measurement, time_cmp
 
 from pytest_gpuperf.model import (
+    MeasuredChange,
     MeasurementResult,
     OpProfile,
     OpStat,
@@ -42,8 +43,16 @@ ADD_KERNEL = (
 BASE_LABEL = "baseline 1f3c9e2"
 
 
+JITTER = (0.98, 0.99, 1.0, 1.01, 1.02)  # five profiled calls around each time, their mean the time itself
+
+
+def calls_of(ns: float) -> tuple[float, ...]:
+    return tuple(ns * j for j in JITTER)
+
+
 def op(name: str, calls: float, host_us: float, device_us: float = 0.0, kind: str = "operator") -> OpStat:
-    return OpStat(name, kind, calls, host_us * 1e3, device_us * 1e3)  # type: ignore[arg-type]
+    return OpStat(name, kind, calls, host_us * 1e3, device_us * 1e3,  # type: ignore[arg-type]
+                  calls_of(host_us * 1e3), calls_of(device_us * 1e3) if device_us else ())  # fmt: skip
 
 
 def kernel(name: str, calls: float, device_us: float) -> OpStat:
@@ -51,7 +60,8 @@ def kernel(name: str, calls: float, device_us: float) -> OpStat:
 
 
 def _cpu(*ops: OpStat) -> OpProfile:
-    return OpProfile("cpu", profiled_calls=5, host_ns=sum(s.host_ns for s in ops) * 1.05, ops=ops, torch="2.5.1")
+    host = sum(s.host_ns for s in ops) * 1.05
+    return OpProfile("cpu", profiled_calls=5, host_ns=host, ops=ops, torch="2.5.1", host_samples_ns=calls_of(host))
 
 
 MLP_BASE = (
@@ -81,7 +91,8 @@ def cpu_under_the_cut_diff() -> ProfileDiff:
 
 def _cuda(host_us: float, *ops: OpStat) -> OpProfile:
     device = sum(s.device_ns for s in ops if s.kind == "kernel")
-    return OpProfile("cuda", profiled_calls=5, host_ns=host_us * 1e3, device_ns=device, ops=ops, torch="2.5.1+cu124")
+    return OpProfile("cuda", profiled_calls=5, host_ns=host_us * 1e3, device_ns=device, ops=ops, torch="2.5.1+cu124",
+                     host_samples_ns=calls_of(host_us * 1e3), device_samples_ns=calls_of(device))  # fmt: skip
 
 
 def cuda_kernel_swap_diff() -> ProfileDiff:
@@ -148,3 +159,16 @@ def test_the_host_side_diff_has_unchanged_kernels_and_more_host_time() -> None:
     assert diff.changes == ()
     assert diff.host_delta_ns == 41_000.0
     assert diff.device_delta_ns is not None and 0 < diff.device_delta_ns < 100
+
+
+def disagreeing_diff() -> ProfileDiff:
+    """The profile says the extra GELU costs 412 us a call; the measurement says 50 us: apart beyond both intervals."""
+    head = (*MLP_BASE, op("aten::gelu", 1, 412.0))
+    return diff_profiles(_cpu(*head), _cpu(*MLP_BASE), base_label=BASE_LABEL,
+                         measured=MeasuredChange(50_000.0, 44_000.0, 56_000.0))  # fmt: skip
+
+
+def test_a_disagreeing_profile_has_no_rows() -> None:
+    diff = disagreeing_diff()
+    assert diff.finding == "disagrees" and diff.rows == ()
+    assert diff.profile_change is not None and diff.profile_change.low_ns > 56_000.0

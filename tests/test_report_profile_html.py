@@ -17,6 +17,7 @@ from test_report_profile_helpers import (
     cpu_extra_op_diff,
     cuda_host_side_diff,
     cuda_kernel_swap_diff,
+    disagreeing_diff,
     no_base_diff,
     op,
     regressed,
@@ -95,34 +96,37 @@ def test_each_profiled_regression_gets_a_chart_and_a_table_of_every_row() -> Non
     sections = why_sections(render_html(_session()))
     assert len(sections) == 4  # in the report's order: by key among equal verdicts
     mlp, swap, old, launch = sections
-    assert mlp["rows"] == [
-        ["op", "kind", "base", "head", "change per call", "calls"],
-        ["aten::gelu", "operator", "-", "412.0 us", "+412.0 us (appeared)", "0 → 1"],
-        ["aten::copy_", "operator", "6.000 us", "12.50 us", "+6.500 us (+108.3%)", "1 → 2"],
-    ]
+    assert mlp["rows"][:3] == [
+        ["op", "kind", "change per call", "interval", "base", "head", "calls", "reading"],
+        ["aten::gelu", "operator", "+412.0 us", "[+397.9 us, +426.1 us]", "-", "412.0 us", "0 → 1", "added, 1 call"],
+        ["aten::copy_", "operator", "+6.125 us", "[+5.954 us, +6.296 us]", "6.000 us", "12.50 us", "1 → 2",
+         "calls 1 -> 2"],
+    ]  # fmt: skip
     assert mlp["images"] == ["why tests/perf/test_mlp.py::test_forward::default got slower"]
-    assert mlp["paragraphs"][0] == "Profile vs baseline 1f3c9e2, CPU time per call."
+    assert mlp["paragraphs"][0] == "Profile vs baseline 1f3c9e2, CPU time per call. 5 profiled calls a side."
     assert "traces: head gpuperf-profiles/test_mlp.head.json" in mlp["paragraphs"][1]
-    assert len(swap["rows"]) == 1 + len(cuda_kernel_swap_diff().changes)
+    assert len(swap["rows"]) == 1 + len(cuda_kernel_swap_diff().rows)  # every row, the noise's too
     assert "the slowdown is on the device (kernel time)" in swap["paragraphs"][0]
     assert old["rows"][0] == ["op", "kind", "time", "calls"]
     assert "has no stored profile" in old["paragraphs"][-1]
-    assert launch["images"] == [] and launch["rows"] == []
-    assert launch["paragraphs"][1] == "No operator or kernel changed by more than 0.5% of the call."
+    assert [row[0] for row in launch["rows"][1:]] == ["rest", "aten::mm"]
+    assert "Nothing stands out" in launch["paragraphs"][0]
     assert "the slowdown is host-side (launch overhead, Python)" in launch["paragraphs"][0]
 
 
-def test_the_chart_has_a_bar_per_top_change_coloured_by_its_sign() -> None:
+def test_the_chart_is_a_waterfall_from_the_base_to_the_head_one_bar_per_row() -> None:
     diff = cuda_kernel_swap_diff()
     ax = why_figure(diff).axes[0]
     bars = [p for p in ax.patches if isinstance(p, Rectangle)]
-    assert [round(b.get_width(), 3) for b in bars] == [round(c.delta_ns / 1e3, 3) for c in diff.changes]
-    assert [b.get_facecolor()[:3] for b in bars] == [
-        to_rgb(STEP_UP if c.delta_ns > 0 else STEP_DOWN) for c in diff.changes
-    ]
-    assert [t.get_text() for t in ax.get_yticklabels()] == [short_name(c.name, 60) for c in diff.changes]
-    assert ax.yaxis_inverted()  # the largest change on top
-    assert ax.get_xlabel() == "change in device time per call (us)"
+    shown = [r for r in diff.rows if r.role != "noise"]  # the causes, the replaced kernel and the rest
+    assert [r.role for r in shown] == ["cause", "replaced", "cause", "rest"]
+    assert [round(b.get_width(), 3) for b in bars] == [round(r.delta_ns / 1e3, 3) for r in shown]
+    # each bar starts where the one before it ended: the last ends at the head's change
+    assert [round(b.get_x(), 3) for b in bars] == [0.0, 262.0, 81.0, 84.0]
+    assert [b.get_facecolor()[:3] for b in bars[:3]] == [to_rgb(STEP_UP), to_rgb(STEP_DOWN), to_rgb(STEP_UP)]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [short_name(r.name, 60) for r in shown[:3]] + ["rest"]
+    assert ax.yaxis_inverted()  # the first row on top
+    assert ax.get_xlabel() == "change in device time per call from the base's (us)"
 
 
 def test_the_chart_keeps_the_top_rows_and_without_a_base_shows_the_heads_time() -> None:
@@ -155,3 +159,9 @@ def test_chromium_draws_the_bars(tmp_path: Path) -> None:
     pixels = mpl_image.imread(shot)[..., :3]
     for colour in (STEP_UP, STEP_DOWN):  # a slower and a faster bar, decoded and on screen
         assert np.all(np.abs(pixels - np.array(to_rgb(colour))) < 0.02, axis=-1).sum() > 500, colour
+
+
+def test_a_profile_that_disagrees_with_the_measurement_gets_a_sentence_and_no_chart() -> None:
+    (section,) = why_sections(render_html(session_of(regressed(disagreeing_diff()))))
+    assert section["images"] == [] and section["rows"] == []
+    assert "the profile cannot say why" in section["paragraphs"][0]

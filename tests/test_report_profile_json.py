@@ -9,6 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from test_report_profile_helpers import (
+    JITTER,
     cpu_extra_op_diff,
     cuda_host_side_diff,
     cuda_kernel_swap_diff,
@@ -51,8 +52,15 @@ def test_the_document_carries_each_rows_status_and_change_for_readers(tmp_path: 
         "name": "aten::gelu", "kind": "operator", "base": None, "on_device": False, "absent_below_ns": 0.0,
         "status": "appeared",
         "delta_ns": 412_000.0,
-        "head": {"name": "aten::gelu", "kind": "operator", "calls": 1, "host_ns": 412_000.0, "device_ns": 0.0},
+        "head": {"name": "aten::gelu", "kind": "operator", "calls": 1, "host_ns": 412_000.0, "device_ns": 0.0,
+                 "host_samples_ns": [pytest.approx(412_000.0 * j) for j in JITTER], "device_samples_ns": []},
     }  # fmt: skip
+    assert [(r["name"], r["reading"], r["role"]) for r in cpu["rows"][:3]] == [
+        ("aten::gelu", "appeared", "cause"), ("aten::copy_", "calls", "cause"), ("[rest]", "rest", "rest"),
+    ]  # fmt: skip
+    gelu = cpu["rows"][0]
+    assert gelu["low_ns"] < gelu["delta_ns"] == 412_000.0 < gelu["high_ns"] and gelu["exact"]
+    assert cpu["finding"] == "explained" and cpu["basis"] == "host"
     assert cpu["host_delta_ns"] == pytest.approx(412_000.0 * 1.05 + 6_500.0 * 1.05)
     assert cpu["device_delta_ns"] is None
     host = doc["results"][2]["profile_diff"]
@@ -110,3 +118,22 @@ def test_the_current_version_requires_the_profile_fields(tmp_path: Path) -> None
     path.write_text(json.dumps(doc))
     with pytest.raises(ResultsError, match="'profile_diff' is a required property"):
         load_results(path)
+
+
+def test_a_version_4_file_reads_its_diffs_without_explanation_rows(tmp_path: Path) -> None:
+    doc = json.loads(write_results(tmp_path / "r.json", _profiled_session()).read_text())
+    doc["schema_version"] = 4
+    for result in doc["results"]:
+        diff = result["profile_diff"]
+        profiles = [result["measurement"].get("op_profile"), *((diff["head"], diff["base"]) if diff else ())]
+        for owner in [p for p in profiles if p] + [s for p in profiles if p for s in p["ops"]]:
+            owner.pop("host_samples_ns", None)
+            owner.pop("device_samples_ns", None)
+        if diff:
+            for field in ("rows", "measured", "profile_change", "finding", "basis"):
+                del diff[field]
+    old = tmp_path / "v4.json"
+    old.write_text(json.dumps(doc))
+    loaded = load_results(old)
+    diff = loaded.results[0].profile_diff
+    assert diff is not None and diff.rows == () and diff.finding is None and diff.changes

@@ -23,6 +23,7 @@ from test_report_profile_helpers import (
     cpu_under_the_cut_diff,
     cuda_host_side_diff,
     cuda_kernel_swap_diff,
+    disagreeing_diff,
     kernel,
     no_base_diff,
     op,
@@ -77,22 +78,28 @@ def test_each_profiled_regression_is_a_collapsed_section_with_a_real_table() -> 
     sections = why_sections(page)
     assert list(sections) == [
         "Why test_launch.py::test_small_kernels got slower: host-side, +41.00 us",
-        "Why test_mlp.py::test_forward got slower: +412.0 us aten::gelu (appeared)",
+        "Why test_mlp.py::test_forward got slower: +412.0 us aten::gelu (added, 1 call)",
         "Why test_mm.py::test_mm[bf16-4096] got slower: +262.0 us "
-        "cutlass::Kernel2<cutlass_80_wmma_tensor…_s161616gemm_bf16_32x32_128x2_tn_align8> (appeared)",
+        "cutlass::Kernel2<cutlass_80_wmma_tensor…_s161616gemm_bf16_32x32_128x2_tn_align8> (added, 1 call)",
         "Why test_old.py::test_y got slower",
     ]
     assert all("open" not in d.attrib for d in sections.values())  # collapsed
-    mlp = sections["Why test_mlp.py::test_forward got slower: +412.0 us aten::gelu (appeared)"]
+    mlp = sections["Why test_mlp.py::test_forward got slower: +412.0 us aten::gelu (added, 1 call)"]
     (table,) = mlp.iter("table")
-    assert _rows(table) == [
-        ["op", "kind", "base", "head", "change per call", "calls"],
-        ["aten::gelu", "operator", "-", "412.0 us", "+412.0 us (appeared)", "0 → 1"],
-        ["aten::copy_", "operator", "6.000 us", "12.50 us", "+6.500 us (+108.3%)", "1 → 2"],
-    ]
-    assert [_text(c) for c in table.iter("code")] == ["aten::gelu", "aten::copy_"]
+    noise = "within the profile's noise"
+    assert _rows(table)[:5] == [
+        ["op", "kind", "change per call", "interval", "base", "head", "calls", "reading"],
+        ["aten::gelu", "operator", "+412.0 us", "[+397.9 us, +426.1 us]", "-", "412.0 us", "0 → 1", "added, 1 call"],
+        ["aten::copy_", "operator", "+6.125 us", "[+5.954 us, +6.296 us]", "6.000 us", "12.50 us", "1 → 2",
+         "calls 1 -> 2"],
+        ["rest", "rest", "+21.30 us", "[+8.710 us, +33.89 us]", "", "", "",
+         "of the measured change: the rows below and the profile's noise"],
+        ["aten::copy_", "operator", "+375.0 ns", "[-10.94 ns, +760.9 ns]", "6.000 us", "12.50 us", "1 → 2",
+         f"slower per call, {noise}"],
+    ]  # fmt: skip
+    assert [_text(c) for c in table.iter("code")][:3] == ["aten::gelu", "aten::copy_", "rest"]
     first = _text(mlp.find("p"))
-    assert first == "Profile vs baseline 1f3c9e2, CPU time per call."
+    assert first == "Profile vs baseline 1f3c9e2, CPU time per call. 5 profiled calls a side."
     traces = [a.attrib["href"] for a in mlp.iter("a")]
     assert traces == ["https://ui.perfetto.dev"]
 
@@ -101,7 +108,8 @@ def test_an_op_under_the_bases_cut_shows_the_cut_and_an_unknown_count() -> None:
     sections = why_sections(github_html(render_comment(session_of(regressed(cpu_under_the_cut_diff())))))
     (section,) = sections.values()
     assert _rows(next(section.iter("table")))[1] == [
-        "aten::gelu", "operator", "< 2.000 us", "412.0 us", "+412.0 us (from under 2.000 us)", "? → 1",
+        "aten::gelu", "operator", "+412.0 us", "[+395.9 us, +426.1 us]", "?", "412.0 us", "? → 1",
+        "from under the base's cut, now 1 call",
     ]  # fmt: skip
 
 
@@ -109,22 +117,22 @@ def test_cuda_sections_name_kernels_shortened_and_the_slower_side() -> None:
     sections = why_sections(github_html(render_comment(_four_regressions())))
     swap = next(d for title, d in sections.items() if "test_mm" in title)
     rows = _rows(next(swap.iter("table")))
-    assert [row[:2] for row in rows[1:]] == [
+    assert [row[:2] for row in rows[1:4]] == [  # device time: kernels only, the replaced one beside its successor
         ["cutlass::Kernel2<cutlass_80_wmma_tensor…_s161616gemm_bf16_32x32_128x2_tn_align8>", "kernel"],
         ["sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_…_execute_segment_k_off_kernel__5x_cublas", "kernel"],
-        ["aten::mm", "operator"],
-        ["aten::add", "operator"],
         ["at::native::vectorized_elementwise_kernel<4, CUDAFunctor_add<…>, Array<…> >", "kernel"],
     ]
-    assert rows[2][2:] == ["181.0 us", "-", "-181.0 us (disappeared)", "1 → 0"]
+    assert rows[2][2:] == ["-181.0 us", "[-186.5 us, -175.5 us]", "181.0 us", "-", "1 → 0",
+                           "removed, was 1 call, replaced by the row above"]  # fmt: skip
     assert "the slowdown is on the device (kernel time)" in _text(swap.find("p"))
     launch = next(d for title, d in sections.items() if "test_launch" in title)
     assert [_text(p) for p in launch.iter("p")] == [
-        "Profile vs baseline 1f3c9e2, device time per call. Device +0.0% (+20.00 ns), host +82.0% (+41.00 us): "
-        "the slowdown is host-side (launch overhead, Python).",
-        "No operator or kernel changed by more than 0.5% of the call.",
+        "Profile vs baseline 1f3c9e2, CPU time per call. 5 profiled calls a side. Nothing stands out: no operator's "
+        "change is resolved beyond the profile's noise; the change is spread over many, the largest below with their "
+        "intervals. Device +0.0% (+20.00 ns), host +82.0% (+41.00 us): the slowdown is host-side (launch overhead, "
+        "Python).",
     ]
-    assert not list(launch.iter("table"))
+    assert [row[0] for row in _rows(next(launch.iter("table")))[1:]] == ["rest", "aten::mm"]
 
 
 def test_without_a_base_profile_the_table_shows_the_heads_time_and_the_note() -> None:
@@ -141,7 +149,7 @@ def test_a_long_diff_keeps_its_top_rows_and_counts_the_rest() -> None:
     diff = diff_profiles(OpProfile("cpu", 5, 1e6, ops=many), OpProfile("cpu", 5, 1e5, ops=MLP_BASE), base_label="b")
     (section,) = why_sections(github_html(render_comment(session_of(regressed(diff))))).values()
     assert len(_rows(next(section.iter("table")))) == 1 + WHY_ROWS
-    assert f"{len(diff.changes) - WHY_ROWS} more rows in the HTML report and the results JSON." in _text(section)
+    assert f"{len(diff.rows) - WHY_ROWS} more rows in the HTML report and the results JSON." in _text(section)
 
 
 def test_hostile_names_stay_text_and_keep_the_tables_columns() -> None:
@@ -156,7 +164,7 @@ def test_hostile_names_stay_text_and_keep_the_tables_columns() -> None:
     assert not [e.tag for e in page.iter() if e.tag in ("script", "img", "b", "i")]
     assert [a.attrib["href"] for a in page.iter("a")] == ["https://ui.perfetto.dev"]
     (section,) = why_sections(page).values()
-    assert all(len(row) == 6 for row in _rows(next(section.iter("table"))))
+    assert all(len(row) == 8 for row in _rows(next(section.iter("table"))))
     codes = [_text(c) for c in section.iter("code")]
     assert codes[:3] == ["t.py::test_[@octocat <i>]", short_name(evil), short_name(evil)]  # summary, table
     prose = " ".join(_text(p) for p in section.iter("p"))
@@ -190,3 +198,12 @@ def test_many_regressions_keep_the_comment_within_githubs_limit() -> None:
     assert "Truncated" not in comment  # the budget kept it whole: nothing was cut off by the action
     unbounded = "\n".join(markdown.why_sections(session, budget=10**9))
     assert body.utf16_units(unbounded) > body.COMMENT_LIMIT  # without the budget, the action would cut
+
+
+def test_a_profile_that_disagrees_with_the_measurement_is_one_sentence_not_a_table() -> None:
+    (section,) = why_sections(github_html(render_comment(session_of(regressed(disagreeing_diff()))))).values()
+    assert not list(section.iter("table"))
+    prose = _text(section.find("p"))
+    assert "apart beyond both intervals, the profile cannot say why" in prose
+    assert "Measured +50.00 us [+44.00 us, +56.00 us] per call" in prose
+    assert "aten::gelu" not in prose

@@ -41,8 +41,11 @@ def test_the_failure_message_names_the_added_op_first_under_the_regression() -> 
     )
     assert _why_block(message) == [
         "  why (profile vs baseline 1f3c9e2, CPU time per call):",
-        "    +412.0 us aten::gelu (appeared, 1 call)",
-        "    +6.500 us aten::copy_ (+108.3%, calls 1 -> 2)",
+        "    5 profiled calls a side",
+        "    +412.0 us [+397.9 us, +426.1 us] aten::gelu (added, 1 call)",
+        "    +6.125 us [+5.954 us, +6.296 us] aten::copy_ (calls 1 -> 2)",  # the extra call at the time of one
+        "    +21.30 us [+8.710 us, +33.89 us] rest (of the measured change: the rows below and the profile's noise)",
+        "    ... 5 more in the reports",
         "    traces: head gpuperf-profiles/test_mlp.head.json, base gpuperf-profiles/test_mlp.base.json"
         " (open in https://ui.perfetto.dev)",
     ]
@@ -50,20 +53,24 @@ def test_the_failure_message_names_the_added_op_first_under_the_regression() -> 
 
 def test_an_op_under_the_bases_cut_reads_as_grown_from_under_it_with_an_unknown_count() -> None:
     block = _why_block(failure_message(regressed(cpu_under_the_cut_diff()), "cpu"))
-    assert block[1] == "    +412.0 us aten::gelu (was under 2.000 us, now 1 call)"
+    # the base may have had it at up to its 2 us cut: the interval's low end is that much lower
+    assert block[2] == "    +412.0 us [+395.9 us, +426.1 us] aten::gelu (from under the base's cut, now 1 call)"
 
 
 def test_only_the_top_three_rows_and_a_count_of_the_rest() -> None:
     block = _why_block(failure_message(regressed(cuda_kernel_swap_diff()), "cuda:0"))
-    rows = block[1:4]
-    assert rows[0].startswith("    +262.0 us cutlass::Kernel2<cutlass_80_wmma_tensor")
-    assert rows[0].endswith("(kernel, appeared, 1 call)")
-    assert rows[1].startswith("    -181.0 us sm90_xmma_gemm_bf16bf16_bf16f32")
-    assert rows[1].endswith("(kernel, disappeared, was 1 call)")
+    rows = block[2:6]
+    assert rows[0].startswith("    +262.0 us [+254.0 us, +270.0 us] cutlass::Kernel2<cutlass_80_wmma_tensor")
+    assert rows[0].endswith("(kernel, added, 1 call)")
+    assert rows[1].startswith("    -181.0 us [-186.5 us, -175.5 us] sm90_xmma_gemm_bf16bf16_bf16f32")  # the pair's half
+    assert rows[1].endswith("(kernel, removed, was 1 call, replaced by the row above)")
     assert CUBLAS_GEMM not in rows[1] and "::Params" not in rows[0]  # shortened, not cut off at the edge
-    assert rows[2] == "    +81.00 us aten::mm (operator, +44.8%)"
-    assert block[4] == "    ... 2 more in the reports"
-    assert block[5] == (
+    assert rows[2].endswith("vectorized_elementwise_kernel<4, CUDAFunctor_add<…>, Array<…> > (kernel, slower per call)")
+    assert rows[3].startswith(
+        "    +0.000 ns [-5.733 us, +5.733 us] rest"
+    )  # kernels only: aten::mm's device time is theirs
+    assert block[6] == "    ... 1 more in the reports"
+    assert block[7] == (
         "    device +42.4% (+84.00 us), host +2.1% (+1.000 us): the slowdown is on the device (kernel time)"
     )
 
@@ -71,8 +78,12 @@ def test_only_the_top_three_rows_and_a_count_of_the_rest() -> None:
 def test_a_host_side_slowdown_is_named_as_host_time() -> None:
     block = _why_block(failure_message(regressed(cuda_host_side_diff()), "cuda:0"))
     assert block == [
-        "  why (profile vs baseline 1f3c9e2, device time per call):",
-        "    no operator or kernel changed by more than 0.5% of the call",
+        "  why (profile vs baseline 1f3c9e2, CPU time per call):",  # host-bound: the rows compare host time
+        "    5 profiled calls a side",
+        "    nothing stands out: no operator's change is resolved beyond the profile's noise; the change is spread"
+        " over many, the largest below with their intervals",
+        "    +41.00 us [+39.22 us, +42.78 us] rest (of the measured change: the rows below and the profile's noise)",
+        "    +0.000 ns [-207.5 ns, +207.5 ns] aten::mm (operator, unchanged, within the profile's noise)",
         "    device +0.0% (+20.00 ns), host +82.0% (+41.00 us): the slowdown is host-side (launch overhead, Python)",
     ]
 
@@ -98,7 +109,7 @@ def test_op_names_reach_the_terminal_without_escape_sequences() -> None:
     render_summary(session_of(regressed(diff)), PlainWriter(out, color=False, width=120))
     for text in (message, out.getvalue()):
         assert "\x1b" not in text and "\x07" not in text
-        assert "+412.0 us aten::gelulink next (appeared, 1 call)" in text
+        assert "+412.0 us [no interval] aten::gelulink next (added, 1 call)" in text
         assert "baseline red" in text
 
 

@@ -160,7 +160,7 @@ def test_a_version_1_file_is_read_with_kinds_from_the_comparison_names(tmp_path:
 def test_a_version_3_file_reads_bare_notes_as_notices_and_no_benchmark_names(tmp_path: Path) -> None:
     session = make_session()
     doc = json.loads(write_results(tmp_path / "r.json", session).read_text())
-    assert doc["schema_version"] == 4
+    assert doc["schema_version"] == 5
     doc["schema_version"] = 3
     for result in doc["results"]:
         result["measurement"]["notes"] = [n["text"] for n in result["measurement"]["notes"]]
@@ -184,3 +184,18 @@ def test_notes_and_the_benchmark_fixtures_names_round_trip(tmp_path: Path) -> No
     )
     session = dataclasses.replace(make_session(), results=(dataclasses.replace(first, measurement=measured),))
     assert load_results(write_results(tmp_path / "r.json", session)) == session
+
+
+def test_a_notes_topic_round_trips_and_a_version_4_file_reads_without_one(tmp_path: Path) -> None:
+    session = make_session()
+    first = session.results[0]
+    topical = dataclasses.replace(first.measurement, notes=(Note("written busy", topic="written-busy"),))
+    session = dataclasses.replace(session, results=(dataclasses.replace(first, measurement=topical),))
+    path = write_results(tmp_path / "r.json", session)
+    assert load_results(path).results[0].measurement.notes == (Note("written busy", topic="written-busy"),)
+    doc = json.loads(path.read_text())
+    doc["schema_version"] = 4
+    for note in doc["results"][0]["measurement"]["notes"]:
+        del note["topic"]
+    (tmp_path / "v4.json").write_text(json.dumps(doc))
+    assert load_results(tmp_path / "v4.json").results[0].measurement.notes == (Note("written busy"),)

@@ -176,7 +176,7 @@ def test_an_unchanged_memory_change_past_its_threshold_gets_a_line_from_the_real
     line, markup = tw.find("memory.peak_allocated")
     assert line == (
         "    memory.peak_allocated: 914.1 KiB vs 585.9 KiB (+56.0%) unchanged: +56.0% is past the memory threshold "
-        "5.0%, but +336000 bytes is below the 1048576 byte floor under which peak memory moves with the "
+        "5.0%, but +328.1 KiB is below the 1.000 MiB floor under which peak memory moves with the "
         "allocator's granularity"
     )  # the memory-growth rule says why it decided
     assert markup == {}

@@ -8,7 +8,7 @@ import pytest
 
 from pytest_gpuperf.config import DEFAULT_MIN_SAMPLES, MeasureSettings
 from pytest_gpuperf.stats import median_ci
-from pytest_gpuperf.stopping import LIMIT_MARGIN, Progress, Stop, StoppingRule
+from pytest_gpuperf.stopping import LIMIT_MARGIN, LONG_CALL_BUDGET_SHARE, LONG_SAMPLE_S, Progress, Stop, StoppingRule
 
 SETTINGS = MeasureSettings(min_time_s=0.2, max_time_s=2.0, target_precision=0.01, time_limit_s=120.0)
 RULE = StoppingRule.from_settings(SETTINGS, round_s=0.1, min_rounds=3, precision_samples=10, max_samples=20_000)
@@ -50,6 +50,19 @@ def test_precision_stops_after_min_time_rounds_and_precision_samples() -> None:
     )
     assert strict.check(at(11), always_precise) is None
     assert strict.check(at(12), always_precise) is Stop.PRECISE
+
+
+def test_a_long_call_stops_at_half_the_budget() -> None:
+    half = SETTINGS.max_time_s * LONG_CALL_BUDGET_SHARE
+
+    def long(samples: int, measured: float, sample_s: float = LONG_SAMPLE_S) -> Progress:
+        return Progress(samples, samples, measured, measured + 0.1, next_round_s=sample_s, sample_s=sample_s)
+
+    assert RULE.check(long(8, measured=half), never_precise) is Stop.LONG_CALL
+    assert RULE.check(long(8, measured=half * 0.9), never_precise) is None
+    assert RULE.check(long(8, measured=half, sample_s=LONG_SAMPLE_S / 2), never_precise) is None  # short: all of it
+    assert RULE.check(long(5, measured=half * 3), never_precise) is None  # min_samples first
+    assert RULE.check(at(8, measured=half), never_precise) is None  # a loop that does not know its sample length
 
 
 def test_precision_is_not_computed_before_it_can_decide() -> None:

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from pytest_gpuperf.baseline.store import EntryChange
 from pytest_gpuperf.config import GpuperfConfig, resolve
-from pytest_gpuperf.model import Comparison, MeasurementResult, Note, NoteKind, Provenance, SessionResults, Verdict
-from pytest_gpuperf.report.terminal import render_notes
+from pytest_gpuperf.model import (
+    Comparison,
+    MeasurementResult,
+    Note,
+    NoteKind,
+    Provenance,
+    RuleNote,
+    SessionResults,
+    Verdict,
+)
+from pytest_gpuperf.report.terminal import change_lines, render_notes
+from tests.test_noise_floor_cap import ARGS, noisy_baseline_project
 from tests.verdict_helpers import ENV, measurement
 
 
@@ -85,3 +98,58 @@ def test_notes_are_chosen_by_their_kind_not_their_wording() -> None:
 def test_the_notes_threshold_is_the_gates_own(options: dict[str, object], expected: float) -> None:
     config = GpuperfConfig(enabled=True, **options)  # type: ignore[arg-type]
     assert resolve(config).gate.threshold == pytest.approx(expected)
+
+
+def ruled(i: int, change: float, verdict: Verdict, *rules: str) -> Comparison:
+    """A comparison whose note the named rules wrote (each with its own numbers)."""
+    steps = tuple(RuleNote(rule, verdict, f"{rule} saw {change:+.1%} on test {i}") for rule in rules)
+    key = f"t.py::test_{i}::default"
+    return Comparison(key, "time.p50", verdict, 1000.0 * (1 + change), baseline=1000.0, change=change,
+                      note="; ".join(s.note for s in steps), explanation=steps)  # fmt: skip
+
+
+def test_notes_of_one_kind_are_one_line_with_a_count_and_the_tests() -> None:
+    comparisons = [ruled(i, 0.3 + i / 100, Verdict.UNSTABLE, "busy-runner") for i in range(5)]
+    results = tuple(
+        MeasurementResult(
+            measurement(1000.0, test_id=f"t.py::test_{i}", notes=(Note(f"written busy (pressure {i}0%)", topic="x"),)),
+            (c,),
+        )
+        for i, c in enumerate(comparisons)
+    )
+    writer = Writer()
+    render_notes(writer, SessionResults(results, ENV, Provenance(), "baseline", "2026-11-28T00:00:00"), 0.10)
+    assert writer.lines == [
+        "--- gpuperf notes",
+        "unstable [busy-runner]: 5 measurements (t.py::test_0::default, t.py::test_1::default, +3 more); "
+        "the first: busy-runner saw +30.0% on test 0",
+        "x: 5 measurements (t.py::test_0::default, t.py::test_1::default, +3 more); "
+        "the first: written busy (pressure 00%)",
+        "each measurement's notes: --gpuperf-explain, and the reports (--gpuperf-json, --gpuperf-html)",
+    ]
+
+
+def test_a_passing_run_with_many_tests_sharing_a_note_prints_it_once(pytester: pytest.Pytester) -> None:
+    noisy_baseline_project(pytester, tests=4)
+    result = pytester.runpytest_subprocess("--gpuperf", *ARGS)
+    result.assert_outcomes(passed=4)
+    lines = result.outlines
+    notes = lines[next(i for i, line in enumerate(lines) if "gpuperf notes" in line) + 1 :]
+    notes = notes[: next(i for i, line in enumerate(notes) if line.startswith(("gpuperf:", "=")))]
+    assert len(notes) == 3, notes
+    assert notes[0].startswith("not gated [noise-floor, noisy-baseline]: 4 measurements (test_b.py::test_noop_0::")
+    assert notes[1].startswith("written-busy: 4 measurements")
+    assert sum("the baseline was written while the runner was busy" in line for line in lines) == 1
+
+
+def test_an_update_names_its_entries_once_per_file_and_kind(tmp_path: Path) -> None:
+    module = tmp_path / "baselines" / "cpu" / "test_b.py.json"
+    changes = [EntryChange(f"test_b.py::test_{i}::default", module, "added") for i in range(5)]
+    changes += [EntryChange("test_b.py::test_9::default", module, "updated")]
+    changes += [EntryChange(f"test_b.py::test_{i}::default", module, "unchanged") for i in (7, 8)]
+    assert change_lines(changes, lambda path: path.relative_to(tmp_path).as_posix()) == [
+        "gpuperf: baseline added: 5 entries (test_b.py::test_0::default, test_b.py::test_1::default, +3 more) "
+        "in baselines/cpu/test_b.py.json",
+        "gpuperf: baseline updated: test_b.py::test_9::default in baselines/cpu/test_b.py.json",
+        "gpuperf: 2 baseline entries unchanged (kept as is)",
+    ]

@@ -151,7 +151,7 @@ def test_memory_threshold_and_absolute_floor() -> None:
     assert mem.verdict is Verdict.REGRESSION and mem.change == pytest.approx(0.2)
     tiny = compare(measurement(peak_allocated_bytes=2000), entry(peak_allocated_bytes=1000))
     small = next(c for c in tiny if c.kind is Kind.MEMORY)
-    assert small.verdict is Verdict.UNCHANGED and "byte floor" in small.note  # the floor says when it decides
+    assert small.verdict is Verdict.UNCHANGED and "+1000 B is below the 1.000 MiB floor" in small.note  # it says so
     none = compare(measurement(peak_allocated_bytes=None), entry(peak_allocated_bytes=10))
     assert not [c for c in none if c.kind is Kind.MEMORY]
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from pytest_gpuperf.abtest.alternate import alternate
 from pytest_gpuperf.abtest.confirm import ConfirmationPool, describe
+from pytest_gpuperf.abtest.generated import IMPORT_ROOTS
 from pytest_gpuperf.abtest.headtree import head_checkout
 from pytest_gpuperf.abtest.prestart import BASE_WORKER, EarlyBase, checkout_dir
 from pytest_gpuperf.abtest.protocol import handover_pause_s
@@ -25,7 +26,7 @@ from pytest_gpuperf.abtest.worktree import BaseRef, RefWorktree
 from pytest_gpuperf.baseline.record import entry_from_measurement
 from pytest_gpuperf.config import GateSettings, MeasureSettings, Settings
 from pytest_gpuperf.engine import ProfiledSide, profile_here, regressed, with_profile_diff
-from pytest_gpuperf.errors import WorkerError
+from pytest_gpuperf.errors import BaseStartError, WorkerError
 from pytest_gpuperf.model import (
     BaselineEntry,
     Comparison,
@@ -183,7 +184,7 @@ class CompareRefEngine:
         scratch = worktree.tmp_dir
         return WorkerLaunch(
             cwd=checkout_dir(self.rootdir, worktree.repo_root, checkout),
-            import_roots=(checkout, checkout / "src"),
+            import_roots=tuple(checkout / folder for folder in IMPORT_ROOTS),
             files=self._files(),
             device=str(self.runner.options.device),
             pin_cpu=self.runner.guard.pin_cpu,
@@ -193,16 +194,30 @@ class CompareRefEngine:
         )
 
     def _ensure_ready(self) -> RemoteSide:
+        """The base worker, once it has collected; BaseStartError if it ended first (no test can be compared)."""
         self.start()
         base = self._base
         if base is None:
             raise WorkerError("--gpuperf-compare-ref worker is not running")
         try:
             base.wait_ready(self.start_timeout_s)
+        except WorkerError as exc:
+            self.close()
+            raise BaseStartError(self._start_failure(exc)) from None
         except BaseException:
             self.close()
             raise
         return base
+
+    def _start_failure(self, exc: WorkerError) -> str:
+        commit = (self.base_commit or "")[:12]
+        return (
+            f"--gpuperf-compare-ref={self.ref}: the base worker at {commit} could not start, so no test can be "
+            f"compared with {self.ref}. Its checkout must import as the head's does; a file the head has only "
+            "because a build or an install wrote it is missing there unless it is a small git-ignored file in one "
+            "of the head's packages (those are copied in; compiled extensions are not). The end of its log:\n"
+            f"{exc}"
+        )
 
     def close(self) -> None:
         """Stop the workers and remove the worktree; never raises."""
@@ -288,20 +303,23 @@ class CompareRefEngine:
 
     def _profile_diff(self, result: MeasurementResult, spec: MeasureSpec) -> MeasurementResult:
         """The head's call profiled here, the base's in the base worker (after its test), diffed."""
+        label = f"ref {self.ref} ({(self.base_commit or '')[:12]})"
+        key = result.measurement.key
+        return with_profile_diff(result, lambda calls: profile_here(self.runner, spec, self.traces, "head", calls),
+                                 lambda calls: self._base_profile(key, label, calls), base_label=label)  # fmt: skip
+
+    def _base_profile(self, key: str, label: str, calls: int) -> ProfiledSide:
+        """The base's side, profiled over ``calls`` calls in the base worker."""
         from pytest_gpuperf.profiling.torch_profile import trace_file
 
-        head = profile_here(self.runner, spec, self.traces, "head")
-        label = f"ref {self.ref} ({(self.base_commit or '')[:12]})"
-        base = ProfiledSide(None, problem=f"{label} has no worker to profile in")
-        if self._base is not None and head.profile is not None:
-            key = result.measurement.key
-            trace = trace_file(self.traces, key, "base") if self.traces is not None else None
-            try:
-                table, where = self._base.profile(key, trace)
-            except WorkerError as exc:
-                where, table = f"{label} could not be profiled ({str(exc).splitlines()[0]})", None
-            base = ProfiledSide(table, where or None) if table is not None else ProfiledSide(None, problem=where)
-        return with_profile_diff(result, head, base, base_label=label)
+        if self._base is None:
+            return ProfiledSide(None, problem=f"{label} has no worker to profile in")
+        trace = trace_file(self.traces, key, "base") if self.traces is not None else None
+        try:
+            table, where = self._base.profile(key, trace, calls)
+        except WorkerError as exc:
+            return ProfiledSide(None, problem=f"{label} could not be profiled ({str(exc).splitlines()[0]})")
+        return ProfiledSide(table, where or None) if table is not None else ProfiledSide(None, problem=where)
 
     def _result(self, m: Measurement, pair: _Pair | None, gate: GateSettings) -> MeasurementResult:
         base = pair.base if pair is not None else None

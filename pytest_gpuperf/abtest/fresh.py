@@ -22,7 +22,7 @@ from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch
 from pytest_gpuperf.abtest.twins import Zygote
 from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
-from pytest_gpuperf.model import Measurement, Note
+from pytest_gpuperf.model import QUIET_WAIT, Measurement, Note
 from pytest_gpuperf.runner import sample_precision, stopping_rule
 from pytest_gpuperf.stopping import Progress
 
@@ -78,7 +78,7 @@ class FreshProcessRemeasure:
         except WorkerError:
             self._stop_worker()  # a later suspicion gets a new process, not a half-finished test
             raise
-        notes = measured.notes if waited is None else (*measured.notes, Note(waited))
+        notes = measured.notes if waited is None else (*measured.notes, Note(waited, topic=QUIET_WAIT))
         return dataclasses.replace(measured, speed_probe_ns=probe, notes=notes)
 
     @staticmethod
@@ -93,10 +93,10 @@ class FreshProcessRemeasure:
         samples: list[float] = []
         rounds = 0
         spent = 0.0
-        last_round_s = 0.0
+        last_round_s = sample_s = 0.0
         while True:
             now = time.perf_counter()
-            progress = Progress(len(samples), rounds, spent, now - began, next_round_s=last_round_s)
+            progress = Progress(len(samples), rounds, spent, now - began, next_round_s=last_round_s, sample_s=sample_s)
             if rule.check(progress, lambda: sample_precision(samples)) is not None:
                 break
             got = side.round(rule.round_s)
@@ -106,6 +106,7 @@ class FreshProcessRemeasure:
                 side.drain()
                 raise WorkerError(side.test_note or f"{key} stopped in the fresh process")
             samples.extend(got)
+            sample_s = last_round_s / len(got)
             rounds += 1
         measurement = side.finish()
         side.drain()  # the rest of the test; its MEASUREMENTS carry the metrics

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from pytest_gpuperf.abtest.generated import carry_generated
 from pytest_gpuperf.errors import WorkerError
 
 HEADTREE_NAME = "headtree"  # as long as leftovers.WORKTREE_NAME: the two sides' paths have one length
@@ -31,6 +32,10 @@ def head_checkout(repo_root: Path, scratch: Path) -> Path:
         raise WorkerError(f"could not make a checkout of the head's working tree: {exc.stderr.strip()}") from None
     for name in sorted({*changed, *untracked} - {""}):
         _overlay(repo_root / name, path / name)
+    try:
+        carry_generated(repo_root, path)  # the git-ignored files a build wrote into the packages, as in the base's
+    except OSError as exc:
+        raise WorkerError(f"could not copy the head's generated files into its checkout {path}: {exc}") from None
     return path
 
 

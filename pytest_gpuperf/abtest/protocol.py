@@ -4,7 +4,7 @@
 ``GPUPERF_WORKER_FD``; no port is opened. Messages are tuples ``(kind, *payload)``.
 
 Head -> worker:  RUN nodeid | ROUND budget_s | FINISH | SKIP |
-                 PROBE | PROFILE key trace-path-or-None | QUIT
+                 PROBE | PROFILE key trace-path-or-None calls | QUIT
 Worker -> head:  HELLO info | MISSING nodeid why-or-None | READY key | SAMPLES [ns...] |
                  FINISHED measurement | FAILED key text | MEASUREMENTS [m...] |
                  DONE nodeid outcome | PROBED ns-or-None | PROFILED op-profile-or-None trace-or-problem
@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import sys
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -63,10 +64,13 @@ Message = tuple[Any, ...]
 
 
 def handover_pause_s() -> float:
-    """How long this process waits after its round before the other side measures."""
-    import torch
+    """How long this process waits after its round before the other side measures.
 
-    return HANDOVER_S if torch.get_num_threads() > 1 else 0.0
+    The threads of a parallel round (torch's intra-op pool, numpy's BLAS) spin for a while after it;
+    only torch says how many it runs, so a suite that has not loaded torch waits as for several.
+    """
+    torch = sys.modules.get("torch")
+    return HANDOVER_S if torch is None or torch.get_num_threads() > 1 else 0.0
 
 
 def harness() -> dict[str, str]:

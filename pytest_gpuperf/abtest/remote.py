@@ -177,10 +177,10 @@ class RemoteSide:
         probe = self._until(protocol.PROBED, f"the speed probe {self.where}")[1]
         return None if probe is None else float(probe)
 
-    def profile(self, key: str, trace: Path | None) -> tuple[OpProfile | None, str]:
-        """The worker's profile of ``key`` from its last test: (table, trace path) or (None, why not)."""
+    def profile(self, key: str, trace: Path | None, calls: int) -> tuple[OpProfile | None, str]:
+        """The worker's profile of ``key`` over ``calls`` calls after its test: (table, trace) or (None, why not)."""
         self.drain()
-        self.channel.send(protocol.PROFILE, key, None if trace is None else str(trace))
+        self.channel.send(protocol.PROFILE, key, None if trace is None else str(trace), calls)
         message = self._until(protocol.PROFILED, f"the profile of {key} {self.where}")
         return message[1], str(message[2])
 

@@ -233,11 +233,10 @@ def unsafe_to_fork() -> str | None:
     """Why this process must not fork a measuring worker, or None (module doc)."""
     import threading
 
-    import torch
-
+    torch = sys.modules.get("torch")  # a zygote without torch (torch_support.py) has no CUDA to have started
     if threading.active_count() > 1:
         return f"the zygote runs {threading.active_count()} threads"
-    if torch.cuda.is_initialized():
+    if torch is not None and torch.cuda.is_initialized():
         return "the zygote initialised CUDA"
     return None
 
@@ -245,9 +244,12 @@ def unsafe_to_fork() -> str | None:
 def zygote_main() -> NoReturn:
     """The zygote: import what every worker imports, then fork the workers asked for and report their exits."""
     import pytest  # noqa: F401  (imported here once, for every worker)
-    import torch  # noqa: F401
 
     import pytest_gpuperf.abtest.worker_plugin  # noqa: F401
+    from pytest_gpuperf.torch_support import have_torch
+
+    if have_torch():
+        import torch  # noqa: F401
 
     conn = Connection(int(os.environ[ENV_ZYGOTE_FD]))
     own_path = [p for p in sys.path if p not in (os.environ[protocol.ENV_HARNESS], os.getcwd())]

@@ -25,15 +25,15 @@ class WorkerEngine:
         # The last test's specs, for PROFILE after it: the head knows of a regression only then.
         self._specs: dict[str, MeasureSpec] = {}
 
-    def profile(self, key: str, trace: str | None) -> tuple[OpProfile | None, str]:
-        """The base's side of a differential profile: (table, trace path), or (None, why not)."""
+    def profile(self, key: str, trace: str | None, calls: int) -> tuple[OpProfile | None, str]:
+        """The base's side of a differential profile over ``calls`` calls: (table, trace path), or (None, why not)."""
         from pytest_gpuperf.engine import profile_here
 
         spec = self._specs.get(key)
         if spec is None:
             return None, f"{key} was not measured in the base's last test"
         folder = Path(trace).parent if trace else None
-        side = profile_here(self.runner, spec, folder, "base")
+        side = profile_here(self.runner, spec, folder, "base", calls)
         if side.profile is None:
             return None, side.problem
         return side.profile, side.trace or ""

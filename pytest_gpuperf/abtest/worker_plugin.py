@@ -94,7 +94,7 @@ def pytest_runtestloop(session: pytest.Session) -> bool:
             channel.send(protocol.PROBED, _engine(session.config).runner.guard.speed_probe())
             continue
         if kind == protocol.PROFILE:
-            channel.send(protocol.PROFILED, *_engine(session.config).profile(message[1], message[2]))
+            channel.send(protocol.PROFILED, *_engine(session.config).profile(*message[1:4]))
             continue
         if kind != protocol.RUN:
             raise GpuperfError(f"compare-ref worker: expected a run command, got {kind!r}")
@@ -139,7 +139,6 @@ def _engine(config: pytest.Config) -> WorkerEngine:
 
 def _release_cuda_cache() -> None:
     """Hand cached CUDA blocks back after each test: with confirmation pairs, many workers share one GPU."""
-    import torch
-
-    if torch.cuda.is_initialized():
+    torch = sys.modules.get("torch")  # never loaded: no CUDA cache
+    if torch is not None and torch.cuda.is_initialized():
         torch.cuda.empty_cache()

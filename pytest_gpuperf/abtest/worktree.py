@@ -1,6 +1,7 @@
 """The base revision of ``--gpuperf-compare-ref`` and a temporary, detached git worktree of it.
 
-The worktree lies in a scratch folder that records its owner (leftovers.py). It is
+The head's generated files (a setuptools-scm ``_version.py``) are copied in, so that the base imports as the
+head does (generated.py). The worktree lies in a scratch folder that records its owner (leftovers.py). It is
 removed by ``close()``, by ``atexit`` as a fallback, and on SIGTERM (turned into
 KeyboardInterrupt so that ``finally`` blocks and pytest's unconfigure run).
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from pytest_gpuperf.abtest.generated import carry_generated
 from pytest_gpuperf.abtest.leftovers import REF_PREFIX, WORKTREE_NAME, make_scratch, remove_abandoned, remove_scratch
 from pytest_gpuperf.errors import ConfigError, WorkerError
 
@@ -85,6 +87,7 @@ class RefWorktree:
         self.path: Path | None = None
         self.commit: str | None = None
         self.repo_root: Path | None = None
+        self.carried: tuple[str, ...] = ()  # the head's generated files copied in (generated.py)
         self._tmp: Path | None = None
         self._previous_sigterm: Any = None
         self._closed = False
@@ -101,9 +104,15 @@ class RefWorktree:
         try:
             with git.Repo(base.repo_root) as repo:
                 repo.git.worktree("add", "--detach", str(self.path), self.commit)
+            self.carried = tuple(carry_generated(base.repo_root, self.path))
         except git.GitCommandError as exc:
             self.close()
             raise WorkerError(f"could not create a worktree of {self.ref}: {exc.stderr.strip()}") from None
+        except OSError as exc:
+            self.close()
+            raise WorkerError(
+                f"could not copy the head's generated files into the worktree of {self.ref}: {exc}"
+            ) from None
         return self
 
     @property

@@ -72,12 +72,31 @@ def profile_to_json(profile: OpProfile) -> dict[str, Any]:
         "host_ns": float(profile.host_ns),
         "device_ns": _opt_float(profile.device_ns),
         "ops": [
-            {**_fields(s), "calls": float(s.calls), "host_ns": float(s.host_ns), "device_ns": float(s.device_ns)}
+            {
+                "name": s.name,
+                "kind": s.kind,
+                "calls": float(s.calls),
+                "host_ns": float(s.host_ns),
+                "device_ns": float(s.device_ns),
+                **_sample_fields(s.host_samples_ns, s.device_samples_ns),
+            }
             for s in profile.ops
         ],
         "omitted_below_ns": float(profile.omitted_below_ns),
         "torch": profile.torch,
+        **_sample_fields(profile.host_samples_ns, profile.device_samples_ns),
     }
+
+
+def _sample_fields(host: tuple[float, ...], device: tuple[float, ...]) -> dict[str, list[float]]:
+    """The per-call samples that were taken: a profile without them is written as before they existed."""
+    fields = {"host_samples_ns": host, "device_samples_ns": device}
+    return {key: [float(v) for v in values] for key, values in fields.items() if values}
+
+
+def _samples(d: Mapping[str, Any], key: str) -> tuple[float, ...]:
+    """Per-call samples; () in a profile written before they were kept."""
+    return tuple(float(v) for v in d.get(key, ()))
 
 
 def profile_from_json(d: Mapping[str, Any]) -> OpProfile:
@@ -87,11 +106,21 @@ def profile_from_json(d: Mapping[str, Any]) -> OpProfile:
         host_ns=float(d["host_ns"]),
         device_ns=_opt_float(d["device_ns"]),
         ops=tuple(
-            OpStat(s["name"], s["kind"], float(s["calls"]), float(s["host_ns"]), float(s["device_ns"]))
+            OpStat(
+                s["name"],
+                s["kind"],
+                float(s["calls"]),
+                float(s["host_ns"]),
+                float(s["device_ns"]),
+                _samples(s, "host_samples_ns"),
+                _samples(s, "device_samples_ns"),
+            )
             for s in d["ops"]
         ),
         omitted_below_ns=float(d.get("omitted_below_ns", 0.0)),
         torch=d["torch"],
+        host_samples_ns=_samples(d, "host_samples_ns"),
+        device_samples_ns=_samples(d, "device_samples_ns"),
     )
 
 

@@ -22,13 +22,14 @@ class StepVerdict(str, enum.Enum):
     GOOD = "good"
     BAD = "bad"
     SKIP = "skip"
+    INCONCLUSIVE = "inconclusive"  # a change beyond the threshold that is not significant: neither good nor bad
 
 
 class Status(str, enum.Enum):
     FOUND = "found"  # one first bad commit
-    RANGE = "range"  # skipped commits hide which of ``suspects`` is the first bad one
+    RANGE = "range"  # skipped or inconclusive commits hide which of ``suspects`` is the first bad one
     BAD_NOT_SLOWER = "bad-not-slower"  # BAD measured as good as GOOD: nothing to find
-    BAD_UNTESTABLE = "bad-untestable"  # BAD itself could not be measured
+    BAD_UNTESTABLE = "bad-untestable"  # BAD itself could not be measured, or twice gave no answer
 
     @property
     def exit_code(self) -> int:
@@ -64,8 +65,9 @@ class Step:
     commit: str
     subject: str
     verdict: StepVerdict
-    findings: tuple[Finding, ...] = ()  # bad: every failing comparison; good: the largest time change
-    reason: str = ""  # skip: why the commit could not be judged
+    findings: tuple[Finding, ...] = ()  # bad: every failing comparison; good: the largest time change;
+    # inconclusive: the changes beyond their threshold that were not significant
+    reason: str = ""  # skip, inconclusive: why the commit could not be judged
 
 
 @dataclass(frozen=True)
@@ -85,4 +87,5 @@ class Outcome:
         return self.suspects[0] if self.status is Status.FOUND else None
 
     def step_of(self, commit: str) -> Step | None:
-        return next((s for s in self.steps if s.commit == commit), None)
+        """The commit's last step (an inconclusive step is measured again)."""
+        return next((s for s in reversed(self.steps) if s.commit == commit), None)

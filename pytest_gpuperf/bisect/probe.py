@@ -14,7 +14,7 @@ from pathlib import Path
 from pytest_gpuperf.bisect.model import Finding, Step, StepVerdict
 from pytest_gpuperf.bisect.repo import Repository
 from pytest_gpuperf.errors import GpuperfError
-from pytest_gpuperf.model import Kind, SessionResults
+from pytest_gpuperf.model import Comparison, Kind, SessionResults, Verdict
 
 # pytest's exit codes (pytest.ExitCode) that still leave a judgeable results file
 _PYTEST_RAN = (0, 1)
@@ -41,9 +41,32 @@ def judge_session(commit: str, subject: str, session: SessionResults, pytest_exi
     if pytest_exit != 0:
         return Step(commit, subject, StepVerdict.SKIP, reason=f"pytest exited {pytest_exit}: a test failed "
                     "without a regression (see the step's log)")  # fmt: skip
+    unresolved = [Finding.of(r.measurement.key, c) for r in session.results for c in r.comparisons if inconclusive(c)]
+    if unresolved:
+        return Step(commit, subject, StepVerdict.INCONCLUSIVE, tuple(unresolved), reason=INCONCLUSIVE_REASON)
     times = [(r.measurement.key, c) for r in session.results for c in r.comparisons if c.kind is Kind.TIME]
     largest = max(times, key=lambda kc: abs(kc[1].change or 0.0), default=None)
     return Step(commit, subject, StepVerdict.GOOD, (Finding.of(*largest),) if largest else ())
+
+
+def inconclusive(c: Comparison) -> bool:
+    """A time or memory change beyond its threshold that the gate did not call a regression.
+
+    The gate passes such a change (it is not significant: +287%, 95% CI -43% to +316%, p=0.22),
+    but a bisect that called the commit good would look for the slowdown after it and could name
+    a later, innocent commit. The step is neither good nor bad: measured again, else left open.
+    """
+    worse_is_larger = c.kind in (Kind.TIME, Kind.MEMORY)
+    return (
+        worse_is_larger
+        and c.verdict is not Verdict.REGRESSION
+        and c.change is not None
+        and c.threshold is not None
+        and c.change > c.threshold
+    )
+
+
+INCONCLUSIVE_REASON = "a change beyond the threshold that is not significant (too noisy to call good or bad)"
 
 
 def child_environment(env: Mapping[str, str], repo_root: Path, worktree: Path) -> dict[str, str]:

@@ -27,6 +27,8 @@ def step_line(number: int, step: Step, bad: str) -> str:
     head = f"step {number}: {step.commit[:12]}{label} {step.verdict.value:<4}"
     if step.verdict is StepVerdict.SKIP:
         detail = f"skipped: {step.reason}"
+    elif step.verdict is StepVerdict.INCONCLUSIVE:
+        detail = f"{step.reason}: {finding_text(step.findings[0])}" if step.findings else step.reason
     elif step.findings:
         detail = finding_text(step.findings[0])
         if len(step.findings) > 1:
@@ -47,13 +49,17 @@ def render(outcome: Outcome) -> str:
     if outcome.status is Status.BAD_UNTESTABLE:
         step = outcome.step_of(outcome.bad)
         reason = step.reason if step else "?"
-        return f"BAD {bad} could not be measured, so the slowdown is not reproduced: {reason}\n"
+        return f"BAD {bad} could not be measured or judged, so the slowdown is not reproduced: {reason}\n"
     if outcome.status is Status.RANGE:
-        lines = [f"the first bad commit is one of these {len(outcome.suspects)} (skipped commits hide which):"]
+        lines = [f"the first bad commit is one of these {len(outcome.suspects)} (skipped or inconclusive commits "
+                 "hide which):"]  # fmt: skip
         for commit in outcome.suspects:
             step = outcome.step_of(commit)
             state = step.verdict.value if step else "untested"
-            lines.append(f"  {commit} {state:<8} {outcome.subjects.get(commit, '')}")
+            lines.append(f"  {commit} {state:<12} {outcome.subjects.get(commit, '')}")
+        if any((s := outcome.step_of(c)) and s.verdict is StepVerdict.INCONCLUSIVE for c in outcome.suspects):
+            lines.append("an inconclusive commit was measured twice without a significant answer: give each step "
+                         "more time (--gpuperf-max-time, --gpuperf-confirm-pairs after --) to decide it")  # fmt: skip
         return "\n".join(lines) + "\n"
     first = outcome.suspects[0]
     step = outcome.step_of(first)

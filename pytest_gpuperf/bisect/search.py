@@ -14,18 +14,24 @@ def search(candidates: Sequence[str], probe: Probe, *, good: str = "", on_step: 
     """Bisect ``candidates`` (oldest first, BAD last; GOOD, known good, precedes them) with ``probe``.
 
     Commits after a bad one are taken to be bad too (each is measured against GOOD, so a
-    slowdown stays until something undoes it), as ``git bisect`` assumes.
+    slowdown stays until something undoes it), as ``git bisect`` assumes. An inconclusive step
+    (a change beyond the threshold, not significant) is measured once more; a second
+    inconclusive answer counts as a skip, so the answer is a range rather than a guess.
     """
     if not candidates:
         raise BisectError("no commits between GOOD and BAD")
     steps: list[Step] = []
 
-    def measure(index: int) -> StepVerdict:
+    def measure_once(index: int) -> StepVerdict:
         step = probe(candidates[index])
         steps.append(step)
         if on_step is not None:
             on_step(step)
         return step.verdict
+
+    def measure(index: int) -> StepVerdict:
+        verdict = measure_once(index)
+        return measure_once(index) if verdict is StepVerdict.INCONCLUSIVE else verdict
 
     def outcome(status: Status, suspects: Sequence[str] = ()) -> Outcome:
         return Outcome(good, candidates[-1], tuple(candidates), tuple(steps), status, tuple(suspects),
@@ -34,7 +40,7 @@ def search(candidates: Sequence[str], probe: Probe, *, good: str = "", on_step: 
     first = measure(len(candidates) - 1)
     if first is StepVerdict.GOOD:
         return outcome(Status.BAD_NOT_SLOWER)
-    if first is StepVerdict.SKIP:
+    if first in (StepVerdict.SKIP, StepVerdict.INCONCLUSIVE):
         return outcome(Status.BAD_UNTESTABLE)
     last_good, first_bad = -1, len(candidates) - 1  # indices; -1 is GOOD itself
     skipped: set[int] = set()
@@ -44,7 +50,7 @@ def search(candidates: Sequence[str], probe: Probe, *, good: str = "", on_step: 
             last_good = index
         elif verdict is StepVerdict.BAD:
             first_bad = index
-        else:
+        else:  # skipped, or inconclusive twice
             skipped.add(index)
     if first_bad - last_good == 1:
         return outcome(Status.FOUND, [candidates[first_bad]])

@@ -9,15 +9,18 @@ The detector (docs/change-points.md explains it and the measurements behind it):
    series' between-run noise is estimated robustly from successive runs (the scaled MAD of
    first differences, which a few steps cannot inflate). A run weighs
    ``1 / (between-run variance + its own variance)``: a run whose samples scattered widely
-   counts less, something a detector fed one number per run cannot do.
-3. **Binary segmentation with a permutation test.** In a stretch of commits, the split that
+   counts less, something a detector fed one number per run cannot do. A wild run, far from
+   the runs before it and from the runs after it, counts less again (``_wild_inflation``;
+   sooner when it is slower than both, as disturbed runs are): a run beside a step agrees
+   with one side and keeps its weight.
+3. **Binary segmentation with two tests.** In a stretch of commits, the split that
    maximises the weighted two-level statistic ``(mean_left - mean_right)^2 /
-   (1/W_left + 1/W_right)`` is the candidate; its significance is the share of seeded random
-   orderings of the same runs over the commits' slots whose best split scores as high. A significant split is
-   kept and both sides are searched again. Before testing, each run is winsorised around
-   the median of its neighbouring runs (a Hampel filter): a lone wild run is pulled back to
-   its neighbours and cannot carry a split, while the runs of a real step, whose neighbours
-   moved with them, keep their full size.
+   (1/W_left + 1/W_right)`` is the candidate. It is kept when the share of seeded random
+   orderings of the same runs over the commits' slots whose best split scores as high is at
+   most ``alpha``, or when the F test of the same statistic against the runs' weighted
+   scatter (Bonferroni over the splits) is at most ``param_alpha``: the permutations assume
+   nothing about the noise but need many runs, the F test reaches a short series. A kept
+   split's both sides are searched again.
 4. **Creeps.** Neighbouring change points in the same direction, and every single one, are
    also fitted as a ramp (old level, a linear slide over several commits, new level); when
    the ramp explains the data clearly better than the steps, one change point with
@@ -55,16 +58,19 @@ _MIN_SHARED = 3
 class DetectorConfig:
     """The detector's settings; the defaults are the ones measured in docs/change-points.md."""
 
-    alpha: float = 0.005  # a split is kept when its permutation p-value is at most this
+    alpha: float = 0.0025  # a split is kept when its permutation p-value is at most this
     permutations: int = 399  # per test; the smallest reachable p-value is 1 / (permutations + 1)
     min_runs: int = 2  # runs needed on each side of a change (a lone run never makes one)
-    clip: float = 4.0  # winsorise a run this many standard errors from its neighbours' median
+    clip: float = 4.0  # a run farther than this many standard errors from both sides' medians is wild
+    slow_clip: float = 2.5  # the same on the slow side (worse than both sides), where disturbed runs lie
+    param_alpha: float = 0.005  # a split is also kept when its F-test p-value (splits counted) is at most this
     max_ramp: int = 30  # the most commits a creep may span
     ramp_threshold: float = 12.0  # chi-square units a ramp must gain over the steps it replaces
     min_change: float = 0.0  # drop change points smaller than this relative change
     confirm: bool = True  # a change needs an interval without zero and min_runs runs on each side of it
     runner_offsets: bool = True  # align runners that read systematically apart (from shared commits)
     use_precision: bool = True  # weigh runs by their own intervals (off: the between-run noise only)
+    leave_out_busy: bool = True  # runs measured busy have no say where enough quiet runs remain
     seed: int = 20261126
 
     def __post_init__(self) -> None:
@@ -80,8 +86,10 @@ class DetectorConfig:
             )
         if self.min_runs < 1:
             problems.append(f"min_runs must be at least 1, got {self.min_runs!r}")
-        if self.clip <= 0:
-            problems.append(f"clip must be positive, got {self.clip!r}")
+        if self.clip <= 0 or self.slow_clip <= 0:
+            problems.append(f"clip and slow_clip must be positive, got {self.clip!r} and {self.slow_clip!r}")
+        if not 0.0 <= self.param_alpha < 1.0:
+            problems.append(f"param_alpha must lie in [0, 1), got {self.param_alpha!r}")
         if self.max_ramp < 2:
             problems.append(f"max_ramp must be at least 2, got {self.max_ramp!r}")
         if self.min_change < 0:
@@ -159,13 +167,30 @@ def _runner_offsets(y: np.ndarray, commit_of: np.ndarray, runners: list[str]) ->
     return {names[r]: float(np.median(d)) for r, d in readings.items() if len(d) >= _MIN_SHARED}
 
 
+def _quiet(series: Series, config: DetectorConfig) -> list[int]:
+    """The indices of the runs the detector looks at: the runs not measured busy (``Point.busy``).
+
+    A busy run (a contended CPU, a throttled GPU) reads slower for reasons of its own; it is
+    stored and drawn, but gives a change point no say: a flat series with busy runs among quiet
+    ones has no change point, and a step is placed by the quiet runs either side of it. A series
+    with too few quiet runs to judge (:func:`shortest`) is judged on all its runs, busy ones
+    included: on a runner busy all along, runs are compared with runs measured alike.
+    """
+    every = list(range(len(series.points)))
+    if not config.leave_out_busy:
+        return every
+    quiet = [i for i in every if series.points[i].busy is None]
+    return quiet if len(quiet) >= shortest(config) else every
+
+
 def _pool(series: Series, config: DetectorConfig) -> _Commits | None:
-    points = series.points
+    bad = [p.run_id for p in series.points if not math.isfinite(p.value)]
+    if bad:
+        raise ValueError(f"{series.key.label}: non-finite values in runs {', '.join(bad[:5])}")
+    kept = _quiet(series, config)
+    points = [series.points[i] for i in kept]
     values = np.array([p.value for p in points], dtype=float)
-    if values.size == 0 or not np.all(np.isfinite(values)):
-        bad = [p.run_id for p in points if not math.isfinite(p.value)]
-        if bad:
-            raise ValueError(f"{series.key.label}: non-finite values in runs {', '.join(bad[:5])}")
+    if values.size == 0:
         return None
     log = bool(np.all(values > 0))
     y = np.log(values) if log else values
@@ -182,6 +207,9 @@ def _pool(series: Series, config: DetectorConfig) -> _Commits | None:
     scale = float(np.median(np.abs(y))) if not log else 1.0
     floor = (_TINY * max(scale, 1.0)) ** 2
     run_var = between2 + own**2 + floor
+    slow = 1.0 if series.better == "lower" else -1.0  # the side a disturbed run lands on
+    clips = (config.clip, config.slow_clip)
+    run_var = run_var * _wild_inflation(y, np.sqrt(run_var), clips, slow, 2 * config.min_runs + 1)
 
     w = 1.0 / run_var
     total_w = np.bincount(commit_of, weights=w)
@@ -192,7 +220,7 @@ def _pool(series: Series, config: DetectorConfig) -> _Commits | None:
     runs = np.bincount(commit_of)
     return _Commits(
         commits=list(codes),
-        first_index=[int(i) for i in first],
+        first_index=[kept[int(i)] for i in first],
         runs=runs,
         level=np.bincount(commit_of, weights=w * y) / total_w,
         var=1.0 / total_w,
@@ -205,21 +233,54 @@ def _pool(series: Series, config: DetectorConfig) -> _Commits | None:
     )
 
 
+def _side_medians(y: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each run's median of the ``m`` runs before it and of the ``m`` runs after it (NaN where a side has none)."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    pad = np.full(m, np.nan)
+    before = np.nanmedian(sliding_window_view(np.concatenate([pad, y[:-1]]), m), axis=1) if y.size > 1 else pad[:1]
+    after = np.nanmedian(sliding_window_view(np.concatenate([y[1:], pad]), m), axis=1) if y.size > 1 else pad[:1]
+    return before, after
+
+
+def _wild_inflation(y: np.ndarray, sd: np.ndarray, clips: tuple[float, float], slow: float, m: int) -> np.ndarray:
+    """How much each run's variance grows because it agrees with neither side of it (1 for most runs).
+
+    A change point splits the runs into a before and an after; a run at a step's edge sits
+    with one of them, a wild run (a noisy neighbour, a throttled clock) with neither. A run
+    farther than a clip of standard errors from both the median of the ``m`` runs before it
+    and that of the ``m`` runs after it is wild, and its variance is scaled by ``(distance /
+    clip)^2``: its pull on any level then falls as it lies farther off, so it can neither
+    carry a split nor move one. A centred window (a Hampel filter) cannot tell the first run
+    of a new level beside a wild run from a wild run itself; the two sides can.
+
+    ``clips`` is (fast side, slow side): a disturbance (a neighbour, a throttled clock, a
+    page fault) makes a run slower, never faster than its code, so a run worse than both
+    sides (``slow``: +1 where higher is worse, -1 where lower is) is wild from the smaller slow
+    clip on; a run better than both sides is judged by the wider one. The oldest run is judged
+    by the runs after it alone; the newest is never called wild: a new change shows there first.
+    """
+    if y.size < 3:
+        return np.ones_like(y)
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN side: the run's end of the series
+            before, after = _side_medians(y, m)
+        before[0] = after[0]  # the oldest run has only runs after it: judged by them alone
+        to_before, to_after = (y - before) * slow, (y - after) * slow
+        nearer = np.where(np.abs(to_before) <= np.abs(to_after), to_before, to_after)  # signed, slow side positive
+        clip = np.where(nearer > 0, clips[1], clips[0])
+        far = np.abs(nearer) / sd / clip
+    far = np.where(np.isnan(far), 0.0, far)  # the newest run: a new level shows there first
+    return np.maximum(far, 1.0) ** 2
+
+
 def _weighted_median(y: np.ndarray, w: np.ndarray) -> float:
     order = np.argsort(y)
     cum = np.cumsum(w[order])
     return float(y[order][np.searchsorted(cum, cum[-1] / 2)])
-
-
-def _neighbour_median(y: np.ndarray, min_runs: int) -> np.ndarray:
-    """Each run's median over itself and ``min_runs`` runs either side (edges repeat the end run).
-
-    Fewer than ``min_runs + 1`` runs unlike their neighbours are outvoted (a wild run, a pair
-    of them when ``min_runs`` is 2); a new level held by more runs is its own neighbourhood.
-    """
-    from scipy.ndimage import median_filter
-
-    return np.asarray(median_filter(y, size=2 * min_runs + 1, mode="nearest"), dtype=float)
 
 
 def _split_scores(sums: np.ndarray, w: np.ndarray, allowed: np.ndarray) -> np.ndarray:
@@ -265,9 +326,6 @@ def _best_split(pooled: _Commits, lo: int, hi: int, config: DetectorConfig, rng:
     centre = _weighted_median(y, w)
     if float(np.max(y) - np.min(y)) <= _TINY * max(abs(centre), 1.0):
         return None  # one value throughout: nothing can have changed
-    sd = np.sqrt(var)
-    local = _neighbour_median(y, config.min_runs)
-    y = local + np.clip((y - local) / sd, -config.clip, config.clip) * sd
     y = y - float((w * y).sum() / w.sum())
     slots = pooled.run_start[lo:hi] - first  # each commit's earliest run in the slice
 
@@ -289,7 +347,33 @@ def _best_split(pooled: _Commits, lo: int, hi: int, config: DetectorConfig, rng:
         if exceed > limit:
             break
     p_value = (exceed + 1) / (done + 1)
+    if p_value > config.alpha:
+        p_value = min(p_value, _parametric_p(y, w, observed, int(allowed.sum()), config))
     return _Step(at=lo + k + 1, p_value=p_value)
+
+
+def _parametric_p(y: np.ndarray, w: np.ndarray, gain: float, splits: int, config: DetectorConfig) -> float:
+    """The best split's F-test p-value, times the splits tried, scaled onto ``alpha``; 1 when it fails.
+
+    The permutation test needs many runs: 4 + 4 runs have 70 orderings, so its p-value cannot
+    go below 1/70, and 3 + 3 runs have 20. With every run weighted by its own precision (its
+    interval) and the between-run noise, the two-level fit's ``gain`` over one level against
+    the weighted residual scatter it leaves (``y.size - 2`` degrees of freedom) is an F
+    statistic when nothing changed and the noise is normal. Only the weights' ratios matter,
+    so an uncertain noise estimate cannot make it bolder. Its p-value, multiplied by the
+    number of splits tried (Bonferroni), must reach ``param_alpha``; the p-value reported is
+    ``alpha`` scaled by how far past ``param_alpha`` it went. ``y`` is centred on its weighted mean.
+    """
+    from scipy.special import fdtrc  # the F distribution's survival function, without scipy.stats' import
+
+    dof = y.size - 2
+    if dof < 1 or config.param_alpha <= 0 or gain <= 0:
+        return 1.0
+    within = float((w * y * y).sum()) - gain
+    if within <= 0:
+        return config.alpha * _TINY  # every run exactly on its level
+    p = float(fdtrc(1, dof, gain / (within / dof))) * splits
+    return p * config.alpha / config.param_alpha if p <= config.param_alpha else 1.0
 
 
 def _supported(pooled: _Commits, lo: int, at: int, hi: int, min_runs: int) -> bool:
@@ -471,19 +555,35 @@ def _dispersion(pooled: _Commits, changes: list[_Change]) -> float:
     return max(1.0, ssr / dof)
 
 
+def shortest(config: DetectorConfig | None = None) -> int:
+    """The fewest runs a series needs before the detector says anything about it.
+
+    ``min_runs + 1`` runs either side of a change: with fewer, neither test can tell a step of
+    any size from noise (the F test has ``runs - 2`` degrees of freedom; 2 + 2 runs leave two).
+    """
+    return 2 * ((config or DetectorConfig()).min_runs + 1)
+
+
+def too_short(series: Series, config: DetectorConfig | None = None) -> bool:
+    """Whether ``series`` has too few runs for a change to be found or ruled out (see :func:`shortest`)."""
+    config = config or DetectorConfig()
+    judged = [series.points[i] for i in _quiet(series, config)]
+    return len(judged) < shortest(config) or len({p.commit for p in judged}) < 2
+
+
 def find_changes(series: Series, config: DetectorConfig | None = None) -> list[ChangePoint]:
     """The change points of ``series``, oldest first.
 
     Each names ``last_good``/``first_bad`` commits, the levels before and after (in the
     series' unit), the relative change with its 95% interval, the permutation p-value, and
     whether it is a regression or an improvement for the series' ``better`` direction.
-    A series with fewer than ``2 * min_runs`` runs or a single commit has none.
+    A series :func:`too_short` to tell has none.
     """
     config = config or DetectorConfig()
     if series.better not in ("lower", "higher"):
         raise ValueError(f"{series.key.label}: better must be 'lower' or 'higher', got {series.better!r}")
-    pooled = _pool(series, config)
-    if pooled is None or pooled.level.size < 2:
+    pooled = _pool(series, config)  # first: a non-finite value is an error however short the series
+    if pooled is None or too_short(series, config):
         return []
     rng = np.random.default_rng(config.seed)
     steps = _segment(pooled, config, rng)

@@ -8,11 +8,16 @@ What a run records for every measurement (``measurement_values``):
 - ``memory.peak_allocated`` and ``memory.peak_reserved`` (bytes) where measured;
 - ``metric.NAME`` for each metric, with its unit and direction;
 - the gate's verdict on each statistic it judged, and on the judged time statistic of a
-  confirmed regression, its differential profile.
+  confirmed regression, its differential profile;
+- on every value, whether the runner was busy while it measured (``busy.busy_evidence``: the
+  contention counters the measurement carries, or its GPU's throttling).
 
 A run's identity (``run_identity``) is a hash of the session's content, so a session recorded
 by pytest and its results file ingested later, or one file ingested twice or by several
 processes at once, are one run.
+
+A value that is not finite (a NaN metric) is not stored, and a NaN or infinity in what a run
+keeps as JSON (its environment, a profile diff) is stored as null: recording never fails on one.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_gpuperf.config import Mode
-from pytest_gpuperf.errors import GpuperfError, ResultsError
+from pytest_gpuperf.errors import GpuperfError, ResultsError, RunError
 from pytest_gpuperf.history.model import RecordedValue, RunRecord
 from pytest_gpuperf.model import BaselineEntry, Environment, Kind, MeasurementResult, SessionResults, Verdict
 
@@ -38,6 +43,7 @@ SOURCE_SESSION = "session"
 SOURCE_FILE = "results-file"
 SOURCE_BASELINES = "baselines-git"
 _TIME_STATISTICS = ("p50", "mean", "min", "p90", "p99")
+_RUN_FIELDS = {"started_at": "$.started_at", "commit_date": "$.provenance.commit_date"}  # where a file holds them
 
 
 def runner_name(environ: Mapping[str, str] | None = None) -> str:
@@ -56,11 +62,14 @@ def run_identity(session: SessionResults) -> str:
 
 
 def _numbers_as_floats(value: object) -> object:
-    """Every number as a float: a float field given an int in memory reads back as a float from its file."""
+    """Every number as a float: a float field given an int in memory reads back as a float from its file.
+
+    A NaN or infinity as None, as a results file stores it (JSON has neither).
+    """
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, (int, float)):
-        return float(value)
+        return float(value) if math.isfinite(value) else None
     if isinstance(value, Mapping):
         return {k: _numbers_as_floats(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -68,11 +77,22 @@ def _numbers_as_floats(value: object) -> object:
     return value
 
 
+def json_safe(value: object) -> Any:
+    """``value`` with every NaN or infinity as None: what a JSON column (PostgreSQL's refuses NaN) can store."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
 def environment_record(environment: Environment, *, gpu_count: int | None = None) -> dict[str, object]:
     """What the store keeps of the environment: driver, CUDA, torch, GPU model and count, and the rest."""
     from pytest_gpuperf.report import codec
 
-    record: dict[str, object] = codec.to_json(environment)
+    record: dict[str, object] = json_safe(codec.to_json(environment))
     record["gpu_model"] = environment.device_name if environment.device_type == "cuda" else None
     count = gpu_count if gpu_count is not None else environment.extra.get("gpu_count")
     record["gpu_count"] = int(count) if count is not None else (0 if environment.device_type == "cpu" else None)
@@ -111,7 +131,10 @@ def measurement_values(result: MeasurementResult) -> list[RecordedValue]:
     """Every statistic the store keeps of one measurement (see the module's docstring)."""
     import numpy as np
 
+    from pytest_gpuperf.busy import busy_evidence
+
     m = result.measurement
+    busy = busy_evidence(m.health, m.unstable_reason, m.device)
     verdicts = {c.metric.replace("time.median", "time.p50"): c.verdict.value for c in result.comparisons}
     diff_on = _profile_diff_statistic(result)
     diff = _profile_diff_json(result) if diff_on else None
@@ -122,7 +145,7 @@ def measurement_values(result: MeasurementResult) -> list[RecordedValue]:
     def value(statistic: str, number: float, unit: str, better: str = "lower", **extra: Any) -> RecordedValue:
         return RecordedValue(
             test=m.test_id, measurement=m.name, statistic=statistic, value=float(number), unit=unit, better=better,
-            verdict=verdicts.get(statistic), profile_diff=diff if statistic == diff_on else None, **extra,
+            verdict=verdicts.get(statistic), profile_diff=diff if statistic == diff_on else None, busy=busy, **extra,
         )  # fmt: skip
 
     out = [value("time.p50", stats.median_ns, "ns", ci_low=low, ci_high=high, p10=p10, p90=p90, samples=stats.count)]
@@ -163,7 +186,7 @@ def _profile_diff_statistic(result: MeasurementResult) -> str | None:
 def _profile_diff_json(result: MeasurementResult) -> Mapping[str, object] | None:
     from pytest_gpuperf.report import codec
 
-    document: Mapping[str, object] = codec.to_json(result.profile_diff)
+    document: Mapping[str, object] = json_safe(codec.to_json(result.profile_diff))
     return document
 
 
@@ -185,7 +208,10 @@ def load_run(path: Path | str, *, runner: str | None = None) -> RunRecord:
         raise
     except (GpuperfError, ValueError, TypeError, KeyError) as exc:  # a valid document the model still rejects
         raise ResultsError(source, f"cannot be read as a {FORMAT} document: {exc}") from None
-    return run_from_session(session, source=SOURCE_FILE, runner=runner)
+    try:
+        return run_from_session(session, source=SOURCE_FILE, runner=runner)
+    except RunError as exc:  # a time that is not one, a measurement twice: the store could not keep it
+        raise ResultsError(source, str(exc), json_path=_RUN_FIELDS.get(exc.field)) from None
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,12 @@ fractions (0.05 = 5%). Commits are full 40-character hashes wherever the store h
 
 from __future__ import annotations
 
+import datetime as _dt
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from pytest_gpuperf.errors import RunError
 
 
 class ChangeKind(str, enum.Enum):
@@ -59,6 +62,7 @@ class RecordedValue:
     samples: int | None = None  # how many samples the value rests on
     verdict: str | None = None  # the gate's verdict in that run, if it judged
     profile_diff: Mapping[str, object] | None = None  # results-file JSON of a confirmed regression's diff
+    busy: str | None = None  # the evidence that the runner was busy while it measured (pytest_gpuperf/busy.py)
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,32 @@ class RunRecord:
     commit_date: str | None = None  # ISO 8601 commit time: the series' order
     baseline_update: bool = False  # the run wrote baselines (an intended level change)
 
+    def __post_init__(self) -> None:
+        """RunError for what the store cannot keep: a time that is not ISO 8601, a statistic given twice."""
+        for name in ("started_at", "commit_date"):
+            text = getattr(self, name)
+            if text is not None and parse_time(text) is None:
+                raise RunError(f"{name} {text!r} is not an ISO 8601 time", field=name)
+        seen: set[tuple[str, str, str]] = set()
+        for value in self.values:
+            key = (value.test, value.measurement, value.statistic)
+            if key in seen:
+                raise RunError(f"measurement {value.test}::{value.measurement} appears more than once "
+                               f"({value.statistic} twice): one run holds each measurement once",
+                               field=f"{value.test}::{value.measurement}")  # fmt: skip
+            seen.add(key)
+
+
+def parse_time(text: str) -> _dt.datetime | None:
+    """An ISO 8601 time in UTC (``Z`` allowed; a naive time is taken as UTC); None when ``text`` is not one."""
+    try:
+        moment = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=_dt.timezone.utc)
+        return moment.astimezone(_dt.timezone.utc)
+    except (ValueError, OverflowError):  # not a time, or one that leaves the calendar once in UTC
+        return None
+
 
 @dataclass(frozen=True)
 class Point:
@@ -101,6 +131,7 @@ class Point:
     baseline_update: bool = False
     has_profile_diff: bool = False
     commit_date: str | None = None
+    busy: str | None = None  # measured on a busy runner (the evidence): drawn apart, left out of change points
 
 
 @dataclass(frozen=True)
@@ -122,6 +153,9 @@ class ChangePoint:
     the level, ``ci_low``/``ci_high`` its 95% interval, ``p_value`` the detector's test.
     ``runs_after`` counts the runs at or after ``first_bad``: a nightly alert looks at
     change points whose ``runs_after`` is small.
+
+    As an event (``history.events``), a change point is the lead of the statistics of one
+    measurement that changed at one place; the others are its ``supporting`` evidence.
     """
 
     key: SeriesKey
@@ -139,3 +173,8 @@ class ChangePoint:
     gradual: bool = False  # a creep spread over several commits rather than one step
     unit: str = ""  # the series' unit ("ns", "bytes", a metric's), for ``before``/``after``
     details: Mapping[str, object] = field(default_factory=dict)
+    supporting: tuple[ChangePoint, ...] = ()  # the same change seen in the measurement's other statistics
+
+    def with_supporting(self) -> tuple[ChangePoint, ...]:
+        """This change point and its supporting ones: every series the event was seen in."""
+        return (self, *self.supporting)

@@ -4,6 +4,10 @@ The plugin calls :func:`record_session` once per session, where the session's re
 exist (beside ``--gpuperf-json``), on the xdist controller only. A store that cannot be
 reached raises StoreError; the plugin turns it into a warning, so the gate's verdict and
 exit code stand and the results file can be ingested later (``gpuperf history ingest``).
+
+An interrupted session (Ctrl-C, SIGTERM: pytest's exit status 2) is not recorded: it holds the
+values of the tests that ran before the interruption only, and a series mixing such partial
+runs with complete ones would show measurements that come and go.
 """
 
 from __future__ import annotations
@@ -31,10 +35,18 @@ def history_url(option: str | None, ini: str | None, environ: Mapping[str, str] 
     return None
 
 
-def record_session(url: str, session: SessionResults) -> str:
-    """Store ``session`` in the store at ``url``; the line to show (the address's password hidden)."""
+NOT_RECORDED_INTERRUPTED = "gpuperf: the run was not recorded: the session was interrupted, so its values are partial"
+
+
+def record_session(url: str, session: SessionResults, *, interrupted: bool = False) -> str:
+    """Store ``session`` in the store at ``url``; the line to show (the address's password hidden).
+
+    An ``interrupted`` session is not stored (see the module's docstring); the line says so.
+    """
     from pytest_gpuperf.history.store import open_store
 
+    if interrupted:
+        return NOT_RECORDED_INTERRUPTED
     run = run_from_session(session, gpu_count=_gpu_count(session))
     with open_store(url) as store:
         stored = store.record(run)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from pytest_gpuperf.history.model import ChangePoint
 from pytest_gpuperf.report.text import md_code, md_text, plain
@@ -18,7 +19,7 @@ from pytest_gpuperf.report.units import format_change, format_value
 
 FORMATS = ("table", "markdown", "json")
 _SHORT = 10  # commit hash characters shown in the table and Markdown
-_HEADERS = ("kind", "change", "95% CI", "commits", "before", "after", "p", "runs after", "series")
+_HEADERS = ("kind", "change", "95% CI", "commits", "before", "after", "p", "runs after", "series", "also seen in")
 
 
 def _short(commit: str) -> str:
@@ -42,6 +43,11 @@ def _kind(c: ChangePoint) -> str:
     return c.kind.value + (" (gradual)" if c.gradual else "")
 
 
+def _also(c: ChangePoint) -> str:
+    """The supporting statistics of an event, each with its own change: ``time.p90 +11.8%, time.mean +10.2%``."""
+    return ", ".join(f"{s.key.statistic} {format_change(s.change)}" for s in c.supporting) or "-"
+
+
 def _cells(c: ChangePoint) -> list[str]:
     return [
         _kind(c),
@@ -53,13 +59,38 @@ def _cells(c: ChangePoint) -> list[str]:
         _p(c.p_value),
         str(c.runs_after),
         c.key.label,
+        _also(c),
     ]
 
 
-def render_table(changes: Sequence[ChangePoint]) -> str:
-    """Aligned columns for a terminal, one change point a line; numbers right-aligned."""
+@dataclass(frozen=True)
+class TooShort:
+    """The measurements whose series are too short for the detector to say anything (``detect.too_short``)."""
+
+    measurements: tuple[str, ...]  # "test::measurement [device class, branch]"
+    fewest: int  # the runs a series needs
+    total: int  # measurements looked at, short or not
+
+    def line(self) -> str:
+        """What the user reads: nothing found is not "no change" when a series is too short to tell."""
+        if not self.measurements:
+            return ""
+        if len(self.measurements) == self.total:
+            return f"too short to say anything: every series has fewer than {self.fewest} runs\n"
+        names = ", ".join(self.measurements[:_NAMED]) + (", ..." if len(self.measurements) > _NAMED else "")
+        return f"too short to tell (fewer than {self.fewest} runs): {len(self.measurements)} measurement(s): {names}\n"
+
+
+_NAMED = 5  # short measurements named before "..."
+_ENOUGH = TooShort((), 0, 0)
+
+
+def render_table(changes: Sequence[ChangePoint], short: TooShort = _ENOUGH) -> str:
+    """Aligned columns for a terminal, one event a line; numbers right-aligned; then what was too short."""
     if not changes:
-        return "no change points\n"
+        if short.measurements and len(short.measurements) == short.total:
+            return short.line()
+        return "no change points\n" + short.line()
     rows = [list(_HEADERS)] + [[plain(cell) for cell in _cells(c)] for c in changes]
     widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADERS))]
     numeric = {1, 2, 4, 5, 6, 7}
@@ -72,16 +103,19 @@ def render_table(changes: Sequence[ChangePoint]) -> str:
         lines.append("  ".join(cells).rstrip())
     regressions = sum(c.kind.value == "regression" for c in changes)
     lines.append(f"{len(changes)} change point(s), {regressions} regression(s)")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + short.line()
 
 
-def render_markdown(changes: Sequence[ChangePoint]) -> str:
-    """A GitHub-flavoured Markdown table; test names as code spans, commits shortened."""
+def render_markdown(changes: Sequence[ChangePoint], short: TooShort = _ENOUGH) -> str:
+    """A GitHub-flavoured Markdown table; test names as code spans, commits shortened; then what was too short."""
+    note = f"\n{md_text(short.line().strip())}\n" if short.measurements else ""
     if not changes:
-        return "No change points.\n"
+        if short.measurements and len(short.measurements) == short.total:
+            return md_text(short.line().strip()) + "\n"
+        return "No change points.\n" + note
     lines = [
-        "| Series | Kind | Change | 95% CI | Commits | Before | After | p | Runs after |",
-        "|---|---|---:|---:|---|---:|---:|---:|---:|",
+        "| Series | Kind | Change | 95% CI | Commits | Before | After | p | Runs after | Also seen in |",
+        "|---|---|---:|---:|---|---:|---:|---:|---:|---|",
     ]
     for c in changes:
         k = c.key
@@ -100,11 +134,12 @@ def render_markdown(changes: Sequence[ChangePoint]) -> str:
                     format_value(c.after, c.unit),
                     _p(c.p_value),
                     str(c.runs_after),
+                    md_text(_also(c)),
                 ]
             )
             + " |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + note
 
 
 def _finite(value: float) -> float | None:
@@ -112,7 +147,18 @@ def _finite(value: float) -> float | None:
 
 
 def change_to_json(c: ChangePoint) -> dict[str, object]:
-    """One change point as a JSON object (docs/change-points.md lists the fields)."""
+    """One event as a JSON object (docs/change-points.md lists the fields), its supporting statistics in it."""
+    document = _point_json(c)
+    document["supporting"] = [
+        {name: value for name, value in _point_json(s).items() if name not in _MEASUREMENT_FIELDS} for s in c.supporting
+    ]
+    return document
+
+
+_MEASUREMENT_FIELDS = ("test", "measurement", "device_class", "branch", "unit")
+
+
+def _point_json(c: ChangePoint) -> dict[str, object]:
     k = c.key
     return {
         "test": k.test,
@@ -137,21 +183,22 @@ def change_to_json(c: ChangePoint) -> dict[str, object]:
     }
 
 
-def render_json(changes: Sequence[ChangePoint]) -> str:
+def render_json(changes: Sequence[ChangePoint], short: TooShort = _ENOUGH) -> str:
+    """A list of events (the Action reads it): what was too short is said on standard error by the command."""
     return json.dumps([change_to_json(c) for c in changes], indent=2, allow_nan=False) + "\n"
 
 
-_RENDERERS: dict[str, Callable[[Sequence[ChangePoint]], str]] = {
+_RENDERERS: dict[str, Callable[[Sequence[ChangePoint], TooShort], str]] = {
     "table": render_table,
     "markdown": render_markdown,
     "json": render_json,
 }
 
 
-def render_changes(changes: Sequence[ChangePoint], fmt: str) -> str:
-    """``changes`` in ``fmt`` (one of :data:`FORMATS`), ending with a newline."""
+def render_changes(changes: Sequence[ChangePoint], fmt: str, short: TooShort = _ENOUGH) -> str:
+    """``changes`` in ``fmt`` (one of :data:`FORMATS`), ending with a newline; ``short`` says what was too short."""
     try:
         renderer = _RENDERERS[fmt]
     except KeyError:
         raise ValueError(f"unknown change-point format {fmt!r}; choose one of {', '.join(FORMATS)}") from None
-    return renderer(changes)
+    return renderer(changes, short)

@@ -21,21 +21,22 @@ from typing import Any
 
 from pytest_gpuperf.errors import StoreError
 from pytest_gpuperf.history import schema
-from pytest_gpuperf.history.model import Point, RecordedValue, RunRecord, Series, SeriesKey
-from pytest_gpuperf.history.url import create_engine, parse_url, redact
+from pytest_gpuperf.history.model import Point, RecordedValue, RunRecord, Series, SeriesKey, parse_time
+from pytest_gpuperf.history.url import MASK, create_engine, parse_url, redact, secrets
 
 NO_BRANCH = "(no branch)"  # the series' branch for runs on a detached HEAD or outside git
 _MIGRATION_LOCK = 0x67707066  # PostgreSQL advisory lock held while one process migrates ("gppf")
 
 
-def open_store(url: str) -> HistoryStore:
+def open_store(url: str, *, create: bool = True) -> HistoryStore:
     """Connect to ``url`` (see ``url.py``), migrate it to this version's schema, and return the store.
 
     Raises StoreError, with the password hidden, when the store cannot be reached, is not a
-    database, or was written by a newer version.
+    database, or was written by a newer version; with ``create=False`` (reading only), when
+    a SQLite store does not exist.
     """
     parsed = parse_url(url)
-    store = HistoryStore(create_engine(parsed), redact(parsed), parsed.password)
+    store = HistoryStore(create_engine(parsed, create=create), redact(parsed), secrets(parsed))
     try:
         store.migrate()
     except BaseException:
@@ -57,10 +58,10 @@ class SeriesFilter:
 class HistoryStore:
     """A connection to one store. Use :func:`open_store`; close it (or use ``with``) when done."""
 
-    def __init__(self, engine: Any, url: str, password: str | None = None) -> None:
+    def __init__(self, engine: Any, url: str, secrets: tuple[str, ...] = ()) -> None:
         self.engine = engine
         self.url = url  # redacted: safe to print
-        self._password = password
+        self._secrets = secrets  # scrubbed from the database's own error messages
 
     def __enter__(self) -> HistoryStore:
         return self
@@ -87,8 +88,8 @@ class HistoryStore:
     def _reason(self, exc: Exception) -> str:
         original = getattr(exc, "orig", None) or exc
         text = " ".join(str(original).split()) or type(original).__name__
-        if self._password:
-            text = text.replace(self._password, "***")
+        for secret in self._secrets:
+            text = text.replace(secret, MASK)
         return text.split(" [SQL:")[0].split(" (Background on this error")[0]
 
     # -- schema -------------------------------------------------------------------------
@@ -168,7 +169,7 @@ class HistoryStore:
         run_query = run_query.order_by(func.coalesce(r.c.commit_date, r.c.started_at), r.c.started_at, r.c.run_id)
         value_query = select(
             v.c.run_id, v.c.test, v.c.measurement, v.c.statistic, v.c.unit, v.c.better, v.c.value, v.c.ci_low,
-            v.c.ci_high, v.c.p10, v.c.p90, v.c.samples, v.c.verdict, v.c.profile_diff.is_not(None),
+            v.c.ci_high, v.c.p10, v.c.p90, v.c.samples, v.c.verdict, v.c.profile_diff.is_not(None), v.c.busy,
         )  # fmt: skip
         if where.test:
             value_query = value_query.where(v.c.test.contains(where.test, autoescape=True))
@@ -194,7 +195,7 @@ class HistoryStore:
             if entry is None:
                 entry = grouped[key] = (row[4], row[5], [])
             point = Point(run[0], run[1], run[2], run[3], row[6], row[7], row[8], row[9], row[10], row[11], row[12],
-                          bool(run[4]), bool(row[13]), run[5])  # fmt: skip
+                          bool(run[4]), bool(row[13]), run[5], row[14])  # fmt: skip
             entry[2].append((rank, point))
         series = []
         for k, (unit, better, ranked) in grouped.items():
@@ -262,13 +263,10 @@ def utc_timestamp(text: str | None) -> str | None:
     """An ISO 8601 time as UTC ISO text (naive times are taken as UTC), so times sort as text."""
     if text is None:
         return None
-    try:
-        moment = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(f"not an ISO 8601 time: {text!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=_dt.timezone.utc)
-    return moment.astimezone(_dt.timezone.utc).isoformat()
+    moment = parse_time(text)
+    if moment is None:
+        raise ValueError(f"not an ISO 8601 time: {text!r}")
+    return moment.isoformat()
 
 
 def _run_row(run: RunRecord) -> dict[str, Any]:
@@ -307,6 +305,7 @@ def _value_row(run_id: str, value: RecordedValue) -> dict[str, Any]:
         "samples": value.samples,
         "verdict": value.verdict,
         "profile_diff": dict(value.profile_diff) if value.profile_diff is not None else None,
+        "busy": value.busy,
     }
 
 

@@ -82,6 +82,10 @@ class HostGuard(Protocol):
         """The evidence that the host was contended while a measurement with this ``health`` data ran, or None."""
 
     @property
+    def busy_ends_write(self) -> bool:
+        """Whether a baseline write the host was ``busy`` for takes no readings past the deciding one (readings.py)."""
+
+    @property
     def pin_cpu(self) -> int | None:
         """The core measurements run on (for worker processes to use the same), or None."""
 
@@ -96,3 +100,15 @@ def guard_for(device: torch.device, *, mode: Mode, pin_cpu: str = "auto", peak_m
     from pytest_gpuperf.host.cpu import CpuHostGuard
 
     return CpuHostGuard(device, mode=mode, pin_cpu=pin_cpu, peak_memory=peak_memory, busy_policy=busy_policy)
+
+
+def recorded_rules(device_type: str, *, mode: Mode, busy_policy: BusyPolicy = BusyPolicy.RETAKE) -> GuardRules:
+    """The rules the guard of a ``device_type`` host adds, for measurements judged after their session
+    (``gpuperf compare``): the same lists, reading the host state each measurement recorded."""
+    if device_type == "cuda":  # NVML's findings reach the verdict through the measurement's unstable reason
+        from pytest_gpuperf.verdict.rulesets import GuardRules
+
+        return GuardRules()
+    from pytest_gpuperf.host.cpu import guard_rules
+
+    return guard_rules(mode, busy_policy)

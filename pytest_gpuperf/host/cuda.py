@@ -60,3 +60,7 @@ class CudaHostGuard:
 
     def busy(self, health: Mapping[str, object]) -> str | None:
         return None  # kernel times do not follow host load; throttling is NVML's (unstable_reason)
+
+    @property
+    def busy_ends_write(self) -> bool:
+        return False  # never busy

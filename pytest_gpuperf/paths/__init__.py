@@ -11,6 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_gpuperf.model import Direction, Measurement
+from pytest_gpuperf.torch_support import INSTALL_HINT, have_torch
+
+if not have_torch():  # every helper here measures torch code
+    raise ModuleNotFoundError(f"pytest_gpuperf.paths needs torch, which is not installed: {INSTALL_HINT}", name="torch")
 
 if TYPE_CHECKING:
     import torch

@@ -7,7 +7,8 @@ or is now called twice; ops that merely got faster follow the rest.
 
 from __future__ import annotations
 
-from pytest_gpuperf.model import OpChange, OpProfile, OpStat, ProfileDiff
+from pytest_gpuperf.model import MeasuredChange, OpChange, OpProfile, OpStat, ProfileDiff
+from pytest_gpuperf.profiling.explain import explain
 
 # Below this share of the head's total, a change is profiler jitter, not a cause.
 NEGLIGIBLE_SHARE = 0.005
@@ -43,8 +44,10 @@ def diff_profiles(
     head_trace: str | None = None,
     base_trace: str | None = None,
     note: str = "",
+    measured: MeasuredChange | None = None,
 ) -> ProfileDiff:
-    """Rank the ops of ``head`` against ``base`` (or list the head's alone when there is no base)."""
+    """Rank the ops of ``head`` against ``base`` (or list the head's alone when there is no base), and explain
+    ``measured`` (the gate's change per call; None: the profile's own) with rows that add up to it (explain.py)."""
     if base is None:
         rows = [OpChange(s.name, s.kind, None, s, head.on_device) for s in head.ops]
         rows.sort(key=lambda c: c.head_ns, reverse=True)
@@ -59,7 +62,10 @@ def diff_profiles(
             if change is not None and (change.calls_changed or abs(change.delta_ns) > NEGLIGIBLE_SHARE * total):
                 rows.append(change)
         rows.sort(key=_rank)
+    why = explain(head, base, measured) if base is not None else None
     return ProfileDiff(
         head=head, base=base, base_label=base_label, changes=tuple(rows),
-        head_trace=head_trace, base_trace=base_trace, note=note,
+        head_trace=head_trace, base_trace=base_trace, note=note, measured=measured,
+        rows=why.rows if why else (), profile_change=why.profile_change if why else None,
+        finding=why.finding if why else None, basis=why.basis if why else "device" if head.on_device else "host",
     )  # fmt: skip

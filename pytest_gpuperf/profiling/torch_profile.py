@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import math
 import re
 import statistics
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_gpuperf.errors import WriteError
-from pytest_gpuperf.files import export_atomic
+from pytest_gpuperf.files import export_atomic, write_gitignore
 from pytest_gpuperf.gpu.device import cuda_synchronize
 from pytest_gpuperf.model import OpProfile, OpStat, ProfileSummary
 from pytest_gpuperf.profiling.quiet import quiet_profiler, torch_warnings_stay_warnings
@@ -27,16 +29,18 @@ if TYPE_CHECKING:
 
 TOP_OPS = 20  # kept in the summary; the terminal shows fewer
 TABLE_OPS = 30  # ops an OpProfile keeps (a few KB in a baseline entry)
-PROFILED_CALLS = 5  # a --gpuperf-profile capture
-# A differential profile's calls per side. Its cost is torch building the pass's event list, in
-# proportion to the calls (about 0.1 s per call of a test with a thousand operator calls); the
-# median of three still leaves out one call the scheduler preempted.
-DIFF_PROFILED_CALLS = 3
+PROFILED_CALLS = 5  # a --gpuperf-profile capture; a differential profile's calls grow by plan.ProfilePlan
+# A profiled call more than this much over the median call's time was preempted (or carries the
+# profiler's start-up): it is left out of every row of the table (typical_calls).
+PREEMPTED_FENCE = 0.5
 RANGE_PREFIX = "gpuperf:"
 # The CPU time of a measured call that no operator claims: Python, the user's own code.
 OUTSIDE_OPS = "[host time outside operators]"
 _SKIPPED = ("[memory]", "ProfilerStep")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# A trace folder pytest-gpuperf creates (by default ``.gpuperf/profiles`` in the user's repository) keeps
+# its traces out of git; a folder that already existed is the user's and gets nothing.
+TRACES_GITIGNORE = "# pytest-gpuperf: profiler traces, written anew by each run\n*\n"
 
 
 def safe_label(label: str, *, max_len: int = 120) -> str:
@@ -49,6 +53,15 @@ def safe_label(label: str, *, max_len: int = 120) -> str:
 def trace_file(folder: Path, key: str, side: str) -> Path:
     """``<folder>/<safe key>.<side>.json``: one trace per side of a measurement's differential profile."""
     return folder / f"{safe_label(key)}.{side}.json"
+
+
+def export_trace(path: Path, export: Callable[[str], object]) -> Path:
+    """``export_atomic`` of a trace; a folder this creates gets a ``.gitignore`` of its own (TRACES_GITIGNORE)."""
+    created = not path.parent.exists()
+    export_atomic(path, export)
+    if created:
+        write_gitignore(path.parent, TRACES_GITIGNORE)
+    return path
 
 
 @dataclass(frozen=True)
@@ -75,12 +88,14 @@ def capture_calls(
     device: torch.device,
     calls: int = PROFILED_CALLS,
     detailed: bool = True,
+    budget_s: float | None = None,
 ) -> ProfileCapture:
     """One profiler pass over ``calls`` calls of ``fn``, each in a ``gpuperf:<label>#i`` range (i >= 1).
 
     An unprofiled call (lazy initialization) and a profiled warm-up call ``#0`` (the profiler's first-call
     costs; left out of the tables, not of the trace) come first. ``trace_path`` None: no Chrome trace.
     ``detailed`` records shapes and memory too (``--gpuperf-profile``); a differential profile needs neither.
+    ``budget_s``: profile only as many of the ``calls`` as the unprofiled call's length fits in it (one at least).
     """
     # torch.autograd.profiler.profile: the profiler torch.profiler.profile drives, without the import of
     # torch._inductor at its first start in a process (about a second of CPU, to read one setting).
@@ -92,8 +107,11 @@ def capture_calls(
     on_cuda = device.type == "cuda"
 
     with torch_warnings_stay_warnings():  # a compiled fn may be traced again here (quiet.py)
+        started = time.perf_counter()
         fn(*args, **kwargs)  # lazy initialization stays out of the profile
         cuda_synchronize(device)
+        if budget_s is not None:
+            calls = max(1, min(calls, math.floor(budget_s / max(time.perf_counter() - started, 1e-9))))
         with quiet_profiler(), profile(use_device="cuda" if on_cuda else None, use_kineto=True,
                                        record_shapes=detailed, profile_memory=detailed) as prof:  # fmt: skip
             for i in range(calls + 1):
@@ -106,7 +124,7 @@ def capture_calls(
     trace, trace_error = None, None
     if trace_path is not None:
         try:
-            trace = str(export_atomic(trace_path, prof.export_chrome_trace))
+            trace = str(export_trace(trace_path, prof.export_chrome_trace))
         except WriteError as exc:  # a trace is a report: one that cannot be written is a note, not a failure
             trace_error = f"profile trace not written: could not write {exc.path}: {exc.reason}"
     is_cuda_event = _is_cuda(torch)
@@ -184,50 +202,103 @@ def op_table(
 ) -> OpProfile:
     """The per-call table of a profiler pass (``prof.events()``) over ``calls`` calls, each in a ``gpuperf:`` range.
 
-    Host times are medians over the calls (the first call carries the profiler's start-up, a
-    preempted one milliseconds of nothing): a call's is its range's CPU time, an operator's its
-    self CPU time inside the range, and the rest of the range is a row of its own (``OUTSIDE_OPS``).
-    Counts and device times (asynchronous, not bounded by a range) are per-call averages. The table
-    keeps the ``limit`` longest rows and, on CUDA, the ``limit // 3`` longest by host time besides:
-    a launch-bound slowdown shows there.
+    Every time is kept per profiled call (the samples of a row's interval, profiling/explain.py) and
+    reported as their mean, so rows add up to the call: a call's host time is its range's CPU time, an
+    operator's its self CPU time inside the range, and the rest of the range is a row of its own
+    (``OUTSIDE_OPS``). A kernel's device time counts in the call its launch started in (kernels are
+    asynchronous: the last one may end after its range). Counts are per-call averages. The table keeps
+    the ``limit`` longest rows and, on CUDA, the ``limit // 3`` longest by host time besides: a
+    launch-bound slowdown shows there.
     """
     ranges = sorted((e for e in events if str(e.key).startswith(RANGE_PREFIX)), key=lambda e: e.time_range.start)
     starts = [r.time_range.start for r in ranges]
     host: dict[_Row, list[float]] = {}  # (kind, name) -> self CPU time (us) in each call
-    device: dict[_Row, float] = {}  # (kind, name) -> device time (us) over the pass
+    device: dict[_Row, list[float]] = {}  # (kind, name) -> device time (us) in each call
     count: dict[_Row, int] = {}
     for event in events:
         key = str(event.key)
         if key.startswith((RANGE_PREFIX, *_SKIPPED)):
             continue
         kernel = on_cuda and is_cuda_event(event)
-        row: _Row = ("kernel" if kernel else "operator", key)
+        row: _Row = ("kernel", kernel_identity(event)) if kernel else ("operator", key)
         count[row] = count.get(row, 0) + 1
-        device[row] = device.get(row, 0.0) + (_self_device_us(event) if on_cuda else 0.0)
         host.setdefault(row, [0.0] * len(ranges))
+        device.setdefault(row, [0.0] * len(ranges))
         call = bisect.bisect_right(starts, event.time_range.start) - 1
-        if not kernel and call >= 0 and event.time_range.start <= ranges[call].time_range.end:
+        if call < 0:
+            continue
+        if on_cuda:
+            device[row][call] += _self_device_us(event)
+        if not kernel and event.time_range.start <= ranges[call].time_range.end:
             host[row][call] += float(event.self_cpu_time_total or 0.0)
-    per_call = 1e3 / calls  # microseconds over all calls -> nanoseconds per call
-    rows = [OpStat(name, kind, n / calls, _median_ns(host[(kind, name)]), device[(kind, name)] * per_call)
-            for (kind, name), n in count.items()]  # fmt: skip
-    outside_ns = _median_ns([float(r.self_cpu_time_total or 0.0) for r in ranges])
-    if outside_ns > 0:
-        rows.append(OpStat(OUTSIDE_OPS, "operator", 1.0, outside_ns))
+    totals = [float(r.cpu_time_total or 0.0) for r in ranges]
+    kept = typical_calls(totals)
+    rows = [_stat(name, kind, n / calls, _pick(host[(kind, name)], kept), _pick(device[(kind, name)], kept) if on_cuda
+                  else []) for (kind, name), n in count.items()]  # fmt: skip
+    outside = _pick([float(r.self_cpu_time_total or 0.0) for r in ranges], kept)
+    if sum(outside) > 0:
+        rows.append(_stat(OUTSIDE_OPS, "operator", 1.0, outside, []))
+    kernels = [sum(t) for t in zip(*(v for (kind, _), v in device.items() if kind == "kernel"), strict=True)]
+    kernels = _pick(kernels, kept) if kernels else [0.0] * len(kept)
     ops, omitted_below_ns = _top_rows(rows, on_cuda, limit)
+    host_samples = _ns(_pick(totals, kept))
     return OpProfile(
         device_type="cuda" if on_cuda else "cpu",
         profiled_calls=calls,
-        host_ns=_median_ns([float(r.cpu_time_total or 0.0) for r in ranges]),
-        device_ns=sum(t for (kind, _), t in device.items() if kind == "kernel") * per_call if on_cuda else None,
+        host_ns=_mean(host_samples),
+        device_ns=_mean(_ns(kernels)) if on_cuda else None,
         ops=ops,
         torch=torch_version,
         omitted_below_ns=omitted_below_ns,
+        host_samples_ns=host_samples,
+        device_samples_ns=_ns(kernels) if on_cuda else (),
     )
 
 
-def _median_ns(per_call_us: Sequence[float]) -> float:
-    return statistics.median(per_call_us) * 1e3 if per_call_us else 0.0
+LAUNCH = " [grid "  # where a kernel's identity appends its launch configuration
+
+
+def kernel_identity(event: Any) -> str:
+    """A kernel's name with its grid and block where the profiler records them (``FunctionEvent.event_metadata``):
+    ``name [grid 128x1x1, block 256x1x1]``, so a kernel launched with a new configuration is a new row."""
+    meta = getattr(event, "event_metadata", None)
+    grid, block = getattr(meta, "grid", None), getattr(meta, "block", None)
+    if not grid or not block:
+        return str(event.key)
+    return f"{event.key}{LAUNCH}{'x'.join(map(str, grid))}, block {'x'.join(map(str, block))}]"
+
+
+def launch_base(name: str) -> str:
+    """A kernel row's name without its launch configuration."""
+    return name.split(LAUNCH, 1)[0]
+
+
+def typical_calls(totals: Sequence[float]) -> list[int]:
+    """The calls whose total is within ``PREEMPTED_FENCE`` of the median's: a preempted call (or the profiler's
+    start-up) is left out of every row at once, so the rows still add up to the calls kept."""
+    if len(totals) < 3:
+        return list(range(len(totals)))
+    fence = statistics.median(totals) * (1 + PREEMPTED_FENCE)
+    return [i for i, total in enumerate(totals) if total <= fence]
+
+
+def _pick(samples: Sequence[float], kept: Sequence[int]) -> list[float]:
+    return [samples[i] for i in kept]
+
+
+def _ns(per_call_us: Sequence[float]) -> tuple[float, ...]:
+    return tuple(us * 1e3 for us in per_call_us)
+
+
+def _mean(samples: Sequence[float]) -> float:
+    return statistics.fmean(samples) if samples else 0.0
+
+
+def _stat(name: str, kind: Literal["operator", "kernel"], calls: float, host_us: Sequence[float],
+          device_us: Sequence[float]) -> OpStat:  # fmt: skip
+    host, device = _ns(host_us), _ns(device_us)
+    return OpStat(name, kind, calls, _mean(host), _mean(device),
+                  host_samples_ns=host, device_samples_ns=device)  # fmt: skip
 
 
 def _top_rows(rows: list[OpStat], on_cuda: bool, limit: int) -> tuple[tuple[OpStat, ...], float]:

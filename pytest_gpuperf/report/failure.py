@@ -16,8 +16,11 @@ def explain_lines(c: Comparison, indent: str = "    ") -> list[str]:
     return [f"{indent}[{step.rule}] {step.note} -> {step.verdict.value}" for step in c.explanation if step.note]
 
 
-def failure_message(result: MeasurementResult, device: str, only: Sequence[Comparison] = ()) -> str:
-    """One clear message for the failing comparisons of a measurement (``only``: those), with the deciding rules."""
+def failure_message(
+    result: MeasurementResult, device: str, only: Sequence[Comparison] = (), *, compare_ref: str | None = None
+) -> str:
+    """One clear message for the failing comparisons of a measurement (``only``: those), with the deciding rules;
+    ``compare_ref``: the base ref it was judged against (None: a stored baseline)."""
     key = result.measurement.key
     lines = [f"performance regression in {key}"]
     failing = list(only) or failing_comparisons(result.comparisons, strict=False)
@@ -40,9 +43,11 @@ def failure_message(result: MeasurementResult, device: str, only: Sequence[Compa
     commit = next((c.baseline_commit for c in failing if c.baseline_commit), None)
     if commit is None and base is not None:
         commit = base.provenance.commit
+    reference = "baseline" if compare_ref is None else "ref base"
     where = f"  device: {device}"
-    if base is not None and base.environment is not None:
+    if base is not None and base.environment is not None and compare_ref is None:  # compare-ref: the same device
         where += f" (baseline device: {base.environment.device_name})"
     lines.append(where)
-    lines.append(f"  baseline commit: {commit[:12] if commit else 'unknown'}")
+    ref = f" ({compare_ref})" if compare_ref is not None else ""
+    lines.append(f"  {reference} commit: {commit[:12] if commit else 'unknown'}{ref}")
     return "\n".join(plain(line) for line in lines)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import inspect
 import io
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -23,14 +24,18 @@ from pytest_gpuperf.report.rows import counts_line, headline, ordered, plural, t
 from pytest_gpuperf.report.text import html_text as escape
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 from pytest_gpuperf.report.why import (
-    UNCHANGED_OPS,
+    WHY_COLUMNS,
+    explained_heading,
+    finding_text,
+    head_cells,
     heading,
-    row_cells,
+    row_name,
     sentence,
     short_name,
     split_text,
     time_basis,
     traces_text,
+    why_cells,
 )
 
 if TYPE_CHECKING:
@@ -100,11 +105,11 @@ class _Side:
     statistic: float | None  # ns: the comparison's value for this side
 
 
-def _band(timing: Comparison | None) -> tuple[float, float] | None:
-    """The threshold band around the baseline's statistic: outside it a change is large enough."""
-    if timing is None or timing.baseline is None or timing.threshold is None:
+def _band(timing: Comparison | None, centre: float | None) -> tuple[float, float] | None:
+    """The threshold band around the drawn baseline's statistic ``centre``: outside it a change is large enough."""
+    if timing is None or centre is None or timing.threshold is None:
         return None
-    return timing.baseline * (1 - timing.threshold), timing.baseline * (1 + timing.threshold)
+    return centre * (1 - timing.threshold), centre * (1 + timing.threshold)
 
 
 def distribution_figure(result: MeasurementResult, base_label: str = "baseline") -> Figure:
@@ -116,20 +121,22 @@ def distribution_figure(result: MeasurementResult, base_label: str = "baseline")
     import numpy as np
 
     h = headline(result)
-    sides = [_Side("now", _NOW_COLOUR, result.measurement.samples_ns, h.now_ns)]
-    if result.baseline is not None and result.baseline.samples_ns:
-        sides.insert(0, _Side(base_label, _BASE_COLOUR, result.baseline.samples_ns, h.baseline_ns))
+    # each bar is the statistic of the samples drawn beside it, so a side's dots and bar have one source
+    sides = [_Side("now", _NOW_COLOUR, result.measurement.samples_ns, result.measurement.stats.get(h.statistic))]
+    base = result.baseline
+    if base is not None and base.samples_ns:
+        sides.insert(0, _Side(base_label, _BASE_COLOUR, base.samples_ns, base.stats.get(h.statistic)))
     timing = time_comparison(result)
-    band = _band(timing)
+    band = _band(timing, sides[0].statistic if len(sides) > 1 else None)
     samples = sorted(v for side in sides for v in side.samples)
     factor, unit = time_scale([samples[len(samples) // 2]])  # the unit of a typical sample
     marks = [side.statistic for side in sides if side.statistic is not None] + list(band or ())
     lo, hi = (v / factor for v in zoom_limits([side.samples for side in sides], marks))
     fig, ax = _figure(7.5, 1.3 + 0.75 * len(sides))
-    if band is not None and timing is not None and timing.baseline is not None:
+    if band is not None and timing is not None:
         ax.axvspan(band[0] / factor, band[1] / factor, color=_BAND_COLOUR, alpha=0.25, lw=0,
                    label=f"threshold ±{timing.threshold:.1%}")  # fmt: skip
-        ax.axvline(timing.baseline / factor, color=_BASE_COLOUR, linestyle="--", linewidth=1)
+        ax.axvline((band[0] + band[1]) / 2 / factor, color=_BASE_COLOUR, linestyle="--", linewidth=1)
     new_api = "orientation" in inspect.signature(ax.violinplot).parameters  # matplotlib 3.10 deprecated ``vert``
     horizontal: dict[str, Any] = {"orientation": "horizontal"} if new_api else {"vert": False}
     rng = np.random.default_rng(0)  # fixed jitter: the same results draw the same picture
@@ -254,47 +261,65 @@ def _profile(result: MeasurementResult) -> str:
 
 
 def why_figure(diff: ProfileDiff) -> Figure:
-    """The top changes as horizontal bars, largest on top: red slower, green faster; the head's times without a base."""
-    rows = diff.changes[:WHY_BARS]
-    has_base = diff.base is not None
-    values = [c.delta_ns if has_base else c.head_ns for c in rows]
-    factor, unit = time_scale([abs(v) for v in values])
-    fig, ax = _figure(9.0, 1.0 + 0.32 * len(rows))
-    colours = [(STEP_UP if v > 0 else STEP_DOWN) if has_base else _BASE_COLOUR for v in values]
-    positions = range(len(rows))
-    ax.barh(positions, [v / factor for v in values], color=colours)
-    ax.set_yticks(positions, [short_name(c.name, _WHY_LABEL) for c in rows], fontsize=8, family="monospace")
-    ax.invert_yaxis()  # the first row, the largest change, on top
-    if has_base:
+    """With a base, a waterfall from the base's time (0) to the head's: one bar per cause and the rest, each
+    starting where the one before ended, its interval as a whisker; without one, the head's top ops as bars."""
+    if diff.base is None:
+        rows = diff.changes[:WHY_BARS]
+        values = [c.head_ns for c in rows]
+        labels = [short_name(c.name, _WHY_LABEL) for c in rows]
+        starts = [0.0] * len(rows)
+        colours = [_BASE_COLOUR] * len(rows)
+        whiskers = None
+    else:
+        shown = [r for r in diff.rows if r.role in ("cause", "replaced", "rest")][:WHY_BARS]
+        values = [r.delta_ns for r in shown]
+        labels = [row_name(r, _WHY_LABEL) for r in shown]
+        starts = [sum(values[:i]) for i in range(len(values))]
+        colours = [_BASE_COLOUR if r.role == "rest" else STEP_UP if r.delta_ns > 0 else STEP_DOWN for r in shown]
+        whiskers = [(r.delta_ns - r.low_ns, r.high_ns - r.delta_ns) if r.low_ns is not None and r.high_ns is not None
+                    else (0.0, 0.0) for r in shown]  # fmt: skip
+    factor, unit = time_scale([abs(v) for v in [*values, *starts]] or [1.0])
+    fig, ax = _figure(9.0, 1.0 + 0.32 * len(values))
+    positions = range(len(values))
+    ax.barh(positions, [v / factor for v in values], left=[x / factor for x in starts], color=colours)
+    if whiskers is not None:
+        ends = [(x + v) / factor for x, v in zip(starts, values, strict=True)]
+        ax.errorbar(ends, positions, xerr=[[w[0] / factor for w in whiskers], [w[1] / factor for w in whiskers]],
+                    fmt="none", ecolor="#444444", capsize=2, linewidth=0.8)  # fmt: skip
         ax.axvline(0, color="#444444", linewidth=0.8)
-    what = f"change in {time_basis(diff)}" if has_base else time_basis(diff)
+    ax.set_yticks(positions, labels, fontsize=8, family="monospace")
+    ax.invert_yaxis()  # the first row on top
+    what = f"change in {time_basis(diff)} from the base's" if diff.base is not None else time_basis(diff)
     ax.set_xlabel(f"{what} ({unit})")
     ax.grid(axis="x", alpha=0.3)
     return fig
 
 
 def _why_table(diff: ProfileDiff) -> str:
-    has_base = diff.base is not None
-    heads = ("op", "kind", "base", "head", "change per call", "calls") if has_base else ("op", "kind", "time", "calls")
+    if diff.base is None:
+        rows = []
+        for c in diff.changes:
+            tds = "".join(f'<td class="num">{escape(x)}</td>' for x in head_cells(c))
+            rows.append(f"<tr><td><code>{escape(short_name(c.name))}</code></td><td>{c.kind}</td>{tds}</tr>")
+        return _table(("op", "kind", "time", "calls"), rows)
     rows = []
-    for c in diff.changes:
-        tds = "".join(f'<td class="num">{escape(x)}</td>' for x in row_cells(c, has_base=has_base))
-        rows.append(f"<tr><td><code>{escape(short_name(c.name))}</code></td><td>{c.kind}</td>{tds}</tr>")
-    return _table(heads, rows)
+    for r in diff.rows:
+        tds = "".join(f'<td class="num">{escape(x)}</td>' for x in why_cells(r))
+        rows.append(f'<tr class="{r.role}"><td><code>{escape(row_name(r))}</code></td><td>{r.kind}</td>{tds}</tr>')
+    return _table(WHY_COLUMNS, rows)
 
 
 def why_section(diff: ProfileDiff, key: str) -> str:
-    """Why a regression got slower: the host/device split, a bar chart of the top changes, every row, the traces.
+    """Why a regression got slower: the finding, the host/device split, a waterfall of the rows, every row, the traces.
 
     ``key`` names the measurement in the figure's alt text; the history dashboard shows the same section.
     """
-    facts = " ".join(sentence(text) for text in (heading(diff), split_text(diff)) if text)
+    measured = explained_heading(diff) if diff.base is not None else None
+    facts = " ".join(sentence(text) for text in (heading(diff), measured, finding_text(diff), split_text(diff)) if text)
     parts = [f"<h4>Why it got slower</h4><p>{escape(facts)}</p>"]
-    if diff.changes:
+    if diff.finding != "disagrees" and (diff.rows or diff.changes):
         figure = _img(why_figure(diff), f"why {key} got slower")
         parts += [f'<figure class="why">{figure}</figure>', _why_table(diff)]
-    else:
-        parts.append(f"<p>{escape(sentence(UNCHANGED_OPS))}</p>")
     parts += [f'<p class="note">{escape(text)}</p>' for text in (diff.note, traces_text(diff)) if text]
     return f'<section class="why">{"".join(parts)}</section>'
 
@@ -308,6 +333,26 @@ def _trend(result: MeasurementResult, series: Series | None, metric: str) -> str
     return f'<figure class="trend">{figure}<figcaption>{caption}</figcaption></figure>'
 
 
+def _verdict_figures(result: MeasurementResult, base_label: str) -> str:
+    """Where the verdict's now and reference (the summary's) are not the drawn samples' statistics (compare-ref's
+    paired rounds, fresh process pairs), a line naming them and their source: each figure has one."""
+    timing = time_comparison(result)
+    if timing is None:
+        return ""
+    statistic = headline(result).statistic
+    drawn = [(timing.current, result.measurement.stats.get(statistic))]
+    if timing.baseline is not None and result.baseline is not None:
+        drawn.append((timing.baseline, result.baseline.stats.get(statistic)))
+    if all(math.isclose(shown, own, rel_tol=1e-9) for shown, own in drawn):
+        return ""
+    base = f", {escape(base_label)} {format_time(timing.baseline)}" if timing.baseline is not None else ""
+    return (
+        f"<p>The verdict's figures, as in the summary: now {format_time(timing.current)}{base} "
+        f"({escape(format_change(timing.change))}), from {escape(timing.evidence)}. "
+        "The samples below are the first reading's, each side's bar their own statistic.</p>"
+    )
+
+
 def _measurement_section(result: MeasurementResult, base_label: str, series: Series | None, metric: str) -> str:
     m = result.measurement
     stats = m.stats
@@ -316,12 +361,13 @@ def _measurement_section(result: MeasurementResult, base_label: str, series: Ser
         f"median {format_time(stats.median_ns)}, min {format_time(stats.min_ns)}, "
         f"IQR {format_time(stats.iqr_ns)}, precision {escape(format_precision(m.precision))}"
     )
+    facts = f"{_verdict_figures(result, base_label)}<p>{facts}</p>"
     unstable = f'<p class="note">unstable: {escape(m.unstable_reason)}</p>' if m.unstable_reason else ""
     why = why_section(result.profile_diff, m.key) if result.profile_diff is not None else ""
     figure = _img(distribution_figure(result, base_label), f"distribution of {m.key}")
     return (
         f'<section class="measurement {_css_class(result.verdict)}">'
-        f"<h3>{escape(m.key)}</h3><p>{facts}</p>{unstable}"
+        f"<h3>{escape(m.key)}</h3>{facts}{unstable}"
         f'<figure class="distribution">{figure}</figure>{_trend(result, series, metric)}'
         f"{_comparisons(result)}{why}{_profile(result)}</section>"
     )

@@ -10,18 +10,22 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pytest_gpuperf.model import Environment, MeasurementResult, ProfileDiff, Provenance, SessionResults, Verdict
-from pytest_gpuperf.report.rows import counts_line, ordered, plural, split_key, verdict_counts
+from pytest_gpuperf.report.rows import counts_line, ordered, plural, split_key, unjudged_line, verdict_counts
 from pytest_gpuperf.report.text import html_text, md_code, md_text
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 from pytest_gpuperf.report.why import (
     PERFETTO,
-    UNCHANGED_OPS,
+    WHY_COLUMNS,
+    explained_heading,
+    finding_text,
+    head_cells,
     heading,
     headline,
-    row_cells,
+    row_name,
     sentence,
     short_name,
     split_text,
+    why_cells,
 )
 
 MARKER = "<!-- pytest-gpuperf-comment -->"
@@ -109,7 +113,7 @@ def _commits(session: SessionResults) -> list[str]:
     provenances = (_provenance("head", session.provenance), _provenance(base, session.base_provenance))
     lines = [line for line in provenances if line]
     baseline_commits = sorted({c.baseline_commit for r in session.results for c in r.comparisons if c.baseline_commit})
-    if baseline_commits:
+    if baseline_commits and not session.compare_ref:  # compare-ref's reference is the base line above
         lines.append("- **baselines recorded at**: " + ", ".join(_short(c) for c in baseline_commits))
     return lines or ["- no git information"]
 
@@ -173,37 +177,46 @@ def _why_summary(result: MeasurementResult, diff: ProfileDiff) -> str:
 
 
 def _why_table(diff: ProfileDiff) -> list[str]:
-    has_base = diff.base is not None
-    if has_base:
-        lines = ["| op | kind | base | head | change per call | calls |", "|---|---|---:|---:|---:|---:|"]
-    else:
+    if diff.base is None:
         lines = ["| op | kind | time per call | calls |", "|---|---|---:|---:|"]
-    for c in diff.changes[:WHY_ROWS]:
-        lines.append(_row([md_code(short_name(c.name)), c.kind, *row_cells(c, has_base=has_base)]))
-    rest = len(diff.changes) - WHY_ROWS
+        lines += [_row([md_code(short_name(c.name)), c.kind, *head_cells(c)])
+                  for c in diff.changes[:WHY_ROWS]]  # fmt: skip
+        rest = len(diff.changes) - WHY_ROWS
+    else:
+        lines = [_row(list(WHY_COLUMNS)), "|---|---|---:|---|---:|---:|---:|---|"]
+        lines += [_row([md_code(row_name(r)), r.kind, *why_cells(r)]) for r in diff.rows[:WHY_ROWS]]
+        rest = len(diff.rows) - WHY_ROWS
     return lines + (["", f"{rest} more rows in the HTML report and the results JSON."] if rest > 0 else [])
 
 
-def _why(result: MeasurementResult, diff: ProfileDiff) -> list[str]:
-    """One collapsed section: the heading, the host/device split, the table, the note and the traces."""
-    body = [" ".join(md_text(sentence(text)) for text in (heading(diff), split_text(diff)) if text), ""]
-    body += _why_table(diff) if diff.changes else [md_text(sentence(UNCHANGED_OPS))]
+def _why(result: MeasurementResult, diff: ProfileDiff, folder: Path | None) -> list[str]:
+    """One collapsed section: the heading, the finding, the host/device split, the table, the note and the traces."""
+    facts = (
+        heading(diff),
+        explained_heading(diff) if diff.base is not None else None,
+        finding_text(diff),
+        split_text(diff),
+    )
+    body = [" ".join(md_text(sentence(text)) for text in facts if text), ""]
+    if diff.finding != "disagrees" and (diff.rows or diff.changes):
+        body += _why_table(diff)
     if diff.note:
         body += ["", md_text(diff.note)]
     sides = (("head", diff.head_trace), ("base", diff.base_trace))
-    traces = [f"{side} {md_code(path)}" for side, path in sides if path]
+    traces = [f"{side} {md_code(trace_label(path, folder))}" for side, path in sides if path]
     if traces:
         body += ["", f"Traces (open in [Perfetto]({PERFETTO})): {', '.join(traces)}"]
     return _details(_why_summary(result, diff), body)
 
 
-def why_sections(session: SessionResults, budget: int = WHY_BUDGET) -> list[str]:
-    """A collapsed section per regression with a differential profile, worst first, within ``budget``."""
+def why_sections(session: SessionResults, budget: int = WHY_BUDGET, folder: Path | None = None) -> list[str]:
+    """A collapsed section per regression with a differential profile, worst first, within ``budget``;
+    trace paths relative to ``folder`` (``trace_label``)."""
     diffs = [(r, r.profile_diff) for r in ordered(session.results) if r.profile_diff is not None]
     lines: list[str] = []
     used = 0
     for shown, (result, diff) in enumerate(diffs):
-        section = _why(result, diff)
+        section = _why(result, diff, folder)
         size = sum(len(line.encode("utf-16-le")) // 2 + 1 for line in section)  # GitHub counts UTF-16 units
         if used + size > budget:
             left = len(diffs) - shown
@@ -220,10 +233,12 @@ def render_comment(session: SessionResults, folder: Path | None = None) -> str:
     counts = verdict_counts(session)
     icon = "🔴" if counts[Verdict.REGRESSION] else "🟢"
     against = f" against {md_code(session.compare_ref)}" if session.compare_ref else ""
+    unjudged = unjudged_line(session)
     lines = [
         MARKER,
         "## pytest-gpuperf",
         "",
+        *([f"⚠️ **{md_text(unjudged)}**", ""] if unjudged else []),
         f"{icon} **{counts_line(session)}**{against} "
         f"({plural(len(session.results), 'measurement')} on {md_text(session.environment.device_name)})",
         "",
@@ -233,7 +248,7 @@ def render_comment(session: SessionResults, folder: Path | None = None) -> str:
     if noted:
         lines += ["", *[f"- {md_code(c.key)} {md_text(c.metric)}: {md_text(c.note)}" for c in noted]]
     lines.append("")
-    lines += why_sections(session)
+    lines += why_sections(session, folder=folder)
     lines += _details("Environment", _environment(session.environment))
     lines += _details("Commits", _commits(session))
     if session.results:

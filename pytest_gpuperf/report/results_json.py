@@ -28,10 +28,16 @@ FORMAT = "pytest-gpuperf-results"
 # of a confirmed regression (``profile_diff``), the compact op profile of a measurement and of a
 # baseline entry; 4 what the ``benchmark`` fixture knows of a measurement's test (``benchmark``:
 # pytest-benchmark's names, group, params and extra_info), a measurement's notes with their kind
-# (``{"text", "kind"}``, no longer bare strings). Older files are read by adding what they lack
+# (``{"text", "kind"}``, no longer bare strings); 5 a differential profile's explanation (``rows``,
+# ``measured``, ``profile_change``, ``finding``, ``basis``), each profiled call's times in op
+# profiles (``host_samples_ns``, ``device_samples_ns``) and a note's optional ``topic`` (what it is
+# about, by which the terminal groups notes). Older files are read by adding what they lack
 # (``_upgrade``): no kind recorded is taken from the comparison's name, a bare note is a notice,
-# the rest is empty.
-SCHEMA_VERSION = 4
+# a note without a topic has none, the rest is empty (a version 4 diff has no explanation rows).
+SCHEMA_VERSION = 5
+# The most a results file may hold: far above any session's (thousands of measurements make a few
+# MiB), and a bound on what one read takes, so that /dev/zero or a stray dump is refused, not read.
+MAX_BYTES = 64 * 1024 * 1024
 
 
 @cache
@@ -92,6 +98,13 @@ def write_results(path: Path | str, session: SessionResults) -> Path:
 def loads_results(text: str, path: Path | str = "<results>") -> SessionResults:
     """Parse and validate a results document."""
     try:
+        return _parse(text, path)
+    except RecursionError:  # JSON nested thousands deep: the parser (or the checks after it) runs out of stack
+        raise ResultsError(path, "cannot be read: JSON nested too deeply to be a results file") from None
+
+
+def _parse(text: str, path: Path | str) -> SessionResults:
+    try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         what = exc.msg.removesuffix(" at")  # "Unterminated string starting at": the place follows
@@ -110,7 +123,7 @@ def loads_results(text: str, path: Path | str = "<results>") -> SessionResults:
 
 def _upgrade(document: object) -> object:
     """An older document as the current version (see ``SCHEMA_VERSION``'s history)."""
-    if not isinstance(document, dict) or document.get("schema_version") not in (1, 2, 3):
+    if not isinstance(document, dict) or document.get("schema_version") not in (1, 2, 3, 4):
         return document
     results = [r for r in document.get("results", ()) if isinstance(r, dict)]
     if document["schema_version"] == 1:
@@ -134,10 +147,23 @@ def _upgrade(document: object) -> object:
 
 
 def load_results(path: Path | str) -> SessionResults:
-    """Read a results file written by :func:`write_results` (schema-checked)."""
+    """Read a results file written by :func:`write_results` (schema-checked): the one reader every command uses.
+
+    ResultsError naming the file for one that cannot be read, is larger than ``MAX_BYTES``
+    (read no further than that), is not UTF-8 text, is not JSON or is nested too deeply,
+    or fails the schema.
+    """
     source = Path(path)
     try:
-        text = source.read_text(encoding="utf-8")
+        with source.open("rb") as f:
+            raw = f.read(MAX_BYTES + 1)
     except OSError as exc:
         raise ResultsError(source, f"cannot read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_BYTES:
+        raise ResultsError(source, f"cannot be read: larger than {MAX_BYTES // 2**20} MiB, the most a results "
+                           "file may hold")  # fmt: skip
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResultsError(source, f"cannot be read: not UTF-8 text (byte {exc.start})") from None
     return loads_results(text, source)

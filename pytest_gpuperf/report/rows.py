@@ -76,6 +76,65 @@ def count_of(n: int, verdict: Verdict) -> str:
     return plural(n, verdict.value) if verdict in _NOUNS else f"{n} {verdict.value}"
 
 
+# What a run was asked to judge but could not: not a pass, and the run says so first (``unjudged_line``).
+UNJUDGED = (Verdict.UNSTABLE, Verdict.NOT_GATED, Verdict.NOT_COMPARABLE)
+
+
+def deciding_rule(c: Comparison) -> str | None:
+    """The rule whose step gave ``c`` its verdict: the last one that changed it (None: no rule changed it)."""
+    previous, rule = Verdict.UNCHANGED, None
+    for step in c.explanation:
+        if step.verdict is not previous:
+            rule = step.rule
+        previous = step.verdict
+    return rule
+
+
+def _why_unjudged(result: MeasurementResult) -> tuple[Verdict, str]:
+    c = next(c for c in result.comparisons if c.verdict is result.verdict)
+    return result.verdict, deciding_rule(c) or ""
+
+
+def unjudged_line(session: SessionResults) -> str | None:
+    """``3 of 5 measurements could not be judged: 2 unstable (busy-runner), 1 not gated (noisy-baseline). ...``
+
+    How many measurements the run could not judge, the rules that said so, and what to do; None if none."""
+    unjudged = [r for r in session.results if r.verdict in UNJUDGED]
+    if not unjudged:
+        return None
+    reasons = Counter(_why_unjudged(r) for r in unjudged)
+    parts = []
+    for verdict in UNJUDGED:
+        rules = [(rule, n) for (v, rule), n in reasons.items() if v is verdict]
+        if rules:
+            total = sum(n for _, n in rules)
+            named = ", ".join(rule if n == total else f"{n} {rule}" for rule, n in rules if rule)
+            parts.append(f"{count_of(total, verdict)} ({named})" if named else count_of(total, verdict))
+    return (
+        f"{len(unjudged)} of {plural(len(session.results), 'measurement')} could not be judged: {', '.join(parts)}. "
+        f"They are not a pass: {_advice(session, {r.verdict for r in unjudged})}, or make such runs fail with "
+        "--gpuperf-strict (--gpuperf-explain says why)"
+    )
+
+
+def _advice(session: SessionResults, verdicts: set[Verdict]) -> str:
+    """What to do about measurements of ``verdicts`` that could not be judged."""
+    if session.compare_ref:
+        return "run it again on a quieter runner"
+    advice = []
+    if verdicts - {Verdict.NOT_COMPARABLE}:
+        advice.append("gate a busy runner with --gpuperf-compare-ref, which stays reliable under load")
+    if Verdict.NOT_COMPARABLE in verdicts:
+        advice.append("record baselines on this device class with --gpuperf-update-baseline")
+    return "; ".join(advice)
+
+
+def named(keys: list[str], shown: int = 2) -> str:
+    """``a, b, +3 more``: the first ``shown`` of ``keys`` and how many more."""
+    more = len(keys) - shown
+    return ", ".join(keys[:shown]) + (f", +{more} more" if more > 0 else "")
+
+
 def counts_line(session: SessionResults) -> str:
     """``1 regression, 2 improvements, 5 unchanged, 1 new, 0 not comparable`` (+ unstable, not gated if any)."""
     counts = verdict_counts(session)

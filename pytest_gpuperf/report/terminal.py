@@ -8,15 +8,27 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TextIO
 
 from pytest_gpuperf.model import Comparison, Kind, NoteKind, ProfileSummary, SessionResults, Verdict
-from pytest_gpuperf.report.rows import Headline, counts_line, headline, ordered, time_comparison
+from pytest_gpuperf.report.rows import (
+    Headline,
+    counts_line,
+    headline,
+    named,
+    ordered,
+    time_comparison,
+    unjudged_line,
+)
 from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 from pytest_gpuperf.report.why import PERFETTO, why_lines
+
+if TYPE_CHECKING:
+    from pytest_gpuperf.baseline.store import EntryChange
 
 HEADERS = ("test", "measurement", "now", "baseline", "change", "precision", "verdict")
 _MARKUP = {
@@ -200,35 +212,101 @@ class PlainWriter:
         self.stream.write(self._paint(s, markup) + "\n")
 
 
+@dataclass
+class _NoteGroup:
+    """Notes of one kind: the rules that wrote them (and the verdict), a note's topic, or one exact text."""
+
+    label: str
+    text: str  # the first measurement's note, shown as the example
+    keys: list[str]
+
+    def line(self) -> str:
+        if len(self.keys) == 1:
+            return f"{self.keys[0]}: {self.text}"
+        concerned = f"{len(self.keys)} measurements ({named(self.keys)})"
+        if not self.label:  # one text, word for word
+            return f"{concerned}: {self.text}"
+        return f"{self.label}: {concerned}; the first: {self.text}"
+
+
+def _loud_rules(c: Comparison) -> tuple[str, ...]:
+    """The rules whose notes make up ``c``'s short note (the steps that were not quiet)."""
+    return tuple(dict.fromkeys(n.rule for n in c.explanation if n.note and n.note in c.note))
+
+
+def note_groups(session: SessionResults, threshold: float) -> list[_NoteGroup]:
+    """The notes a reader must not miss, grouped by kind, in the order first seen.
+
+    A comparison's note is of the kind of the rules that wrote it and the verdict they reached; a
+    measurement's notice of its topic (``Note.topic``), or, without one, of its exact text."""
+    loud = {Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.NOT_COMPARABLE, Verdict.UNSTABLE, Verdict.NOT_GATED}
+    groups: dict[tuple[str, ...], _NoteGroup] = {}
+
+    def add(kind: tuple[str, ...], label: str, key: str, text: str) -> None:
+        group = groups.setdefault(kind, _NoteGroup(label, text, []))
+        if key not in group.keys:
+            group.keys.append(key)
+
+    for r in session.results:
+        m = r.measurement
+        said = []
+        for c in r.comparisons:
+            if c.note and (c.verdict in loud or _quiet_past(c, threshold)):
+                rules = _loud_rules(c)
+                kind = ("rules", c.verdict.value, *rules) if rules else ("text", c.note)
+                add(kind, f"{c.verdict.value} [{', '.join(rules)}]" if rules else "", m.key, c.note)
+                said.append(c.note)
+        for n in m.notes:
+            if n.kind is NoteKind.NOTICE and n.text not in " ".join(said):
+                add(("topic", n.topic) if n.topic else ("text", n.text), n.topic, m.key, n.text)
+    return list(groups.values())
+
+
 def render_notes(tw: Any, session: SessionResults, threshold: float) -> None:
     """What a reader must not miss: not-comparable baselines, environment drift, unconfirmed suspicions.
 
-    Routine notes (``NoteKind.ROUTINE``) stay in the results files; a note several measurements share
-    is written once. A time past ``threshold`` yet "unchanged" gets its reason too.
+    Routine notes (``NoteKind.ROUTINE``) stay in the results files; notes of one kind are one line with
+    their count, the measurements they concern and the first one's text (``note_groups``); every
+    measurement's own are in --gpuperf-explain and the reports. A time past ``threshold`` yet "unchanged"
+    gets its reason too.
     """
-    loud = {Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.NOT_COMPARABLE, Verdict.UNSTABLE, Verdict.NOT_GATED}
-    keys_by_note: dict[str, list[str]] = {}
-    for r in session.results:
-        m = r.measurement
-        notes = [c.note for c in r.comparisons if c.note and (c.verdict in loud or _quiet_past(c, threshold))]
-        said = " ".join(notes)
-        notes += [n.text for n in m.notes if n.kind is NoteKind.NOTICE and n.text not in said]
-        for note in dict.fromkeys(notes):  # ordered, without repeats
-            keys_by_note.setdefault(note, []).append(m.key)
-    lines = [
-        f"{keys[0]}: {note}" if len(keys) == 1 else f"{len(keys)} measurements ({keys[0]}, ...): {note}"
-        for note, keys in keys_by_note.items()
-    ]
-    if lines:
-        tw.write_sep("-", "gpuperf notes")
-        for line in lines:
-            tw.write_line(plain(line))
+    groups = note_groups(session, threshold)
+    if not groups:
+        return
+    tw.write_sep("-", "gpuperf notes")
+    for group in groups:
+        tw.write_line(plain(group.line()))
+    if any(len(g.keys) > 1 for g in groups):
+        tw.write_line("each measurement's notes: --gpuperf-explain, and the reports (--gpuperf-json, --gpuperf-html)")
 
 
 def _quiet_past(c: Comparison, threshold: float) -> bool:
     """An unchanged time past the session's threshold (a guard of the gate decided): the reader needs why."""
     past_session = c.kind is Kind.TIME and c.change is not None and abs(c.change) > threshold
     return c.verdict is Verdict.UNCHANGED and (past_session or quietly_past(c))
+
+
+def change_lines(changes: Sequence[EntryChange], relative: Callable[[Path], str]) -> list[str]:
+    """``gpuperf: baseline added: KEY in PATH``; several entries of one kind in one file are one line with
+    their count and the first keys; entries kept as they were are one count (``relative``: a path as shown)."""
+    grouped: dict[tuple[str, Path], list[str]] = {}
+    for change in changes:
+        if change.kind != "unchanged":
+            grouped.setdefault((change.kind, change.path), []).append(change.key)
+    lines = []
+    for (kind, path), keys in grouped.items():
+        what = keys[0] if len(keys) == 1 else f"{len(keys)} entries ({named(keys)})"
+        lines.append(f"gpuperf: baseline {kind}: {what} in {relative(path)}")
+    if kept := sum(1 for c in changes if c.kind == "unchanged"):
+        lines.append(f"gpuperf: {kept} baseline entr{'y' if kept == 1 else 'ies'} unchanged (kept as is)")
+    return lines
+
+
+def render_unjudged(tw: Any, session: SessionResults) -> None:
+    """The run's last line when it could not judge what it was asked to (``rows.unjudged_line``)."""
+    line = unjudged_line(session)
+    if line:
+        tw.write_line(plain(f"gpuperf: {line}"), yellow=True, bold=True)
 
 
 def render_explanations(tw: Any, session: SessionResults) -> None:

@@ -6,14 +6,13 @@ import re
 from collections.abc import Callable
 from typing import Literal
 
-from pytest_gpuperf.model import OpChange, OpStat, ProfileDiff
-from pytest_gpuperf.profiling.diff import NEGLIGIBLE_SHARE
+from pytest_gpuperf.model import MeasuredChange, OpChange, OpStat, ProfileDiff, WhyRow
+from pytest_gpuperf.profiling.torch_profile import launch_base
 from pytest_gpuperf.report.units import format_change, format_time
 
-TOP_LINES = 3  # rows in the failure message and the terminal: the culprit is almost always first
+TOP_LINES = 3  # cause rows in the failure message and the terminal, before the rest row
 PERFETTO = "https://ui.perfetto.dev"
 SHORT_NAME = 80
-UNCHANGED_OPS = f"no operator or kernel changed by more than {NEGLIGIBLE_SHARE:.1%} of the call"
 _SIDE_TEXT = {
     "host": "the slowdown is host-side (launch overhead, Python)",
     "device": "the slowdown is on the device (kernel time)",
@@ -69,8 +68,8 @@ def signed_time(ns: float) -> str:
 
 
 def time_basis(diff: ProfileDiff) -> str:
-    """What the rows are ranked by: ``'device time per call'`` on CUDA, else ``'CPU time per call'``."""
-    return "device time per call" if diff.head.on_device else "CPU time per call"
+    """What the rows compare: ``'device time per call'`` (kernels), else ``'CPU time per call'`` (operators)."""
+    return "device time per call" if diff.basis == "device" else "CPU time per call"
 
 
 def heading(diff: ProfileDiff) -> str:
@@ -84,73 +83,15 @@ def _calls(stat: OpStat | None) -> str:
     return f"{text} call" if text == "1" else f"{text} calls"
 
 
-def relative_change(change: OpChange) -> float | None:
-    """Head over base time, minus one; None where the op is on one side only or took no time before."""
-    if change.status != "changed" or change.base_ns <= 0:
-        return None
-    return change.head_ns / change.base_ns - 1
+def head_cells(change: OpChange) -> list[str]:
+    """Without a base, a table row's cells after the op and its kind: the head's time per call and calls."""
+    return [format_time(change.head_ns), calls_text(change.head)]
 
 
-def change_cell(change: OpChange) -> str:
-    """The change of one row: ``+412.0 us (appeared)``, ``+40.00 us (+25.0%)``; the head's time without a base."""
-    if change.status == "changed":
-        return f"{signed_time(change.delta_ns)} ({format_change(relative_change(change))})"
-    if change.status == "grew":
-        return f"{signed_time(change.delta_ns)} (from {_under(change.absent_below_ns)})"
-    if change.status == "shrank":
-        return f"{signed_time(change.delta_ns)} (to {_under(change.absent_below_ns)})"
-    return f"{signed_time(change.delta_ns)} ({change.status})"
-
-
-def _side_calls(change: OpChange, stat: OpStat | None) -> str:
-    """A side's calls per measured call; ``?`` for an op under that side's cut (its count is unknown)."""
-    return "?" if stat is None and not change.counts_known else calls_text(stat)
-
-
-def time_cells(change: OpChange) -> tuple[str, str]:
-    """The base's and the head's time per call: ``-`` where the op is absent, ``< 5.000 us`` under a cut."""
-
-    absent = f"< {format_time(change.absent_below_ns)}" if change.absent_below_ns > 0 else "-"
-    base = format_time(change.base_ns) if change.base is not None else absent
-    head = format_time(change.head_ns) if change.head is not None else absent
-    return base, head
-
-
-def calls_cell(change: OpChange) -> str:
-    """Calls per measured call, base -> head: ``1 -> 2``, ``0 -> 1`` (appeared), ``? -> 1`` (grew)."""
-    return f"{_side_calls(change, change.base)} → {_side_calls(change, change.head)}"
-
-
-def row_cells(change: OpChange, *, has_base: bool) -> list[str]:
-    """A table row's cells after the op and its kind: base, head, change, calls; without a base, time and calls."""
-    if not has_base:
-        return [format_time(change.head_ns), calls_text(change.head)]
-    return [*time_cells(change), change_cell(change), calls_cell(change)]
-
-
-def _under(cut_ns: float) -> str:
-    return f"under {format_time(cut_ns)}"
-
-
-def change_line(change: OpChange, *, on_device: bool, has_base: bool = True) -> str:
-    """One row as a sentence: ``+412.0 us aten::gelu (appeared, 1 call)``."""
+def head_line(change: OpChange, *, on_device: bool) -> str:
+    """Without a base, one row as a sentence: ``180.0 us aten::addmm (2 calls)``."""
     kind = f"{change.kind}, " if on_device else ""
-    name = short_name(change.name)
-    if not has_base:
-        return f"{format_time(change.head_ns)} {name} ({kind}{_calls(change.head)})"
-    if change.status == "appeared":
-        detail = f"appeared, {_calls(change.head)}"
-    elif change.status == "disappeared":
-        detail = f"disappeared, was {_calls(change.base)}"
-    elif change.status == "grew":
-        detail = f"was {_under(change.absent_below_ns)}, now {_calls(change.head)}"
-    elif change.status == "shrank":
-        detail = f"now {_under(change.absent_below_ns)}, was {_calls(change.base)}"
-    else:
-        detail = format_change(relative_change(change))
-        if change.calls_changed:
-            detail += f", calls {calls_text(change.base)} -> {calls_text(change.head)}"
-    return f"{signed_time(change.delta_ns)} {name} ({kind}{detail})"
+    return f"{format_time(change.head_ns)} {short_name(change.name)} ({kind}{_calls(change.head)})"
 
 
 def slower_side(diff: ProfileDiff) -> Literal["host", "device"] | None:
@@ -192,10 +133,14 @@ def headline(diff: ProfileDiff, name: Callable[[str], str] = str) -> str | None:
     """
     if slower_side(diff) == "host" and diff.host_delta_ns is not None:
         return f"host-side, {signed_time(diff.host_delta_ns)}"
-    if diff.base is None or not diff.changes:
+    if diff.base is None:
         return None
-    top = diff.changes[0]
-    return f"{signed_time(top.delta_ns)} {name(short_name(top.name))} ({top.status})"
+    if diff.finding == "disagrees":
+        return "the profile disagrees with the measurement"
+    top = next((r for r in diff.rows if r.role == "cause"), None)
+    if top is None:
+        return "nothing stands out"
+    return f"{signed_time(top.delta_ns)} {name(short_name(top.name))} ({reading_text(top)})"
 
 
 def traces_text(diff: ProfileDiff) -> str | None:
@@ -204,13 +149,131 @@ def traces_text(diff: ProfileDiff) -> str | None:
     return f"traces: {', '.join(sides)} (open in {PERFETTO})" if sides else None
 
 
+def interval_text(low: float | None, high: float | None) -> str:
+    """``[+1.200 us, +3.400 us]``; ``[no interval]`` where the profile kept no per-call samples."""
+    if low is None or high is None:
+        return "[no interval]"
+    return f"[{signed_time(low)}, {signed_time(high)}]"
+
+
+def change_text(change: MeasuredChange) -> str:
+    """``+257.0 us [+240.0 us, +270.0 us]``."""
+    return f"{signed_time(change.delta_ns)} {interval_text(change.low_ns, change.high_ns)}"
+
+
+def _count(calls: float | None) -> str:
+    return "?" if calls is None else f"{calls:g}"
+
+
+def _count_calls(calls: float | None) -> str:
+    text = _count(calls)
+    return f"{text} call" if text == "1" else f"{text} calls"
+
+
+def reading_text(row: WhyRow) -> str:
+    """What a row says, in words: ``added, 1 call``, ``calls 20 -> 21``, ``slower per call``, ``within the noise``."""
+    if row.role == "rest":
+        return "of the measured change: the rows below and the profile's noise"
+    words = {
+        "appeared": f"added, {_count_calls(row.head_calls)}",
+        "disappeared": f"removed, was {_count_calls(row.base_calls)}",
+        "grew": f"from under the base's cut, now {_count_calls(row.head_calls)}",
+        "shrank": f"now under the head's cut, was {_count_calls(row.base_calls)}",
+        "unchanged": "unchanged",
+        "calls": f"calls {_count(row.base_calls)} -> {_count(row.head_calls)}",
+        "slower": "slower per call",
+        "faster": "faster per call",
+    }[row.reading]
+    if row.role == "replaced" and row.other_half and launch_base(row.other_half) == launch_base(row.name):
+        words += ", the same kernel launched with the row above's new configuration"
+    elif row.role == "replaced":
+        words += ", replaced by the row above"
+    elif row.role == "offset":
+        words += ", an offset (in the rest)"
+    elif row.role == "noise":
+        words += ", within the profile's noise"
+    return words
+
+
+def row_line(row: WhyRow, *, on_device: bool) -> str:
+    """One row as a sentence: ``+210.3 us [+202.1 us, +218.4 us] aten::mm (calls 20 -> 21)``."""
+    kind = f"{row.kind}, " if on_device and row.kind != "rest" else ""
+    name = row_name(row)
+    return f"{signed_time(row.delta_ns)} {interval_text(row.low_ns, row.high_ns)} {name} ({kind}{reading_text(row)})"
+
+
+def finding_text(diff: ProfileDiff) -> str | None:
+    """The explanation's finding in a sentence, where it is not a table of causes; None where it is."""
+    if diff.finding == "disagrees" and diff.profile_change is not None and diff.measured is not None:
+        return (f"the profile's own total changed by {change_text(diff.profile_change)} per call, the measurement by "
+                f"{change_text(diff.measured)}: apart beyond both intervals, the profile cannot say why "
+                "(a profiler artefact, or a busy host while profiling)")  # fmt: skip
+    if diff.finding == "spread":
+        return ("nothing stands out: no operator's change is resolved beyond the profile's noise; the change is "
+                "spread over many, the largest below with their intervals")  # fmt: skip
+    if diff.finding == "partial":
+        return "the causes shown account for less than half of the change; the rest is spread over many operators"
+    if diff.finding == "no-intervals":
+        return ("the stored profile has no per-call samples (written before they were kept): time changes have "
+                "no interval, none is a cause; --gpuperf-update writes the baseline with them")  # fmt: skip
+    return None
+
+
+def shown_rows(diff: ProfileDiff, top: int = TOP_LINES) -> list[WhyRow]:
+    """The rows a short report shows: the causes (``top`` of them, each with its replaced half), the rest row,
+    and where nothing is resolved the ``top`` largest rows inside the rest."""
+    lead = [r for r in diff.rows if r.role in ("cause", "replaced")]
+    causes = [r for r in lead if r.role == "cause"][:top]
+    picked = [r for r in lead if r in causes or (r.role == "replaced" and _after(lead, r, causes))]
+    rest = [r for r in diff.rows if r.role == "rest"]
+    inside = [r for r in diff.rows if r.role in ("offset", "noise")]
+    return picked + rest + (inside[:top] if not causes else [])
+
+
+def _after(lead: list[WhyRow], row: WhyRow, causes: list[WhyRow]) -> bool:
+    index = lead.index(row)
+    return index > 0 and lead[index - 1] in causes
+
+
+WHY_COLUMNS = ("op", "kind", "change per call", "interval", "base", "head", "calls", "reading")
+
+
+def why_cells(row: WhyRow) -> list[str]:
+    """A table row's cells after the op and its kind (``WHY_COLUMNS``): change, interval, base, head, calls, reading."""
+    if row.role == "rest":
+        return [signed_time(row.delta_ns), interval_text(row.low_ns, row.high_ns), "", "", "", reading_text(row)]
+    calls = f"{_count(row.base_calls)} → {_count(row.head_calls)}"
+    return [signed_time(row.delta_ns), interval_text(row.low_ns, row.high_ns), _side_time(row.base_ns, row.base_calls),
+            _side_time(row.head_ns, row.head_calls), calls, reading_text(row)]  # fmt: skip
+
+
+def _side_time(ns: float, calls: float | None) -> str:
+    """A side's time per call: ``-`` where the op is absent, ``?`` where it is under that side's cut."""
+    return "?" if calls is None else "-" if calls == 0 else format_time(ns)
+
+
+def row_name(row: WhyRow, limit: int = SHORT_NAME) -> str:
+    return "rest" if row.role == "rest" else short_name(row.name, limit)
+
+
+def explained_heading(diff: ProfileDiff) -> str:
+    """``measured +257.0 us [+240.0 us, +270.0 us] per call, 20 profiled calls a side``."""
+    calls = f"{diff.head.profiled_calls} profiled calls a side"
+    return f"measured {change_text(diff.measured)} per call, {calls}" if diff.measured else calls
+
+
 def why_lines(diff: ProfileDiff, indent: str = "  ", top: int = TOP_LINES) -> list[str]:
-    """The short block of the failure message and the terminal: heading, top rows, host/device split, traces."""
-    has_base = diff.base is not None
-    rows = [change_line(c, on_device=diff.head.on_device, has_base=has_base) for c in diff.changes[:top]]
-    if not rows and has_base:
-        rows = [UNCHANGED_OPS]
-    if len(diff.changes) > top:
-        rows.append(f"... {len(diff.changes) - top} more in the reports")
+    """The short block of the failure message and the terminal: heading, finding, rows, host/device split, traces."""
+    if diff.base is None:
+        rows = [head_line(c, on_device=diff.head.on_device) for c in diff.changes[:top]]
+        more = len(diff.changes) - top
+    else:
+        found = finding_text(diff)
+        picked = [] if diff.finding == "disagrees" else shown_rows(diff, top)
+        rows = [explained_heading(diff), *([found] if found else [])]
+        rows += [row_line(r, on_device=diff.head.on_device) for r in picked]
+        more = len(diff.rows) - len(picked)
+    if more > 0:
+        rows.append(f"... {more} more in the reports")
     rows += [text for text in (split_text(diff), diff.note, traces_text(diff)) if text]
     return [f"why ({heading(diff)}):", *(f"{indent}{line}" for line in rows)]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from pytest_gpuperf import device_class, stats
 from pytest_gpuperf.model import Comparison, Kind, Verdict, not_finite
+from pytest_gpuperf.units import format_bytes
 from pytest_gpuperf.verdict.case import Case
 from pytest_gpuperf.verdict.pipeline import Step
 
@@ -76,16 +77,16 @@ NOISE_FLOOR_CAP = 2.5
 
 
 @dataclass(frozen=True)
-class NoiseFloor:
-    """The threshold is never below what the recorded between-run noise allows (stats.noise_floor), up to a cap.
+class RecordedNoise:
+    """The between-run noise of both sides and the threshold it asks for (stats.noise_floor)."""
 
-    The noise is an estimate from a few readings, large if the machine was busy then; a floor that follows
-    it blinds the gate (a noise of 0.95 would ask for +285%). So it stops at ``NOISE_FLOOR_CAP`` times the
-    threshold, and the significance test and the fresh-process confirmation decide the rest."""
+    baseline: float | None
+    current: float | None
+    floor: float
 
-    name: str = "noise-floor"
-
-    def apply(self, case: Case, draft: Comparison) -> Step | None:
+    @classmethod
+    def of(cls, case: Case) -> RecordedNoise | None:
+        """The noise recorded with ``case``'s baseline entry and measured now; None without an entry."""
         if case.entry is None:
             return None
         base_noise = case.entry.noise
@@ -93,18 +94,79 @@ class NoiseFloor:
             base_noise = stats.between_run_noise(case.entry.round_medians_ns)
         current_noise = stats.between_run_noise(case.measurement.round_medians_ns)
         floor = stats.noise_floor(base_noise, current_noise, case.settings.noise_multiplier)
+        return cls(base_noise, current_noise, floor)
+
+    def describe(self) -> str:
+        return f"the recorded noise (baseline {_pct(self.baseline)}, this run {_pct(self.current)})"
+
+
+def noise_cap(settings_threshold: float) -> float:
+    """The highest threshold recorded noise may raise ``settings_threshold`` to."""
+    return NOISE_FLOOR_CAP * settings_threshold
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    """The threshold is never below what the recorded between-run noise allows (stats.noise_floor), up to a cap.
+
+    The noise is an estimate from a few readings, large if the machine was busy then; a floor that follows
+    it blinds the gate (a noise of 0.95 would ask for +285%). So it stops at ``NOISE_FLOOR_CAP`` times the
+    threshold; a change the capped threshold calls but the noise would not is the noisy-baseline rule's."""
+
+    name: str = "noise-floor"
+
+    def apply(self, case: Case, draft: Comparison) -> Step | None:
+        noise = RecordedNoise.of(case)
+        if noise is None:
+            return None
         configured = case.settings.threshold
-        if floor <= configured:
+        if noise.floor <= configured:
             return Step(f"threshold {configured:.1%}", threshold=configured, quiet=True)
-        cap = NOISE_FLOOR_CAP * configured
-        if floor > cap:
+        cap = noise_cap(configured)
+        if noise.floor > cap:
             return Step(
-                f"threshold raised from {configured:.1%} to {cap:.1%}, capped at {NOISE_FLOOR_CAP:g}x: the recorded "
-                f"noise (baseline {_pct(base_noise)}, this run {_pct(current_noise)}) would raise it to {floor:.1%}, "
-                "more than a few readings can support; write the baseline again on a quieter machine",
+                f"threshold raised from {configured:.1%} to {cap:.1%}, capped at {NOISE_FLOOR_CAP:g}x: "
+                f"{noise.describe()} would raise it to {noise.floor:.1%}, more than a few readings can support; "
+                "write the baseline again on a quieter machine",
                 threshold=cap,
             )
-        return Step(f"threshold raised from {configured:.1%} to {floor:.1%} by run-to-run noise", threshold=floor)
+        raised = f"threshold raised from {configured:.1%} to {noise.floor:.1%} by run-to-run noise"
+        return Step(raised, threshold=noise.floor)
+
+
+@dataclass(frozen=True)
+class NoisyBaseline:
+    """A change past the capped threshold but within the recorded noise is no verdict: NOT_GATED, final.
+
+    Where the noise asks for more than ``NOISE_FLOOR_CAP`` times the threshold (a baseline written while the
+    runner was busy, or a run measured under load), the capped threshold lets that noise through as a
+    regression or an improvement. Such an entry cannot gate at this threshold: the note says why and what to
+    do, and ``--gpuperf-strict`` decides whether that fails. A change beyond even the noise still stands."""
+
+    name: str = "noisy-baseline"
+
+    def apply(self, case: Case, draft: Comparison) -> Step | None:
+        if draft.verdict not in (Verdict.REGRESSION, Verdict.IMPROVEMENT) or draft.change is None:
+            return None
+        noise = RecordedNoise.of(case)
+        configured = case.settings.threshold
+        if noise is None or noise.floor <= noise_cap(configured) or abs(draft.change) > noise.floor:
+            return None
+        note = (
+            f"not gated: {draft.change:+.1%} is within the recorded noise, which asks for a threshold of "
+            f"{noise.floor:.1%}, beyond the {noise_cap(configured):.1%} cap: this baseline entry cannot gate at "
+            f"{configured:.1%}; {_noisy_side(case, noise)} (--gpuperf-strict makes this fail)"
+        )
+        return Step(note, Verdict.NOT_GATED, final=True)
+
+
+def _noisy_side(case: Case, noise: RecordedNoise) -> str:
+    """What to do: write the baseline again, or measure again, in a quieter hour (whichever side was noisier)."""
+    if (noise.current or 0.0) > (noise.baseline or 0.0):
+        return "this run measured under load: run it again in a quieter hour, or gate with --gpuperf-compare-ref"
+    busy = case.entry.written_busy if case.entry is not None else None
+    written = f"it was written while the runner was busy ({busy})" if busy else "it was written on a noisy machine"
+    return f"{written}: write it again in a quieter hour with {UPDATE_HINT}"
 
 
 def _pct(noise: float | None) -> str:
@@ -186,13 +248,19 @@ class MemoryGrowth:
         past_threshold = abs(change) > limit
         if past_threshold and abs(diff) < floor:
             return Step(
-                f"{change:+.1%} is past the memory threshold {limit:.1%}, but {diff:+d} bytes is below the "
-                f"{floor} byte floor under which peak memory moves with the allocator's granularity",
+                f"{change:+.1%} is past the memory threshold {limit:.1%}, but {_signed_bytes(diff)} is below the "
+                f"{format_bytes(floor)} floor under which peak memory moves with the allocator's granularity",
                 Verdict.UNCHANGED, threshold=limit,
             )  # fmt: skip
         verdict = Verdict.UNCHANGED if not past_threshold else Verdict.REGRESSION if diff > 0 else Verdict.IMPROVEMENT
-        return Step(f"peak allocated {base} -> {current} bytes ({diff:+d}), threshold {limit:.1%}", verdict,
+        moved = f"{format_bytes(base)} -> {format_bytes(current)} ({_signed_bytes(diff)})"
+        return Step(f"peak allocated {moved}, threshold {limit:.1%}", verdict,
                     threshold=limit, quiet=verdict is Verdict.UNCHANGED)  # fmt: skip
+
+
+def _signed_bytes(diff: int) -> str:
+    """``+160.0 KiB``, ``-4096 B``: a change of memory with its sign."""
+    return ("+" if diff >= 0 else "-") + format_bytes(abs(diff))
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from pytest_gpuperf.verdict.rules import (
     MetricTolerance,
     MinimumSamples,
     NoiseFloor,
+    NoisyBaseline,
     Reference,
     Significance,
 )
@@ -44,10 +45,18 @@ class GuardRules:
 def baseline_rules(guard: GuardRules = GuardRules()) -> RuleSet:
     """Against a stored baseline: its recorded noise raises the threshold; the host guard judges the host."""
     return RuleSet(
-        time=(MinimumSamples(), Reference(), NoiseFloor(), Significance(), *guard.time, Health()),
+        time=(MinimumSamples(), Reference(), NoiseFloor(), Significance(), NoisyBaseline(), *guard.time, Health()),
         memory=(Reference(), MemoryGrowth()),
         metric=(MetricBounds(), Reference(), MetricTolerance(), *guard.metric),
-        confirmation=(MinimumSamples(), Reference(), NoiseFloor(), Significance(suspects=False), *guard.time, Health()),
+        confirmation=(
+            MinimumSamples(),
+            Reference(),
+            NoiseFloor(),
+            Significance(suspects=False),
+            NoisyBaseline(),
+            *guard.time,
+            Health(),
+        ),
     )
 
 

@@ -23,11 +23,21 @@ def render_group(group: Group, site: Site, title: str) -> str:
     charts = "".join(_chart_block(c, group, site, axis) for c in group.charts)
     body = (
         f'<nav><a href="../index.html">{escape(title)}</a></nav><h1>{heading}</h1><p>{facts}</p>'
-        f"{_legend(classes, site)}<div class='charts'>{charts}</div>"
+        f"{_legend(classes, site)}{_switcher(group)}<div class='charts' id='charts'>{charts}</div>"
         f"<h2>Change points</h2>{_changes_table(group, site)}"
         f"<h2>Baseline updates</h2>{_updates_table(group)}"
     )
-    return document(f"{key.test}::{key.measurement} [{key.branch}] - {title}", body, root="../")
+    return document(f"{key.test}::{key.measurement} [{key.branch}] - {title}", body, root="../", script=True)
+
+
+def _switcher(group: Group) -> str:
+    """Links to each statistic's chart; ``dashboard.js`` turns them into a choice that shows one chart at a time."""
+    links = " ".join(f'<a href="#{escape(c.anchor)}">{escape(c.statistic)}</a>' for c in group.charts)
+    options = "".join(f'<option value="{escape(c.anchor)}">{escape(c.statistic)}</option>' for c in group.charts)
+    return (
+        f'<nav class="statistics" id="statistics"><label>statistic <select name="statistic" hidden>{options}'
+        f"</select></label> {links}</nav>"
+    )
 
 
 def _line(series: Series, group: Group, site: Site) -> Line:
@@ -62,20 +72,20 @@ def _legend(classes: list[str], site: Site) -> str:
     ]
     update = swatch("", '<path class="update-mark" d="M5,0 l5,5 l-5,5 l-5,-5 z"/>')
     diff = swatch("", '<circle class="diff" cx="5" cy="5" r="4"/>')
-    items += [f"<li>{update} baseline update</li>", f"<li>{diff} a run with a profile diff (click it)</li>"]
+    busy = swatch("", '<circle class="busy" cx="5" cy="5" r="4"/>')
+    items += [f"<li>{update} baseline update</li>", f"<li>{diff} a run with a profile diff (click it)</li>",
+              f"<li>{busy} a run measured on a busy runner: off the line, left out of change points</li>"]  # fmt: skip
     return f'<ul class="legend">{"".join(items)}</ul>'
 
 
 def _changes_table(group: Group, site: Site) -> str:
-    rows = []
-    for stat in group.charts:
-        for s in stat.series:
-            for change in reversed(group.changes.get(s.key, [])):
-                rows.append(_change_row(change, s, site))
+    """One row per event: the leading statistic's change, the statistics that saw it too."""
+    by_key = {s.key: s for s in group.all_series()}
+    rows = [_change_row(event, by_key[event.key], site) for event in reversed(group.events)]
     if not rows:
         return "<p>No change points in these series.</p>"
     heads = ("statistic", "device class", "kind", "last good", "first bad", "first bad on", "change", "95% CI", "p",
-             "runs since", "before", "after", "profile diff")  # fmt: skip
+             "runs since", "before", "after", "also seen in", "profile diff")  # fmt: skip
     header = "".join(f"<th>{h}</th>" for h in heads)
     return f'<table class="changes"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
@@ -84,6 +94,7 @@ def _change_row(change: ChangePoint, series: Series, site: Site) -> str:
     page = site.change_diff(change, series)
     diff = f'<a href="{escape(page.href_from_page)}">profile diff</a>' if page else "-"
     kind = change.kind.value + (" (gradual)" if change.gradual else "")
+    also = ", ".join(f"{s.key.statistic} {format_change(s.change)}" for s in change.supporting) or "-"
     cells = [
         escape(series.key.statistic),
         escape(series.key.device_class),
@@ -97,6 +108,7 @@ def _change_row(change: ChangePoint, series: Series, site: Site) -> str:
         str(change.runs_after),
         escape(format_value(change.before, series.unit)),
         escape(format_value(change.after, series.unit)),
+        escape(also),
         diff,
     ]
     tds = "".join(f"<td>{c}</td>" for c in cells)

@@ -1,4 +1,7 @@
-"""The index page: every series with its latest change point, recent regressions first, and the filters.
+"""The index page: one row per measurement (device class, branch) with its median's trend and latest change.
+
+Recent regressions first. A measurement's statistics changing together are one event
+(``history.events``): the row shows it once, under the statistic that leads it.
 
 The table is complete without a script; ``dashboard.js`` adds the filters (device class,
 test, regressions only) over the rows' ``data-`` attributes and keeps them in the URL's
@@ -12,22 +15,29 @@ from dataclasses import dataclass
 
 from pytest_gpuperf.history.dashboard.frame import code, document, swatch
 from pytest_gpuperf.history.dashboard.layout import Group, Site, StatisticChart
-from pytest_gpuperf.history.dashboard.svg import KIND_COLOUR, change_text, change_title, day
-from pytest_gpuperf.history.model import ChangeKind, ChangePoint, Series
+from pytest_gpuperf.history.dashboard.svg import KIND_COLOUR, change_text, change_title, day, sparkline
+from pytest_gpuperf.history.model import ChangeKind, ChangePoint, Series, SeriesKey
 from pytest_gpuperf.report.text import html_text as escape
 from pytest_gpuperf.report.units import format_value
 
 
 @dataclass(frozen=True)
 class Row:
-    series: Series
+    """One measurement on one device class and branch: its median's trend and its latest change (an event)."""
+
+    median: Series  # the series drawn in the trend column: time.p50 where the measurement has it
     latest: ChangePoint | None
     href: str
+    when: str = "-"  # the day of the latest change's first bad run
+
+    @property
+    def key(self) -> SeriesKey:
+        return self.median.key
 
     @property
     def urgency(self) -> tuple[int, int, float, str]:
         """Regressions first, the most recent (fewest runs since) first among them; then improvements; then the rest."""
-        label = self.series.key.label
+        label = self.key.label
         if self.latest is None:
             return 2, 0, 0.0, label
         rank = 0 if self.latest.kind is ChangeKind.REGRESSION else 1
@@ -35,15 +45,23 @@ class Row:
 
 
 def rows(site: Site) -> list[Row]:
-    """The index's rows in their order."""
+    """The index's rows in their order: one per measurement, device class and branch."""
     found = []
     for group in site.groups:
-        for chart in group.charts:
-            for s in chart.series:
-                changes = group.changes.get(s.key, [])
-                latest = max(changes, key=lambda c: c.index) if changes else None
-                found.append(Row(s, latest, _href(group, chart)))
+        for device_class in sorted({s.key.device_class for s in group.all_series()}):
+            median = next(s for chart in group.charts for s in chart.series if s.key.device_class == device_class)
+            by_key = {s.key: s for s in group.all_series()}
+            events = [e for e in group.events if e.key.device_class == device_class]
+            latest = max(events, key=lambda e: _first_bad_time(e, by_key[e.key]), default=None)
+            when = day(by_key[latest.key].points[latest.index]) if latest is not None else "-"
+            found.append(Row(median, latest, _href(group, group.charts[0]), when))
     return sorted(found, key=lambda row: row.urgency)
+
+
+def _first_bad_time(change: ChangePoint, series: Series) -> tuple[str, int]:
+    """When an event's first bad run was: events of one measurement are ordered by it, whatever their statistic."""
+    point = series.points[change.index]
+    return point.commit_date or point.started_at, change.index
 
 
 def _href(group: Group, chart: StatisticChart) -> str:
@@ -52,12 +70,12 @@ def _href(group: Group, chart: StatisticChart) -> str:
 
 def render_index(site: Site, title: str) -> str:
     ordered = rows(site)
-    runs = sum(len(row.series.points) for row in ordered)
+    runs = sum(len(row.median.points) for row in ordered)
     regressions = sum(1 for row in ordered if row.latest is not None and row.latest.kind is ChangeKind.REGRESSION)
     summary = (
-        f"{len(ordered)} series on {len(site.groups)} pages, {runs} points, "
+        f"{len(ordered)} measurements on {len(site.groups)} pages, {runs} runs, "
         f"{len(site.colours)} device class{'' if len(site.colours) == 1 else 'es'}; "
-        f"{regressions} series whose latest change point is a regression"
+        f"{regressions} measurements whose latest change is a regression"
     )
     body = f"<h1>{escape(title)}</h1><p class='summary'>{escape(summary)}</p>{_filters(site)}{_table(ordered, site)}"
     return document(title, body, root="", script=True)
@@ -75,7 +93,7 @@ def _filters(site: Site) -> str:
 
 
 def _table(ordered: Sequence[Row], site: Site) -> str:
-    heads = ("test", "measurement", "statistic", "device class", "branch", "runs", "latest", "latest change",
+    heads = ("test", "measurement", "device class", "branch", "runs", "latest median", "trend", "latest change",
              "first bad on", "kind", "runs since")  # fmt: skip
     body = "".join(_row(row, site) for row in ordered)
     header = "".join(f"<th>{h}</th>" for h in heads)
@@ -83,27 +101,28 @@ def _table(ordered: Sequence[Row], site: Site) -> str:
 
 
 def _row(row: Row, site: Site) -> str:
-    s, latest = row.series, row.latest
+    s, latest = row.median, row.latest
     key = s.key
     last = s.points[-1] if s.points else None
     kind = latest.kind.value if latest is not None else "none"
     if latest is not None:
         change = (
-            f"{swatch(KIND_COLOUR[latest.kind])} "
+            f"{swatch(KIND_COLOUR[latest.kind])} {escape(latest.key.statistic)} "
             f'<span title="{escape(change_title(latest))}">{escape(change_text(latest))}</span>'
         )
         since = str(latest.runs_after)
-        when = escape(day(s.points[latest.index]))
+        when = escape(row.when)
     else:
         change, since, when = "-", "-", "-"
+    latest_value = f"{escape(key.statistic)} {escape(format_value(last.value, s.unit))}" if last is not None else "-"
     cells = [
         f'<td><a href="{escape(row.href)}">{code(key.test)}</a></td>',
         f"<td>{escape(key.measurement)}</td>",
-        f"<td>{escape(key.statistic)}</td>",
         f'<td class="nowrap">{swatch(site.colours[key.device_class])} {escape(key.device_class)}</td>',
         f"<td>{escape(key.branch)}</td>",
         f'<td class="num">{len(s.points)}</td>',
-        f'<td class="num">{escape(format_value(last.value, s.unit)) if last is not None else "-"}</td>',
+        f'<td class="num">{latest_value}</td>',
+        f"<td>{sparkline(s, latest)}</td>",
         f'<td class="nowrap">{change}</td>',
         f'<td class="nowrap">{when}</td>',
         f"<td>{kind if latest is not None else '-'}</td>",

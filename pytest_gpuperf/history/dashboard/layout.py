@@ -77,7 +77,8 @@ class Group:
 
     key: GroupKey
     charts: list[StatisticChart] = field(default_factory=list)
-    changes: dict[SeriesKey, list[ChangePoint]] = field(default_factory=dict)
+    changes: dict[SeriesKey, list[ChangePoint]] = field(default_factory=dict)  # each series' marks
+    events: list[ChangePoint] = field(default_factory=list)  # one per change, with its supporting change points
 
     @property
     def path(self) -> str:
@@ -134,7 +135,11 @@ def plan(
     changes: Sequence[ChangePoint],
     profile_diffs: Mapping[str, Mapping[str, object]] | None,
 ) -> Site:
-    """Group, order and check the input; decode the profile diffs the points link to."""
+    """Group, order and check the input; decode the profile diffs the points link to.
+
+    ``changes`` are events (``history.events``): each is marked on its own series and on
+    those of its supporting change points, and listed once.
+    """
     by_key: dict[SeriesKey, Series] = {}
     for s in series:
         if s.key in by_key:
@@ -149,9 +154,11 @@ def plan(
             chart = StatisticChart(s.key.statistic)
             group.charts.append(chart)
         chart.series.append(s)
-    for change in changes:
-        _check_change(change, by_key)
-        groups[GroupKey.of(change.key)].changes.setdefault(change.key, []).append(change)
+    for event in changes:
+        for change in event.with_supporting():
+            _check_change(change, by_key)
+            groups[GroupKey.of(change.key)].changes.setdefault(change.key, []).append(change)
+        groups[GroupKey.of(event.key)].events.append(event)
     for group in groups.values():
         for found in group.changes.values():
             found.sort(key=lambda c: c.index)

@@ -20,6 +20,7 @@ from pytest_gpuperf.report.text import html_text as escape
 from pytest_gpuperf.report.units import format_change
 
 WIDE, NARROW = (960, 300), (640, 280)  # the time chart; memory and metric charts beside it
+SPARK = (120, 24)  # the index's inline chart of a measurement's median
 _LEFT, _RIGHT, _TOP, _BOTTOM = 64, 16, 44, 42
 _X_TICKS = 8
 _LABEL_ROWS = 3  # change-point labels stagger over this many rows so neighbours do not overprint
@@ -75,6 +76,7 @@ def point_title(point: Point, series: Series, scale: ValueScale) -> str:
     if point.ci_low is not None and point.ci_high is not None:
         lines.append(f"95% CI {scale.exact(point.ci_low)} to {scale.exact(point.ci_high)}")
     extras = [
+        f"busy runner: {point.busy} (left out of change points)" if point.busy else "",
         f"{point.samples} samples" if point.samples is not None else "",
         f"verdict: {point.verdict}" if point.verdict else "",
         "baseline updated" if point.baseline_update else "",
@@ -169,10 +171,10 @@ def _band(line: Line, xs: Sequence[float], frame: _Frame) -> str:
 
 
 def _median(line: Line, xs: Sequence[float], frame: _Frame) -> str:
-    coords = [
+    coords = [  # through the quiet runs: a busy run is a point of its own, off the line
         f"{frame.x(slot):.1f},{frame.y(p.value):.1f}"
         for p, slot in zip(line.series.points, xs, strict=True)
-        if math.isfinite(p.value)
+        if math.isfinite(p.value) and p.busy is None
     ]
     if not coords:
         return ""
@@ -188,7 +190,9 @@ def _points(line: Line, xs: Sequence[float], frame: _Frame) -> str:
         title = escape(point_title(point, series, scale))
         circle = f'<circle cx="{frame.x(slot):.1f}" cy="{frame.y(point.value):.1f}"'
         href = line.diff_links.get(i)
-        if href is None:
+        if point.busy is not None and href is None:
+            parts.append(f'{circle} r="3" class="busy"><title>{title}</title></circle>')
+        elif href is None:
             parts.append(f'{circle} r="2.2"><title>{title}</title></circle>')
         else:
             parts.append(f'<a href="{escape(href)}">{circle} r="4.5" class="diff"><title>{title}</title></circle></a>')
@@ -259,3 +263,36 @@ def _change_labels(lines: Sequence[Line], slots: Sequence[Sequence[float]], fram
 
 def _links(line: Line) -> Sequence[str | None]:
     return line.change_links or [None] * len(line.changes)
+
+
+def sparkline(series: Series, change: ChangePoint | None) -> str:
+    """A small chart of ``series`` (the index's trend column): its values as a line, ``change`` as a band.
+
+    ``change`` is placed by its first bad commit in ``series`` (an event led by another statistic
+    of the measurement still lands on the median's runs).
+    """
+    width, height = SPARK
+    values = [p.value for p in series.points if math.isfinite(p.value)]
+    if not values:
+        return ""
+    low, high = min(values), max(values)
+    span = (high - low) or 1.0
+    step = width / max(len(series.points) - 1, 1)
+
+    def y(value: float) -> float:
+        return 2 + (1 - (value - low) / span) * (height - 4)
+
+    coords = " ".join(f"{i * step:.1f},{y(p.value):.1f}" for i, p in enumerate(series.points) if math.isfinite(p.value))
+    mark = ""
+    at = next((i for i, p in enumerate(series.points) if change is not None and p.commit == change.first_bad), None)
+    if change is not None and at is not None:
+        x0 = max(at - 1, 0) * step
+        mark = (
+            f'<rect class="change {change.kind.value}" fill="{KIND_COLOUR[change.kind]}" x="{x0:.1f}" y="0" '
+            f'width="{max(at * step - x0, 2.0):.1f}" height="{height}"/>'
+        )
+    label = escape(f"{series.key.statistic}: {len(series.points)} runs")
+    return (
+        f'<svg class="spark" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" role="img">'
+        f'<title>{label}</title>{mark}<polyline class="median" points="{coords}"/></svg>'
+    )

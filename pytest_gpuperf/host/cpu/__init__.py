@@ -16,10 +16,22 @@ from pytest_gpuperf.host.cpu.calibration import CalibrationWorkload
 from pytest_gpuperf.host.cpu.contention import Contention, ContentionMonitor, ContentionReader, QuietWait
 from pytest_gpuperf.host.cpu.pinning import pinned, resolve_pin_cpu
 from pytest_gpuperf.host.cpu.rules import BusyRunner, Calibration, FastEnd, SlowDurations, SlowMachine
+from pytest_gpuperf.torch_support import have_torch
 from pytest_gpuperf.verdict.rulesets import GuardRules
 
 if TYPE_CHECKING:
     import torch
+
+
+def guard_rules(mode: Mode, busy_policy: BusyPolicy = BusyPolicy.RETAKE) -> GuardRules:
+    """The rules a shared CPU adds to ``mode``'s lists. They read only what a measurement records (its
+    contention counters, speed probe, samples), so recorded measurements are judged by them too."""
+    if mode is Mode.COMPARE_REF:  # interleaved rounds on one core already cancel the host's drift
+        return GuardRules()
+    judge = busy_policy is BusyPolicy.JUDGE
+    busy = () if judge or mode is Mode.UPDATE else (BusyRunner(),)  # an update's entry records its contention
+    return GuardRules(time=(Calibration(), *busy, FastEnd(trust_counters=not judge), SlowMachine()),
+                      metric=(SlowDurations(),))  # fmt: skip
 
 
 class CpuHostGuard:
@@ -37,12 +49,7 @@ class CpuHostGuard:
         self._quiet = quiet or QuietWait(self._reader)
 
     def rules(self, mode: Mode) -> GuardRules:
-        if mode is Mode.COMPARE_REF:  # interleaved rounds on one core already cancel the host's drift
-            return GuardRules()
-        judge = self.busy_policy is BusyPolicy.JUDGE
-        busy = () if judge or mode is Mode.UPDATE else (BusyRunner(),)  # an update's entry records its contention
-        return GuardRules(time=(Calibration(), *busy, FastEnd(trust_counters=not judge), SlowMachine()),
-                          metric=(SlowDurations(),))  # fmt: skip
+        return guard_rules(mode, self.busy_policy)
 
     def pinned(self) -> AbstractContextManager[object]:
         return pinned(self.pin_cpu)
@@ -57,11 +64,12 @@ class CpuHostGuard:
     def health_monitor(self) -> ContentionMonitor:
         return ContentionMonitor(self._reader)  # evidence for the busy-runner and fast-end rules
 
-    def calibration(self) -> CalibrationWorkload:
-        return CalibrationWorkload(self.device)
+    def calibration(self) -> CalibrationWorkload | None:
+        # the workload is a torch matmul: without torch, no calibration (torch_support.py)
+        return CalibrationWorkload(self.device) if have_torch() else None
 
     def speed_probe(self) -> float | None:
-        return probes.measure_speed_probe(self.device, self.pin_cpu)
+        return probes.measure_speed_probe(self.device, self.pin_cpu) if have_torch() else None
 
     def session_probe(self, *, writing: bool) -> tuple[float | None, str | None]:
         if writing:  # a baseline is not measured in a busy or slow moment it could wait out
@@ -86,6 +94,10 @@ class CpuHostGuard:
     def busy(self, health: Mapping[str, object]) -> str | None:
         contention = Contention.from_data(health)
         return contention.describe() if contention is not None and contention.busy else None
+
+    @property
+    def busy_ends_write(self) -> bool:
+        return self.busy_policy is not BusyPolicy.JUDGE  # judge: the readings decide, as on a quiet host
 
     def probe_spread(self, others: Sequence[float]) -> float | None:
         return probes.probe_spread([*self._session.readings, *others])

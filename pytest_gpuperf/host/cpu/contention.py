@@ -15,13 +15,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_gpuperf.busy import BUSY_PRESSURE, contended, describe
 from pytest_gpuperf.host.cpu.pinning import available_cpus
 from pytest_gpuperf.model import Note
 
-# Busy: over the wall time some task waited for a CPU a tenth of the time, or the hypervisor
-# took a twentieth of it, or (without PSI) more tasks were runnable than there are CPUs.
-BUSY_PRESSURE = 0.10
-BUSY_STEAL = 0.05
+# Busy (pytest_gpuperf/busy.py, shared with the history): over the wall time some task waited for
+# a CPU a tenth of the time, or the hypervisor took a twentieth of it, or (without PSI) more tasks
+# were runnable than there are CPUs.
 
 
 @dataclass(frozen=True)
@@ -111,23 +111,12 @@ class Contention:
 
     @property
     def busy(self) -> bool:
-        """Whether the runner was contended while it measured, by any direct signal."""
-        return (
-            (self.pressure is not None and self.pressure >= BUSY_PRESSURE)
-            or (self.steal is not None and self.steal >= BUSY_STEAL)
-            or (self.pressure is None and self.runnable is not None and self.runnable > self.cpus)
-        )
+        """Whether the runner was contended while it measured, by any direct signal (``busy.contended``)."""
+        return contended(self.pressure, self.steal, self.runnable, self.cpus)
 
     def describe(self) -> str:
         """``CPU pressure 34% of the time, steal 0.0%, 5 runnable tasks on 2 CPUs``: the evidence."""
-        parts = []
-        if self.pressure is not None:
-            parts.append(f"CPU pressure {self.pressure:.0%} of the time")
-        if self.steal is not None:
-            parts.append(f"steal {self.steal:.1%}")
-        if self.runnable is not None:
-            parts.append(f"{self.runnable} runnable tasks on {self.cpus} CPUs")
-        return ", ".join(parts) or "no contention signal on this system"
+        return describe(self.pressure, self.steal, self.runnable, self.cpus)
 
     def as_data(self) -> dict[str, object]:
         """For the measurement's ``health`` data (and back with ``from_data``)."""

@@ -18,7 +18,13 @@ from typing import Any
 
 
 def peak_tensor_bytes(call: Callable[[], object]) -> int | None:
-    """Peak growth of live CPU tensor memory during one ``call()``, in bytes."""
+    """Peak growth of live CPU tensor memory during one ``call()``, in bytes; None where it cannot be read.
+
+    A process that has not loaded torch by now (a numpy suite, after the measured calls) holds no tensors:
+    no call is spent on it.
+    """
+    if sys.modules.get("torch") is None:
+        return None
     try:
         from torch.autograd.profiler import profile
     except ImportError:

@@ -55,3 +55,30 @@
   apply();
   form.hidden = false;
 })();
+
+// A series page's statistic choice: one chart at a time, the chosen one in the URL's fragment
+// (#stat-...), so a link opens that statistic. Without the script every chart is shown.
+(function () {
+  var nav = document.getElementById("statistics");
+  var charts = document.getElementById("charts");
+  if (!nav || !charts) {
+    return;
+  }
+  var choice = nav.querySelector("select");
+  var blocks = Array.prototype.slice.call(charts.querySelectorAll(".chart-block"));
+
+  function show(anchor) {
+    var found = blocks.some(function (b) { return b.id === anchor; }) ? anchor : blocks[0].id;
+    blocks.forEach(function (b) { b.classList.toggle("shown", b.id === found); });
+    choice.value = found;
+  }
+
+  choice.addEventListener("change", function () {
+    history.replaceState(null, "", "#" + choice.value);
+    show(choice.value);
+  });
+  window.addEventListener("hashchange", function () { show(location.hash.replace(/^#/, "")); });
+  charts.classList.add("one-statistic");
+  choice.hidden = false;
+  show(location.hash.replace(/^#/, ""));
+})();

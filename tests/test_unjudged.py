@@ -1,0 +1,69 @@
+"""A run that could not judge what it was asked to says so first: its last line and the PR comment's first."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_gpuperf.model import Comparison, MeasurementResult, Provenance, RuleNote, SessionResults, Verdict
+from pytest_gpuperf.report.markdown import render_comment
+from pytest_gpuperf.report.rows import deciding_rule, unjudged_line
+from tests.test_noise_floor_cap import ARGS, noisy_baseline_project
+from tests.verdict_helpers import ENV, measurement
+
+
+def comparison(i: int, verdict: Verdict, *steps: tuple[str, Verdict]) -> Comparison:
+    explanation = tuple(RuleNote(rule, v, f"{rule} said {v.value}") for rule, v in steps)
+    return Comparison(f"t.py::test_{i}::default", "time.p50", verdict, 1600.0, baseline=1000.0, change=0.6,
+                      explanation=explanation)  # fmt: skip
+
+
+def session(*comparisons: Comparison, compare_ref: str | None = None) -> SessionResults:
+    results = tuple(
+        MeasurementResult(measurement(1000.0, test_id=f"t.py::test_{i}"), (c,)) for i, c in enumerate(comparisons)
+    )
+    return SessionResults(results, ENV, Provenance(), "baseline", "2026-11-28T00:00:00", compare_ref=compare_ref)
+
+
+BUSY = (("significance", Verdict.REGRESSION), ("busy-runner", Verdict.UNSTABLE), ("health", Verdict.UNSTABLE))
+MIXED = session(
+    comparison(0, Verdict.UNSTABLE, *BUSY),
+    comparison(1, Verdict.UNSTABLE, *BUSY),
+    comparison(2, Verdict.NOT_GATED, ("significance", Verdict.REGRESSION), ("noisy-baseline", Verdict.NOT_GATED)),
+    comparison(3, Verdict.UNCHANGED, ("significance", Verdict.UNCHANGED)),
+)
+
+
+def test_the_rule_that_decided_is_the_last_that_changed_the_verdict() -> None:
+    assert deciding_rule(comparison(0, Verdict.UNSTABLE, *BUSY)) == "busy-runner"
+    assert deciding_rule(comparison(0, Verdict.UNCHANGED, ("significance", Verdict.UNCHANGED))) is None
+
+
+def test_the_line_counts_what_was_not_judged_why_and_what_to_do() -> None:
+    line = unjudged_line(MIXED)
+    assert line is not None
+    counts = "2 unstable (busy-runner), 1 not gated (noisy-baseline)"
+    assert line.startswith(f"3 of 4 measurements could not be judged: {counts}")
+    assert "--gpuperf-compare-ref, which stays reliable under load" in line and "--gpuperf-strict" in line
+    compare_ref = session(comparison(0, Verdict.UNSTABLE, *BUSY), compare_ref="main")
+    assert "--gpuperf-compare-ref" not in (unjudged_line(compare_ref) or "")
+    assert unjudged_line(session(comparison(0, Verdict.UNCHANGED))) is None
+    elsewhere = unjudged_line(session(comparison(0, Verdict.NOT_COMPARABLE, ("reference", Verdict.NOT_COMPARABLE))))
+    assert elsewhere is not None and "--gpuperf-compare-ref" not in elsewhere
+    assert "record baselines on this device class with --gpuperf-update-baseline" in elsewhere
+
+
+def test_the_pr_comment_says_it_first() -> None:
+    lines = render_comment(MIXED).splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("⚠️"))
+    counts = next(i for i, line in enumerate(lines) if "regressions" in line)
+    assert first < counts and "3 of 4 measurements could not be judged" in lines[first]
+
+
+def test_the_runs_last_line_says_it(pytester: pytest.Pytester) -> None:
+    noisy_baseline_project(pytester, tests=2)
+    result = pytester.runpytest_subprocess("--gpuperf", *ARGS)
+    result.assert_outcomes(passed=2)
+    ours = [line for line in result.outlines if line.startswith("gpuperf:")]
+    assert ours[-1].startswith("gpuperf: 2 of 2 measurements could not be judged: 2 not gated (noisy-baseline)")
+    assert "=" in result.outlines[-1] and "passed" in result.outlines[-1]  # pytest's own line follows, nothing else
+    assert result.outlines[-2] == ours[-1]
