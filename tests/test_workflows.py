@@ -321,10 +321,12 @@ def test_the_static_checks_are_defined_once_in_scripts_lint_sh() -> None:
         assert not re.search(r"\b(ruff|mypy)\b", tox[section].get("commands", "")), section
 
 
-def test_every_tox_env_that_runs_the_tests_installs_import_linter() -> None:
-    """The layer contracts (tests/test_layers.py) fail without import-linter, so each test env installs it."""
+def test_every_tox_env_that_runs_the_tests_installs_import_linter_and_psycopg() -> None:
+    """The layer contracts (tests/test_layers.py) fail without import-linter, and tests/conftest.py imports
+    psycopg for the PostgreSQL store: each test env installs both."""
     tox = configparser.ConfigParser(interpolation=configparser.ExtendedInterpolation())
     tox.read(ROOT / "tox.ini")
     assert "import-linter" in tox["testenv"]["deps"]
+    assert tox["testenv"]["extras"].split() == ["postgres"]  # psycopg, which tests/conftest.py imports
     for env in ("pytest-oldest", "pytest-newest"):  # they take the base deps through {[testenv]deps}
         assert "{[testenv]deps}" in tox.get(f"testenv:{env}", "deps", raw=True)
