@@ -20,12 +20,10 @@ import json
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from detection import PYTEST, machine, set_extra, write_suite
 
 LEVELS = (0, 15)

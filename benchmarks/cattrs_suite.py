@@ -36,10 +36,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ROOT
 from background_load import BackgroundLoad
 
-REPO = Path(__file__).resolve().parent.parent
 CATTRS = "26.1.0"
 PLANT_FILE = "cattrs/enums.py"
 ORIGINAL = "    return lambda v, _: type(v)\n"
@@ -69,7 +68,7 @@ def prepare(work: Path) -> tuple[Path, Path]:
 
 
 def run(args: list[str], cwd: Path, site: Path, extra_env: dict[str, str] | None = None) -> dict[str, object]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]), "CUDA_VISIBLE_DEVICES": ""}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)]), "CUDA_VISIBLE_DEVICES": ""}
     env.update(extra_env or {})
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "bench", *args], cwd=cwd,

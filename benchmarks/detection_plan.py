@@ -30,11 +30,7 @@ import argparse
 import math
 import random
 import statistics
-import sys
 from collections.abc import Callable
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_gpuperf.readings import take_readings
 from pytest_gpuperf.stats import format_level

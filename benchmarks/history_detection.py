@@ -46,7 +46,6 @@ import json
 import os
 import platform
 import subprocess
-import sys
 import time
 import venv
 from collections.abc import Sequence
@@ -55,14 +54,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+from _common import RESULTS, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from pytest_gpuperf.history.detect import DetectorConfig, find_changes
+from pytest_gpuperf.history.model import Point, Series, SeriesKey
 
-from pytest_gpuperf.history.detect import DetectorConfig, find_changes  # noqa: E402
-from pytest_gpuperf.history.model import Point, Series, SeriesKey  # noqa: E402
-
-NOISE_FILES = [ROOT / "benchmarks/results/history_noise.json", ROOT / "benchmarks/results/history_noise_loaded.json"]
+NOISE_FILES = [RESULTS / "history_noise.json", RESULTS / "history_noise_loaded.json"]
 ENVS = ROOT / ".bench-envs"
 TOOL_PINS = {"asv": "asv==0.6.6", "otava": "apache-otava==0.8.0"}
 STEP_SIZES = (0.02, 0.03, 0.05, 0.08, 0.12, 0.20)

@@ -44,7 +44,6 @@ import argparse
 import json
 import os
 import platform
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -52,16 +51,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+from history_detection import NOISE_FILES, TOOL_PINS, Noise, load_noise, run_external
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from history_detection import NOISE_FILES, TOOL_PINS, Noise, load_noise, run_external  # noqa: E402
-
-from pytest_gpuperf.history.detect import DetectorConfig, find_changes  # noqa: E402
-from pytest_gpuperf.history.events import group_events  # noqa: E402
-from pytest_gpuperf.history.model import Point, Series, SeriesKey  # noqa: E402
+from pytest_gpuperf.history.detect import DetectorConfig, find_changes
+from pytest_gpuperf.history.events import group_events
+from pytest_gpuperf.history.model import Point, Series, SeriesKey
 
 COMMITS = 50
 STEP_SIZES = (0.02, 0.03, 0.05, 0.08, 0.12, 0.20)

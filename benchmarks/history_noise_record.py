@@ -33,9 +33,8 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+from _common import RESULTS, ROOT
 from background_load import BackgroundLoad
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _session(project: Path, index: int, out_dir: Path) -> dict[str, dict[str, object]]:
@@ -65,7 +64,7 @@ def _session(project: Path, index: int, out_dir: Path) -> dict[str, dict[str, ob
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=40)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/history_noise.json")
+    parser.add_argument("--out", type=Path, default=RESULTS / "history_noise.json")
     parser.add_argument("--load", type=int, default=0, help="noisy neighbour processes during the sessions")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gpuperf-noise-") as tmp, BackgroundLoad(args.load, seed=7):

@@ -34,7 +34,6 @@ import math
 import os
 import random
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -43,14 +42,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+from _common import shared_test_helper
 
-from test_report_profile_helpers import cpu_extra_op_diff  # noqa: E402
-
-from pytest_gpuperf.history.dashboard import build_site, diff_key  # noqa: E402
-from pytest_gpuperf.history.model import (  # noqa: E402
+from pytest_gpuperf.history.dashboard import build_site, diff_key
+from pytest_gpuperf.history.model import (
     ChangeKind,
     ChangePoint,
     Point,
@@ -59,9 +54,32 @@ from pytest_gpuperf.history.model import (  # noqa: E402
     Series,
     SeriesKey,
 )
-from pytest_gpuperf.report.codec import to_json  # noqa: E402
+from pytest_gpuperf.model import OpProfile, OpStat, ProfileDiff
+from pytest_gpuperf.profiling.diff import diff_profiles
+from pytest_gpuperf.report.codec import to_json
 
-PROFILE_DIFF = to_json(cpu_extra_op_diff())  # a results file's ProfileDiff: an extra op in a forward pass
+
+def extra_op_diff() -> ProfileDiff:
+    """A small MLP's forward pass on the CPU with an extra GELU (and the copy feeding it), profiled calls
+    around each time: the profile diff a results file carries, as real ``diff_profiles`` makes it."""
+    jitter = (0.98, 0.99, 1.0, 1.01, 1.02)
+
+    def profile(ops: dict[str, tuple[float, float]]) -> OpProfile:
+        stats = tuple(OpStat(name, "operator", calls, us * 1e3, 0.0, tuple(us * 1e3 * j for j in jitter), ())
+                      for name, (calls, us) in ops.items())  # fmt: skip
+        host = sum(s.host_ns for s in stats) * 1.05
+        return OpProfile("cpu", profiled_calls=5, host_ns=host, ops=stats, torch="2.5.1",
+                         host_samples_ns=tuple(host * j for j in jitter))  # fmt: skip
+
+    base = {"aten::addmm": (2, 180.0), "aten::relu": (1, 12.0), "aten::copy_": (1, 6.0), "aten::linear": (2, 3.0),
+            "aten::t": (2, 1.5)}  # fmt: skip
+    head = {**base, "aten::copy_": (2, 12.5), "aten::gelu": (1, 412.0)}
+    return diff_profiles(profile(head), profile(base), base_label="baseline 1f3c9e2",
+                         head_trace="gpuperf-profiles/test_mlp.head.json",
+                         base_trace="gpuperf-profiles/test_mlp.base.json")  # fmt: skip
+
+
+PROFILE_DIFF = to_json(extra_op_diff())  # a results file's ProfileDiff: an extra op in a forward pass
 DEVICE_CLASSES = ("nvidia-h100-80gb-hbm3", "nvidia-a100-sxm4-80gb")
 STATISTICS = (("time.p50", "ns", 850_000.0), ("memory.peak_allocated", "bytes", 6.0 * 2**30))
 SERIES_PER_TEST = len(DEVICE_CLASSES) * len(STATISTICS)
@@ -265,9 +283,7 @@ def store_urls(
     """A function giving a fresh, empty store's URL per (kind, runs); a PostgreSQL server while needed."""
     server_url, server = os.environ.get("GPUPERF_BENCH_POSTGRES"), None
     if "postgresql" in kinds and not server_url:
-        from postgres_server import ThrowawayServer
-
-        server = ThrowawayServer()
+        server = shared_test_helper("postgres_server").ThrowawayServer()
         server.start()
         server_url = server.url
 
@@ -276,10 +292,8 @@ def store_urls(
         if kind == "sqlite":
             yield f"sqlite:///{work / f'history-{runs}.db'}"
             return
-        from postgres_server import fresh_database
-
         assert server_url is not None
-        with fresh_database(server_url) as url:
+        with shared_test_helper("postgres_server").fresh_database(server_url) as url:
             yield url
 
     try:

@@ -22,7 +22,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import detection  # the suite
 
 from pytest_gpuperf.abtest.protocol import HeadChannel

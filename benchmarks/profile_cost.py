@@ -24,9 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from profile_plants import DUMP_CONFTEST, MODELS  # noqa: E402
+from _common import ROOT, shared_test_helper
+
+PLANTS = shared_test_helper("profile_plants")  # the profile tests' planted regressions, shared
+DUMP_CONFTEST, MODELS = PLANTS.DUMP_CONFTEST, PLANTS.MODELS
 
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "forward or custom or steady"]
 GATE = ["--gpuperf-threshold=0.25", "--gpuperf-min-time=0.1", "--gpuperf-max-time=0.4"]

@@ -30,7 +30,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from _common import ROOT
+
 VERSION = "2.50.5"
 TEST_DEPENDENCIES = ["dirty-equals", "pytest-timeout", "typing-inspection", "inline-snapshot", "pytest-mock",
                      "python-dateutil", "tzdata"]  # fmt: skip
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="gpuperf-pydantic-core-"))
     source, site = prepare(work, args.version)
     results = work / "results.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]), "CUDA_VISIBLE_DEVICES": ""}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)]), "CUDA_VISIBLE_DEVICES": ""}
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "tests/benchmarks", "--gpuperf", "-p", "no:cacheprovider",

@@ -32,8 +32,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from _common import ROOT
+
 KORNIA_COMMIT = "b4f5a78a13891c7ac4c1cd9695941380273e981d"
-REPO = Path(__file__).resolve().parent.parent
 SELECTION = ["benchmarks/color", "-k", "128-128", "--optimizer=", "--color=no"]  # eager kernels: no compile per test
 PLANTED_IN = "rgb_to_yuv"
 ORIGINAL = "    return _apply_linear_transformation(image, kernel)\n"
@@ -53,7 +54,7 @@ def install(venv: Path, kornia: Path, torch_spec: str) -> Path:
     subprocess.run([*pip, torch_spec], check=True)
     subprocess.run([*pip, "kornia_rs>=0.1.9", "numpy", "packaging", "pytest", "pytest-benchmark"], check=True)
     subprocess.run([*pip, "--no-deps", "-e", str(kornia)], check=True)
-    subprocess.run([*pip, "-e", str(REPO)], check=True)
+    subprocess.run([*pip, "-e", str(ROOT)], check=True)
     return venv / "bin" / "python"
 
 

@@ -19,7 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from _common import ROOT
+
 WORKLOADS = {
     "noop": "lambda: None",
     "sum10": "lambda: sum(range(10))",
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[dict[str, list[float]]] = []
     for _ in range(args.processes):
         cmd = [sys.executable, "-c", _CHILD, json.dumps(WORKLOADS), str(args.max_time)]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=REPO, env={"PYTHONPATH": str(REPO),
+        done = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT),
                               "PATH": "/usr/bin:/bin"})  # fmt: skip
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     print(f"{'workload':<9} {'per call':>10} {'calls/sample':>12} {'spread':>7} {'max/min':>8}")

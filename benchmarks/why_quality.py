@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from _common import ROOT
 
 try:
     import triton
@@ -65,7 +66,6 @@ try:
 except ImportError:  # the triton case is then reported as skipped
     triton = None
 
-ROOT = Path(__file__).resolve().parent.parent
 OUTSIDE = "[host time outside operators]"
 PLANTS = {"calls": "aten::mm", "slower": "aten::tanh", "added": "aten::sigmoid", "host": OUTSIDE, "unchanged": ""}
 ROUNDS = 21  # alternating rounds a side
@@ -491,7 +491,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.old_worker is not None:
         old_worker(args.old_worker)
         return 0
-    sys.path.insert(0, str(ROOT))
     cpu = run_cpu(args) if args.cases != "cuda" else None
 
     def save(cuda: dict[str, Any] | None) -> None:

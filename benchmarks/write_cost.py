@@ -28,10 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ROOT
 from background_load import BackgroundLoad
-
-REPO = Path(__file__).resolve().parent.parent
 
 _WORK = {
     "noop": "lambda: None",
@@ -57,7 +55,7 @@ def suite(count: int) -> str:
 
 
 def run(args: list[str], cwd: Path) -> tuple[float, str, int]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CUDA_VISIBLE_DEVICES": ""}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, check=False)  # fmt: skip

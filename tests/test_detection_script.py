@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import random
 
-import pytest
-
-from tests.benchmark_scripts import BENCHMARKS, benchmark_script
+from benchmark_scripts import benchmark_script
 
 
-def test_each_session_is_divided_by_the_pytest_benchmark_session_of_its_trial_and_level(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.syspath_prepend(str(BENCHMARKS))  # detection.py imports background_load beside it
+def test_each_session_is_divided_by_the_pytest_benchmark_session_of_its_trial_and_level() -> None:
     with benchmark_script("detection") as detection:
         s = detection.Session
         sessions = [

@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 ROOT = Path(__file__).parent.parent
 
 
+def required(module: str) -> ModuleType:
+    """``module`` imported; a test that needs it fails without it (the contracts never skip)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        pytest.fail(f"{module} is not installed: pip install import-linter (in the dev extra and every tox env)")
+
+
 def test_no_lower_layer_imports_an_upper_one_and_the_gpu_path_skips_the_cpu_guard() -> None:
-    pytest.importorskip("importlinter")
+    required("importlinter")
     run = subprocess.run(
         [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports())"],
         cwd=ROOT, capture_output=True, text=True, check=False,
@@ -69,7 +79,7 @@ def import_cycles(package: str) -> list[list[str]]:
     Every import counts: inside functions and under ``TYPE_CHECKING`` too, so a
     circle that only the type checker sees is one here.
     """
-    grimp = pytest.importorskip("grimp")
+    grimp = required("grimp")  # import-linter's graph library
     graph = grimp.build_graph(package, exclude_type_checking_imports=False)
     edges = {m: set(graph.find_modules_directly_imported_by(m)) & graph.modules for m in graph.modules}
     order: dict[str, int] = {}
@@ -114,3 +124,9 @@ def test_the_cycle_check_finds_a_circle_that_only_the_type_checker_sees(
     )
     monkeypatch.syspath_prepend(pytester.path)
     assert import_cycles("circle") == [["circle.plugin", "circle.state"]]
+
+
+def test_the_contracts_fail_rather_than_skip_without_import_linter(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "importlinter", None)  # None in sys.modules: the import raises ImportError
+    with pytest.raises(pytest.fail.Exception, match="importlinter is not installed"):
+        required("importlinter")

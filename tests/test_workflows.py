@@ -297,9 +297,36 @@ def test_ci_matrix_matches_tox_envs() -> None:
     tox = configparser.ConfigParser()
     tox.read(ROOT / "tox.ini")
     envs = [e.strip() for e in tox["tox"]["env_list"].split(",")]
-    assert envs == ["py310", "py311", "py312", "pytest-oldest", "pytest-newest", "lint", "types"]
+    assert envs == ["py310", "py311", "py312", "pytest-oldest", "pytest-newest", "lint"]
     assert "toxenv: [pytest-oldest, pytest-newest]" in text
-    assert "tox -e lint,types" in text
+    assert "tox -e lint\n" in text
     assert "download.pytorch.org/whl/cpu" in text
     assert "torch==2.13.0" in tox["testenv"]["deps"]
     assert "pytest==7.4.0" in tox["testenv:pytest-oldest"]["deps"]
+
+
+def test_the_static_checks_are_defined_once_in_scripts_lint_sh() -> None:
+    """tox's lint env (which CI runs) and scripts/test.sh call scripts/lint.sh; no one else lists the checks."""
+    tox = configparser.ConfigParser()
+    tox.read(ROOT / "tox.ini")
+    assert [s for s in tox.sections() if s.startswith("testenv:")] == [
+        "testenv:pytest-oldest", "testenv:pytest-newest", "testenv:lint",
+    ]  # fmt: skip
+    assert tox["testenv:lint"]["commands"].split() == ["bash", "scripts/lint.sh"]
+    assert re.findall(r"run: (python -m tox -e lint\b.*)", CI.read_text()) == ["python -m tox -e lint"]
+    assert "bash scripts/lint.sh" in (ROOT / "scripts" / "test.sh").read_text()
+    checks = (ROOT / "scripts" / "lint.sh").read_text().splitlines()
+    assert {"ruff check .", "ruff format --check .", "mypy", "mypy action"} <= set(checks)
+    for section in tox.sections():  # no env runs a checker of its own
+        assert not re.search(r"\b(ruff|mypy)\b", tox[section].get("commands", "")), section
+
+
+def test_every_tox_env_that_runs_the_tests_installs_import_linter_and_psycopg() -> None:
+    """The layer contracts (tests/test_layers.py) fail without import-linter, and tests/conftest.py imports
+    psycopg for the PostgreSQL store: each test env installs both."""
+    tox = configparser.ConfigParser(interpolation=configparser.ExtendedInterpolation())
+    tox.read(ROOT / "tox.ini")
+    assert "import-linter" in tox["testenv"]["deps"]
+    assert tox["testenv"]["extras"].split() == ["postgres"]  # psycopg, which tests/conftest.py imports
+    for env in ("pytest-oldest", "pytest-newest"):  # they take the base deps through {[testenv]deps}
+        assert "{[testenv]deps}" in tox.get(f"testenv:{env}", "deps", raw=True)
