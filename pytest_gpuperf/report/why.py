@@ -215,7 +215,7 @@ def finding_text(diff: ProfileDiff) -> str | None:
         return "the causes shown account for less than half of the change; the rest is spread over many operators"
     if diff.finding == "no-intervals":
         return ("the stored profile has no per-call samples (written before they were kept): time changes have "
-                "no interval, none is a cause; --gpuperf-update writes the baseline with them")  # fmt: skip
+                "no interval, none is a cause; --gpuperf-update-baseline writes the baseline with them")  # fmt: skip
     return None
 
 
