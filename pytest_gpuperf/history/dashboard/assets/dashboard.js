@@ -27,7 +27,7 @@
         count += 1;
       }
     });
-    shown.textContent = count + " of " + rows.length + " series";
+    shown.textContent = count + " of " + rows.length + " measurements";
   }
 
   function save() {
