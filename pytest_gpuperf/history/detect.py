@@ -258,7 +258,10 @@ def _wild_inflation(y: np.ndarray, sd: np.ndarray, clips: tuple[float, float], s
     page fault) makes a run slower, never faster than its code, so a run worse than both
     sides (``slow``: +1 where higher is worse, -1 where lower is) is wild from the smaller slow
     clip on; a run better than both sides is judged by the wider one. The oldest run is judged
-    by the runs after it alone; the newest is never called wild: a new change shows there first.
+    by the runs after it alone. The newest, where a new change shows first, has the run just
+    before it as its other side: the second run of a new level agrees with the first, a lone
+    slowed run at the end (which at full weight made a change with another slowed run two
+    commits before it) with neither.
     """
     if y.size < 3:
         return np.ones_like(y)
@@ -269,11 +272,13 @@ def _wild_inflation(y: np.ndarray, sd: np.ndarray, clips: tuple[float, float], s
             warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN side: the run's end of the series
             before, after = _side_medians(y, m)
         before[0] = after[0]  # the oldest run has only runs after it: judged by them alone
+        # The newest run has no runs after it: its other side is the run just before it.
+        after[-1] = y[-2]
         to_before, to_after = (y - before) * slow, (y - after) * slow
         nearer = np.where(np.abs(to_before) <= np.abs(to_after), to_before, to_after)  # signed, slow side positive
         clip = np.where(nearer > 0, clips[1], clips[0])
         far = np.abs(nearer) / sd / clip
-    far = np.where(np.isnan(far), 0.0, far)  # the newest run: a new level shows there first
+    far = np.where(np.isnan(far), 0.0, far)
     return np.maximum(far, 1.0) ** 2
 
 
