@@ -331,6 +331,54 @@ def test_slowed_runs_just_after_a_speed_up_do_not_hide_it() -> None:
     assert found(DetectorConfig(slow_clip=4.0)) <= 10
 
 
+def test_slowed_runs_at_the_end_of_a_flat_series_make_no_change() -> None:
+    # The third-newest and the newest run slowed by 20% (a noisy neighbour twice in a row of
+    # nightly runs). The newest has no runs after it; judged as never wild, it kept its full
+    # weight and with the other slowed run made a change in 20 of 20 seeds. Judged against the
+    # run just before it as well, it is wild; a real step at the end, whose newest run agrees
+    # with the one before it, is still found with two runs.
+    dirty = 0
+    for seed in range(20):
+        levels = np.full(50, 1e6)
+        levels[[47, 49]] *= 1.20
+        dirty += bool(find_changes(series(levels, seed=seed)))
+    assert dirty <= 2
+    found = [find_changes(series(step_levels(50, 48, 0.08), seed=seed)) for seed in range(20)]
+    assert all(commit(48) in [c.first_bad for c in f] for f in found)
+
+
+# A flat p50 series built from recorded sessions (tuning seed 106 of benchmarks/history_events.py,
+# series flat-25): values and own 95% half-widths, relative. Runs 46, 47 and 49 are slowed.
+# fmt: off
+_RECORDED_FLAT = [
+    1.0163, 1.016, 0.9923, 1.0069, 0.9503, 0.9923, 0.9638, 0.9744, 0.9884, 0.9638, 0.9744, 0.9538, 1.328,
+    0.9962, 1.0129, 1.0213, 0.9744, 0.9884, 1.0135, 1.0016, 1.0037, 0.9638, 1.33, 0.9889, 1.0126, 1.0056,
+    1.016, 1.016, 0.9962, 0.9984, 1.0129, 0.9874, 1.0056, 0.9984, 0.9923, 1.1317, 0.9905, 0.9621, 0.9889,
+    1.0129, 0.9503, 0.9538, 0.9884, 0.9611, 1.0126, 1.0037, 1.1211, 1.1317, 0.9744, 1.3633,
+]
+_RECORDED_HALF = [
+    0.001, 0.001, 0.0235, 0.0011, 0.0074, 0.0235, 0.0008, 0.019, 0.001, 0.0008, 0.019, 0.0189, 0.0019,
+    0.0037, 0.0024, 0.0015, 0.019, 0.001, 0.0055, 0.0164, 0.0043, 0.0008, 0.002, 0.0018, 0.0012, 0.0026,
+    0.0015, 0.001, 0.0037, 0.0009, 0.0024, 0.0011, 0.0026, 0.0009, 0.0235, 0.021, 0.0202, 0.002, 0.0018,
+    0.0024, 0.0074, 0.0189, 0.001, 0.0149, 0.0012, 0.0043, 0.0092, 0.021, 0.019, 0.001,
+]
+# fmt: on
+
+
+def test_the_f_test_does_not_keep_a_split_the_orderings_call_chance() -> None:
+    # Slowed runs near the end of a flat series on recorded (heavy-tailed) noise: the F test,
+    # which assumes normal noise, passed a +9% split at commit 46 whose permutation p-value
+    # was above param_gate. Gated by the orderings, it is no change point; with the gate
+    # open (param_gate 1) the F test alone keeps it.
+    points = tuple(
+        Point(f"r{i}", commit(i), "", "m", v * 1e6, v * 1e6 * (1 - h), v * 1e6 * (1 + h))
+        for i, (v, h) in enumerate(zip(_RECORDED_FLAT, _RECORDED_HALF, strict=True))
+    )
+    s = Series(KEY, "ns", "lower", points)
+    assert find_changes(s) == []
+    assert [c.first_bad for c in find_changes(s, DetectorConfig(param_gate=1.0))] == [commit(46)]
+
+
 def test_the_slow_side_follows_the_series_direction() -> None:
     # A throughput (higher is better) that rose 6%, with two runs after the rise slowed by 15%:
     # slowed means lower here, and those runs are judged by slow_clip. The same values read as
@@ -360,15 +408,14 @@ def test_wild_runs_do_not_widen_a_steps_interval_past_zero() -> None:
 
 
 def test_a_split_whose_interval_spans_no_change_is_not_reported() -> None:
-    # The permutation test ranks orderings and passes this split, but the residual spread
-    # widens the level interval past zero: the change is not reported. (Slowed runs counted
-    # as fully as fast ones, so that the spread reaches zero.)
-    s = _step_with_wild_runs(seed=47)
-    symmetric = DetectorConfig(slow_clip=4.0)
-    loose_config = DetectorConfig(confirm=False, slow_clip=4.0)
-    loose = [c for c in find_changes(s, loose_config) if c.ci_low < 0 < c.ci_high]
-    assert [c.first_bad for c in loose] == [commit(10)] and loose[0].p_value <= symmetric.alpha
-    assert commit(10) not in [c.first_bad for c in find_changes(s, symmetric)]
+    # The F test passes a second split two commits after the step (the runs after the step
+    # drift), but the residual spread widens its level interval past zero: that change is
+    # not reported, the step is.
+    full = _step_with_wild_runs(seed=180)
+    s = Series(full.key, full.unit, full.better, full.points[:35])
+    loose = [c for c in find_changes(s, DetectorConfig(confirm=False)) if c.ci_low < 0 < c.ci_high]
+    assert [c.first_bad for c in loose] == [commit(28)] and loose[0].p_value <= DetectorConfig().alpha
+    assert [c.first_bad for c in find_changes(s)] == [commit(26)]
 
 
 def test_a_lone_outlier_does_not_flatten_a_large_step() -> None:
