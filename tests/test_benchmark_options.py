@@ -31,7 +31,8 @@ def test_resolve_gpuperf_marker_beats_benchmark_marker_and_min_rounds_never_lowe
 
 
 def test_resolve_names_the_benchmark_marker_in_its_errors() -> None:
-    with pytest.raises(ConfigError, match=r"t\.py::t: @pytest\.mark\.benchmark: --gpuperf-target-precision must be in"):
+    expected = r"t\.py::t: @pytest\.mark\.benchmark\(precision=2\.0\): --gpuperf-target-precision must be in"
+    with pytest.raises(ConfigError, match=expected):
         cfg.resolve(cfg.GpuperfConfig(enabled=True), benchmark=cfg.BenchmarkOptions(precision=2.0), test_id="t.py::t")
 
 
