@@ -130,6 +130,17 @@ def test_nothing_stands_out_when_no_row_is_resolved() -> None:
     assert len([line for line in lines if "within the profile's noise" in line]) == 3  # the largest few, with intervals
 
 
+def test_a_profile_that_overstates_an_added_call_by_the_profilers_cost_still_explains_it() -> None:
+    # two more matmuls: the profiler's per-op cost makes the profile's change 30% larger than the
+    # measured one, apart beyond both (narrow) intervals, yet the same change: the rows stand
+    base = cpu(op("aten::relu", 1, noisy(20.0, 0.01)))
+    head = cpu(op("aten::relu", 1, noisy(20.0, 0.01)), op("aten::mm", 2, noisy(62.0, 0.01)))
+    diff = diff_profiles(head, base, base_label="b", measured=MeasuredChange(48_000.0, 47_000.0, 49_000.0))
+    assert diff.profile_change is not None and diff.profile_change.low_ns > 49_000.0
+    assert diff.finding != "disagrees"
+    assert (diff.rows[0].name, diff.rows[0].reading, diff.rows[0].role) == ("aten::mm", "appeared", "cause")
+
+
 def test_a_profile_that_disagrees_with_the_measurement_says_so_instead_of_a_table() -> None:
     base = cpu(op("aten::mm", 1, noisy(300.0, 0.01)))
     head = cpu(op("aten::mm", 1, noisy(240.0, 0.01)))  # the profile says 20% faster
