@@ -254,7 +254,7 @@ def _wild_inflation(y: np.ndarray, sd: np.ndarray, clips: tuple[float, float], s
     farther than a clip of standard errors from both the median of the ``m`` runs before it
     and that of the ``m`` runs after it is wild, and its variance is scaled by ``(distance /
     clip)^2``: its pull on any level then falls as it lies farther off, so it can neither
-    carry a split nor move one. A centred window (a Hampel filter) cannot tell the first run
+    carry a split nor move one. A centred window (a Hampel filter) cannot tell the opening run
     of a new level beside a wild run from a wild run itself; the two sides can.
 
     ``clips`` is (fast side, slow side): a disturbance (a neighbour, a throttled clock, a
@@ -262,7 +262,7 @@ def _wild_inflation(y: np.ndarray, sd: np.ndarray, clips: tuple[float, float], s
     sides (``slow``: +1 where higher is worse, -1 where lower is) is wild from the smaller slow
     clip on; a run better than both sides is judged by the wider one. The oldest run is judged
     by the runs after it alone. The newest, where a new change shows first, has the run just
-    before it as its other side: the second run of a new level agrees with the first, a lone
+    before it as its other side: the next run of a new level agrees with the one before, a lone
     slowed run at the end (which at full weight made a change with another slowed run two
     commits before it) with neither.
     """
