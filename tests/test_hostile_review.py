@@ -7,7 +7,11 @@ import time
 from pathlib import Path
 
 import pytest
-from perf_project import SHORT as FAST
+from perf_project import SHORT
+
+# Timing verdicts are not what these cases test: a generous threshold keeps a sub-microsecond
+# test from failing on a busy machine and hiding the behaviour under test.
+FAST = [*SHORT, "--gpuperf-threshold=5"]
 
 NAN_METRIC = """
 import math
