@@ -4,24 +4,31 @@
 of a measurement that moved together, led by its gated statistic, the others under
 ``supporting``); they are read here field by field (a bad one is named by entry and field).
 An issue is keyed by (test, measurement, device class, branch, first bad commit): the
-statistic is not part of it, so one regression never opens two issues. Every string in them comes
+statistic is not part of it, so one regression never opens two issues. Which change points are
+new regressions, and the typed row they are read into, is the history's own rule
+(``pytest_gpuperf.history.alerts``), the one ``gpuperf history changes`` exits 1 on. Every string in them comes
 from test and metric names, so it goes into the issue as an inert code span
 (``body.code``: no mention, link, tag or emphasis), and commits must be full hashes.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import body
+import workflow
 from workflow import ActionError
+
+workflow.plugin_importable()
+from pytest_gpuperf.history.alerts import ChangeRow, new_regressions  # noqa: E402
+from pytest_gpuperf.history.model import ChangeKind  # noqa: E402
+
+__all__ = ["Change", "Links", "code", "issue_body", "marker", "new_regressions", "parse_changes", "percent", "title"]
 
 MARKER_PREFIX = "<!-- pytest-gpuperf-alert"
 TITLE_MAX = 256  # GitHub's limit for an issue title
@@ -29,37 +36,10 @@ _HASH = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _TEXT = ("test", "measurement", "statistic", "device_class", "branch", "unit")
 _NUMBERS = ("change", "ci_low", "ci_high", "before", "after")
-_KINDS = ("regression", "improvement")
+_KINDS = tuple(kind.value for kind in ChangeKind)
 
 
-@dataclass(frozen=True)
-class Change:
-    """One change point as ``gpuperf history changes --format json`` writes it."""
-
-    test: str
-    measurement: str
-    statistic: str
-    device_class: str
-    branch: str
-    unit: str
-    last_good: str
-    first_bad: str
-    # null where not finite (a level of zero, an unbounded interval): said as unknown
-    change: float | None
-    ci_low: float | None
-    ci_high: float | None
-    before: float | None
-    after: float | None
-    p_value: float | None
-    kind: str
-    runs_after: int
-    gradual: bool
-    supporting: tuple[tuple[str, float | None], ...] = ()  # (statistic, change) of the same event elsewhere
-
-    @property
-    def measurement_key(self) -> tuple[str, ...]:
-        """What an issue is about, with the first bad commit: the measurement, never one of its statistics."""
-        return (self.test, self.measurement, self.device_class, self.branch)
+Change = ChangeRow  # one change point as ``gpuperf history changes --format json`` writes it
 
 
 # --- reading the change points ------------------------------------------------------------------
@@ -97,7 +77,7 @@ def _change(entry: object, where: str) -> Change:
         first_bad=field("first_bad", lambda v: isinstance(v, str) and _HASH.fullmatch(v), "a full commit hash"),
         **numbers,
         p_value=p_value,
-        kind=field("kind", lambda v: v in _KINDS, " or ".join(_KINDS)),
+        kind=ChangeKind(field("kind", lambda v: v in _KINDS, " or ".join(_KINDS))),
         runs_after=field("runs_after", _count, "a whole number >= 0"),
         gradual=field("gradual", lambda v: isinstance(v, bool), "true or false"),
         supporting=_supporting(entry.get("supporting", []), f"{where}.supporting"),
@@ -133,26 +113,6 @@ def _finite_or_null(value: object) -> bool:
 
 def _finite(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def new_regressions(changes: Iterable[Change], recent: int) -> list[Change]:
-    """The regressions whose first bad run is among the newest ``recent`` runs, one per issue key.
-
-    Two events of one measurement at one first bad commit (its time and its memory) are one
-    issue: the first (``changes`` lists time first) leads, the other's statistics support it.
-    """
-    found: dict[tuple[str, ...], Change] = {}
-    for c in changes:
-        if c.kind != "regression" or c.runs_after > recent:
-            continue
-        key = (*c.measurement_key, c.first_bad)
-        lead = found.get(key)
-        if lead is None:
-            found[key] = c
-        else:
-            extra = ((c.statistic, c.change), *c.supporting)
-            found[key] = dataclasses.replace(lead, supporting=lead.supporting + extra)
-    return list(found.values())
 
 
 def marker(change: Change) -> str:

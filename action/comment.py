@@ -185,7 +185,7 @@ def rebuilt_report(results: Path) -> str | None:
     path = results / RESULTS
     if not path.is_file() or path.is_symlink():
         return None
-    _plugin_importable()
+    workflow.plugin_importable()
     from pytest_gpuperf.errors import GpuperfError
     from pytest_gpuperf.report.markdown import render_comment
     from pytest_gpuperf.report.results_json import load_results
@@ -195,13 +195,6 @@ def rebuilt_report(results: Path) -> str | None:
     except GpuperfError as exc:
         raise ActionError(str(exc)) from None
     return render_comment(session)
-
-
-def _plugin_importable() -> None:
-    """pytest-gpuperf's package from the checkout this script is in (the base's, never the artifact's)."""
-    root = str(Path(__file__).resolve().parent.parent)
-    if (Path(root) / "pytest_gpuperf").is_dir() and root not in sys.path:
-        sys.path.insert(1, root)
 
 
 def main(argv: list[str], env: Mapping[str, str]) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,13 @@ from typing import Any
 
 class ActionError(Exception):
     """A problem in the action's inputs or context, worded for the workflow's author."""
+
+
+def plugin_importable() -> None:
+    """pytest-gpuperf's package from the checkout this script is in (the base's, never the artifact's)."""
+    root = str(Path(__file__).resolve().parent.parent)
+    if (Path(root) / "pytest_gpuperf").is_dir() and root not in sys.path:
+        sys.path.insert(1, root)
 
 
 def require(env: Mapping[str, str], name: str) -> str:

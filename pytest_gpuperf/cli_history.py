@@ -3,7 +3,7 @@
 - ``ingest``: store results files (and the baselines' git history) in a history store;
 - ``changes``: the change points of every series, for a terminal, a PR comment or a job;
 - ``dashboard``: a static site of every series and its change points;
-- ``baselines``: each baseline's versions over the git history (``report/history.py``).
+- ``baselines``: each baseline's versions over the git history (``history/baselines_view.py``).
 
 Registered by ``cli.py`` (``add_parser``); errors are GpuperfError, which ``cli.main`` turns
 into its exit code for invalid input (3). ``gpuperf history`` with no subcommand, or with the
@@ -20,9 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from pytest_gpuperf.model import Statistic
 
 if TYPE_CHECKING:
-    from pytest_gpuperf.history.model import ChangePoint, Series
-    from pytest_gpuperf.history.render import TooShort
-    from pytest_gpuperf.history.store import HistoryStore
+    from pytest_gpuperf.history.store import HistoryStore, SeriesFilter
 
 EXIT_OK = 0
 EXIT_NEW_REGRESSION = 1  # ``changes``: a regression change point among the newest --recent runs
@@ -103,7 +101,7 @@ def add_parser(commands: Any, *, fraction: Callable[[str], float]) -> None:
         "baselines",
         help="show how each baseline changed over the git history, marking step changes",
         description="Walk the commits that touched the baselines folder, oldest first, and show each "
-        "measurement's trend; a step is a change beyond max(threshold, noise) that persists.",
+        "measurement's trend, with the change points the history's detector finds in it (docs/change-points.md).",
     )
     baselines.add_argument("--baselines", type=Path, default=Path(DEFAULT_BASELINES), metavar="DIR",
                            help=f"baselines folder inside a git work tree (default {DEFAULT_BASELINES})")  # fmt: skip
@@ -112,9 +110,9 @@ def add_parser(commands: Any, *, fraction: Callable[[str], float]) -> None:
     baselines.add_argument("--metric", default="p50", metavar="STAT", choices=[s.value for s in Statistic],
                            help="statistic to follow (default p50)")  # fmt: skip
     baselines.add_argument("--threshold", type=fraction, default=0.10, metavar="FRACTION",
-                           help="smallest relative change that is a step (default 0.10)")  # fmt: skip
+                           help="smallest relative change shown as a step (default 0.10)")  # fmt: skip
     baselines.add_argument("--persist", type=int, default=1, metavar="N",
-                           help="versions a change must last to count as a step (default 1)")  # fmt: skip
+                           help="versions after the first at a new level a change must last (default 1)")  # fmt: skip
     baselines.add_argument("--rev", default="HEAD", help="history up to this revision (default HEAD)")
     baselines.add_argument("--plot", type=Path, default=None, metavar="PATH", help="also write a PNG plot")
 
@@ -196,104 +194,50 @@ def _cmd_ingest(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
     return EXIT_INVALID_INPUT if outcome.refused else EXIT_OK
 
 
-def _series(args: argparse.Namespace, store: HistoryStore) -> list[Series]:
+def _where(args: argparse.Namespace) -> SeriesFilter:
     from pytest_gpuperf.history.store import SeriesFilter
 
-    where = SeriesFilter(test=args.match, device_class=args.device_class, branch=args.branch, statistic=args.statistic)
-    return store.load_series(where)
-
-
-def find_all_changes(series: Sequence[Series]) -> list[ChangePoint]:
-    """The detector (history/detect.py) over every series, one event per change (history/events.py)."""
-    from pytest_gpuperf.history.detect import find_changes
-    from pytest_gpuperf.history.events import group_events
-
-    return group_events((c for one in series for c in find_changes(one)), series)
-
-
-def too_short_measurements(series: Sequence[Series]) -> TooShort:
-    """The measurements whose every series is too short for the detector (history/detect.py) to say anything."""
-    from pytest_gpuperf.history.detect import shortest, too_short
-    from pytest_gpuperf.history.render import TooShort
-
-    measurements: dict[str, bool] = {}
-    for one in series:
-        k = one.key
-        name = f"{k.test}::{k.measurement} [{k.device_class}, {k.branch}]"
-        measurements[name] = measurements.get(name, True) and too_short(one)
-    short = tuple(name for name, is_short in measurements.items() if is_short)
-    return TooShort(short, shortest(), len(measurements))
-
-
-def _since(text: str | None, store: HistoryStore) -> str | None:
-    """``--since`` as a UTC ISO time: a date or time as given, else the commit date of that commit."""
-    from pytest_gpuperf.errors import StoreError
-    from pytest_gpuperf.history.store import utc_timestamp
-
-    if text is None:
-        return None
-    try:
-        return utc_timestamp(text)
-    except ValueError:
-        pass
-    found = store.commit_date_of(text)
-    if found is None:
-        raise StoreError(store.url, f"--since {text!r} is neither an ISO 8601 date nor a commit the store has")
-    return found
+    return SeriesFilter(test=args.match, device_class=args.device_class, branch=args.branch, statistic=args.statistic)
 
 
 def _cmd_changes(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     store = _open(args, stderr)  # first: an unusable store is an error before anything else is done
     if store is None:
         return EXIT_USAGE
-    with store:
-        series = _series(args, store)
-        since = _since(args.since, store)
-    from pytest_gpuperf.history.model import ChangeKind
+    from pytest_gpuperf.history.alerts import ChangeRow, is_new_regression
     from pytest_gpuperf.history.render import render_changes
+    from pytest_gpuperf.history.service import find_changes
 
-    by_key = {s.key: s for s in series}
-    changes = find_all_changes(series)
-    if since is not None:
-        changes = [c for c in changes if _first_bad_time(by_key[c.key], c) >= since]
-    short = too_short_measurements(series)
-    text = render_changes(changes, args.format, short)
-    if args.format == "json" and short.measurements:
-        stderr.write(f"gpuperf history changes: {short.line()}")
+    with store:
+        found = find_changes(store, _where(args), since=args.since)
+    text = render_changes(found.changes, args.format, found.too_short)
+    if args.format == "json" and found.too_short.measurements:
+        stderr.write(f"gpuperf history changes: {found.too_short.line()}")
     if args.output is not None:
         from pytest_gpuperf.files import write_atomic
 
         write_atomic(args.output, text)
     else:
         stdout.write(text)
-    fresh = [c for c in changes if c.kind is ChangeKind.REGRESSION and c.runs_after <= args.recent]
-    for change in fresh:
-        stderr.write(f"gpuperf history changes: new regression {change.key.label}: first bad {change.first_bad[:12]} "
-                     f"({change.runs_after} run(s) ago)\n")  # fmt: skip
+    fresh = [row for row in map(ChangeRow.of, found.changes) if is_new_regression(row, args.recent)]
+    for row in fresh:
+        stderr.write(f"gpuperf history changes: new regression {row.label}: first bad {row.first_bad[:12]} "
+                     f"({row.runs_after} run(s) ago)\n")  # fmt: skip
     return EXIT_NEW_REGRESSION if fresh else EXIT_OK
-
-
-def _first_bad_time(series: Series, change: ChangePoint) -> str:
-    point = series.points[min(change.index, len(series.points) - 1)]
-    return point.commit_date or point.started_at
 
 
 def _cmd_dashboard(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     store = _open(args, stderr)
     if store is None:
         return EXIT_USAGE
+    from pytest_gpuperf.history.service import find_all_changes, profile_diffs
+
     with store:
-        series = _series(args, store)
-        recorded = store.load_profile_diffs(series)
-    from pytest_gpuperf.history.dashboard import build_site, diff_key
+        series = store.load_series(_where(args))
+        diffs = profile_diffs(store, series)
+    from pytest_gpuperf.history.dashboard import build_site
 
     changes = find_all_changes(series)
-    diffs = {
-        diff_key(p.run_id, s.key): recorded[(p.run_id, s.key.test, s.key.measurement)]
-        for s in series
-        for p in s.points
-        if (p.run_id, s.key.test, s.key.measurement) in recorded
-    }
     options = {"title": args.title} if args.title else {}
     index = build_site(series, changes, args.out, profile_diffs=diffs, **options)
     stdout.write(f"dashboard of {len(series)} series, {len(changes)} change points written to {index}\n")
@@ -301,18 +245,21 @@ def _cmd_dashboard(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
 
 
 def _cmd_baselines(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from pytest_gpuperf.report.history import collect_history, plot_history, render_history
+    from pytest_gpuperf.history.baselines_view import baseline_history, trends
+    from pytest_gpuperf.report.history import plot_history, render_history
 
     if args.persist < 0:
         stderr.write("gpuperf history: error: --persist must be >= 0\n")
         return EXIT_USAGE
-    history = collect_history(
-        args.baselines,
-        metric=args.metric,
-        threshold=args.threshold,
-        persist=args.persist,
-        match=args.match,
-        rev=args.rev,
+    history = trends(
+        baseline_history(
+            args.baselines,
+            metric=args.metric,
+            threshold=args.threshold,
+            persist=args.persist,
+            match=args.match,
+            rev=args.rev,
+        )
     )
     stdout.write(render_history(history, metric=args.metric))
     if args.plot is not None:

@@ -167,7 +167,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     c = state.config
     history = None
     if c.html_path is not None and c.mode is not cfg.Mode.COMPARE_REF:
-        from pytest_gpuperf.report.history import history_or_none
+        from pytest_gpuperf.history.baselines_view import history_or_none
 
         history = history_or_none(c.baseline_dir, metric=c.metric.value)
     theirs = benchmark_fixture.json_path(config)  # --benchmark-json: the same report, where pytest-benchmark puts it

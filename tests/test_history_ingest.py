@@ -15,6 +15,7 @@ from test_report_profile_helpers import cpu_extra_op_diff, regressed, session_of
 from pytest_gpuperf.errors import ResultsError
 from pytest_gpuperf.history.ingest import (
     ingest_files,
+    legacy_run_identity,
     load_run,
     run_from_session,
     run_identity,
@@ -97,6 +98,35 @@ def test_older_format_versions_are_ingested(tmp_path: Path, version: int) -> Non
     run = load_run(old)
     assert run.values and run.commit == doc["provenance"]["commit"]
     assert load_run(old).run_id == run.run_id
+    if version == 2:  # the same session in another format version is the same run (version 1 drops results)
+        assert run.run_id == load_run(tmp_path / "r.json").run_id
+
+
+def test_the_identity_does_not_change_with_the_results_format(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_gpuperf.report import codec
+
+    session = make_session()
+    before, legacy = run_identity(session), legacy_run_identity(session)
+    to_json = codec.to_json
+
+    def next_format(value: object) -> object:  # a later format version: a new field in every results file
+        document = to_json(value)
+        return {**document, "format_addition": 1} if isinstance(document, dict) else document
+
+    monkeypatch.setattr(codec, "to_json", next_format)
+    assert run_identity(session) == before
+    assert legacy_run_identity(session) != legacy  # what the id was before: the file's bytes
+
+
+def test_a_run_stored_under_its_earlier_id_is_not_stored_again(tmp_path: Path, store_url: str) -> None:
+    session = make_session()
+    path = write_results(tmp_path / "r.json", session)
+    run = load_run(path)
+    assert run.earlier_ids == (legacy_run_identity(session),) and run.run_id not in run.earlier_ids
+    with open_store(store_url) as store:  # a store written before run ids came from the content
+        assert store.record(dataclasses.replace(run, run_id=legacy_run_identity(session), earlier_ids=()))
+        assert ingest_files(store, [path]).already == (path,)
+        assert store.count_runs() == 1
 
 
 def test_corrupt_and_unknown_version_files_are_refused_naming_the_file(tmp_path: Path) -> None:

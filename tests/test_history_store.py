@@ -16,6 +16,7 @@ from pytest_gpuperf.errors import StoreError
 from pytest_gpuperf.history.model import RecordedValue, RunRecord
 from pytest_gpuperf.history.store import NO_BRANCH, SeriesFilter, known_revisions, open_store
 from pytest_gpuperf.history.url import parse_url, redact
+from pytest_gpuperf.model import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -114,13 +115,14 @@ def test_statistic_filter_takes_a_family_by_prefix(store_url: str) -> None:
 def test_points_carry_interval_spread_verdict_update_and_the_profile_diff(store_url: str) -> None:
     diff = {"base_label": "baseline abc", "changes": [{"name": "aten::mm", "delta_ns": 5.0}], "base": None}
     rich = value("t.py::test_a", ci_low=95.0, ci_high=105.0, p10=90.0, p90=110.0, samples=40,
-                 verdict="regression", profile_diff=diff)  # fmt: skip
+                 verdict=Verdict.REGRESSION, profile_diff=diff)  # fmt: skip
     with open_store(store_url) as store:
         store.record(run("r1", "1" * 40, day=1, values=(rich,), baseline_update=True, mode="update"))
         [series] = store.load_series()
         [point] = series.points
         assert (point.ci_low, point.ci_high, point.p10, point.p90, point.samples) == (95.0, 105.0, 90.0, 110.0, 40)
-        assert (point.verdict, point.baseline_update, point.has_profile_diff) == ("regression", True, True)
+        assert (point.verdict, point.baseline_update, point.has_profile_diff) == (Verdict.REGRESSION, True, True)
+        assert point.verdict is Verdict.REGRESSION and series.better == "lower"  # typed as the model's, not text
         assert store.load_profile_diff("r1", "t.py::test_a", "default") == diff
         assert store.load_profile_diff("r1", "t.py::test_a", "other") is None
         assert store.load_profile_diffs([series]) == {("r1", "t.py::test_a", "default"): diff}

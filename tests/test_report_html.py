@@ -15,9 +15,9 @@ from matplotlib import image as mpl_image
 from test_report_helpers import ENV, make_session
 
 from pytest_gpuperf.baseline import BaselineStore, entry_from_measurement
+from pytest_gpuperf.history.baselines_view import baseline_history, trends
 from pytest_gpuperf.model import Measurement, MeasurementResult, Provenance, SessionResults, Verdict
 from pytest_gpuperf.report import write_reports
-from pytest_gpuperf.report.history import collect_history
 from pytest_gpuperf.report.html import (
     central_range,
     distribution_figure,
@@ -151,11 +151,11 @@ def test_central_range_ignores_a_lone_outlier_at_any_count() -> None:
 
 def test_trend_chart_per_measurement_from_the_baselines_history(tmp_path: Path) -> None:
     session, root = shifted_session(tmp_path)
-    history = collect_history(root)
+    history = trends(baseline_history(root))
     page = render_html(session, history)
     assert page.count('<figure class="trend">') == 1
     assert "3 baseline versions, 0 lasting steps" in page
-    fig = trend_figure(history.series[0], session.results[0].measurement.stats.median_ns, "p50")
+    fig = trend_figure(history.trends[0], session.results[0].measurement.stats.median_ns, "p50")
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_xticklabels()]
     assert len(labels) == 4 and labels[-1] == "now"
@@ -169,7 +169,7 @@ def test_trend_chart_per_measurement_from_the_baselines_history(tmp_path: Path) 
 
 def test_chromium_renders_the_shift_and_the_trend(tmp_path: Path) -> None:
     session, root = shifted_session(tmp_path)
-    page = write_reports(session, {"html": tmp_path / "report.html"}, history=collect_history(root)).written[0]
+    page = write_reports(session, {"html": tmp_path / "report.html"}, history=trends(baseline_history(root))).written[0]
     dom = run_chromium(tmp_path, "--dump-dom", page.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert dom.stdout.count('<figure class="distribution">') == 1 and dom.stdout.count('<figure class="trend">') == 1

@@ -12,9 +12,10 @@ What a run records for every measurement (``measurement_values``):
 - on every value, whether the runner was busy while it measured (``busy.busy_evidence``: the
   contention counters the measurement carries, or its GPU's throttling).
 
-A run's identity (``run_identity``) is a hash of the session's content, so a session recorded
-by pytest and its results file ingested later, or one file ingested twice or by several
-processes at once, are one run.
+A run's identity (``run_identity``) is a hash of the session's identifying fields (never of a
+file's bytes), so a session recorded by pytest and its results file ingested later, in any format
+version, or one file ingested twice or by several processes at once, are one run. A run stored
+under the id of earlier versions (a hash of the results file's JSON) is recognised by that id.
 
 A value that is not finite (a NaN metric) is not stored, and a NaN or infinity in what a run
 keeps as JSON (its environment, a profile diff) is stored as null: recording never fails on one.
@@ -28,15 +29,18 @@ import json
 import math
 import os
 import socket
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_gpuperf.config import Mode
 from pytest_gpuperf.errors import GpuperfError, ResultsError, RunError
 from pytest_gpuperf.history.model import RecordedValue, RunRecord
-from pytest_gpuperf.model import BaselineEntry, Environment, Kind, MeasurementResult, SessionResults, Verdict
+from pytest_gpuperf.model import BaselineEntry, Direction, Environment, Kind, MeasurementResult, SessionResults, Verdict
+
+if TYPE_CHECKING:
+    from pytest_gpuperf.history.baselines_git import BaselineVersion
 
 RUNNER_ENV = "GPUPERF_RUNNER"
 SOURCE_SESSION = "session"
@@ -53,12 +57,52 @@ def runner_name(environ: Mapping[str, str] | None = None) -> str:
 
 
 def run_identity(session: SessionResults) -> str:
-    """A stable id for ``session``: the SHA-256 of its canonical results JSON (summary excluded)."""
+    """A stable id for ``session``: the SHA-256 of the fields that make it the session it is.
+
+    When it started, at which commit and branch, on which device class, in which mode, every
+    measurement's samples and every value the store keeps of it (with its verdict and whether the
+    runner was busy): the model's values, not a file's bytes, so the same session reads to the same
+    id from every results-file format version (and from memory, when pytest records it).
+    """
+    return _session_identity(session, [v for r in session.results for v in measurement_values(r)])
+
+
+def _session_identity(session: SessionResults, values: Sequence[RecordedValue]) -> str:
+    provenance = session.provenance
+    fields = {
+        "started_at": session.started_at,
+        "commit": provenance.commit,
+        "branch": provenance.branch,
+        "device_class": session.environment.device_class,
+        "mode": session.mode,  # a str or a str enum: JSON writes either as its text
+        "samples": sorted(
+            ([r.measurement.test_id, r.measurement.name, list(r.measurement.samples_ns)] for r in session.results),
+            key=lambda row: row[:2],
+        ),
+        "values": sorted(
+            ([v.test, v.measurement, v.statistic, v.value, v.busy, v.verdict] for v in values), key=lambda row: row[:3]
+        ),
+    }
+    return _digest("session", fields)
+
+
+def legacy_run_identity(session: SessionResults) -> str:
+    """The id a run was stored under before :func:`run_identity`: a SHA-256 of its results-file JSON.
+
+    Only to recognise runs a store kept under it (``RunRecord.earlier_ids``), so re-ingesting their
+    files adds nothing; new runs are stored under :func:`run_identity`.
+    """
     from pytest_gpuperf.report import codec
 
     document = _numbers_as_floats(codec.to_json(session))
     text = json.dumps(document, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _digest(kind: str, fields: object) -> str:
+    """SHA-256 of ``fields`` as canonical JSON (sorted keys, numbers as floats, non-finite as null)."""
+    text = json.dumps(_numbers_as_floats(fields), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(f"{kind}\n{text}".encode()).hexdigest()
 
 
 def _numbers_as_floats(value: object) -> object:
@@ -112,7 +156,8 @@ def run_from_session(
         values.extend(measurement_values(result))
     provenance = session.provenance
     return RunRecord(
-        run_id=run_identity(session),
+        run_id=_session_identity(session, values),
+        earlier_ids=(legacy_run_identity(session),),
         commit=provenance.commit,
         branch=provenance.branch,
         started_at=session.started_at,
@@ -135,14 +180,14 @@ def measurement_values(result: MeasurementResult) -> list[RecordedValue]:
 
     m = result.measurement
     busy = busy_evidence(m.health, m.unstable_reason, m.device)
-    verdicts = {c.metric.replace("time.median", "time.p50"): c.verdict.value for c in result.comparisons}
+    verdicts = {c.metric.replace("time.median", "time.p50"): c.verdict for c in result.comparisons}
     diff_on = _profile_diff_statistic(result)
     diff = _profile_diff_json(result) if diff_on else None
     stats = m.stats
     p10, p90 = (float(x) for x in np.percentile(np.asarray(m.samples_ns, dtype=float), [10, 90]))
-    low, high = _median_interval(m.samples_ns, stats.median_ns, m.precision)
+    low, high = median_interval(m.samples_ns, stats.median_ns, m.precision)
 
-    def value(statistic: str, number: float, unit: str, better: str = "lower", **extra: Any) -> RecordedValue:
+    def value(statistic: str, number: float, unit: str, better: Direction = "lower", **extra: Any) -> RecordedValue:
         return RecordedValue(
             test=m.test_id, measurement=m.name, statistic=statistic, value=float(number), unit=unit, better=better,
             verdict=verdicts.get(statistic), profile_diff=diff if statistic == diff_on else None, busy=busy, **extra,
@@ -160,7 +205,7 @@ def measurement_values(result: MeasurementResult) -> list[RecordedValue]:
     return out
 
 
-def _median_interval(
+def median_interval(
     samples: Sequence[float], median: float, precision: float | None
 ) -> tuple[float | None, float | None]:
     """The 95% interval of the median: order statistics of the samples, else the recorded precision, else none."""
@@ -214,6 +259,12 @@ def load_run(path: Path | str, *, runner: str | None = None) -> RunRecord:
         raise ResultsError(source, str(exc), json_path=_RUN_FIELDS.get(exc.field)) from None
 
 
+class RunSink(Protocol):
+    """Where ingested runs go (``store.HistoryStore`` is one): ``record`` is False for a run already kept."""
+
+    def record(self, run: RunRecord) -> bool: ...
+
+
 @dataclass(frozen=True)
 class IngestOutcome:
     """What an ingest of several files did: runs stored, runs already there, files refused (with why)."""
@@ -223,7 +274,7 @@ class IngestOutcome:
     refused: tuple[tuple[Path, str], ...]
 
 
-def ingest_files(store: Any, paths: Sequence[Path | str], *, runner: str | None = None) -> IngestOutcome:
+def ingest_files(store: RunSink, paths: Sequence[Path | str], *, runner: str | None = None) -> IngestOutcome:
     """Read every file, then store each readable one as its own transaction.
 
     A file that cannot be read is refused and none of it is stored; the other files are
@@ -249,45 +300,46 @@ def ingest_files(store: Any, paths: Sequence[Path | str], *, runner: str | None 
 
 
 def runs_from_baselines(baselines: Path | str, *, rev: str = "HEAD", runner: str = "baselines") -> list[RunRecord]:
-    """One run per commit and device class that wrote baseline entries, from git (``report.history``).
+    """One run per commit and device class that wrote baseline entries, from git (``baselines_git``).
 
     Each run holds the entries that commit changed, marked as a baseline update; its commit is
     the one that wrote them, its time the entry's ``recorded_at`` (else the commit date).
     """
-    from pytest_gpuperf.report.history import collect_history
+    from pytest_gpuperf.history.baselines_git import read_baselines
 
-    history = collect_history(baselines, rev=rev)
-    grouped: dict[tuple[str, str], list[Any]] = {}
-    for series in history.series:
-        for point in series.points:
-            grouped.setdefault((point.commit, series.device_class), []).append(point)
-    runs = [_baseline_run(commit, device_class, points, runner) for (commit, device_class), points in grouped.items()]
+    grouped: dict[tuple[str, str], list[BaselineVersion]] = {}
+    for version in read_baselines(baselines, rev=rev).versions:
+        grouped.setdefault((version.commit, version.device_class), []).append(version)
+    runs = [_baseline_run(versions, runner) for versions in grouped.values()]
     runs.sort(key=lambda r: (r.commit_date or "", r.device_class))
     return runs
 
 
-def _baseline_run(commit: str, device_class: str, points: Iterable[Any], runner: str) -> RunRecord:
+def _baseline_run(versions: Sequence[BaselineVersion], runner: str) -> RunRecord:
     from pytest_gpuperf.report import codec
 
-    points = sorted(points, key=lambda p: p.entry.key)
-    entries: list[BaselineEntry] = [p.entry for p in points]
-    identity = json.dumps([commit, device_class, codec.to_json(entries)], sort_keys=True, allow_nan=False)
+    versions = sorted(versions, key=lambda v: v.entry.key)
+    commit, device_class, date = versions[0].commit, versions[0].device_class, versions[0].date
+    entries: list[BaselineEntry] = [v.entry for v in versions]
+    legacy = json.dumps([commit, device_class, codec.to_json(entries)], sort_keys=True, allow_nan=False)
+    identity = [commit, device_class, [[e.key, e.recorded_at, list(e.samples_ns), e.stats.median_ns] for e in entries]]
     values = [v for entry in entries for v in _entry_values(entry)]
     first = entries[0]
     environment = environment_record(first.environment) if first.environment is not None else {}
     environment["measured_commit"] = first.provenance.commit
     return RunRecord(
-        run_id=hashlib.sha256(f"{SOURCE_BASELINES}\n{identity}".encode()).hexdigest(),
+        run_id=_digest(SOURCE_BASELINES, identity),
+        earlier_ids=(hashlib.sha256(f"{SOURCE_BASELINES}\n{legacy}".encode()).hexdigest(),),
         commit=commit,
         branch=first.provenance.branch,
-        started_at=first.recorded_at or points[0].date,
+        started_at=first.recorded_at or date,
         runner=runner,
         device_class=device_class,
         mode="update",
         environment=environment,
         values=tuple(values),
         source=SOURCE_BASELINES,
-        commit_date=points[0].date,
+        commit_date=date,
         baseline_update=True,
     )
 
@@ -300,7 +352,7 @@ def _entry_values(entry: BaselineEntry) -> list[RecordedValue]:
     out = [RecordedValue(test, name, f"time.{s}", stats.get(s), "ns", samples=stats.count) for s in _TIME_STATISTICS]
     if entry.samples_ns:  # the entry keeps a thinned subset of its samples: the band and interval come from it
         p10, p90 = (float(x) for x in np.percentile(np.asarray(entry.samples_ns, dtype=float), [10, 90]))
-        low, high = _median_interval(entry.samples_ns, stats.median_ns, None)
+        low, high = median_interval(entry.samples_ns, stats.median_ns, None)
         out[0] = dataclasses.replace(out[0], ci_low=low, ci_high=high, p10=p10, p90=p90)
     for statistic, number in (
         ("peak_allocated", entry.peak_allocated_bytes),

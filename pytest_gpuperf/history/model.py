@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pytest_gpuperf.errors import RunError
+from pytest_gpuperf.model import Direction, Verdict
 
 
 class ChangeKind(str, enum.Enum):
@@ -54,13 +55,13 @@ class RecordedValue:
     statistic: str  # as in SeriesKey
     value: float
     unit: str  # "ns", "bytes", or a metric's unit
-    better: str = "lower"  # "lower" or "higher"
+    better: Direction = "lower"
     ci_low: float | None = None  # 95% interval of ``value`` from the run's own samples
     ci_high: float | None = None
     p10: float | None = None  # the run's spread, for the dashboard's band
     p90: float | None = None
     samples: int | None = None  # how many samples the value rests on
-    verdict: str | None = None  # the gate's verdict in that run, if it judged
+    verdict: Verdict | None = None  # the gate's verdict in that run, if it judged
     profile_diff: Mapping[str, object] | None = None  # results-file JSON of a confirmed regression's diff
     busy: str | None = None  # the evidence that the runner was busy while it measured (pytest_gpuperf/busy.py)
 
@@ -70,7 +71,8 @@ class RunRecord:
     """One measuring session (or one ingested results file) as the store keeps it.
 
     ``run_id`` is derived from the content (see ``ingest.run_identity``), so the same
-    session stored twice, or from several processes at once, is one run.
+    session stored twice, or from several processes at once, is one run; ``earlier_ids``
+    are the ids earlier versions gave it, so a store that kept it under one keeps it once.
     """
 
     run_id: str
@@ -85,6 +87,8 @@ class RunRecord:
     source: str = "session"  # "session", "results-file", "baselines-git"
     commit_date: str | None = None  # ISO 8601 commit time: the series' order
     baseline_update: bool = False  # the run wrote baselines (an intended level change)
+    # the ids earlier versions stored this run under: a store holding one already has the run
+    earlier_ids: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         """RunError for what the store cannot keep: a time that is not ISO 8601, a statistic given twice."""
@@ -127,7 +131,7 @@ class Point:
     p10: float | None = None
     p90: float | None = None
     samples: int | None = None
-    verdict: str | None = None
+    verdict: Verdict | None = None
     baseline_update: bool = False
     has_profile_diff: bool = False
     commit_date: str | None = None
@@ -140,7 +144,7 @@ class Series:
 
     key: SeriesKey
     unit: str
-    better: str  # "lower" or "higher"
+    better: Direction
     points: tuple[Point, ...]
 
 

@@ -17,12 +17,19 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_gpuperf.errors import StoreError
 from pytest_gpuperf.history import schema
 from pytest_gpuperf.history.model import Point, RecordedValue, RunRecord, Series, SeriesKey, parse_time
 from pytest_gpuperf.history.url import MASK, create_engine, parse_url, redact, secrets
+from pytest_gpuperf.model import Direction, Verdict
+
+if TYPE_CHECKING:
+    from alembic.script import ScriptDirectory
+    from sqlalchemy import Table
+    from sqlalchemy.engine import Connection, Engine, RowMapping
+    from sqlalchemy.sql.dml import Insert
 
 NO_BRANCH = "(no branch)"  # the series' branch for runs on a detached HEAD or outside git
 _MIGRATION_LOCK = 0x67707066  # PostgreSQL advisory lock held while one process migrates ("gppf")
@@ -58,7 +65,7 @@ class SeriesFilter:
 class HistoryStore:
     """A connection to one store. Use :func:`open_store`; close it (or use ``with``) when done."""
 
-    def __init__(self, engine: Any, url: str, secrets: tuple[str, ...] = ()) -> None:
+    def __init__(self, engine: Engine, url: str, secrets: tuple[str, ...] = ()) -> None:
         self.engine = engine
         self.url = url  # redacted: safe to print
         self._secrets = secrets  # scrubbed from the database's own error messages
@@ -130,6 +137,8 @@ class HistoryStore:
         value_rows = [_value_row(run.run_id, v) for v in run.values if math.isfinite(v.value)]
         writer = self.engine.connect().execution_options(gpuperf_write=True)
         with self._errors(f"cannot store run {run.run_id[:12]}"), writer as conn, conn.begin():
+            if run.earlier_ids and _stored_under(conn, run.earlier_ids):
+                return False  # kept by an earlier version, under the id it gave the run
             insert = _insert_ignoring_duplicates(conn, schema.runs).values(**run_row)
             if conn.execute(insert.returning(schema.runs.c.run_id)).first() is None:
                 return False  # stored before, by this or another process: its values are there too
@@ -169,7 +178,8 @@ class HistoryStore:
         run_query = run_query.order_by(func.coalesce(r.c.commit_date, r.c.started_at), r.c.started_at, r.c.run_id)
         value_query = select(
             v.c.run_id, v.c.test, v.c.measurement, v.c.statistic, v.c.unit, v.c.better, v.c.value, v.c.ci_low,
-            v.c.ci_high, v.c.p10, v.c.p90, v.c.samples, v.c.verdict, v.c.profile_diff.is_not(None), v.c.busy,
+            v.c.ci_high, v.c.p10, v.c.p90, v.c.samples, v.c.verdict, v.c.busy,
+            v.c.profile_diff.is_not(None).label("has_profile_diff"),
         )  # fmt: skip
         if where.test:
             value_query = value_query.where(v.c.test.contains(where.test, autoescape=True))
@@ -183,24 +193,22 @@ class HistoryStore:
         with self._errors("cannot read series"), self.engine.connect() as conn, conn.begin():
             run_rows = conn.execute(run_query).all()
             value_rows = conn.execute(value_query).all()  # one fetch: far faster than a row at a time
-        runs = {row[0]: (rank, row) for rank, row in enumerate(run_rows)}
-        grouped: dict[tuple[str, ...], tuple[str, str, list[tuple[int, Point]]]] = {}
+        runs = {row.run_id: (rank, row) for rank, row in enumerate(run_rows)}
+        grouped: dict[SeriesKey, tuple[str, Direction, list[tuple[int, Point]]]] = {}
         for row in value_rows:
-            found = runs.get(row[0])
+            found = runs.get(row.run_id)
             if found is None:
                 continue  # a run without a commit
             rank, run = found
-            key = (row[1], row[2], row[3], run[6], run[7] or NO_BRANCH)
+            key = SeriesKey(row.test, row.measurement, row.statistic, run.device_class, run.branch or NO_BRANCH)
             entry = grouped.get(key)
             if entry is None:
-                entry = grouped[key] = (row[4], row[5], [])
-            point = Point(run[0], run[1], run[2], run[3], row[6], row[7], row[8], row[9], row[10], row[11], row[12],
-                          bool(run[4]), bool(row[13]), run[5], row[14])  # fmt: skip
-            entry[2].append((rank, point))
+                entry = grouped[key] = (row.unit, _direction(row.better, key, self.url), [])
+            entry[2].append((rank, _point(run._mapping, row._mapping)))
         series = []
         for k, (unit, better, ranked) in grouped.items():
             ranked.sort(key=_first)
-            series.append(Series(SeriesKey(*k), unit, better, tuple(p for _, p in ranked)))
+            series.append(Series(k, unit, better, tuple(p for _, p in ranked)))
         series.sort(key=lambda s: (s.key.test, s.key.measurement, s.key.statistic, s.key.device_class, s.key.branch))
         return series
 
@@ -259,6 +267,35 @@ def _first(pair: tuple[int, Point]) -> int:
     return pair[0]
 
 
+def _point(run: RowMapping, value: RowMapping) -> Point:
+    """A series' point from a run's row and one of its value rows (columns read by name)."""
+    verdict = value["verdict"]
+    return Point(
+        run_id=run["run_id"],
+        commit=run["commit"],
+        started_at=run["started_at"],
+        runner=run["runner"],
+        value=value["value"],
+        ci_low=value["ci_low"],
+        ci_high=value["ci_high"],
+        p10=value["p10"],
+        p90=value["p90"],
+        samples=value["samples"],
+        verdict=Verdict(verdict) if verdict is not None else None,
+        baseline_update=bool(run["baseline_update"]),
+        has_profile_diff=bool(value["has_profile_diff"]),
+        commit_date=run["commit_date"],
+        busy=value["busy"],
+    )
+
+
+def _direction(text: str, key: SeriesKey, url: str) -> Direction:
+    """A stored ``better`` as the model's direction; StoreError naming the series for anything else."""
+    if text not in ("lower", "higher"):
+        raise StoreError(url, f"{key.label}: better must be 'lower' or 'higher', got {text!r}")
+    return "lower" if text == "lower" else "higher"
+
+
 def utc_timestamp(text: str | None) -> str | None:
     """An ISO 8601 time as UTC ISO text (naive times are taken as UTC), so times sort as text."""
     if text is None:
@@ -303,13 +340,20 @@ def _value_row(run_id: str, value: RecordedValue) -> dict[str, Any]:
         "p10": finite(value.p10),
         "p90": finite(value.p90),
         "samples": value.samples,
-        "verdict": value.verdict,
+        "verdict": Verdict(value.verdict).value if value.verdict is not None else None,
         "profile_diff": dict(value.profile_diff) if value.profile_diff is not None else None,
         "busy": value.busy,
     }
 
 
-def _insert_ignoring_duplicates(conn: Any, table: Any) -> Any:
+def _stored_under(conn: Connection, run_ids: Sequence[str]) -> bool:
+    from sqlalchemy import select
+
+    r = schema.runs
+    return conn.execute(select(r.c.run_id).where(r.c.run_id.in_(run_ids)).limit(1)).first() is not None
+
+
+def _insert_ignoring_duplicates(conn: Connection, table: Table) -> Insert:
     """``INSERT ... ON CONFLICT (primary key) DO NOTHING``: both dialects have it, each its own construct."""
     from sqlalchemy.dialects import postgresql, sqlite
 
@@ -317,13 +361,13 @@ def _insert_ignoring_duplicates(conn: Any, table: Any) -> Any:
     return insert(table).on_conflict_do_nothing(index_elements=[c.name for c in table.primary_key])
 
 
-def _script_directory() -> Any:
+def _script_directory() -> ScriptDirectory:
     from alembic.script import ScriptDirectory
 
     return ScriptDirectory(str(resources.files("pytest_gpuperf.history").joinpath("migrations")))
 
 
-def _current_revision(conn: Any) -> str | None:
+def _current_revision(conn: Connection) -> str | None:
     from alembic.runtime.migration import MigrationContext
 
     context = MigrationContext.configure(conn, opts={"version_table": schema.VERSION_TABLE})
@@ -331,7 +375,7 @@ def _current_revision(conn: Any) -> str | None:
     return revision
 
 
-def _upgrade(conn: Any) -> None:
+def _upgrade(conn: Connection) -> None:
     from alembic import command
     from alembic.config import Config
 

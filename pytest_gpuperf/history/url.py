@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_gpuperf.errors import StoreError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL, Engine
 
 CONNECT_TIMEOUT_S = 5  # PostgreSQL: an unreachable server is an error within seconds, not minutes
 SQLITE_BUSY_TIMEOUT_S = 60  # SQLite: how long a writer waits for another process's transaction
@@ -34,7 +37,7 @@ _SECRET_PARAMETER = re.compile(r"((?:^|[?&;\s])[^=&;?#\s]*(?:pass|secret|token|k
                                r"(?:'[^']*'|[^&;#\s]*)", re.IGNORECASE)  # fmt: skip
 
 
-def parse_url(text: str) -> Any:
+def parse_url(text: str) -> URL:
     """``text`` as a SQLAlchemy URL; a plain path is a SQLite file. StoreError on anything else."""
     from sqlalchemy.engine import URL, make_url
     from sqlalchemy.exc import ArgumentError
@@ -77,7 +80,7 @@ def redact(url: object) -> str:
     return _SECRET_PARAMETER.sub(rf"\1{MASK}", text)
 
 
-def secrets(url: Any) -> tuple[str, ...]:
+def secrets(url: URL) -> tuple[str, ...]:
     """The credentials a parsed URL carries (its password, its secret parameters' values), to scrub from errors."""
     found = [url.password] if url.password else []
     for name, value in url.query.items():
@@ -86,7 +89,7 @@ def secrets(url: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in found if v)
 
 
-def create_engine(url: Any, *, create: bool = True) -> Any:
+def create_engine(url: URL, *, create: bool = True) -> Engine:
     """An engine for ``url`` (from :func:`parse_url`) with the store's connection settings.
 
     ``create=False`` (the commands that only read) refuses a SQLite file that does not exist,
@@ -96,10 +99,10 @@ def create_engine(url: Any, *, create: bool = True) -> Any:
     import sqlalchemy
 
     if url.drivername == "sqlite":
-        if not create and not Path(url.database).is_file():
+        if not create and not Path(url.database or "").is_file():
             raise StoreError(redact(url), "no store there: only recording (--gpuperf-history) and "
                              "`gpuperf history ingest` create one; check the path")  # fmt: skip
-        folder = Path(url.database).parent
+        folder = Path(url.database or "").parent
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -114,7 +117,7 @@ def create_engine(url: Any, *, create: bool = True) -> Any:
     return sqlalchemy.create_engine(url, connect_args={"connect_timeout": CONNECT_TIMEOUT_S}, pool_pre_ping=True)
 
 
-def _sqlite_transactions(engine: Any) -> None:
+def _sqlite_transactions(engine: Engine) -> None:
     """Let SQLite transactions be real ones: BEGIN issued by us, IMMEDIATE for writers.
 
     Python's sqlite3 module (before 3.12's ``autocommit``) begins transactions lazily and

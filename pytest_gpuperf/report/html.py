@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from pytest_gpuperf.model import Comparison, MeasurementResult, ProfileDiff, SessionResults, Verdict
-from pytest_gpuperf.report.history import STEP_DOWN, STEP_UP, History, Series, draw_series, time_scale
+from pytest_gpuperf.report.history import STEP_DOWN, STEP_UP, History, Trend, draw_trend, time_scale
 from pytest_gpuperf.report.markdown import TOP_OPS, software
 from pytest_gpuperf.report.rows import counts_line, headline, ordered, plural, time_comparison
 
@@ -178,20 +178,20 @@ def _beyond(ax: Any, values: Any, pos: int, edge: float, colour: str, factor: fl
     return len(values)
 
 
-def trend_figure(series: Series, now_ns: float | None, metric: str) -> Figure:
+def trend_figure(trend: Trend, now_ns: float | None, metric: str) -> Figure:
     """The baseline's versions over the commits that changed it, and this run's value after them."""
-    values = [p.value_ns for p in series.points]
+    values = list(trend.values_ns)
     factor, unit = time_scale([*values, *([now_ns] if now_ns is not None else [])])
     fig, ax = _figure(7.5, 2.4)
-    draw_series(ax, series, metric=metric, factor=factor, unit=unit, colour=_BASE_COLOUR)
+    draw_trend(ax, trend, metric=metric, factor=factor, unit=unit, colour=_BASE_COLOUR)
     if now_ns is not None:
-        ticks = [p.commit[:7] for p in series.points]
+        ticks = [c[:7] for c in trend.commits]
         ax.plot([len(values) - 1, len(values)], [values[-1] / factor, now_ns / factor], color=_NOW_COLOUR,
                 linestyle=":")  # fmt: skip
         ax.plot([len(values)], [now_ns / factor], marker="*", markersize=12, color=_NOW_COLOUR, linestyle="",
                 label="now")  # fmt: skip
         ax.set_xticks(range(len(values) + 1), [*ticks, "now"], fontsize=7)
-    ax.set_xlabel(f"commits that changed the baseline ({series.device_class}), oldest first")
+    ax.set_xlabel(f"commits that changed the baseline ({trend.device_class}), oldest first")
     ax.legend(fontsize=8, loc="best")
     return fig
 
@@ -324,12 +324,12 @@ def why_section(diff: ProfileDiff, key: str) -> str:
     return f'<section class="why">{"".join(parts)}</section>'
 
 
-def _trend(result: MeasurementResult, series: Series | None, metric: str) -> str:
-    if series is None or not series.points:
+def _trend(result: MeasurementResult, trend: Trend | None, metric: str) -> str:
+    if trend is None or not trend.values_ns:
         return ""
     m = result.measurement
-    figure = _img(trend_figure(series, m.stats.get(metric), metric), f"baseline trend of {m.key}")
-    caption = f"{len(series.points)} baseline versions, {plural(len(series.steps), 'lasting step')}"
+    figure = _img(trend_figure(trend, m.stats.get(metric), metric), f"baseline trend of {m.key}")
+    caption = f"{len(trend.values_ns)} baseline versions, {plural(len(trend.marks), 'lasting step')}"
     return f'<figure class="trend">{figure}<figcaption>{caption}</figcaption></figure>'
 
 
@@ -353,7 +353,7 @@ def _verdict_figures(result: MeasurementResult, base_label: str) -> str:
     )
 
 
-def _measurement_section(result: MeasurementResult, base_label: str, series: Series | None, metric: str) -> str:
+def _measurement_section(result: MeasurementResult, base_label: str, trend: Trend | None, metric: str) -> str:
     m = result.measurement
     stats = m.stats
     facts = (
@@ -368,7 +368,7 @@ def _measurement_section(result: MeasurementResult, base_label: str, series: Ser
     return (
         f'<section class="measurement {_css_class(result.verdict)}">'
         f"<h3>{escape(m.key)}</h3>{facts}{unstable}"
-        f'<figure class="distribution">{figure}</figure>{_trend(result, series, metric)}'
+        f'<figure class="distribution">{figure}</figure>{_trend(result, trend, metric)}'
         f"{_comparisons(result)}{why}{_profile(result)}</section>"
     )
 
@@ -387,13 +387,13 @@ def _context(session: SessionResults) -> str:
 
 
 def render_html(session: SessionResults, history: History | None = None) -> str:
-    """The complete page as text; with ``history`` (history.collect_history) a trend chart per measurement.
+    """The complete page as text; with ``history`` (history.baselines_view) a trend chart per measurement.
 
     The history's metric should be the statistic the gate used: this run's value is drawn after it in that one.
     """
     base_label = f"base ({session.compare_ref})" if session.compare_ref else "baseline"
     device_class = session.environment.device_class
-    trends = {s.key: s for s in (history.series if history else ()) if s.device_class == device_class}
+    trends = {t.key: t for t in (history.trends if history else ()) if t.device_class == device_class}
     sections = "".join(
         _measurement_section(r, base_label, trends.get(r.measurement.key), headline(r).statistic)
         for r in ordered(session.results)
