@@ -5,6 +5,8 @@
 - ``dashboard``: a static site of every series and its change points;
 - ``baselines``: each baseline's versions over the git history (``history/baselines_view.py``).
 
+The answers come from the history package (``history/service.py``, the new-regression rule in
+``history/alerts.py``, shared with the Action); this module parses options and prints.
 Registered by ``cli.py`` (``add_parser``); errors are GpuperfError, which ``cli.main`` turns
 into its exit code for invalid input (3). ``gpuperf history`` with no subcommand, or with the
 baselines view's options only, is the baselines view, as it was before the group existed.
