@@ -178,6 +178,7 @@ def test_the_baselines_git_history_becomes_update_runs(
         ["tests/test_a.py::test_a", "tests/test_b.py::test_b"],
     ]
     assert runs_from_baselines(root)[0].run_id == runs[0].run_id
+    assert all(len(r.earlier_ids) == 1 and r.run_id not in r.earlier_ids for r in runs)
     with open_store(store_url) as store:
         assert sum(store.record(r) for r in runs) == len(runs)
         assert sum(store.record(r) for r in runs_from_baselines(root)) == 0
@@ -193,3 +194,16 @@ def test_the_runner_is_named_by_the_environment_else_the_host(monkeypatch: pytes
 
     assert runner_name({"GPUPERF_RUNNER": "h100-rack-3"}) == "h100-rack-3"
     assert runner_name({}) == socket.gethostname()
+
+
+def test_baseline_versions_stored_under_their_earlier_ids_are_not_stored_again(
+    history_repo: tuple[Path, list[str]],  # noqa: F811
+    store_url: str,
+) -> None:
+    root, _ = history_repo
+    runs = runs_from_baselines(root)
+    with open_store(store_url) as store:  # a store written before run ids came from the content
+        for r in runs:
+            assert store.record(dataclasses.replace(r, run_id=r.earlier_ids[0], earlier_ids=()))
+        assert sum(store.record(r) for r in runs_from_baselines(root)) == 0
+        assert store.count_runs() == len(runs)
