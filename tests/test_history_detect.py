@@ -369,14 +369,15 @@ def test_the_f_test_does_not_keep_a_split_the_orderings_call_chance() -> None:
     # Slowed runs near the end of a flat series on recorded (heavy-tailed) noise: the F test,
     # which assumes normal noise, passed a +9% split at commit 46 whose permutation p-value
     # was above param_gate. Gated by the orderings, it is no change point; with the gate
-    # open (param_gate 1) the F test alone keeps it.
+    # open (param_gate 1) the F test alone keeps it (placed among the slowed runs, 44-46).
     points = tuple(
         Point(f"r{i}", commit(i), "", "m", v * 1e6, v * 1e6 * (1 - h), v * 1e6 * (1 + h))
         for i, (v, h) in enumerate(zip(_RECORDED_FLAT, _RECORDED_HALF, strict=True))
     )
     s = Series(KEY, "ns", "lower", points)
     assert find_changes(s) == []
-    assert [c.first_bad for c in find_changes(s, DetectorConfig(param_gate=1.0))] == [commit(46)]
+    (kept,) = find_changes(s, DetectorConfig(param_gate=1.0))
+    assert kept.first_bad in [commit(i) for i in (44, 45, 46)]
 
 
 def test_the_slow_side_follows_the_series_direction() -> None:
@@ -395,6 +396,21 @@ def test_the_slow_side_follows_the_series_direction() -> None:
     assert found(DetectorConfig(), "higher") >= 18
     assert found(DetectorConfig(slow_clip=4.0), "higher") <= 10
     assert found(DetectorConfig(), "lower") == found(DetectorConfig(slow_clip=4.0), "lower")
+
+
+def test_a_run_slowed_to_the_new_level_before_a_rise_does_not_move_it() -> None:
+    # A +12% step at 1% noise whose run two commits before it was slowed by 12% (a noisy
+    # neighbour), reading at the new level. By least squares the split before that run costs
+    # one run of the new level read 12% low, about as much as the true split's one run read 12%
+    # high: the search placed the step two commits early in 9 of 20 seeds. A run so far on the
+    # fast side is that unlikely under any level, a slowed one fits every level alike
+    # (history.detect._place): the step is placed within a commit in every seed.
+    placed = []
+    for seed in range(20):
+        levels = step_levels(50, 25, 0.12)
+        levels[23] *= 1.12
+        placed += [int(c.first_bad, 16) for c in find_changes(series(levels, seed=seed))]
+    assert len(placed) == 20 and all(abs(at - 25) <= 1 for at in placed), placed
 
 
 def test_wild_runs_do_not_widen_a_steps_interval_past_zero() -> None:

@@ -21,6 +21,9 @@ The detector (docs/change-points.md explains it and the measurements behind it):
    scatter (Bonferroni over the splits) is at most ``param_alpha`` and the orderings do not
    call it chance (``param_gate``): the permutations assume nothing about the noise but need
    many runs, the F test reaches a short series. A kept split's both sides are searched again.
+   **Placement** (``_place``): each kept split may move by up to two commits to where both
+   sides' runs fit their levels best with a slowed run counted at a fixed cost, so a run
+   slowed to the other side's level beside a step does not carry the split off.
 4. **Creeps.** Neighbouring change points in the same direction, and every single one, are
    also fitted as a ramp (old level, a linear slide over several commits, new level); when
    the ramp explains the data clearly better than the steps, one change point with
@@ -52,6 +55,12 @@ _TINY = 1e-9
 _PERMUTATION_BATCH = 100
 # Commits a runner must share with others before its offset from them is estimated.
 _MIN_SHARED = 3
+# Commits either side of a found split where _place may move it.
+_PLACE_REACH = 2
+# A run slower than its side's level by more than this many standard errors counts as slowed, at
+# the cost of one this far off (about what a slowed run costs under a few percent of runs slowed
+# by 10-40%); a step is moved only where it saves more than that.
+_SLOWED = 3.0
 
 
 @dataclass(frozen=True)
@@ -430,6 +439,64 @@ def _segment(pooled: _Commits, config: DetectorConfig, rng: np.random.Generator)
     return sorted(steps, key=lambda s: s.at)
 
 
+def _side_cost(y: np.ndarray, sd: np.ndarray, slow: float) -> float:
+    """How badly runs ``y`` fit one level, a run slowed past ``_SLOWED`` standard errors at a fixed cost.
+
+    The level is the weighted mean of the runs not slowed past ``_SLOWED`` from the side's
+    weighted median (a slowed run says nothing about the level). A run costs its squared
+    standardised residual, except on the slow side (``slow``: +1 where higher is worse) past
+    ``_SLOWED``, where it costs ``_SLOWED ** 2`` however far off: a disturbance slows a run by an
+    amount of its own, so a slowed run fits every level alike, while a run as far off on the
+    fast side is that unlikely under any level. Slowed runs are the exception: a side whose
+    runs are half or more "slowed" sits at another level (infinite cost).
+    """
+    w = 1.0 / (sd * sd)
+    level = _weighted_median(y, w)
+    for _ in range(2):
+        kept = (y - level) * slow / sd <= _SLOWED
+        level = float((w[kept] * y[kept]).sum() / w[kept].sum())
+    r = (y - level) * slow / sd
+    slowed = r > _SLOWED
+    if 2 * int(np.count_nonzero(slowed)) >= y.size:
+        return math.inf
+    return float(np.where(slowed, _SLOWED**2, r * r).sum())
+
+
+def _place(pooled: _Commits, steps: list[_Step], config: DetectorConfig, slow: float) -> list[_Step]:
+    """Each step moved, within ``_PLACE_REACH`` commits, to where its runs fit two levels best, slowed runs allowed.
+
+    The search's statistic weighs every run by its precision and reads a slowed run at face
+    value: a run slowed by a disturbance to the new level just before a rise, or back to the
+    old level just after a speed-up, can carry the split two commits off. Around each kept
+    split, the commit where both sides' runs fit their levels best (:func:`_side_cost`) is
+    where the change is placed, if that saves more than one slowed run's cost over the
+    search's own place; the p-value stays the search's.
+    """
+    placed = list(steps)
+    y, sd = pooled.run_y, np.sqrt(pooled.run_var)
+    for i, step in enumerate(steps):
+        lo = placed[i - 1].at if i else 0
+        hi = steps[i + 1].at if i + 1 < len(steps) else pooled.level.size
+        first, last = int(pooled.run_start[lo]), int(pooled.run_start[hi])
+
+        def cost(at: int, first: int = first, last: int = last) -> float:
+            mid = int(pooled.run_start[at])
+            return _side_cost(y[first:mid], sd[first:mid], slow) + _side_cost(y[mid:last], sd[mid:last], slow)
+
+        best, best_cost = step.at, cost(step.at)
+        for at in range(max(lo + 1, step.at - _PLACE_REACH), min(hi, step.at + _PLACE_REACH + 1)):
+            mid = int(pooled.run_start[at])
+            if at == step.at or mid - first < config.min_runs or last - mid < config.min_runs:
+                continue
+            if config.confirm and not _supported(pooled, lo, at, hi, config.min_runs):
+                continue
+            moved = cost(at) + _SLOWED**2
+            if moved < best_cost:
+                best, best_cost = at, moved
+        placed[i] = _Step(at=best, p_value=step.p_value)
+    return placed
+
+
 @dataclass(frozen=True)
 class _Fit:
     """Two levels over commits [lo, hi): ``before`` up to ``start``, ``after`` from ``end``."""
@@ -515,8 +582,12 @@ def _two_levels(pooled: _Commits, lo: int, at: int, hi: int) -> tuple[float, flo
     return before, after, float(1 / wl + 1 / wr)
 
 
-def _changes(pooled: _Commits, steps: list[_Step], config: DetectorConfig) -> list[_Change]:
-    """Steps grouped into creeps where a ramp explains them better, each with its levels."""
+def _changes(pooled: _Commits, steps: list[_Step], placed: list[_Step], config: DetectorConfig) -> list[_Change]:
+    """Steps grouped into creeps where a ramp explains them better, each with its levels.
+
+    Ramp and steps are compared as the search fitted them (``steps``: least squares both);
+    a change that stays a step is reported where :func:`_place` put it (``placed``).
+    """
     cuts = [s.at for s in steps]
     bounds = [0, *cuts, pooled.level.size]
     sign = []
@@ -551,9 +622,10 @@ def _changes(pooled: _Commits, steps: list[_Step], config: DetectorConfig) -> li
                 _Change(lo + ramp.start, lo + ramp.end, ramp.before, ramp.after, ramp.diff_var, p_value, gradual=True)
             )
             continue
+        at = [0, *(s.at for s in placed), pooled.level.size]
         for i in cluster:
-            before, after, var = _two_levels(pooled, bounds[i], cuts[i], bounds[i + 2])
-            changes.append(_Change(cuts[i] - 1, cuts[i], before, after, var, steps[i].p_value, gradual=False))
+            before, after, var = _two_levels(pooled, at[i], at[i + 1], at[i + 2])
+            changes.append(_Change(at[i + 1] - 1, at[i + 1], before, after, var, steps[i].p_value, gradual=False))
     return changes
 
 
@@ -612,7 +684,8 @@ def find_changes(series: Series, config: DetectorConfig | None = None) -> list[C
     steps = _segment(pooled, config, rng)
     if not steps:
         return []
-    changes = _changes(pooled, steps, config)
+    placed = _place(pooled, steps, config, 1.0 if series.better == "lower" else -1.0)
+    changes = _changes(pooled, steps, placed, config)
     inflate = math.sqrt(_dispersion(pooled, changes))
     total_runs = len(series.points)
     found: list[ChangePoint] = []
