@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -78,7 +78,9 @@ class _Pair:
 
 
 class CompareRefEngine:
-    """The fixture's engine under --gpuperf-compare-ref: ``measure``/``evaluate`` plus ``start``/``close``."""
+    """The engine under --gpuperf-compare-ref: head and base measured in alternating rounds (``engine.Engine``)."""
+
+    base_commit: str | None = None  # the ref's commit, once its worktree exists (``start``)
 
     def __init__(
         self,
@@ -110,7 +112,6 @@ class CompareRefEngine:
         self.worker_args = tuple(worker_args)
         self.recv_timeout_s = recv_timeout_s
         self.confirm_pairs = confirm_pairs
-        self.base_commit: str | None = None
         self._worktree: RefWorktree | None = None
         self._base: RemoteSide | None = None
         self._zygote: Zygote | None = None  # forks the base worker and every confirmation worker
@@ -122,6 +123,10 @@ class CompareRefEngine:
         self.progress = progress or Progress()
 
     # -- life cycle -------------------------------------------------------------------------
+
+    def remember(self, key: str, remeasure: Callable[[], Measurement]) -> None:
+        """A suspicion is confirmed in fresh process pairs that run the test at both commits, never by taking
+        a recorded measurement again here."""
 
     def start(self, node_ids: Sequence[str] | None = None) -> None:
         """Create the worktree of REF and fork the base worker there (once); does not wait for its collection.

@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_gpuperf.config import Mode
 from pytest_gpuperf.errors import GpuperfError, ResultsError, RunError
 from pytest_gpuperf.history.model import RecordedValue, RunRecord
 from pytest_gpuperf.model import BaselineEntry, Environment, Kind, MeasurementResult, SessionResults, Verdict
+from pytest_gpuperf.modes import Mode, plan_for
 
 RUNNER_ENV = "GPUPERF_RUNNER"
 SOURCE_SESSION = "session"
@@ -123,7 +123,7 @@ def run_from_session(
         values=tuple(values),
         source=source,
         commit_date=provenance.commit_date,
-        baseline_update=session.mode == Mode.UPDATE,
+        baseline_update=plan_for(session.mode).writes_baselines,
     )
 
 
@@ -283,7 +283,7 @@ def _baseline_run(commit: str, device_class: str, points: Iterable[Any], runner:
         started_at=first.recorded_at or points[0].date,
         runner=runner,
         device_class=device_class,
-        mode="update",
+        mode=Mode.UPDATE,
         environment=environment,
         values=tuple(values),
         source=SOURCE_BASELINES,

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pytest_gpuperf.errors import RunError
+from pytest_gpuperf.modes import Mode
 
 
 class ChangeKind(str, enum.Enum):
@@ -79,7 +80,7 @@ class RunRecord:
     started_at: str  # ISO 8601
     runner: str  # the machine's name (GPUPERF_RUNNER, else the host name)
     device_class: str
-    mode: str  # "baseline", "compare-ref" (the head's numbers), "update"
+    mode: Mode  # stored as its word: "baseline", "compare-ref" (the head's numbers), "update"
     environment: Mapping[str, object]  # driver, CUDA, torch, GPU model and count, ...
     values: tuple[RecordedValue, ...]
     source: str = "session"  # "session", "results-file", "baselines-git"
@@ -87,7 +88,12 @@ class RunRecord:
     baseline_update: bool = False  # the run wrote baselines (an intended level change)
 
     def __post_init__(self) -> None:
-        """RunError for what the store cannot keep: a time that is not ISO 8601, a statistic given twice."""
+        """RunError for what the store cannot keep: a time that is not ISO 8601, a statistic given twice,
+        a mode that is none (its word is taken for it)."""
+        try:
+            object.__setattr__(self, "mode", Mode(self.mode))
+        except ValueError:
+            raise RunError(f"mode {self.mode!r} is none of {', '.join(m.value for m in Mode)}", field="mode") from None
         for name in ("started_at", "commit_date"):
             text = getattr(self, name)
             if text is not None and parse_time(text) is None:

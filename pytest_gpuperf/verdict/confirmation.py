@@ -10,7 +10,7 @@ credits a change with a speed-up it does not have.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pytest_gpuperf.config import GateSettings
 from pytest_gpuperf.model import Comparison, Environment, Kind, Measurement, MeasurementResult, Note, Verdict
@@ -81,6 +81,26 @@ def confirmed(result: MeasurementResult, note: str, verdict: Verdict | None = No
     comparisons = tuple(explained if c is time_c else c for c in result.comparisons)
     measured = dataclasses.replace(result.measurement, notes=(*result.measurement.notes, Note(note)))
     return dataclasses.replace(result, measurement=measured, comparisons=comparisons)
+
+
+def upheld_by(suspected: Verdict) -> Callable[[MeasurementResult], bool]:
+    """Whether a reading calls the suspected change again: the readings go on until one does not."""
+    return lambda reading: time_of(reading).verdict is suspected
+
+
+def by_remeasures(first: Comparison, readings: Sequence[MeasurementResult], suspected: Verdict) -> MeasurementResult:
+    """Baseline mode: what fresh-process re-measures made of the first measurement's ``suspected`` change.
+
+    The last reading decides: the same change confirms it, an unstable one leaves it unjudged, and a
+    reading the other way clears the suspicion without claiming the opposite change (it stands unchanged).
+    """
+    last = readings[-1]
+    verdict = time_of(last).verdict
+    if verdict not in (suspected, Verdict.UNSTABLE):
+        verdict = Verdict.UNCHANGED
+    history = " then ".join("n/a" if c.change is None else f"{c.change:+.1%}"
+                            for c in (first, *(time_of(r) for r in readings)))  # fmt: skip
+    return confirmed(last, remeasure_note(suspected, verdict, len(readings), history), verdict)
 
 
 def remeasure_note(suspected: Verdict, verdict: Verdict, count: int, history: str) -> str:
