@@ -146,3 +146,22 @@ def test_what_re_measures_make_of_a_suspicion_is_decided_in_the_verdict_package(
     assert step.rule == "confirmation" and "suspected regression not confirmed on re-measure 1" in step.note
     kept = by_remeasures(time_of(first), [judged(measurement(1480.0), entry(1000.0))], suspected)
     assert kept.verdict is Verdict.REGRESSION and "confirmed by 1 re-measure(s)" in time_of(kept).note
+
+
+def test_the_pairs_verdict_replaces_the_first_pairs_figures_in_the_verdict_package() -> None:
+    from pytest_gpuperf.config import GateSettings
+    from pytest_gpuperf.verdict import Reference
+    from pytest_gpuperf.verdict.confirmation import by_pairs, judge_pairs
+    from pytest_gpuperf.verdict.rulesets import rules_for
+    from tests.verdict_helpers import ENV
+
+    rules = rules_for(plan_for(Mode.COMPARE_REF))
+    first = judged(measurement(1100.0), entry(1000.0), rules=rules)
+    reference = Reference(entry=entry(1000.0), base_ref="main")
+    pairs = judge_pairs(measurement(1100.0), reference, GateSettings(threshold=0.02), rules,
+                        ENV, [1.10, 1.11, 1.09, 1.10, 1.12, 1.10], Verdict.REGRESSION, "six pairs")  # fmt: skip
+    result = by_pairs(first, pairs, 2200.0, "confirmed by 6 fresh process pairs")
+    time = time_of(result)
+    assert time.verdict is pairs.verdict is Verdict.REGRESSION and time.current == 2200.0
+    assert time.change == pairs.change and time.baseline == pytest.approx(2200.0 / (1.0 + pairs.change))
+    assert time.explanation[-1].rule == "confirmation" and len(time.explanation) > len(time_of(first).explanation)

@@ -103,6 +103,24 @@ def by_remeasures(first: Comparison, readings: Sequence[MeasurementResult], susp
     return confirmed(last, remeasure_note(suspected, verdict, len(readings), history), verdict)
 
 
+def by_pairs(result: MeasurementResult, judged: Comparison, head_ns: float, note: str) -> MeasurementResult:
+    """Compare-ref: ``result`` with the fresh pairs' judgement of its time comparison (``judge_pairs``).
+
+    The pairs' figures replace the first pair's: they decided. The base's is the head's (``head_ns``, over
+    the pairs) divided by the pairs' ratio, so that the row's columns agree, which the sides' medians over
+    the pairs do not.
+    """
+    first = time_of(result)
+    base_ns = head_ns / (1.0 + judged.change) if judged.change is not None else first.baseline
+    replaced = dataclasses.replace(
+        first, current=head_ns, baseline=base_ns, change=judged.change,
+        ci_low=judged.ci_low, ci_high=judged.ci_high, p_value=judged.p_value,
+        evidence=judged.evidence, explanation=(*first.explanation, *judged.explanation),
+    )  # fmt: skip
+    comparisons = tuple(replaced if c is first else c for c in result.comparisons)
+    return confirmed(dataclasses.replace(result, comparisons=comparisons), note, judged.verdict)
+
+
 def remeasure_note(suspected: Verdict, verdict: Verdict, count: int, history: str) -> str:
     """Baseline mode: what ``count`` re-measures in fresh processes made of the suspicion."""
     if verdict is suspected:
