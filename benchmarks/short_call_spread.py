@@ -39,9 +39,10 @@ import json, sys, torch
 from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.runner import MeasureSpec, Runner, RunnerOptions
 from pytest_gpuperf.host import guard_for
+from pytest_gpuperf.modes import plan_for
 torch.set_num_threads(1)
 device = torch.device("cpu")
-runner = Runner(RunnerOptions(device=device, guard=guard_for(device, mode="baseline", pin_cpu="off",
+runner = Runner(RunnerOptions(device=device, guard=guard_for(device, plan=plan_for("baseline"), pin_cpu="off",
                                                              peak_memory=False)))
 settings = MeasureSettings(warmup_time_s=0.05, min_time_s=0.1, max_time_s=float(sys.argv[2]))
 out = {}

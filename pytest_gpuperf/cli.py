@@ -20,10 +20,11 @@ from typing import TextIO
 
 from pytest_gpuperf import __version__, cli_history
 from pytest_gpuperf.cli_history import DEFAULT_BASELINES
-from pytest_gpuperf.config import BusyPolicy, Mode
+from pytest_gpuperf.config import BusyPolicy
 from pytest_gpuperf.errors import ConfigError, GpuperfError, NoChanges
 from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import SessionResults, Statistic
+from pytest_gpuperf.modes import plan_for
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1
@@ -213,7 +214,7 @@ def _cmd_stability(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     sessions = []
     for path in args.results:
         session = load_results(path)
-        if session.mode != Mode.BASELINE:  # compare-ref measures its base in the same session
+        if not plan_for(session.mode).gates_against_baselines:  # compare-ref measures its base in the same session
             stderr.write(f"gpuperf stability: skipped {path}: a session in {session.mode} mode, not baseline mode\n")
             continue
         sessions.append(session)

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_gpuperf.baseline.record import entry_from_measurement
-from pytest_gpuperf.config import BusyPolicy, GateSettings, Mode
+from pytest_gpuperf.config import BusyPolicy, GateSettings
 from pytest_gpuperf.host import recorded_rules
 from pytest_gpuperf.model import BaselineEntry, SessionResults
+from pytest_gpuperf.modes import Mode, plan_for
 from pytest_gpuperf.report.results_json import load_results
 from pytest_gpuperf.verdict import Reference, judge
 from pytest_gpuperf.verdict.rulesets import rules_for
@@ -45,8 +46,9 @@ def compare_sessions(
     gate = settings or GateSettings()
     entries = base_entries(base)
     # the host state each measurement recorded (contention, speed probe) is judged as its session judged it
-    guard = recorded_rules(head.environment.device_type, mode=Mode.COMPARE_FILES, busy_policy=busy_policy)
-    rules = rules_for(Mode.COMPARE_FILES, guard)
+    plan = plan_for(Mode.COMPARE_FILES)
+    guard = recorded_rules(head.environment.device_type, plan=plan, busy_policy=busy_policy)
+    rules = rules_for(plan, guard)
     results = []
     for r in head.results:
         entry = entries.get(r.measurement.key)

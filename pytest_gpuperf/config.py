@@ -17,10 +17,9 @@ from typing import Any
 
 from pytest_gpuperf.errors import ConfigError
 from pytest_gpuperf.model import Statistic
+from pytest_gpuperf.modes import DEFAULT_THRESHOLD, Mode, ModePlan, plan_for
 
-# Documented defaults (docs/configuration.md).
-DEFAULT_THRESHOLD = 0.10  # relative time change that counts as a regression (baseline mode)
-DEFAULT_COMPARE_REF_THRESHOLD = 0.02  # the same with --gpuperf-compare-ref (interleaved, same machine)
+# Documented defaults (docs/configuration.md); each mode's time threshold is its plan's (modes.py).
 DEFAULT_MEMORY_THRESHOLD = 0.05  # relative growth of peak memory that counts as a regression
 DEFAULT_MEMORY_MIN_INCREASE = 1 << 20  # bytes; a smaller peak change is allocator granularity, not a change
 DEFAULT_METRIC = Statistic.P50
@@ -41,19 +40,6 @@ DEFAULT_BASELINE_DIR = "baselines"
 CALIBRATE_CHOICES = ("on", "off")
 DEVICE_SPEC = re.compile(r"auto|cpu|cuda(?::(?P<index>\d+))?")
 DEVICE_CHOICES = '"auto", "cpu", "cuda" or "cuda:N"'
-
-
-class Mode(str, Enum):
-    """What a session does (``GpuperfConfig.mode``); a ``str`` so a results file keeps the plain word."""
-
-    SMOKE = "smoke"  # no --gpuperf: one call per perf test, nothing measured or compared
-    BASELINE = "baseline"  # gate against the git-tracked baselines
-    UPDATE = "update"  # --gpuperf-update-baseline: measure and write baselines
-    COMPARE_REF = "compare-ref"  # --gpuperf-compare-ref: head and base measured in alternating rounds
-    COMPARE_FILES = "compare-files"  # `gpuperf compare`: two results files, nothing measured
-
-    def __str__(self) -> str:  # the word, in messages and f-strings, on every Python version
-        return self.value
 
 
 class BusyPolicy(str, Enum):
@@ -145,14 +131,14 @@ class GateSettings:
 class Settings:
     """Everything one measurement is taken and judged with: the product of ``resolve``."""
 
-    mode: Mode
+    plan: ModePlan  # the session's mode and what follows from it
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     gate: GateSettings = field(default_factory=GateSettings)
-    profile_diff: bool = True  # profile a confirmed time regression on both sides (update mode: store it)
+    profile_diff: bool = True  # profile a confirmed time regression on both sides (a baseline write: store it)
 
     @property
     def enabled(self) -> bool:
-        return self.mode is not Mode.SMOKE
+        return self.plan.measures
 
 
 @dataclass(frozen=True)
@@ -247,6 +233,11 @@ class GpuperfConfig:
         if self.compare_ref:
             return Mode.COMPARE_REF
         return Mode.BASELINE
+
+    @property
+    def plan(self) -> ModePlan:
+        """The mode's plan: what this session measures with, judges by, confirms, writes and shows."""
+        return plan_for(self.mode)
 
 
 def parse_pin_cpu(value: str) -> int | str | None:
@@ -355,8 +346,7 @@ def resolve(
     """
     m = marker or MarkerOptions()
     b = benchmark or BenchmarkOptions()
-    mode = config.mode
-    compare_ref = mode is Mode.COMPARE_REF
+    plan = config.plan
     base = config.measure
     max_time = _pick(m.max_time, _pick(b.max_time, max(base.max_time_s, m.min_time or 0.0)))
     try:
@@ -373,16 +363,16 @@ def resolve(
         )
         threshold = _pick(m.threshold, config.threshold)
         if threshold is None:
-            threshold = DEFAULT_COMPARE_REF_THRESHOLD if compare_ref else DEFAULT_THRESHOLD
+            threshold = plan.default_threshold
         calibrate = config.calibrate == "on" if m.calibrate is None else bool(m.calibrate)
         gate = GateSettings(
             threshold=threshold,
             memory_threshold=_pick(m.memory_threshold, config.memory_threshold),
             statistic=Statistic.parse(_pick(m.metric, config.metric)),
             strict=config.strict,
-            calibrate=calibrate and not compare_ref,
-            fast_end_quantile=None if compare_ref else DEFAULT_FAST_END_QUANTILE,
-            remeasures=0 if mode is Mode.UPDATE else _pick(m.remeasure, config.remeasures),
+            calibrate=calibrate and not plan.interleaved,
+            fast_end_quantile=None if plan.interleaved else DEFAULT_FAST_END_QUANTILE,
+            remeasures=_pick(m.remeasure, config.remeasures) if plan.confirms_suspicions else 0,
             confirm_pairs=config.confirm_pairs,
             min_samples=measure.min_samples,
         )
@@ -392,7 +382,7 @@ def resolve(
         which, keywords = ("gpuperf", m) if marker is not None else ("benchmark", b)
         given = ", ".join(f"{f.name}={v!r}" for f in fields(keywords) if (v := getattr(keywords, f.name)) is not None)
         raise ConfigError(f"@pytest.mark.{which}({given}): {exc}", test_id=test_id) from None
-    return Settings(mode=mode, measure=measure, gate=gate, profile_diff=config.profile_diff and mode is not Mode.SMOKE)
+    return Settings(plan=plan, measure=measure, gate=gate, profile_diff=config.profile_diff and plan.measures)
 
 
 def _pick(override: Any, default: Any) -> Any:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from pytest_gpuperf import readings
-from pytest_gpuperf.config import MeasureSettings, Mode, Settings
+from pytest_gpuperf.config import MeasureSettings, Settings
 from pytest_gpuperf.env import describe_drift
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.model import (
@@ -24,7 +24,6 @@ from pytest_gpuperf.model import (
     QUIET_WAIT,
     WRITTEN_BUSY,
     BaselineEntry,
-    Comparison,
     Environment,
     MeasuredChange,
     Measurement,
@@ -39,7 +38,7 @@ from pytest_gpuperf.report.progress import Progress
 from pytest_gpuperf.report.units import format_time
 from pytest_gpuperf.runner import MeasureSpec, Runner
 from pytest_gpuperf.verdict import Reference, judge
-from pytest_gpuperf.verdict.confirmation import confirmed, confirming_gate, remeasure_note, suspicion, time_of
+from pytest_gpuperf.verdict.confirmation import by_remeasures, confirming_gate, suspicion, time_of, upheld_by
 from pytest_gpuperf.verdict.rulesets import RuleSet
 
 if TYPE_CHECKING:
@@ -49,7 +48,17 @@ if TYPE_CHECKING:
 
 
 class Engine(Protocol):
-    """What the fixture and the session call on every engine; the session, which built it, calls its own steps."""
+    """What the fixture and the session call on every engine, and all they call."""
+
+    def start(self, test_ids: Sequence[str]) -> None:
+        """The perf tests are collected (``test_ids``): begin what runs beside them (compare-ref's base worker)."""
+
+    @property
+    def base_commit(self) -> str | None:
+        """The commit measured as the base, once known (compare-ref); None where the base is a stored baseline."""
+
+    def remember(self, key: str, remeasure: Callable[[], Measurement]) -> None:
+        """How to take a recorded measurement (DDP ranks) again, where the engine confirms by re-measuring."""
 
     def measure(self, spec: MeasureSpec, settings: Settings) -> Measurement: ...
 
@@ -156,10 +165,6 @@ def with_profile_diff(
     return dataclasses.replace(result, profile_diff=diff)
 
 
-def changes(history: Sequence[Comparison]) -> str:
-    return " then ".join("n/a" if c.change is None else f"{c.change:+.1%}" for c in history)
-
-
 @dataclass(eq=False)
 class LocalEngine:
     """Measure here; judge against the baseline store; confirm in fresh processes."""
@@ -175,6 +180,10 @@ class LocalEngine:
     _reader: FreshReader | None = field(default=None, init=False)
     _specs: dict[str, tuple[MeasureSpec, Settings]] = field(default_factory=dict, init=False)
     _recorded: dict[str, Callable[[], Measurement]] = field(default_factory=dict, init=False)
+    base_commit: str | None = field(default=None, init=False)  # the base is the stored baseline entry
+
+    def start(self, test_ids: Sequence[str]) -> None:
+        """Nothing runs beside the tests: fresh processes start when a confirmation first needs one."""
 
     def remember(self, key: str, remeasure: Callable[[], Measurement]) -> None:
         """How to take a recorded measurement (DDP ranks) again, for the confirmation."""
@@ -186,7 +195,7 @@ class LocalEngine:
         if settings.gate.calibrate and spec.calibration is None:
             spec = dataclasses.replace(spec, calibration=self.guard.calibration())
         self._specs[measurement_key(spec.test_id, spec.name)] = (spec, settings)
-        probe, waited = self.guard.session_probe(writing=settings.mode is Mode.UPDATE)
+        probe, waited = self.guard.session_probe(writing=settings.plan.writes_baselines)
         return with_probe(self.runner.measure(spec), probe, waited)
 
     def evaluate(self, measurements: Sequence[Measurement], settings: Settings) -> list[MeasurementResult]:
@@ -194,7 +203,7 @@ class LocalEngine:
         for m in measurements:
             if m.speed_probe_ns is None:  # recorded from elsewhere (DDP ranks): probed now, between tests
                 m = dataclasses.replace(m, speed_probe_ns=self.guard.session_probe(writing=False)[0])
-            if settings.mode is Mode.UPDATE:
+            if settings.plan.writes_baselines:
                 m = self._baseline_reading(m, settings.gate)
             baseline = self.store.load(self.environment.device_class, m.test_id, m.name)
             others: tuple[str, ...] = ()
@@ -204,13 +213,13 @@ class LocalEngine:
             drift = describe_drift(baseline.environment if baseline else None, self.environment)
             if drift:
                 m = noted(m, drift)
-            if baseline is not None and baseline.written_busy and settings.mode is not Mode.UPDATE:
+            if baseline is not None and baseline.written_busy and not settings.plan.writes_baselines:
                 told = f"the baseline was written while the runner was busy ({baseline.written_busy}): write it again"
                 m = noted(m, f"{told} in a quieter hour", WRITTEN_BUSY)
             reference = Reference(entry=baseline, other_classes=others)
             result = judge(m, reference, settings.gate, self.rules, self.environment)
             result = self._confirm(result, reference, settings)
-            if settings.profile_diff and settings.mode is not Mode.UPDATE and regressed(result):
+            if settings.profile_diff and settings.plan.profiles_regressions and regressed(result):
                 result = self._profile_diff(result, baseline)
             results.append(result)
         return results
@@ -243,13 +252,8 @@ class LocalEngine:
             return judge(again(), reference, gate, self.rules, self.environment)
 
         waves = readings.remeasure_waves(settings.gate.remeasures)
-        taken = readings.take_readings(take, waves, readings.remeasure_done(lambda r: time_of(r).verdict is suspected))
-        last = taken[-1]
-        verdict = time_of(last).verdict
-        if verdict not in (suspected, Verdict.UNSTABLE):
-            verdict = Verdict.UNCHANGED  # a reading the other way clears the suspicion, it claims nothing
-        note = remeasure_note(suspected, verdict, len(taken), changes([first, *(time_of(r) for r in taken)]))
-        return confirmed(last, note, verdict)
+        taken = readings.take_readings(take, waves, readings.remeasure_done(upheld_by(suspected)))
+        return by_remeasures(first, taken, suspected)  # what the readings made of it: verdict/confirmation.py
 
     def _remeasure_for(self, m: Measurement, reference: Reference) -> Callable[[], Measurement] | None:
         probe = reference.entry.speed_probe_ns if reference.entry is not None else None

@@ -18,6 +18,8 @@ from typing import Literal
 
 import numpy as np
 
+from pytest_gpuperf.modes import Mode
+
 DEFAULT_MEASUREMENT = "default"
 
 Direction = Literal["lower", "higher"]
@@ -551,7 +553,7 @@ class SessionResults:
     results: tuple[MeasurementResult, ...]
     environment: Environment
     provenance: Provenance
-    mode: str  # "baseline", "compare-ref", "update"
+    mode: Mode  # written as its word: "baseline", "compare-ref", "update"
     started_at: str
     compare_ref: str | None = None
     base_provenance: Provenance | None = None

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_gpuperf import benchmark_fixture, conftest_options
+from pytest_gpuperf import benchmark_fixture, conftest_options, modes
 from pytest_gpuperf import config as cfg
 from pytest_gpuperf.errors import ConfigError
 from pytest_gpuperf.model import Statistic
@@ -51,8 +51,8 @@ OPTIONS: tuple[Option, ...] = (
            str, "DIR", ini=True, default=cfg.DEFAULT_BASELINE_DIR),
     Option("--gpuperf-device", "auto (CUDA if available), cpu, cuda or cuda:N (default: auto)", str, "DEVICE",
            ini=True, default="auto", field="device"),
-    Option("--gpuperf-threshold", f"relative slow-down that fails (default: {cfg.DEFAULT_THRESHOLD} against "
-           f"baselines, {cfg.DEFAULT_COMPARE_REF_THRESHOLD} with --gpuperf-compare-ref)", float, "FRACTION", ini=True,
+    Option("--gpuperf-threshold", f"relative slow-down that fails (default: {modes.DEFAULT_THRESHOLD} against "
+           f"baselines, {modes.DEFAULT_COMPARE_REF_THRESHOLD} with --gpuperf-compare-ref)", float, "FRACTION", ini=True,
            field="threshold"),
     Option("--gpuperf-memory-threshold", f"relative peak-memory growth that fails (default: "
            f"{cfg.DEFAULT_MEMORY_THRESHOLD})", float, "FRACTION", ini=True, default=cfg.DEFAULT_MEMORY_THRESHOLD,

@@ -166,7 +166,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     results = state.session_results()
     c = state.config
     history = None
-    if c.html_path is not None and c.mode is not cfg.Mode.COMPARE_REF:
+    if c.html_path is not None and c.plan.charts_baseline_history:
         from pytest_gpuperf.history.baselines_view import history_or_none
 
         history = history_or_none(c.baseline_dir, metric=c.metric.value)

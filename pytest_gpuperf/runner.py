@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_gpuperf.allocator import settle_allocator
-from pytest_gpuperf.config import MeasureSettings, Mode
+from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import MeasurementError, MeasurementTimeout
 from pytest_gpuperf.model import Measurement, Metric, Note, NoteKind, ProfileSummary, Throughput
+from pytest_gpuperf.modes import Mode, plan_for
 from pytest_gpuperf.stats import relative_precision
 from pytest_gpuperf.stopping import LIMIT_MARGIN, Progress, Stop, StoppingRule
 from pytest_gpuperf.time_limit import check_deadline, hard_limit, signals_usable
@@ -510,7 +511,7 @@ class Runner:
 
         settle_allocator()  # every measuring process in one allocator state (allocator.py)
         self.options = options
-        self.guard: HostGuard = options.guard or guard_for(options.device, mode=Mode.BASELINE, pin_cpu="off")
+        self.guard: HostGuard = options.guard or guard_for(options.device, plan=plan_for(Mode.BASELINE), pin_cpu="off")
 
     def prepare(self, spec: MeasureSpec) -> PreparedMeasurement:
         return PreparedMeasurement(self, spec)

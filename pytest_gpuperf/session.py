@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_gpuperf.config import GpuperfConfig, Mode, Settings
+from pytest_gpuperf.config import GpuperfConfig, Settings
 from pytest_gpuperf.errors import GpuperfError
 from pytest_gpuperf.fixture import GpuBench
 from pytest_gpuperf.model import Environment, Kind, MeasurementResult, Provenance, SessionResults, Verdict
+from pytest_gpuperf.modes import EngineKind
 from pytest_gpuperf.outcome import fail
 from pytest_gpuperf.parallel import WorkerInfo, measurement_lock, needs_lock, pinned_device
 from pytest_gpuperf.report.progress import Progress
@@ -26,11 +27,13 @@ from pytest_gpuperf.report.progress import Progress
 if TYPE_CHECKING:
     import torch
 
-    from pytest_gpuperf.abtest.engine import CompareRefEngine
     from pytest_gpuperf.abtest.prestart import EarlyBase
     from pytest_gpuperf.abtest.worktree import BaseRef
     from pytest_gpuperf.baseline.store import BaselineStore, EntryChange
-    from pytest_gpuperf.engine import Engine, LocalEngine
+    from pytest_gpuperf.engine import Engine
+    from pytest_gpuperf.host import HostGuard
+    from pytest_gpuperf.runner import Runner
+    from pytest_gpuperf.verdict.rulesets import RuleSet
 
 STATE_KEY = pytest.StashKey["GpuperfSession"]()
 BENCH_KEY = pytest.StashKey[GpuBench]()
@@ -58,8 +61,6 @@ class GpuperfSession:
     worker: WorkerInfo | None = None  # this process is an xdist worker
     lock: Any = None  # a FileLock when xdist workers share the device
     closing: list[tuple[str, bool]] = field(default_factory=list)  # (line, a warning): the session end's reports
-    _local: LocalEngine | None = None  # the engine when it is the local one (baseline, update, smoke)
-    _compare_ref: CompareRefEngine | None = None  # the engine under --gpuperf-compare-ref
 
     @property
     def base_worker(self) -> bool:
@@ -72,7 +73,7 @@ class GpuperfSession:
         return self.lock if self.lock is not None else contextlib.nullcontext()
 
     def ensure_started(self) -> Engine:
-        """Resolve the device, probe the environment, open the store and build the engine, once."""
+        """Resolve the device, probe the environment, open the store and build the mode's engine, once."""
         if self.engine is not None:
             return self.engine
         from pytest_gpuperf.baseline.provenance import git_provenance
@@ -91,48 +92,57 @@ class GpuperfSession:
         self.environment = probe_environment(self.device)
         self.provenance = git_provenance(c.rootdir)
         self.store = BaselineStore(c.baseline_dir)
-        guard = guard_for(self.device, mode=c.mode, pin_cpu=c.pin_cpu, busy_policy=c.busy_policy)
+        plan = c.plan
+        guard = guard_for(self.device, plan=plan, pin_cpu=c.pin_cpu, busy_policy=c.busy_policy)
         runner = Runner(RunnerOptions(device=self.device, guard=guard, nvtx=c.nvtx, nsight=c.nsight,
                                       profile_dir=c.profile_dir))  # fmt: skip
-        rules = rules_for(c.mode, guard.rules(c.mode))  # the mode's rule lists, once for the session
+        rules = rules_for(plan, guard.rules(plan))  # the mode's rule lists, once for the session
         if self.base_worker:
             from pytest_gpuperf.abtest.worker_plugin import worker_engine
 
             self.engine = worker_engine(self.pytest_config, runner)
-        elif c.compare_ref:
-            from pytest_gpuperf.abtest.engine import CompareRefEngine
-
-            self.engine = self._compare_ref = CompareRefEngine(
-                c.compare_ref, c.rootdir, runner, self.environment, rules, confirm_pairs=c.confirm_pairs,
-                worker_args=c.worker_args, early=self.early_base, resolved=self.base_ref, progress=self.progress,
-                traces=c.traces_dir, start_timeout_s=c.worker_start_timeout_s,
-            )  # fmt: skip
+        elif plan.engine is EngineKind.COMPARE_REF:
+            self.engine = self._compare_ref_engine(runner, rules)
         else:
-            from pytest_gpuperf.abtest.fresh import FreshProcessRemeasure
-            from pytest_gpuperf.engine import LocalEngine
-
-            device = str(self.device)
-
-            def fresh() -> FreshProcessRemeasure:
-                return FreshProcessRemeasure(c.rootdir, device, guard.pin_cpu, c.worker_args, settle=guard.settle)
-
-            self.engine = self._local = LocalEngine(runner, self.store, self.environment, guard, rules, fresh,
-                                                    self.progress, traces=c.traces_dir)  # fmt: skip
+            self.engine = self._local_engine(runner, guard, rules)
         return self.engine
+
+    def _local_engine(self, runner: Runner, guard: HostGuard, rules: RuleSet) -> Engine:
+        from pytest_gpuperf.abtest.fresh import FreshProcessRemeasure
+        from pytest_gpuperf.engine import LocalEngine
+
+        c, device = self.config, str(self.device)
+        assert self.store is not None and self.environment is not None
+
+        def fresh() -> FreshProcessRemeasure:
+            return FreshProcessRemeasure(c.rootdir, device, guard.pin_cpu, c.worker_args, settle=guard.settle)
+
+        return LocalEngine(runner, self.store, self.environment, guard, rules, fresh, self.progress,
+                           traces=c.traces_dir)  # fmt: skip
+
+    def _compare_ref_engine(self, runner: Runner, rules: RuleSet) -> Engine:
+        from pytest_gpuperf.abtest.engine import CompareRefEngine
+
+        c = self.config
+        assert c.compare_ref is not None and self.environment is not None
+        return CompareRefEngine(
+            c.compare_ref, c.rootdir, runner, self.environment, rules, confirm_pairs=c.confirm_pairs,
+            worker_args=c.worker_args, early=self.early_base, resolved=self.base_ref, progress=self.progress,
+            traces=c.traces_dir, start_timeout_s=c.worker_start_timeout_s,
+        )  # fmt: skip
 
     def bench(self, item: pytest.Item, settings: Settings) -> GpuBench:
         """The ``gpu_bench`` of ``item``: measured by this session's engine, judged after the test body."""
         engine = self.ensure_started()
         assert self.device is not None
-        remember = self._local.remember if self._local is not None else None  # only a local engine re-takes them
-        bench = GpuBench(item.nodeid, settings, engine, self.device, guard=self.guard, remember=remember)
+        bench = GpuBench(item.nodeid, settings, engine, self.device, guard=self.guard, remember=engine.remember)
         item.stash[BENCH_KEY] = bench
         return bench
 
     def session_results(self) -> SessionResults:
         assert self.environment is not None
         c = self.config
-        base_commit = self._compare_ref.base_commit if self._compare_ref is not None else None
+        base_commit = self.engine.base_commit if self.engine is not None else None
         base = Provenance(commit=base_commit, branch=c.compare_ref) if c.compare_ref else None
         return SessionResults(
             results=tuple(self.results), environment=self.environment, provenance=self.provenance, mode=c.mode,
@@ -157,9 +167,9 @@ class GpuperfSession:
         if not perf_items:
             return
         try:
-            self.ensure_started()
-            if self._compare_ref is not None and self.worker is None:
-                self._compare_ref.start([i.nodeid for i in perf_items])
+            engine = self.ensure_started()
+            if self.worker is None:
+                engine.start([i.nodeid for i in perf_items])
         except GpuperfError as exc:
             raise pytest.UsageError(str(exc)) from None
 
@@ -218,7 +228,7 @@ class GpuperfSession:
         self.results.extend(results)
         if bench.settings.gate.strict and (missing := missing_baselines(self.config)):
             fail(f"{bench.test_id}: nothing is gated: {missing} (--gpuperf-strict)")
-        if bench.settings.mode is Mode.UPDATE:
+        if bench.settings.plan.writes_baselines:
             # A violated hard bound fails an update run too, and nothing of the test is written.
             violated = [failure_message(r, str(self.device), only) for r in results if (only := absolute_failures(r))]
             if violated:
@@ -266,7 +276,7 @@ class GpuperfSession:
 
 def missing_baselines(config: GpuperfConfig) -> str | None:
     """Why a gating run has no baselines folder to judge against (None: it has one, or it does not gate)."""
-    if config.mode is not Mode.BASELINE or config.baseline_dir.is_dir():
+    if not config.plan.gates_against_baselines or config.baseline_dir.is_dir():
         return None
     what = "is not a folder" if config.baseline_dir.exists() else "does not exist"
     return (f"the baselines folder {config.baseline_dir} {what}, so every test is new; record baselines with "

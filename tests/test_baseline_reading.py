@@ -19,6 +19,7 @@ from pytest_gpuperf.engine import LocalEngine
 from pytest_gpuperf.host.cpu import CpuHostGuard
 from pytest_gpuperf.host.cpu.speed_probe import SessionSpeedProbe
 from pytest_gpuperf.model import Measurement
+from pytest_gpuperf.modes import plan_for
 from pytest_gpuperf.runner import MeasureSpec, Runner, RunnerOptions
 from pytest_gpuperf.verdict.rulesets import rules_for
 from tests.verdict_helpers import ENV, measurement, rounds
@@ -52,9 +53,10 @@ class ScriptedReadings:
 
 def cpu_engine(tmp_path: Path, fresh: ScriptedReadings | None = None) -> LocalEngine:
     # no wait for a quiet window (busy_policy=retake reads this machine's /proc): the readings are given here
-    guard = CpuHostGuard(torch.device("cpu"), mode=Mode.UPDATE, pin_cpu="off", busy_policy=BusyPolicy.UNSTABLE)
+    plan = plan_for(Mode.UPDATE)
+    guard = CpuHostGuard(torch.device("cpu"), plan=plan, pin_cpu="off", busy_policy=BusyPolicy.UNSTABLE)
     runner = Runner(RunnerOptions(device=torch.device("cpu"), guard=guard))
-    return LocalEngine(runner, BaselineStore(tmp_path), ENV, guard, rules_for(Mode.UPDATE, guard.rules(Mode.UPDATE)),
+    return LocalEngine(runner, BaselineStore(tmp_path), ENV, guard, rules_for(plan, guard.rules(plan)),
                        (lambda: fresh) if fresh is not None else None)  # fmt: skip
 
 

@@ -12,6 +12,7 @@ from pytest_gpuperf.baseline import codec
 from pytest_gpuperf.config import BusyPolicy, GateSettings, Mode
 from pytest_gpuperf.host.cpu import CpuHostGuard
 from pytest_gpuperf.host.cpu.contention import Contention
+from pytest_gpuperf.modes import plan_for
 from tests.test_baseline_reading import engine_with_fresh_readings
 from tests.verdict_helpers import entry, measurement
 
@@ -21,7 +22,7 @@ EVIDENCE = "CPU pressure 45% of the time, steal 0.0%, 6 runnable tasks on 2 CPUs
 
 
 def test_the_cpu_guard_names_the_evidence_of_a_busy_runner() -> None:
-    guard = CpuHostGuard(torch.device("cpu"), mode=Mode.UPDATE, pin_cpu="off")
+    guard = CpuHostGuard(torch.device("cpu"), plan=plan_for(Mode.UPDATE), pin_cpu="off")
     assert guard.busy(BUSY) == EVIDENCE
     assert guard.busy(QUIET) is None and guard.busy({}) is None
 

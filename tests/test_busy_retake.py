@@ -14,6 +14,7 @@ from pytest_gpuperf.errors import ConfigError
 from pytest_gpuperf.host.cpu import CpuHostGuard
 from pytest_gpuperf.host.cpu.contention import Contention
 from pytest_gpuperf.model import Measurement, Verdict
+from pytest_gpuperf.modes import plan_for
 from pytest_gpuperf.runner import MeasureSpec, Runner, RunnerOptions
 from pytest_gpuperf.verdict.confirmation import time_of
 from pytest_gpuperf.verdict.rulesets import rules_for
@@ -27,12 +28,12 @@ GATING = resolve(GpuperfConfig(enabled=True))  # one re-measure by default
 
 
 def gating_engine(tmp_path: Path, policy: str, *fresh: Measurement) -> LocalEngine:
-    guard = CpuHostGuard(torch.device("cpu"), mode=Mode.BASELINE, pin_cpu="off", busy_policy=policy)
+    guard = CpuHostGuard(torch.device("cpu"), plan=plan_for(Mode.BASELINE), pin_cpu="off", busy_policy=policy)
     store = BaselineStore(tmp_path)
     store.update(ENV.device_class, [entry(1000.0, speed_probe_ns=PROBE)])
     runner = Runner(RunnerOptions(device=torch.device("cpu"), guard=guard))
     readings = ScriptedReadings(list(fresh), PROBE)
-    rules = rules_for(Mode.BASELINE, guard.rules(Mode.BASELINE))
+    rules = rules_for(plan_for(Mode.BASELINE), guard.rules(plan_for(Mode.BASELINE)))
     engine = LocalEngine(runner, store, ENV, guard, rules, lambda: readings)
     engine._specs[KEY] = (MeasureSpec(fn=lambda: None, test_id="t.py::test_a"), GATING)
     return engine

@@ -38,7 +38,7 @@ def test_the_mode_decides_the_defaults_in_one_place() -> None:
     ref = resolve(GpuperfConfig(enabled=True, compare_ref="main", calibrate="on"))
     assert ref.gate.threshold == 0.02 and ref.gate.fast_end_quantile is None and ref.gate.calibrate is False
     update = resolve(GpuperfConfig(enabled=True, update_baseline=True))
-    assert update.mode == "update" and update.gate.remeasures == 0
+    assert update.plan.mode == "update" and update.gate.remeasures == 0
     assert resolve(GpuperfConfig(enabled=True, metric="mean")).gate.statistic is Statistic.MEAN
 
 

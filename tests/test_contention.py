@@ -14,6 +14,7 @@ from pytest_gpuperf.config import Mode
 from pytest_gpuperf.host.cpu import CpuHostGuard
 from pytest_gpuperf.host.cpu.contention import Contention, ContentionMonitor, ContentionReader, QuietWait, Sample
 from pytest_gpuperf.model import Verdict
+from pytest_gpuperf.modes import plan_for
 from pytest_gpuperf.verdict.confirmation import suspicion
 from pytest_gpuperf.verdict.rulesets import RuleSet, rules_for
 
@@ -95,8 +96,8 @@ def test_busy_policy_judge_leaves_the_verdict_to_the_samples() -> None:
 
 
 def cpu_rules_with(policy: str) -> RuleSet:
-    guard = CpuHostGuard(torch.device("cpu"), mode=Mode.BASELINE, pin_cpu="off", busy_policy=policy)
-    return rules_for(Mode.BASELINE, guard.rules(Mode.BASELINE))
+    guard = CpuHostGuard(torch.device("cpu"), plan=plan_for(Mode.BASELINE), pin_cpu="off", busy_policy=policy)
+    return rules_for(plan_for(Mode.BASELINE), guard.rules(plan_for(Mode.BASELINE)))
 
 
 def test_without_a_signal_the_fast_end_guesses_as_before() -> None:
@@ -185,6 +186,8 @@ def test_the_guard_waits_only_under_retake(tmp_path: Path) -> None:
         (tmp_path / policy).mkdir()
         proc = FakeProc(tmp_path / policy)
         quiet = QuietWait(proc.reader(), sleep=quiet_after(proc, busy_windows=2), window_s=0.5, first_s=10.0)
-        guard = CpuHostGuard(torch.device("cpu"), mode=Mode.BASELINE, pin_cpu="off", busy_policy=policy, quiet=quiet)
+        guard = CpuHostGuard(
+            torch.device("cpu"), plan=plan_for(Mode.BASELINE), pin_cpu="off", busy_policy=policy, quiet=quiet
+        )
         probe, note = guard.settle(lambda: 1000.0, 1000.0)
         assert probe == 1000.0 and (note is not None and "waited 1.5s for the runner to be quiet" in note) is waits

@@ -9,6 +9,7 @@ import pytest
 from pytest_gpuperf.config import GpuperfConfig, Mode
 from pytest_gpuperf.errors import ConfigError
 from pytest_gpuperf.host.cpu.pinning import available_cpus, pinned, resolve_pin_cpu
+from pytest_gpuperf.modes import plan_for
 
 needs_affinity = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this OS")
 
@@ -17,24 +18,24 @@ needs_affinity = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason
 def test_auto_pins_compare_ref_on_the_cpu_to_the_last_core() -> None:
     cpus = available_cpus()
     expected = max(cpus) if len(cpus) > 1 else None
-    assert resolve_pin_cpu("auto", mode=Mode.COMPARE_REF, device_type="cpu") == expected
+    assert resolve_pin_cpu("auto", plan=plan_for(Mode.COMPARE_REF), device_type="cpu") == expected
 
 
 @pytest.mark.parametrize(("mode", "device"), [("baseline", "cpu"), ("update", "cpu"), ("compare-ref", "cuda")])
 def test_auto_leaves_other_modes_and_gpus_alone(mode: str, device: str) -> None:
-    assert resolve_pin_cpu("auto", mode=mode, device_type=device) is None
+    assert resolve_pin_cpu("auto", plan=plan_for(mode), device_type=device) is None
 
 
 def test_off_never_pins() -> None:
-    assert resolve_pin_cpu("off", mode=Mode.COMPARE_REF, device_type="cpu") is None
+    assert resolve_pin_cpu("off", plan=plan_for(Mode.COMPARE_REF), device_type="cpu") is None
 
 
 @needs_affinity
 def test_an_explicit_core_is_used_in_any_mode_and_checked() -> None:
     cpu = min(available_cpus())
-    assert resolve_pin_cpu(str(cpu), mode=Mode.BASELINE, device_type="cuda") == cpu
+    assert resolve_pin_cpu(str(cpu), plan=plan_for(Mode.BASELINE), device_type="cuda") == cpu
     with pytest.raises(ConfigError, match=r"--gpuperf-pin-cpu=4096: this process may only run on CPUs"):
-        resolve_pin_cpu("4096", mode=Mode.BASELINE, device_type="cpu")
+        resolve_pin_cpu("4096", plan=plan_for(Mode.BASELINE), device_type="cpu")
 
 
 @pytest.mark.parametrize("bad", ["last", "-1", "1.5", ""])

@@ -12,6 +12,7 @@ from pytest_gpuperf.config import Mode
 from pytest_gpuperf.host.cpu import CpuHostGuard
 from pytest_gpuperf.host.cpu.speed_probe import SessionSpeedProbe, beyond_spread, is_slow, probe_spread
 from pytest_gpuperf.model import Verdict
+from pytest_gpuperf.modes import plan_for
 
 
 def test_the_spread_is_the_slowest_over_the_fastest_reading() -> None:
@@ -59,7 +60,7 @@ def test_the_session_keeps_every_reading_for_the_spread() -> None:
     for _ in range(3):
         probe.settled_fastest()
     assert probe.readings == [20_000.0, 24_000.0, 21_000.0]
-    guard = CpuHostGuard(torch.device("cpu"), mode=Mode.UPDATE, pin_cpu="off")
+    guard = CpuHostGuard(torch.device("cpu"), plan=plan_for(Mode.UPDATE), pin_cpu="off")
     guard._session = probe
     assert guard.probe_spread([25_000.0]) == pytest.approx(1.25)  # the fresh processes' readings count too
 

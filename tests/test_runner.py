@@ -15,6 +15,7 @@ import torch
 from pytest_gpuperf.config import MeasureSettings, Mode
 from pytest_gpuperf.errors import MeasurementError, MeasurementTimeout
 from pytest_gpuperf.model import Throughput
+from pytest_gpuperf.modes import plan_for
 from pytest_gpuperf.runner import MeasureSpec, Runner, RunnerOptions
 from pytest_gpuperf.timers import CPU_MIN_SAMPLE_NS, WallTimer
 
@@ -114,7 +115,7 @@ def test_cpu_peak_memory_probe_can_be_switched_off_for_time_only_workers() -> No
     assert probed.peak_allocated_bytes is not None and probed.peak_allocated_bytes >= 64 * 1024 * 4
     from pytest_gpuperf.host import guard_for
 
-    quiet = guard_for(torch.device("cpu"), mode=Mode.BASELINE, pin_cpu="off", peak_memory=False)
+    quiet = guard_for(torch.device("cpu"), plan=plan_for(Mode.BASELINE), pin_cpu="off", peak_memory=False)
     time_only = Runner(RunnerOptions(device=torch.device("cpu"), guard=quiet)).measure(spec)
     assert time_only.peak_allocated_bytes is None
     assert time_only.samples_ns

@@ -29,15 +29,24 @@ def test_the_mode_is_an_enum_that_reads_as_its_word() -> None:
     assert f"{mode} mode" == "compare-ref mode" and mode == "compare-ref"  # results files keep the word
 
 
-def test_the_engine_protocol_holds_only_what_every_engine_does() -> None:
+def test_the_engine_protocol_holds_what_the_fixture_and_the_session_call_and_every_engine_has_it() -> None:
     from pytest_gpuperf.abtest.engine import CompareRefEngine
     from pytest_gpuperf.abtest.worker import WorkerEngine
     from pytest_gpuperf.engine import LocalEngine
 
     members = {name for name in vars(Engine) if not name.startswith("_")}
-    assert members == {"measure", "evaluate", "close"}
+    assert members == {"start", "base_commit", "remember", "measure", "evaluate", "close"}
     for engine in (LocalEngine, CompareRefEngine, WorkerEngine):
         assert members <= set(vars(engine)), engine.__name__
+
+
+def test_the_session_holds_its_engine_only_through_the_protocol() -> None:
+    """No field of the session names an engine class: what it calls, it calls on ``Engine``."""
+    import dataclasses
+
+    engines = ("LocalEngine", "CompareRefEngine", "WorkerEngine")
+    named = {f.name: str(f.type) for f in dataclasses.fields(GpuperfSession) if any(e in str(f.type) for e in engines)}
+    assert named == {}
 
 
 def test_the_session_plugin_is_hashable_so_tests_under_a_nested_conftest_run(pytester: pytest.Pytester) -> None:

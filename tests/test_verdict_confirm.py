@@ -18,6 +18,7 @@ from pytest_gpuperf.config import GateSettings, GpuperfConfig, Mode, resolve
 from pytest_gpuperf.engine import LocalEngine
 from pytest_gpuperf.host.cpu import CpuHostGuard
 from pytest_gpuperf.model import Comparison, Measurement, MeasurementResult, Verdict
+from pytest_gpuperf.modes import plan_for
 from pytest_gpuperf.report.failure import failure_message
 from pytest_gpuperf.runner import Runner, RunnerOptions
 from pytest_gpuperf.verdict import fails
@@ -45,11 +46,11 @@ class QuietGuard(CpuHostGuard):
 
 
 def evaluate(first: Measurement, again: Remeasurer, *, remeasures: int = 1, tmp_path: Path) -> MeasurementResult:
-    guard = QuietGuard(torch.device("cpu"), mode=Mode.BASELINE, pin_cpu="off")
+    guard = QuietGuard(torch.device("cpu"), plan=plan_for(Mode.BASELINE), pin_cpu="off")
     store = BaselineStore(tmp_path)
     store.update(ENV.device_class, [entry(1000.0)])
     engine = LocalEngine(Runner(RunnerOptions(device=torch.device("cpu"), guard=guard)), store, ENV, guard,
-                         rules_for(Mode.BASELINE, guard.rules(Mode.BASELINE)))  # fmt: skip
+                         rules_for(plan_for(Mode.BASELINE), guard.rules(plan_for(Mode.BASELINE))))  # fmt: skip
     engine.remember(KEY, again)
     settings = resolve(GpuperfConfig(enabled=True, remeasures=remeasures))
     (result,) = engine.evaluate([dataclasses.replace(first, speed_probe_ns=None)], settings)
@@ -163,7 +164,7 @@ def pairs_verdict(ratios: list[float], suspected: Verdict, errors: tuple[float, 
     from pytest_gpuperf.verdict.confirmation import judge_pairs
 
     reference = Reference(entry=entry(1000.0), base_ref="main")
-    rules = rules_for(Mode.COMPARE_REF)
+    rules = rules_for(plan_for(Mode.COMPARE_REF))
     gate = GateSettings(threshold=0.02)
     return judge_pairs(measurement(1000.0), reference, gate, rules, ENV, ratios, suspected, "pairs", errors)
 

@@ -18,6 +18,7 @@ from pytest_gpuperf.model import (
     Provenance,
     SampleStats,
 )
+from pytest_gpuperf.modes import plan_for
 from pytest_gpuperf.verdict import Reference, judge
 from pytest_gpuperf.verdict.rulesets import RuleSet, baseline_rules, rules_for
 
@@ -30,7 +31,8 @@ def cpu_rules(mode: Mode = Mode.BASELINE) -> RuleSet:
     """The rule lists a CPU session of ``mode`` runs (the CPU host guard's rules included)."""
     import torch
 
-    return rules_for(mode, CpuHostGuard(torch.device("cpu"), mode=mode, pin_cpu="off").rules(mode))
+    plan = plan_for(mode)
+    return rules_for(plan, CpuHostGuard(torch.device("cpu"), plan=plan, pin_cpu="off").rules(plan))
 
 
 SHARED_RULES = baseline_rules()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,6 +42,7 @@ from pytest_gpuperf.report.progress import Progress
 from pytest_gpuperf.verdict import Reference, judge
 from pytest_gpuperf.verdict import evidence as ev
 from pytest_gpuperf.verdict.confirmation import (
+    by_pairs,
     confirmed,
     confirming_gate,
     judge_pairs,
@@ -78,7 +79,9 @@ class _Pair:
 
 
 class CompareRefEngine:
-    """The fixture's engine under --gpuperf-compare-ref: ``measure``/``evaluate`` plus ``start``/``close``."""
+    """The engine under --gpuperf-compare-ref: head and base measured in alternating rounds (``engine.Engine``)."""
+
+    base_commit: str | None = None  # the ref's commit, once its worktree exists (``start``)
 
     def __init__(
         self,
@@ -110,7 +113,6 @@ class CompareRefEngine:
         self.worker_args = tuple(worker_args)
         self.recv_timeout_s = recv_timeout_s
         self.confirm_pairs = confirm_pairs
-        self.base_commit: str | None = None
         self._worktree: RefWorktree | None = None
         self._base: RemoteSide | None = None
         self._zygote: Zygote | None = None  # forks the base worker and every confirmation worker
@@ -122,6 +124,10 @@ class CompareRefEngine:
         self.progress = progress or Progress()
 
     # -- life cycle -------------------------------------------------------------------------
+
+    def remember(self, key: str, remeasure: Callable[[], Measurement]) -> None:
+        """A suspicion is confirmed in fresh process pairs that run the test at both commits, never by taking
+        a recorded measurement again here."""
 
     def start(self, node_ids: Sequence[str] | None = None) -> None:
         """Create the worktree of REF and fork the base worker there (once); does not wait for its collection.
@@ -363,20 +369,9 @@ class CompareRefEngine:
         judged = judge_pairs(
             m, reference, gate, self.rules, self.environment, ratios, suspected, detail, confirmation.errors
         )
-        verdict = judged.verdict
-        note = pairs_note(suspected, verdict, len(ratios), stopped_early=confirmation.stopped_early,
+        note = pairs_note(suspected, judged.verdict, len(ratios), stopped_early=confirmation.stopped_early,
                           threshold=gate.threshold, confidence=gate.confidence)  # fmt: skip
-        # The confirmation's figures replace the first pair's: they decided. The base's is the head's divided
-        # by the pairs' ratio so that the row's columns agree, which the sides' medians over the pairs do not.
-        now = confirmation.head_ns()
-        base_now = now / (1.0 + judged.change) if judged.change is not None else first.baseline
-        replaced = dataclasses.replace(
-            first, current=now, baseline=base_now, change=judged.change,
-            ci_low=judged.ci_low, ci_high=judged.ci_high, p_value=judged.p_value,
-            evidence=judged.evidence, explanation=(*first.explanation, *judged.explanation),
-        )  # fmt: skip
-        comparisons = tuple(replaced if c is first else c for c in result.comparisons)
-        return confirmed(dataclasses.replace(result, comparisons=comparisons), note, verdict)
+        return by_pairs(result, judged, confirmation.head_ns(), note)
 
     def _base_entry(self, m: Measurement, base: _BaseSide) -> BaselineEntry:
         """The base's side as the entry a store would keep of it (baseline/record.py), every sample kept."""

@@ -7,7 +7,7 @@ fixture; nothing is judged here, the finished measurements go back to the head.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pytest_gpuperf.abtest import protocol
@@ -19,11 +19,19 @@ from pytest_gpuperf.runner import MeasureSpec, PreparedMeasurement, Runner
 
 
 class WorkerEngine:
+    base_commit = None  # this process measures the base; the head knows its commit
+
     def __init__(self, runner: Runner, channel: WorkerChannel) -> None:
         self.runner = runner
         self.channel = channel
         # The last test's specs, for PROFILE after it: the head knows of a regression only then.
         self._specs: dict[str, MeasureSpec] = {}
+
+    def start(self, test_ids: Sequence[str]) -> None:
+        """The head drives this process from its first command on (worker_plugin.py)."""
+
+    def remember(self, key: str, remeasure: Callable[[], Measurement]) -> None:
+        """The head confirms in process pairs of its own: this process takes nothing again."""
 
     def profile(self, key: str, trace: str | None, calls: int) -> tuple[OpProfile | None, str]:
         """The base's side of a differential profile over ``calls`` calls: (table, trace path), or (None, why not)."""

@@ -32,12 +32,12 @@ def worker_engine(config: pytest.Config, runner: Runner) -> WorkerEngine:
 
     channel = WorkerChannel.from_environment()
     if os.environ.get(protocol.ENV_TIME_ONLY) == "1":  # a confirmation worker only times: no peak-memory pass
-        from pytest_gpuperf.config import Mode
         from pytest_gpuperf.host import guard_for
+        from pytest_gpuperf.modes import Mode, plan_for
 
         pin = runner.guard.pin_cpu
-        guard = guard_for(runner.options.device, mode=Mode.BASELINE, pin_cpu="off" if pin is None else str(pin),
-                          peak_memory=False)  # fmt: skip
+        guard = guard_for(runner.options.device, plan=plan_for(Mode.BASELINE),
+                          pin_cpu="off" if pin is None else str(pin), peak_memory=False)  # fmt: skip
         runner = Runner(dataclasses.replace(runner.options, guard=guard))
     engine = config.stash[ENGINE_KEY] = WorkerEngine(runner, channel)
     return engine

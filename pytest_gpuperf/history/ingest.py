@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pytest_gpuperf.config import Mode
 from pytest_gpuperf.errors import GpuperfError, ResultsError, RunError
 from pytest_gpuperf.history.model import RecordedValue, RunRecord
 from pytest_gpuperf.model import BaselineEntry, Direction, Environment, Kind, MeasurementResult, SessionResults, Verdict
+from pytest_gpuperf.modes import Mode, plan_for
 
 if TYPE_CHECKING:
     from pytest_gpuperf.history.baselines_git import BaselineVersion
@@ -168,7 +168,7 @@ def run_from_session(
         values=tuple(values),
         source=source,
         commit_date=provenance.commit_date,
-        baseline_update=session.mode == Mode.UPDATE,
+        baseline_update=plan_for(session.mode).writes_baselines,
     )
 
 
@@ -335,7 +335,7 @@ def _baseline_run(versions: Sequence[BaselineVersion], runner: str) -> RunRecord
         started_at=first.recorded_at or date,
         runner=runner,
         device_class=device_class,
-        mode="update",
+        mode=Mode.UPDATE,
         environment=environment,
         values=tuple(values),
         source=SOURCE_BASELINES,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from pytest_gpuperf.errors import RunError
 from pytest_gpuperf.model import Direction, Verdict
+from pytest_gpuperf.modes import Mode
 
 
 class ChangeKind(str, enum.Enum):
@@ -81,7 +82,7 @@ class RunRecord:
     started_at: str  # ISO 8601
     runner: str  # the machine's name (GPUPERF_RUNNER, else the host name)
     device_class: str
-    mode: str  # "baseline", "compare-ref" (the head's numbers), "update"
+    mode: Mode  # stored as its word: "baseline", "compare-ref" (the head's numbers), "update"
     environment: Mapping[str, object]  # driver, CUDA, torch, GPU model and count, ...
     values: tuple[RecordedValue, ...]
     source: str = "session"  # "session", "results-file", "baselines-git"
@@ -91,7 +92,12 @@ class RunRecord:
     earlier_ids: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        """RunError for what the store cannot keep: a time that is not ISO 8601, a statistic given twice."""
+        """RunError for what the store cannot keep: a time that is not ISO 8601, a statistic given twice,
+        a mode that is none (its word is taken for it)."""
+        try:
+            object.__setattr__(self, "mode", Mode(self.mode))
+        except ValueError:
+            raise RunError(f"mode {self.mode!r} is none of {', '.join(m.value for m in Mode)}", field="mode") from None
         for name in ("started_at", "commit_date"):
             text = getattr(self, name)
             if text is not None and parse_time(text) is None:

@@ -315,7 +315,7 @@ def _run_row(run: RunRecord) -> dict[str, Any]:
         "commit_date": utc_timestamp(run.commit_date),
         "runner": run.runner,
         "device_class": run.device_class,
-        "mode": run.mode,
+        "mode": run.mode.value,
         "source": run.source,
         "baseline_update": run.baseline_update,
         "environment": dict(run.environment),

@@ -15,7 +15,7 @@ from pytest_gpuperf.config import BusyPolicy
 if TYPE_CHECKING:
     import torch
 
-    from pytest_gpuperf.config import Mode
+    from pytest_gpuperf.modes import ModePlan
     from pytest_gpuperf.verdict.rulesets import GuardRules
 
 
@@ -40,8 +40,8 @@ class HostGuard(Protocol):
 
     name: str
 
-    def rules(self, mode: Mode) -> GuardRules:
-        """The verdict rules this host adds for ``mode`` (baseline, compare-ref, update)."""
+    def rules(self, plan: ModePlan) -> GuardRules:
+        """The verdict rules this host adds to ``plan``'s lists."""
 
     def pinned(self) -> AbstractContextManager[object]:
         """Around warm-up and every round: where the measuring thread runs."""
@@ -90,7 +90,7 @@ class HostGuard(Protocol):
         """The core measurements run on (for worker processes to use the same), or None."""
 
 
-def guard_for(device: torch.device, *, mode: Mode, pin_cpu: str = "auto", peak_memory: bool = True,
+def guard_for(device: torch.device, *, plan: ModePlan, pin_cpu: str = "auto", peak_memory: bool = True,
               busy_policy: BusyPolicy = BusyPolicy.RETAKE) -> HostGuard:  # fmt: skip
     """The guard of ``device``'s host: CUDA's NVML health, or the shared CPU's guards (``busy_policy``: theirs)."""
     if device.type == "cuda":
@@ -99,10 +99,10 @@ def guard_for(device: torch.device, *, mode: Mode, pin_cpu: str = "auto", peak_m
         return CudaHostGuard(device)
     from pytest_gpuperf.host.cpu import CpuHostGuard
 
-    return CpuHostGuard(device, mode=mode, pin_cpu=pin_cpu, peak_memory=peak_memory, busy_policy=busy_policy)
+    return CpuHostGuard(device, plan=plan, pin_cpu=pin_cpu, peak_memory=peak_memory, busy_policy=busy_policy)
 
 
-def recorded_rules(device_type: str, *, mode: Mode, busy_policy: BusyPolicy = BusyPolicy.RETAKE) -> GuardRules:
+def recorded_rules(device_type: str, *, plan: ModePlan, busy_policy: BusyPolicy = BusyPolicy.RETAKE) -> GuardRules:
     """The rules the guard of a ``device_type`` host adds, for measurements judged after their session
     (``gpuperf compare``): the same lists, reading the host state each measurement recorded."""
     if device_type == "cuda":  # NVML's findings reach the verdict through the measurement's unstable reason
@@ -111,4 +111,4 @@ def recorded_rules(device_type: str, *, mode: Mode, busy_policy: BusyPolicy = Bu
         return GuardRules()
     from pytest_gpuperf.host.cpu import guard_rules
 
-    return guard_rules(mode, busy_policy)
+    return guard_rules(plan, busy_policy)

@@ -12,8 +12,8 @@ from pytest_gpuperf.verdict.rulesets import GuardRules
 if TYPE_CHECKING:
     import torch
 
-    from pytest_gpuperf.config import Mode
     from pytest_gpuperf.gpu.nvml import HealthMonitor
+    from pytest_gpuperf.modes import ModePlan
 
 
 class CudaHostGuard:
@@ -23,7 +23,7 @@ class CudaHostGuard:
     def __init__(self, device: torch.device) -> None:
         self.device = device
 
-    def rules(self, mode: Mode) -> GuardRules:
+    def rules(self, plan: ModePlan) -> GuardRules:
         return GuardRules()  # throttling reaches the verdict as the measurement's unstable_reason (rule "health")
 
     def pinned(self) -> AbstractContextManager[object]:

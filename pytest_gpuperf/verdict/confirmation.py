@@ -10,7 +10,7 @@ credits a change with a speed-up it does not have.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pytest_gpuperf.config import GateSettings
 from pytest_gpuperf.model import Comparison, Environment, Kind, Measurement, MeasurementResult, Note, Verdict
@@ -81,6 +81,44 @@ def confirmed(result: MeasurementResult, note: str, verdict: Verdict | None = No
     comparisons = tuple(explained if c is time_c else c for c in result.comparisons)
     measured = dataclasses.replace(result.measurement, notes=(*result.measurement.notes, Note(note)))
     return dataclasses.replace(result, measurement=measured, comparisons=comparisons)
+
+
+def upheld_by(suspected: Verdict) -> Callable[[MeasurementResult], bool]:
+    """Whether a reading calls the suspected change again: the readings go on until one does not."""
+    return lambda reading: time_of(reading).verdict is suspected
+
+
+def by_remeasures(first: Comparison, readings: Sequence[MeasurementResult], suspected: Verdict) -> MeasurementResult:
+    """Baseline mode: what fresh-process re-measures made of the first measurement's ``suspected`` change.
+
+    The last reading decides: the same change confirms it, an unstable one leaves it unjudged, and a
+    reading the other way clears the suspicion without claiming the opposite change (it stands unchanged).
+    """
+    last = readings[-1]
+    verdict = time_of(last).verdict
+    if verdict not in (suspected, Verdict.UNSTABLE):
+        verdict = Verdict.UNCHANGED
+    history = " then ".join("n/a" if c.change is None else f"{c.change:+.1%}"
+                            for c in (first, *(time_of(r) for r in readings)))  # fmt: skip
+    return confirmed(last, remeasure_note(suspected, verdict, len(readings), history), verdict)
+
+
+def by_pairs(result: MeasurementResult, judged: Comparison, head_ns: float, note: str) -> MeasurementResult:
+    """Compare-ref: ``result`` with the fresh pairs' judgement of its time comparison (``judge_pairs``).
+
+    The pairs' figures replace the first pair's: they decided. The base's is the head's (``head_ns``, over
+    the pairs) divided by the pairs' ratio, so that the row's columns agree, which the sides' medians over
+    the pairs do not.
+    """
+    first = time_of(result)
+    base_ns = head_ns / (1.0 + judged.change) if judged.change is not None else first.baseline
+    replaced = dataclasses.replace(
+        first, current=head_ns, baseline=base_ns, change=judged.change,
+        ci_low=judged.ci_low, ci_high=judged.ci_high, p_value=judged.p_value,
+        evidence=judged.evidence, explanation=(*first.explanation, *judged.explanation),
+    )  # fmt: skip
+    comparisons = tuple(replaced if c is first else c for c in result.comparisons)
+    return confirmed(dataclasses.replace(result, comparisons=comparisons), note, judged.verdict)
 
 
 def remeasure_note(suspected: Verdict, verdict: Verdict, count: int, history: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from pytest_gpuperf.config import Mode
+from pytest_gpuperf.modes import ModePlan
 from pytest_gpuperf.verdict.pipeline import Rule
 from pytest_gpuperf.verdict.rules import (
     ConfirmOnly,
@@ -70,6 +70,6 @@ def compare_ref_rules(guard: GuardRules = GuardRules()) -> RuleSet:
     )
 
 
-def rules_for(mode: Mode, guard: GuardRules = GuardRules()) -> RuleSet:
-    """The rule lists of ``mode`` with the host guard's rules in place."""
-    return compare_ref_rules(guard) if mode is Mode.COMPARE_REF else baseline_rules(guard)
+def rules_for(plan: ModePlan, guard: GuardRules = GuardRules()) -> RuleSet:
+    """The rule lists of ``plan``'s mode with the host guard's rules in place."""
+    return compare_ref_rules(guard) if plan.interleaved else baseline_rules(guard)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-from pytest_gpuperf.config import BusyPolicy, Mode
+from pytest_gpuperf.config import BusyPolicy
 from pytest_gpuperf.host.cpu import speed_probe as probes
 from pytest_gpuperf.host.cpu.calibration import CalibrationWorkload
 from pytest_gpuperf.host.cpu.contention import Contention, ContentionMonitor, ContentionReader, QuietWait
@@ -22,14 +22,16 @@ from pytest_gpuperf.verdict.rulesets import GuardRules
 if TYPE_CHECKING:
     import torch
 
+    from pytest_gpuperf.modes import ModePlan
 
-def guard_rules(mode: Mode, busy_policy: BusyPolicy = BusyPolicy.RETAKE) -> GuardRules:
-    """The rules a shared CPU adds to ``mode``'s lists. They read only what a measurement records (its
+
+def guard_rules(plan: ModePlan, busy_policy: BusyPolicy = BusyPolicy.RETAKE) -> GuardRules:
+    """The rules a shared CPU adds to ``plan``'s lists. They read only what a measurement records (its
     contention counters, speed probe, samples), so recorded measurements are judged by them too."""
-    if mode is Mode.COMPARE_REF:  # interleaved rounds on one core already cancel the host's drift
+    if plan.interleaved:  # interleaved rounds on one core already cancel the host's drift
         return GuardRules()
     judge = busy_policy is BusyPolicy.JUDGE
-    busy = () if judge or mode is Mode.UPDATE else (BusyRunner(),)  # an update's entry records its contention
+    busy = (BusyRunner(),) if plan.busy_runner_rule and not judge else ()
     return GuardRules(time=(Calibration(), *busy, FastEnd(trust_counters=not judge), SlowMachine()),
                       metric=(SlowDurations(),))  # fmt: skip
 
@@ -37,19 +39,19 @@ def guard_rules(mode: Mode, busy_policy: BusyPolicy = BusyPolicy.RETAKE) -> Guar
 class CpuHostGuard:
     name = "cpu"
 
-    def __init__(self, device: torch.device, *, mode: Mode, pin_cpu: str = "auto", peak_memory: bool = True,
+    def __init__(self, device: torch.device, *, plan: ModePlan, pin_cpu: str = "auto", peak_memory: bool = True,
                  busy_policy: BusyPolicy = BusyPolicy.RETAKE, reader: ContentionReader | None = None,
                  quiet: QuietWait | None = None) -> None:  # fmt: skip
         self.device = device
-        self.pin_cpu = resolve_pin_cpu(pin_cpu, mode=mode, device_type=device.type)
+        self.pin_cpu = resolve_pin_cpu(pin_cpu, plan=plan, device_type=device.type)
         self.measures_peak_memory = peak_memory
         self._session = probes.SessionSpeedProbe(self.speed_probe)
         self.busy_policy = BusyPolicy(busy_policy)  # a word from a test or a worker's command line too
         self._reader = reader or ContentionReader()
         self._quiet = quiet or QuietWait(self._reader)
 
-    def rules(self, mode: Mode) -> GuardRules:
-        return guard_rules(mode, self.busy_policy)
+    def rules(self, plan: ModePlan) -> GuardRules:
+        return guard_rules(plan, self.busy_policy)
 
     def pinned(self) -> AbstractContextManager[object]:
         return pinned(self.pin_cpu)

@@ -12,9 +12,13 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from pytest_gpuperf.config import Mode, parse_pin_cpu
+from pytest_gpuperf.config import parse_pin_cpu
 from pytest_gpuperf.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pytest_gpuperf.modes import ModePlan
 
 
 def available_cpus() -> set[int]:
@@ -23,14 +27,14 @@ def available_cpus() -> set[int]:
     return set(getter(0)) if getter is not None else set()
 
 
-def resolve_pin_cpu(setting: str, *, mode: Mode, device_type: str) -> int | None:
-    """The CPU to measure on, or None for no pinning."""
+def resolve_pin_cpu(setting: str, *, plan: ModePlan, device_type: str) -> int | None:
+    """The CPU to measure on, or None for no pinning (``auto`` pins only interleaved rounds on a CPU)."""
     choice = parse_pin_cpu(setting)
     if choice is None or not hasattr(os, "sched_setaffinity"):
         return None
     cpus = available_cpus()
     if choice == "auto":
-        if mode is not Mode.COMPARE_REF or device_type != "cpu" or len(cpus) < 2:
+        if not plan.interleaved or device_type != "cpu" or len(cpus) < 2:
             return None
         return max(cpus)
     cpu = int(choice)
