@@ -29,10 +29,10 @@ from pytest_gpuperf.model import (
     Measurement,
     MeasurementResult,
     Note,
-    OpProfile,
     Verdict,
     measurement_key,
 )
+from pytest_gpuperf.profiled import ProfiledSide, profile_here
 from pytest_gpuperf.profiling.plan import STORED_BUDGET_S, STORED_CALLS, ProfilePlan
 from pytest_gpuperf.report.progress import Progress
 from pytest_gpuperf.report.units import format_time
@@ -91,31 +91,6 @@ def with_probe(measurement: Measurement, probe_ns: float | None, waited: str | N
 def regressed(result: MeasurementResult) -> bool:
     """The time comparison's final verdict (after any confirmation) is a regression: what a profile diff explains."""
     return time_of(result).verdict is Verdict.REGRESSION
-
-
-@dataclass(frozen=True)
-class ProfiledSide:
-    """One side of a differential profile: its table and trace, or why there is none."""
-
-    profile: OpProfile | None
-    trace: str | None = None
-    problem: str = ""
-
-
-def profile_here(
-    runner: Runner, spec: MeasureSpec, traces: Path | None, side: str, calls: int, budget_s: float | None = None
-) -> ProfiledSide:
-    """``spec`` profiled over ``calls`` calls here (Runner.profile; ``budget_s``: no more than fit in it), its trace
-    in ``traces`` (None: no trace)."""
-    from pytest_gpuperf.profiling.torch_profile import trace_file
-
-    key = measurement_key(spec.test_id, spec.name)
-    path = trace_file(traces, key, side) if traces is not None else None
-    try:
-        capture = runner.profile(spec, trace_path=path, label=f"{key} ({side})", calls=calls, budget_s=budget_s)
-    except Exception as exc:  # a profile explains a failure; it must never become one
-        return ProfiledSide(None, problem=f"the {side}'s profile could not be taken ({type(exc).__name__}: {exc})")
-    return ProfiledSide(capture.table, capture.trace_path)
 
 
 def with_note(result: MeasurementResult, note: str) -> MeasurementResult:

@@ -25,7 +25,7 @@ from pytest_gpuperf.abtest.twins import Zygote
 from pytest_gpuperf.abtest.worktree import BaseRef, RefWorktree
 from pytest_gpuperf.baseline.record import entry_from_measurement
 from pytest_gpuperf.config import GateSettings, MeasureSettings, Settings
-from pytest_gpuperf.engine import ProfiledSide, profile_here, regressed, with_profile_diff
+from pytest_gpuperf.engine import regressed, with_profile_diff
 from pytest_gpuperf.errors import BaseStartError, WorkerError
 from pytest_gpuperf.model import (
     BaselineEntry,
@@ -38,6 +38,7 @@ from pytest_gpuperf.model import (
     Verdict,
     measurement_key,
 )
+from pytest_gpuperf.profiled import ProfiledSide, profile_here
 from pytest_gpuperf.report.progress import Progress
 from pytest_gpuperf.verdict import Reference, judge
 from pytest_gpuperf.verdict import evidence as ev

@@ -35,7 +35,7 @@ class WorkerEngine:
 
     def profile(self, key: str, trace: str | None, calls: int) -> tuple[OpProfile | None, str]:
         """The base's side of a differential profile over ``calls`` calls: (table, trace path), or (None, why not)."""
-        from pytest_gpuperf.engine import profile_here
+        from pytest_gpuperf.profiled import profile_here
 
         spec = self._specs.get(key)
         if spec is None:
