@@ -32,10 +32,10 @@ import random
 import statistics
 from collections.abc import Callable
 
-from pytest_gpuperf.readings import take_readings
 from pytest_gpuperf.stats import format_level
 from pytest_gpuperf.verdict.confirmation import IMPROVEMENT_CONFIDENCE
 from pytest_gpuperf.verdict.pairs import confirmed, pair_waves, pairs_done
+from pytest_gpuperf.verdict.readings import take_readings
 
 CHANGES = (0.0, 0.01, 0.02, 0.03, 0.05, 0.10)
 
@@ -70,7 +70,7 @@ def session(change: float, args: argparse.Namespace, rng: random.Random) -> tupl
     pairs started after the first wave, pairs measured)."""
     alarm = improved = False
     started = measured = first_waves = later = 0
-    waves_at = pair_waves(args.pairs)  # the pairs started when a look needs pair j (abtest.confirm)
+    waves_at = pair_waves(args.pairs)  # the pairs started when a look needs pair j (engines.compare_ref.confirm)
     offset = rng.gauss(0.0, args.session_offset)
     for _ in range(args.tests):
         first = rng.gauss(math.log1p(change), args.first_spread)

@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_gpuperf.cli import stability_targets
-from pytest_gpuperf.stability import rms_log_change, spread_limit
+from pytest_gpuperf.verdict.stability import rms_log_change, spread_limit
 
 _NAME = re.compile(r"^(?P<tool>.+)-t(?P<trial>\d+)-l(?P<level>\d+)\.json$")
-# A compare-ref confirmation's pairs, as its evidence line lists them (abtest/confirm.describe); the
+# A compare-ref confirmation's pairs, as its evidence line lists them (engines/compare_ref/confirm.describe); the
 # results JSON carries them in no other field.
 _PAIRS = re.compile(r"fresh process pairs \(ratios (?P<ratios>[0-9., ]+)\); first pair (?P<first>[0-9.]+)")
 

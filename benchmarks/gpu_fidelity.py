@@ -41,8 +41,8 @@ import torch
 from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.gpu.device import cuda_synchronize, resolve_device
 from pytest_gpuperf.gpu.nvml import probe_device
+from pytest_gpuperf.measure.runner import MeasureSpec, Runner, RunnerOptions
 from pytest_gpuperf.model import Measurement
-from pytest_gpuperf.runner import MeasureSpec, Runner, RunnerOptions
 
 MIB = 1024 * 1024
 PROFILED_CALLS = 10

@@ -7,7 +7,7 @@ Writes the detection benchmark's suite to a temporary folder and, alternating, s
 each worker from a zygote of its own (every one imports torch, as a started process); forked
 from a zygote started with the wave (``twins.Zygote``: one import for the wave); or forked
 from a zygote that had imported torch before (a session's: started before collection by
-``abtest/prestart.py``). It times the wave from the first start to the last worker's HELLO
+``engines/compare_ref/prestart.py``). It times the wave from the first start to the last worker's HELLO
 (tests collected), then stops the workers.
 A benchmark, not a test: CI does not run it. Results: docs/detection.md.
 """
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import detection  # the suite
 
-from pytest_gpuperf.abtest.protocol import HeadChannel
-from pytest_gpuperf.abtest.remote import RemoteSide, WorkerLaunch
-from pytest_gpuperf.abtest.twins import Zygote
+from pytest_gpuperf.workers.protocol import HeadChannel
+from pytest_gpuperf.workers.remote import RemoteSide, WorkerLaunch
+from pytest_gpuperf.workers.twins import Zygote
 
 
 def _launch(root: Path, name: str) -> WorkerLaunch:

@@ -2,7 +2,7 @@
 
     python benchmarks/probe_spread.py --processes 8 --readings 4
 
-Each process imports torch, then takes ``--readings`` probes (host/cpu/speed_probe.py)
+Each process imports torch, then takes ``--readings`` probes (measure/host/cpu/speed_probe.py)
 back to back, as a session does between tests. The table shows every reading and
 the spread the slow-machine rule would judge a later reading against (docs/statistics.md).
 Run it on a quiet host to see the spread the rule must not call a slow machine.
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 CHILD = """
 import json, torch
-from pytest_gpuperf.host.cpu.speed_probe import measure_speed_probe
+from pytest_gpuperf.measure.host.cpu.speed_probe import measure_speed_probe
 print(json.dumps([measure_speed_probe(torch.device("cpu")) for _ in range({n})]))
 """
 
@@ -30,7 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--processes", type=int, default=8)
     parser.add_argument("--readings", type=int, default=4)
     args = parser.parse_args(argv)
-    from pytest_gpuperf.host.cpu.speed_probe import probe_spread
+    from pytest_gpuperf.measure.host.cpu.speed_probe import probe_spread
 
     every: list[float] = []
     for i in range(args.processes):

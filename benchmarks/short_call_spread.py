@@ -37,8 +37,8 @@ WORKLOADS = {
 _CHILD = """
 import json, sys, torch
 from pytest_gpuperf.config import MeasureSettings
-from pytest_gpuperf.runner import MeasureSpec, Runner, RunnerOptions
-from pytest_gpuperf.host import guard_for
+from pytest_gpuperf.measure.runner import MeasureSpec, Runner, RunnerOptions
+from pytest_gpuperf.measure.host import guard_for
 from pytest_gpuperf.modes import plan_for
 torch.set_num_threads(1)
 device = torch.device("cpu")

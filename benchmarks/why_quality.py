@@ -156,8 +156,8 @@ def alternate(base: Callable[[], object], head: Callable[[], object]) -> tuple[l
 def explain_new(
     base: Callable[[], object], head: Callable[[], object], result: Any, device: str = "cpu"
 ) -> tuple[Any, float]:
-    from pytest_gpuperf.engine import with_profile_diff
-    from pytest_gpuperf.profiled import ProfiledSide
+    from pytest_gpuperf.engines.results import with_profile_diff
+    from pytest_gpuperf.measure.profiled import ProfiledSide
     from pytest_gpuperf.profiling.torch_profile import capture_calls
 
     def side(fn: Callable[[], object], label: str) -> Callable[[int], ProfiledSide]:

@@ -30,10 +30,10 @@ class Mode(str, Enum):
 
 
 class EngineKind(str, Enum):
-    """Which engine measures a session (``session.py`` builds it, once)."""
+    """Which engine measures a session (the session builds it, once)."""
 
     LOCAL = "local"  # measure here, judge against the baseline store (engine.LocalEngine)
-    COMPARE_REF = "compare-ref"  # alternate rounds with a worker at the base ref (abtest.engine)
+    COMPARE_REF = "compare-ref"  # alternate rounds with a worker at the base ref (engines.compare_ref.engine)
 
 
 @dataclass(frozen=True)

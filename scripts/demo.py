@@ -91,15 +91,15 @@ def new_user_loop() -> bool:
 
 def reliable_mode(project: Path) -> str:
     """``baseline`` where the unchanged reruns' spread lets baseline mode catch the planted slowdown, else
-    ``compare-ref`` (pytest_gpuperf.stability: the upper bound of the spread, not the spread, decides).
+    ``compare-ref`` (pytest_gpuperf.verdict.stability: the upper bound of the spread, not the spread, decides).
     ``GPUPERF_DEMO_MODE=baseline`` or ``compare-ref`` shows that mode whatever the spread."""
     chosen = os.environ.get("GPUPERF_DEMO_MODE", "auto")
     if chosen in ("baseline", "compare-ref"):
         print(f"\nthe planted {PLANTED:+.0%} is shown in {chosen} mode (GPUPERF_DEMO_MODE)")
         return chosen
-    from pytest_gpuperf import stability
     from pytest_gpuperf.errors import NoChanges
     from pytest_gpuperf.report.results_json import load_results
+    from pytest_gpuperf.verdict import stability
 
     sessions = [load_results(project / f"unchanged-{i}.json") for i in (1, 2)]
     try:
@@ -165,7 +165,7 @@ def committed_not_comparable(examples: list[str]) -> bool:
 def _this_class() -> str:
     import torch
 
-    from pytest_gpuperf.env import probe_environment
+    from pytest_gpuperf.measure.env import probe_environment
 
     return probe_environment(torch.device("cpu")).device_class
 

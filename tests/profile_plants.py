@@ -94,7 +94,7 @@ torch.set_num_threads(1)
 
 
 def pytest_sessionfinish(session):
-    from pytest_gpuperf.session import STATE_KEY
+    from pytest_gpuperf.plugin.session import STATE_KEY
 
     state = session.config.stash.get(STATE_KEY, None)
     if state is None:

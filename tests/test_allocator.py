@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from pytest_gpuperf.allocator import user_set_thresholds
+from pytest_gpuperf.measure.allocator import user_set_thresholds
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc thresholds")
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="gl
 # process does, and page faults are counted over steady calls of elementwise work.
 FAULTS = """
 import ctypes, resource, sys, torch
-from pytest_gpuperf.runner import Runner, RunnerOptions
+from pytest_gpuperf.measure.runner import Runner, RunnerOptions
 torch.set_num_threads(1)
 ctypes.CDLL(None).mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD at glibc's start value, held there
 if sys.argv[1] == "runner":

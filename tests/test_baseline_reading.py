@@ -15,12 +15,12 @@ import torch
 from pytest_gpuperf import stats
 from pytest_gpuperf.baseline.store import BaselineStore
 from pytest_gpuperf.config import BusyPolicy, GateSettings, GpuperfConfig, MeasureSettings, Mode, resolve
-from pytest_gpuperf.engine import LocalEngine
-from pytest_gpuperf.host.cpu import CpuHostGuard
-from pytest_gpuperf.host.cpu.speed_probe import SessionSpeedProbe
+from pytest_gpuperf.engines.local import LocalEngine
+from pytest_gpuperf.measure.host.cpu import CpuHostGuard
+from pytest_gpuperf.measure.host.cpu.speed_probe import SessionSpeedProbe
+from pytest_gpuperf.measure.runner import MeasureSpec, Runner, RunnerOptions
 from pytest_gpuperf.model import Measurement
 from pytest_gpuperf.modes import plan_for
-from pytest_gpuperf.runner import MeasureSpec, Runner, RunnerOptions
 from pytest_gpuperf.verdict.rulesets import rules_for
 from tests.verdict_helpers import ENV, measurement, rounds
 
@@ -116,7 +116,7 @@ def test_each_measurement_records_the_sessions_probe(
     # gating probes once; writing baselines probes before every measurement and keeps the fastest
     # (x1.2 slower than it, the third reading is not slow enough to wait for the machine)
     probes = iter([40.0, 35.0, 42.0])
-    monkeypatch.setattr("pytest_gpuperf.host.cpu.speed_probe.measure_speed_probe",
+    monkeypatch.setattr("pytest_gpuperf.measure.host.cpu.speed_probe.measure_speed_probe",
                         lambda device, pin=None: next(probes))  # fmt: skip
     engine = cpu_engine(tmp_path)
     settings = resolve(GpuperfConfig(enabled=True, update_baseline=update))
@@ -165,9 +165,9 @@ def test_a_baseline_measurement_waits_for_a_machine_reading_slow(
     # probes again (x1.03) before measuring, and the measurement says so; gating never waits
     probes = iter([35.0, 50.0, 36.0])
     waits: list[float] = []
-    monkeypatch.setattr("pytest_gpuperf.host.cpu.speed_probe.measure_speed_probe",
+    monkeypatch.setattr("pytest_gpuperf.measure.host.cpu.speed_probe.measure_speed_probe",
                         lambda device, pin=None: next(probes))  # fmt: skip
-    monkeypatch.setattr("pytest_gpuperf.host.cpu.speed_probe.time.sleep", waits.append)
+    monkeypatch.setattr("pytest_gpuperf.measure.host.cpu.speed_probe.time.sleep", waits.append)
     engine = cpu_engine(tmp_path)
     spec = MeasureSpec(fn=lambda: None, test_id="t.py::test_a")
     monkeypatch.setattr(engine.runner, "measure", lambda spec: measurement(1000.0))

@@ -281,7 +281,7 @@ def test_compare_ref_measures_the_benchmark_fixture_on_both_sides(pytester: pyte
     for args in (("init", "-q"), ("config", "user.email", "t@example.com"), ("config", "user.name", "t")):
         subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
     commit(20000)
-    commit(80000)  # four times the work, as tests/test_abtest_compare_ref.py plants it
+    commit(80000)  # four times the work, as tests/test_compare_ref.py plants it
     result = pytester.runpytest_subprocess(
         "--gpuperf-compare-ref=HEAD~1", "--gpuperf-confirm-pairs=3", "--gpuperf-threshold=0.25",
         "--gpuperf-warmup-time=0.02", "--gpuperf-min-time=0.1", "--gpuperf-max-time=0.6", "-p", "no:cacheprovider",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_gpuperf import config as cfg
-from pytest_gpuperf.benchmark_options import MarkerChoice
 from pytest_gpuperf.errors import ConfigError
+from pytest_gpuperf.plugin.benchmark_options import MarkerChoice
 
 FAST = ["--gpuperf-min-time=0.05", "--gpuperf-max-time=0.2", "-p", "no:cacheprovider"]
 

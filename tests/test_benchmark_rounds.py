@@ -8,8 +8,8 @@ import time
 import torch
 
 from pytest_gpuperf.config import MeasureSettings
-from pytest_gpuperf.runner import MeasureSpec, Runner, RunnerOptions, stopping_rule
-from pytest_gpuperf.timers import CPU_MIN_SAMPLE_NS
+from pytest_gpuperf.measure.runner import MeasureSpec, Runner, RunnerOptions, stopping_rule
+from pytest_gpuperf.measure.timers import CPU_MIN_SAMPLE_NS
 
 FIXED = MeasureSettings(warmup_time_s=0.01, min_time_s=0.03, max_time_s=0.3, target_precision=0.05, rounds=7)
 

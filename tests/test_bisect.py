@@ -12,9 +12,10 @@ import pytest
 from git_repo import git, init
 from test_report_helpers import make_session
 
-from pytest_gpuperf import bisect, cli
-from pytest_gpuperf.bisect import BisectError, Status, Step, StepVerdict, search
-from pytest_gpuperf.bisect.render import step_line
+from pytest_gpuperf import cli
+from pytest_gpuperf.cli import bisect
+from pytest_gpuperf.cli.bisect import BisectError, Status, Step, StepVerdict, search
+from pytest_gpuperf.cli.bisect.render import step_line
 from pytest_gpuperf.model import Kind, Verdict
 
 # --- the search, with a probe that answers from a table ------------------------------------------

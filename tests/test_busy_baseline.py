@@ -10,8 +10,8 @@ import torch
 
 from pytest_gpuperf.baseline import codec
 from pytest_gpuperf.config import BusyPolicy, GateSettings, Mode
-from pytest_gpuperf.host.cpu import CpuHostGuard
-from pytest_gpuperf.host.cpu.contention import Contention
+from pytest_gpuperf.measure.host.cpu import CpuHostGuard
+from pytest_gpuperf.measure.host.cpu.contention import Contention
 from pytest_gpuperf.modes import plan_for
 from tests.test_baseline_reading import engine_with_fresh_readings
 from tests.verdict_helpers import entry, measurement

@@ -9,13 +9,13 @@ import torch
 
 from pytest_gpuperf.baseline.store import BaselineStore
 from pytest_gpuperf.config import GpuperfConfig, Mode, resolve
-from pytest_gpuperf.engine import LocalEngine
+from pytest_gpuperf.engines.local import LocalEngine
 from pytest_gpuperf.errors import ConfigError
-from pytest_gpuperf.host.cpu import CpuHostGuard
-from pytest_gpuperf.host.cpu.contention import Contention
+from pytest_gpuperf.measure.host.cpu import CpuHostGuard
+from pytest_gpuperf.measure.host.cpu.contention import Contention
+from pytest_gpuperf.measure.runner import MeasureSpec, Runner, RunnerOptions
 from pytest_gpuperf.model import Measurement, Verdict
 from pytest_gpuperf.modes import plan_for
-from pytest_gpuperf.runner import MeasureSpec, Runner, RunnerOptions
 from pytest_gpuperf.verdict.confirmation import time_of
 from pytest_gpuperf.verdict.rulesets import rules_for
 from tests.test_baseline_reading import KEY, ScriptedReadings

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import torch
 
-from pytest_gpuperf.host.cpu.calibration import CalibrationWorkload
+from pytest_gpuperf.measure.host.cpu.calibration import CalibrationWorkload
 
 
 def test_calibration_steps_accumulate_samples() -> None:

@@ -7,7 +7,7 @@ import pytest
 from test_report_helpers import BASE, BASE_SESSION, ENV, HEAD, HEAD_SESSION
 
 from pytest_gpuperf.baseline.record import entry_from_measurement
-from pytest_gpuperf.compare import compare_files, compare_sessions
+from pytest_gpuperf.cli.compare import compare_files, compare_sessions
 from pytest_gpuperf.config import GateSettings, Mode
 from pytest_gpuperf.model import MeasurementResult, Provenance, SessionResults, Verdict
 from pytest_gpuperf.report.results_json import ResultsError, write_results
@@ -71,7 +71,7 @@ def test_compare_files_reads_both_and_names_a_bad_one(tmp_path: Path) -> None:
 
 def test_gpuperf_compare_judges_with_the_noise_the_store_would_record() -> None:
     from pytest_gpuperf import stats
-    from pytest_gpuperf.compare import base_entries
+    from pytest_gpuperf.cli.compare import base_entries
 
     first = BASE_SESSION.results[0]
     spread = dataclasses.replace(first.measurement, process_medians_ns=(1000.0, 1300.0, 1600.0))

@@ -48,7 +48,7 @@ def test_the_base_worker_collects_the_same_test_ids_with_the_conftest_options(py
 
 
 def test_only_changed_options_are_repeated(pytester: pytest.Pytester) -> None:
-    from pytest_gpuperf import conftest_options
+    from pytest_gpuperf.plugin import conftest_options
 
     pytester.makeconftest(CONFTEST)
     config = pytester.parseconfigure("--variant=large", "--tag=x")

@@ -11,8 +11,14 @@ import torch
 from verdict_helpers import compare, entry, measurement, samples, time_of
 
 from pytest_gpuperf.config import Mode
-from pytest_gpuperf.host.cpu import CpuHostGuard
-from pytest_gpuperf.host.cpu.contention import Contention, ContentionMonitor, ContentionReader, QuietWait, Sample
+from pytest_gpuperf.measure.host.cpu import CpuHostGuard
+from pytest_gpuperf.measure.host.cpu.contention import (
+    Contention,
+    ContentionMonitor,
+    ContentionReader,
+    QuietWait,
+    Sample,
+)
 from pytest_gpuperf.model import Verdict
 from pytest_gpuperf.modes import plan_for
 from pytest_gpuperf.verdict.confirmation import suspicion

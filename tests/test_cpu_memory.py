@@ -5,7 +5,7 @@ import sys
 import pytest
 import torch
 
-from pytest_gpuperf.host.cpu.memory import peak_tensor_bytes
+from pytest_gpuperf.measure.host.cpu.memory import peak_tensor_bytes
 
 
 def test_peak_counts_live_tensors_at_the_worst_moment() -> None:

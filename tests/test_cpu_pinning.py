@@ -8,7 +8,7 @@ import pytest
 
 from pytest_gpuperf.config import GpuperfConfig, Mode
 from pytest_gpuperf.errors import ConfigError
-from pytest_gpuperf.host.cpu.pinning import available_cpus, pinned, resolve_pin_cpu
+from pytest_gpuperf.measure.host.cpu.pinning import available_cpus, pinned, resolve_pin_cpu
 from pytest_gpuperf.modes import plan_for
 
 needs_affinity = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this OS")

@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from pytest_gpuperf import device_class
 from pytest_gpuperf.baseline.store import BaselineStore
-from pytest_gpuperf.env import cpu_kernels, device_class_for, expected_cpu_kernels
-from pytest_gpuperf.model import BaselineEntry, Environment, Provenance, SampleStats
+from pytest_gpuperf.measure.env import cpu_kernels, device_class_for, expected_cpu_kernels
+from pytest_gpuperf.model import BaselineEntry, Environment, Provenance, SampleStats, device_class
 
 MODULE = "tests/test_mm.py"
 LEGACY = "cpu-amd-epyc"
@@ -39,7 +38,8 @@ def test_the_torch_free_guess_follows_aten_cpu_capability(monkeypatch: pytest.Mo
     import subprocess
     import sys
 
-    code = "from pytest_gpuperf.env import expected_cpu_kernels as e; import sys; print(e(), 'torch' in sys.modules)"
+    code = "from pytest_gpuperf.measure.env import expected_cpu_kernels as e; import sys; "
+    code += "print(e(), 'torch' in sys.modules)"
     monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[0].split("-")[0] == "default" and out[1] == "False"

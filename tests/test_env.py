@@ -7,7 +7,7 @@ import shutil
 import pytest
 import torch
 
-from pytest_gpuperf.env import describe_drift, device_class_for, probe_environment, slug
+from pytest_gpuperf.measure.env import describe_drift, device_class_for, probe_environment, slug
 
 
 def test_slug_and_device_class() -> None:

@@ -19,7 +19,7 @@ from pytest_gpuperf.errors import (
 
 # (module the class was defined in before, class name)
 MOVED = [
-    ("pytest_gpuperf.stability", "NoChanges"),
+    ("pytest_gpuperf.verdict.stability", "NoChanges"),
     ("pytest_gpuperf.report.history", "HistoryError"),
     ("pytest_gpuperf.report.results_json", "ResultsError"),
     ("pytest_gpuperf.baseline.codec", "NonFiniteNumberError"),

@@ -110,7 +110,7 @@ def test_an_unconsumed_iterator_result_is_refused(make: object, kind: str) -> No
     import re
 
     from pytest_gpuperf.errors import MeasurementError
-    from pytest_gpuperf.runner import MeasureSpec, check_lazy_result
+    from pytest_gpuperf.measure.runner import MeasureSpec, check_lazy_result
 
     with pytest.raises(MeasurementError, match=re.escape(f"t.py::t: measurement 'default' returned {kind}:")):
         check_lazy_result(make(), MeasureSpec(fn=print, test_id="t.py::t"))  # type: ignore[operator]
@@ -119,7 +119,7 @@ def test_an_unconsumed_iterator_result_is_refused(make: object, kind: str) -> No
 def test_a_consumed_or_plain_result_is_accepted() -> None:
     import torch
 
-    from pytest_gpuperf.runner import MeasureSpec, check_lazy_result
+    from pytest_gpuperf.measure.runner import MeasureSpec, check_lazy_result
 
     for result in (None, [1, 2], (1,), torch.ones(2), {"a": 1}, "text", range(3)):
         assert check_lazy_result(result, MeasureSpec(fn=print, test_id="t.py::t")) is None
@@ -345,7 +345,7 @@ def test_a_base_missing_from_a_shallow_clone_gets_a_hint_to_fetch_more_history(t
     import subprocess
     from pathlib import Path
 
-    from pytest_gpuperf.abtest.worktree import resolve_ref
+    from pytest_gpuperf.engines.compare_ref.worktree import resolve_ref
     from pytest_gpuperf.errors import ConfigError
 
     def git(cwd: Path, *args: str) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_gpuperf import stats
 from pytest_gpuperf.baseline import plausible
-from tests.test_abtest_compare_ref import SPIN_WITH_ENVIRONMENT
+from tests.test_compare_ref import SPIN_WITH_ENVIRONMENT
 
 pytestmark = pytest.mark.slow
 

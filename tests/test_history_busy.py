@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from test_report_helpers import make_session
 
-from pytest_gpuperf.busy import busy_evidence, contended
 from pytest_gpuperf.history.dashboard import build_site
 from pytest_gpuperf.history.detect import find_changes, too_short
 from pytest_gpuperf.history.ingest import run_from_session
 from pytest_gpuperf.history.model import Point, Series, SeriesKey
 from pytest_gpuperf.history.store import SeriesFilter, known_revisions, open_store
-from pytest_gpuperf.host.cpu.contention import Contention
+from pytest_gpuperf.measure.host.cpu.contention import Contention
+from pytest_gpuperf.model.busy import busy_evidence, contended
 
 KEY = SeriesKey("t.py::test_flat", "default", "time.p50", "cpu-x", "main")
 LOADED = {"cpu_pressure": 0.91, "cpu_steal": 0.0, "cpu_runnable": 7, "cpus": 2}

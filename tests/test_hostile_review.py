@@ -164,7 +164,7 @@ def test_a_bad_marker_fails_only_its_own_test_and_the_file_runs(pytester: pytest
 def test_the_fetch_hint_for_an_unknown_ref_is_a_command_safe_to_copy(tmp_path: Path, ref: str, hint: str) -> None:
     from git_repo import git, init
 
-    from pytest_gpuperf.abtest.worktree import resolve_ref
+    from pytest_gpuperf.engines.compare_ref.worktree import resolve_ref
     from pytest_gpuperf.errors import ConfigError
 
     init(tmp_path)

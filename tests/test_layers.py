@@ -40,24 +40,57 @@ def contracts() -> list[dict]:  # type: ignore[type-arg]
 
 
 def named_in_contracts() -> set[str]:
+    """Every module a contract names, a container's layers prefixed with the container."""
     import re
 
     names: set[str] = set()
     for contract in contracts():
-        for key in ("layers", "modules", "containers"):
+        prefixes = [f"{c}." for c in contract.get("containers", ())] or [""]
+        for key in ("layers", "modules"):
             for entry in contract.get(key, ()):
-                names |= set(re.split(r"\s*[|:]\s*", entry.strip()))
+                for name in re.split(r"\s*[|:]\s*", entry.strip()):
+                    names |= {prefix + name for prefix in prefixes}
     return names
 
 
-def test_every_module_of_the_package_sits_in_a_layer_or_an_independence_contract() -> None:
+def rooms_and_modules() -> tuple[set[str], set[str]]:
+    """The package's subpackages (rooms) and every module in them, Alembic's script folder left out."""
     import pkgutil
 
     import pytest_gpuperf
 
-    modules = {f"pytest_gpuperf.{m.name}" for m in pkgutil.iter_modules(pytest_gpuperf.__path__)}
-    missing = sorted(m for m in modules if not any(m == n or m.startswith(f"{n}.") for n in named_in_contracts()))
+    rooms, modules = {"pytest_gpuperf"}, set()
+    for info in pkgutil.walk_packages(pytest_gpuperf.__path__, "pytest_gpuperf."):
+        modules.add(info.name)
+        if info.ispkg:
+            rooms.add(info.name)
+    return rooms, modules
+
+
+def test_every_module_of_the_package_sits_in_a_layer_of_its_room() -> None:
+    _, modules = rooms_and_modules()
+    named = named_in_contracts()
+    # each module is named by the contract of the room that holds it: the root's in the top one
+    missing = sorted(m for m in modules if m not in named)
     assert not missing, f"not in any import-linter contract of pyproject.toml: {missing}"
+
+
+def test_the_package_root_holds_at_most_ten_modules_beside_its_rooms() -> None:
+    import pkgutil
+
+    import pytest_gpuperf
+
+    modules = [m.name for m in pkgutil.iter_modules(pytest_gpuperf.__path__) if not m.ispkg]
+    assert len(modules) + 1 <= 10, f"{len(modules)} modules and __init__ at the top level: {sorted(modules)}"
+
+
+def test_every_room_says_what_it_may_import() -> None:
+    import importlib
+
+    rooms, _ = rooms_and_modules()
+    for room in sorted(rooms - {"pytest_gpuperf"}):
+        doc = importlib.import_module(room).__doc__ or ""
+        assert "May import" in doc or "may import" in doc, f"{room}'s docstring does not say what it may import"
 
 
 def test_the_contracts_count_imports_made_for_the_type_checker() -> None:
@@ -68,9 +101,11 @@ def test_the_contracts_count_imports_made_for_the_type_checker() -> None:
 
 
 def test_the_cpu_guard_contract_checks_indirect_imports() -> None:
-    (guard,) = [c for c in contracts() if c.get("forbidden_modules") == ["pytest_gpuperf.host.cpu"]]
+    (guard,) = [c for c in contracts() if c.get("forbidden_modules") == ["pytest_gpuperf.measure.host.cpu"]]
     assert not guard.get("allow_indirect_imports", False)
-    assert guard.get("ignore_imports") == ["pytest_gpuperf.host -> pytest_gpuperf.host.cpu"]  # the dispatch alone
+    assert guard.get("ignore_imports") == [
+        "pytest_gpuperf.measure.host -> pytest_gpuperf.measure.host.cpu"
+    ]  # the dispatch alone
 
 
 def import_cycles(package: str) -> list[list[str]]:

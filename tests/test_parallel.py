@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuperf.parallel import WorkerInfo, measurement_lock, needs_lock, pinned_device
+from pytest_gpuperf.plugin.parallel import WorkerInfo, measurement_lock, needs_lock, pinned_device
 
 pytest.importorskip("xdist")
 

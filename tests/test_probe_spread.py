@@ -9,8 +9,8 @@ import torch
 from verdict_helpers import compare, entry, measurement, time_of
 
 from pytest_gpuperf.config import Mode
-from pytest_gpuperf.host.cpu import CpuHostGuard
-from pytest_gpuperf.host.cpu.speed_probe import SessionSpeedProbe, beyond_spread, is_slow, probe_spread
+from pytest_gpuperf.measure.host.cpu import CpuHostGuard
+from pytest_gpuperf.measure.host.cpu.speed_probe import SessionSpeedProbe, beyond_spread, is_slow, probe_spread
 from pytest_gpuperf.model import Verdict
 from pytest_gpuperf.modes import plan_for
 

@@ -14,12 +14,12 @@ import torch
 from git_repo import git, init
 
 from pytest_gpuperf.config import GpuperfConfig, resolve
+from pytest_gpuperf.measure.runner import HOST_TIME_METRIC, MeasureSpec, Runner, RunnerOptions
+from pytest_gpuperf.measure.timers import WallTimer
 from pytest_gpuperf.profiling.diff import diff_profiles
 from pytest_gpuperf.profiling.quiet import without_chatter
 from pytest_gpuperf.profiling.torch_profile import OUTSIDE_OPS, capture_calls, op_table
 from pytest_gpuperf.report.why import why_lines
-from pytest_gpuperf.runner import HOST_TIME_METRIC, MeasureSpec, Runner, RunnerOptions
-from pytest_gpuperf.timers import WallTimer
 
 
 def event(key: str, start: float = 0.0, *, cpu: float = 0.0, total: float = 0.0, device: float = 0.0,
@@ -182,7 +182,7 @@ class LaunchTimer(WallTimer):
 
 
 def test_a_timer_with_host_times_adds_the_host_time_metric(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("pytest_gpuperf.runner.timer_for", lambda device, **_: LaunchTimer())
+    monkeypatch.setattr("pytest_gpuperf.measure.runner.timer_for", lambda device, **_: LaunchTimer())
     settings = dataclasses.replace(resolve(GpuperfConfig(enabled=True)).measure, min_time_s=0.0, max_time_s=0.01)
     m = Runner(RunnerOptions(device=torch.device("cpu"))).measure(MeasureSpec(fn=time.perf_counter, settings=settings))
     (host,) = [x for x in m.metrics if x.name == HOST_TIME_METRIC]

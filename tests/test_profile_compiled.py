@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import torch
 
+from pytest_gpuperf.measure.runner import MeasureSpec, Runner, RunnerOptions
 from pytest_gpuperf.profiling.torch_profile import capture_calls
-from pytest_gpuperf.runner import MeasureSpec, Runner, RunnerOptions
 
 CPU = torch.device("cpu")
 

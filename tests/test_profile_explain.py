@@ -200,8 +200,8 @@ def test_the_profiled_calls_grow_until_the_cause_is_resolved() -> None:
     """engine.with_profile_diff: both sides profiled over the same calls, doubled while the rows are unresolved."""
     from test_report_profile_helpers import regressed
 
-    from pytest_gpuperf.engine import with_profile_diff
-    from pytest_gpuperf.profiled import ProfiledSide
+    from pytest_gpuperf.engines.results import with_profile_diff
+    from pytest_gpuperf.measure.profiled import ProfiledSide
 
     asked: list[tuple[str, int]] = []
 

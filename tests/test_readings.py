@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gpuperf import readings
+from pytest_gpuperf.verdict import readings
 
 
 def take_from(values: list[float | None]):  # type: ignore[no-untyped-def]

@@ -9,7 +9,7 @@ import git
 import pytest
 
 from pytest_gpuperf.config import GpuperfConfig, Mode
-from pytest_gpuperf.env import cpu_model, device_class_for, expected_cpu_kernels
+from pytest_gpuperf.measure.env import cpu_model, device_class_for, expected_cpu_kernels
 from pytest_gpuperf.report.header import render_header, session_header, sm_clock
 from tests.test_report_helpers import ENV
 

@@ -17,7 +17,7 @@ BASE_LABEL = "base (main)"
 
 
 def confirmed_by_pairs() -> MeasurementResult:
-    """Compare-ref after fresh pairs confirmed: the time comparison carries the pairs' figures (abtest/engine.py),
+    """Compare-ref after fresh pairs confirmed: the time comparison carries the pairs' figures (compare_ref.engine),
     the measurement and its base side keep the first pair's samples."""
     m, base = measurement(1835.0), entry(1307.0)
     first, *rest = compare(m, base)

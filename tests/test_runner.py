@@ -14,10 +14,10 @@ import torch
 
 from pytest_gpuperf.config import MeasureSettings, Mode
 from pytest_gpuperf.errors import MeasurementError, MeasurementTimeout
+from pytest_gpuperf.measure.runner import MeasureSpec, Runner, RunnerOptions
+from pytest_gpuperf.measure.timers import CPU_MIN_SAMPLE_NS, WallTimer
 from pytest_gpuperf.model import Throughput
 from pytest_gpuperf.modes import plan_for
-from pytest_gpuperf.runner import MeasureSpec, Runner, RunnerOptions
-from pytest_gpuperf.timers import CPU_MIN_SAMPLE_NS, WallTimer
 
 FAST = MeasureSettings(warmup_time_s=0.01, min_time_s=0.03, max_time_s=0.3, target_precision=0.05)
 
@@ -93,7 +93,7 @@ def test_non_finite_timing_is_a_measurement_error(monkeypatch: pytest.MonkeyPatc
         def time_blocks(self, call, calls, samples, between=None):  # type: ignore[no-untyped-def]
             return [math.nan] * samples
 
-    monkeypatch.setattr("pytest_gpuperf.runner.timer_for", lambda device, **_: NanTimer())
+    monkeypatch.setattr("pytest_gpuperf.measure.runner.timer_for", lambda device, **_: NanTimer())
     with pytest.raises(MeasurementError, match="t: measurement 'default' produced timing nan"):
         _runner().measure(MeasureSpec(fn=lambda: None, test_id="t", settings=FAST))
 
@@ -113,7 +113,7 @@ def test_cpu_peak_memory_probe_can_be_switched_off_for_time_only_workers() -> No
     spec = MeasureSpec(fn=_allocates, settings=FAST)
     probed = _runner().measure(spec)
     assert probed.peak_allocated_bytes is not None and probed.peak_allocated_bytes >= 64 * 1024 * 4
-    from pytest_gpuperf.host import guard_for
+    from pytest_gpuperf.measure.host import guard_for
 
     quiet = guard_for(torch.device("cpu"), plan=plan_for(Mode.BASELINE), pin_cpu="off", peak_memory=False)
     time_only = Runner(RunnerOptions(device=torch.device("cpu"), guard=quiet)).measure(spec)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_gpuperf.config import GpuperfConfig, Mode
-from pytest_gpuperf.engine import Engine
-from pytest_gpuperf.session import STATE_KEY, GpuperfSession
+from pytest_gpuperf.engines.protocol import Engine
+from pytest_gpuperf.plugin.session import STATE_KEY, GpuperfSession
 
 
 @pytest.mark.parametrize(
@@ -30,9 +30,9 @@ def test_the_mode_is_an_enum_that_reads_as_its_word() -> None:
 
 
 def test_the_engine_protocol_holds_what_the_fixture_and_the_session_call_and_every_engine_has_it() -> None:
-    from pytest_gpuperf.abtest.engine import CompareRefEngine
-    from pytest_gpuperf.abtest.worker import WorkerEngine
-    from pytest_gpuperf.engine import LocalEngine
+    from pytest_gpuperf.engines.compare_ref.engine import CompareRefEngine
+    from pytest_gpuperf.engines.local import LocalEngine
+    from pytest_gpuperf.workers.worker import WorkerEngine
 
     members = {name for name in vars(Engine) if not name.startswith("_")}
     assert members == {"start", "base_commit", "remember", "measure", "evaluate", "close"}

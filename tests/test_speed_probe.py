@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from pytest_gpuperf.host.cpu import speed_probe
-from pytest_gpuperf.host.cpu.calibration import CalibrationWorkload
-from pytest_gpuperf.host.cpu.speed_probe import (
+from pytest_gpuperf.measure.host.cpu import speed_probe
+from pytest_gpuperf.measure.host.cpu.calibration import CalibrationWorkload
+from pytest_gpuperf.measure.host.cpu.speed_probe import (
     PROBE_REPEATS,
     PROBE_STEPS,
     SessionSpeedProbe,
@@ -83,7 +83,7 @@ def test_writing_baselines_keeps_the_fastest_reading_so_far() -> None:
 
 def test_writing_baselines_waits_while_a_reading_is_slow(monkeypatch: pytest.MonkeyPatch) -> None:
     waits: list[float] = []
-    monkeypatch.setattr("pytest_gpuperf.host.cpu.speed_probe.time.sleep", waits.append)
+    monkeypatch.setattr("pytest_gpuperf.measure.host.cpu.speed_probe.time.sleep", waits.append)
     probe = readings(40.0, 52.0, 48.0, 41.0, 30.0)
     assert probe.settled_fastest() == (40.0, None)  # nothing to compare the first with: no wait
     # x1.30, x1.20: one step of waiting, and the fastest so far stays the reference

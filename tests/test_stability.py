@@ -12,7 +12,7 @@ from test_report_helpers import ENV, HEAD, measurement
 from pytest_gpuperf.cli import EXIT_INVALID_INPUT, EXIT_OK, EXIT_USAGE
 from pytest_gpuperf.model import Comparison, Kind, MeasurementResult, SessionResults, Verdict
 from pytest_gpuperf.report.results_json import load_results, write_results
-from pytest_gpuperf.stability import (
+from pytest_gpuperf.verdict.stability import (
     NoChanges,
     assess,
     render,

@@ -7,8 +7,15 @@ import math
 import pytest
 
 from pytest_gpuperf.config import DEFAULT_MIN_SAMPLES, MeasureSettings
+from pytest_gpuperf.measure.stopping import (
+    LIMIT_MARGIN,
+    LONG_CALL_BUDGET_SHARE,
+    LONG_SAMPLE_S,
+    Progress,
+    Stop,
+    StoppingRule,
+)
 from pytest_gpuperf.stats import median_ci
-from pytest_gpuperf.stopping import LIMIT_MARGIN, LONG_CALL_BUDGET_SHARE, LONG_SAMPLE_S, Progress, Stop, StoppingRule
 
 SETTINGS = MeasureSettings(min_time_s=0.2, max_time_s=2.0, target_precision=0.01, time_limit_s=120.0)
 RULE = StoppingRule.from_settings(SETTINGS, round_s=0.1, min_rounds=3, precision_samples=10, max_samples=20_000)

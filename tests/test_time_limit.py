@@ -10,7 +10,7 @@ from types import FrameType
 
 import pytest
 
-from pytest_gpuperf.time_limit import hard_limit, signals_usable
+from pytest_gpuperf.measure.time_limit import hard_limit, signals_usable
 
 posix_only = pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="SIGALRM timers are POSIX only")
 

@@ -15,12 +15,12 @@ import torch
 
 from pytest_gpuperf.baseline.store import BaselineStore
 from pytest_gpuperf.config import GateSettings, GpuperfConfig, Mode, resolve
-from pytest_gpuperf.engine import LocalEngine
-from pytest_gpuperf.host.cpu import CpuHostGuard
+from pytest_gpuperf.engines.local import LocalEngine
+from pytest_gpuperf.measure.host.cpu import CpuHostGuard
+from pytest_gpuperf.measure.runner import Runner, RunnerOptions
 from pytest_gpuperf.model import Comparison, Measurement, MeasurementResult, Verdict
 from pytest_gpuperf.modes import plan_for
 from pytest_gpuperf.report.failure import failure_message
-from pytest_gpuperf.runner import Runner, RunnerOptions
 from pytest_gpuperf.verdict import fails
 from pytest_gpuperf.verdict.rulesets import rules_for
 from tests.verdict_helpers import ENV, OTHER, S, entry, judged, measurement, time_of

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_gpuperf.config import GpuperfConfig, MeasureSettings
-from pytest_gpuperf.options import build_config, worker_args
+from pytest_gpuperf.plugin.options import build_config, worker_args
 
 pytest.importorskip("pytest_benchmark")  # a dev dependency: its --benchmark-* options are repeated too
 

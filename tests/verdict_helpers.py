@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from pytest_gpuperf.config import GateSettings, Mode
-from pytest_gpuperf.host.cpu import CpuHostGuard
+from pytest_gpuperf.measure.host.cpu import CpuHostGuard
 from pytest_gpuperf.model import (
     BaselineEntry,
     Comparison,

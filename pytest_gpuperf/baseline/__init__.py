@@ -3,6 +3,8 @@
 ``store`` reads and updates the files, ``atomic`` replaces them under a lock, ``codec`` maps entries
 to canonical JSON, ``schema`` and ``plausible`` validate them, ``migrate`` holds the version history,
 ``naming`` the safe file names, ``record`` turns measurements into entries, ``provenance`` reads git.
+
+May import: the model, config, errors, files, stats and units; nothing that measures, judges or reports.
 """
 
 from __future__ import annotations

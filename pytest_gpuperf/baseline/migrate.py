@@ -26,9 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_gpuperf import device_class
 from pytest_gpuperf.errors import BaselineError
-from pytest_gpuperf.model import BaselineEntry
+from pytest_gpuperf.model import BaselineEntry, device_class
 
 CURRENT_VERSION = 2
 OLDEST_VERSION = 1

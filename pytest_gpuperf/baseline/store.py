@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pytest_gpuperf import device_class as classes
 from pytest_gpuperf.baseline import atomic, codec, migrate, schema
 from pytest_gpuperf.baseline.naming import device_class_dir, module_file_name, module_of
 from pytest_gpuperf.baseline.record import entry_from_measurement
 from pytest_gpuperf.errors import BaselineError, NonFiniteNumberError
 from pytest_gpuperf.model import BaselineEntry, measurement_key
+from pytest_gpuperf.model import device_class as classes
 
 __all__ = ["BaselineStore", "EntryChange", "entry_from_measurement"]
 

@@ -176,7 +176,7 @@ def measurement_values(result: MeasurementResult) -> list[RecordedValue]:
     """Every statistic the store keeps of one measurement (see the module's docstring)."""
     import numpy as np
 
-    from pytest_gpuperf.busy import busy_evidence
+    from pytest_gpuperf.model.busy import busy_evidence
 
     m = result.measurement
     busy = busy_evidence(m.health, m.unstable_reason, m.device)

@@ -64,7 +64,7 @@ class RecordedValue:
     samples: int | None = None  # how many samples the value rests on
     verdict: Verdict | None = None  # the gate's verdict in that run, if it judged
     profile_diff: Mapping[str, object] | None = None  # results-file JSON of a confirmed regression's diff
-    busy: str | None = None  # the evidence that the runner was busy while it measured (pytest_gpuperf/busy.py)
+    busy: str | None = None  # the evidence that the runner was busy while it measured (pytest_gpuperf/model/busy.py)
 
 
 @dataclass(frozen=True)

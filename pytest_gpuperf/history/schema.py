@@ -63,7 +63,7 @@ values = Table(
     Column("samples", Integer, nullable=True),
     Column("verdict", String(32), nullable=True),
     Column("profile_diff", JSON(none_as_null=True), nullable=True),
-    # the evidence that the runner was busy while it measured (pytest_gpuperf/busy.py), else NULL
+    # the evidence that the runner was busy while it measured (pytest_gpuperf/model/busy.py), else NULL
     Column("busy", Text, nullable=True),
     Index("ix_gpuperf_values_series", "test", "measurement", "statistic"),
 )

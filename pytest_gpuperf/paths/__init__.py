@@ -3,6 +3,8 @@
 Each takes the ``gpu_bench`` fixture (or anything shaped like :class:`Bench`) and turns
 one optimisation into named measurements plus gateable metrics. torch is imported
 inside the submodules, so importing this package stays cheap.
+
+May import: ``gpu``, the model and the leaves; a perf test calls these, the rest of the package does not need them.
 """
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
-"""Hooks for profilers: NVTX ranges, Nsight capture ranges, short torch.profiler captures."""
+"""Hooks for profilers: NVTX ranges, Nsight capture ranges, short torch.profiler captures.
+
+May import: ``gpu``, the model and the leaves; it measures and ranks, ``report`` words it.
+"""
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 ``text`` makes user-controlled strings inert for each of them; every file is written
 whole through ``pytest_gpuperf.files``; matplotlib is imported only for HTML and plots.
+
+May import: ``measure`` (the environment probe), ``profiling``, ``verdict``, ``baseline``, the model and the leaves;
+it renders and decides nothing.
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ def session_header(
     if environment is not None:
         name, device_class = environment.device_name, environment.device_class
     elif config.device == "cpu":
-        from pytest_gpuperf.env import cpu_model, device_class_for, expected_cpu_kernels
+        from pytest_gpuperf.measure.env import cpu_model, device_class_for, expected_cpu_kernels
 
         name = cpu_model()
         device_class = device_class_for("cpu", name, expected_cpu_kernels())

@@ -2,7 +2,9 @@
 
 Each rule of the mode's list (``rulesets.py``) may set the threshold, change the verdict or stop the
 pipeline, and says why in a note, kept in ``Comparison.explanation``. The modes differ only in their
-evidence (``evidence.py``) and rule lists; host guards (``pytest_gpuperf.host``) add their rules.
+evidence (``evidence.py``) and rule lists; host guards (``pytest_gpuperf.measure.host``) add their rules.
+
+May import: the model, config, stats, units and errors; no measuring, storing or reporting.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The rules every host shares, each a small object with a name, a note and its own test.
 
-Host-specific rules live with their host guard in ``pytest_gpuperf.host``.
+Host-specific rules live with their host guard in ``pytest_gpuperf.measure.host``.
 """
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pytest_gpuperf import device_class, stats
-from pytest_gpuperf.model import Comparison, Kind, Verdict, not_finite
+from pytest_gpuperf import stats
+from pytest_gpuperf.model import Comparison, Kind, Verdict, device_class, not_finite
 from pytest_gpuperf.units import format_bytes
 from pytest_gpuperf.verdict.case import Case
 from pytest_gpuperf.verdict.pipeline import Step

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from pytest_gpuperf.measure.timers import CudaEventTimer, timer_for
 from pytest_gpuperf.profiling.nsight import capture_range
 from pytest_gpuperf.profiling.torch_profile import capture_calls
-from pytest_gpuperf.timers import CudaEventTimer, timer_for
 
 pytestmark = pytest.mark.cuda
 

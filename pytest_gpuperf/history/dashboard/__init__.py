@@ -6,6 +6,9 @@ with a median line and p10-p90 band for each device class, change points marked 
 commit range and change, baseline updates marked, and links to recorded profile diffs.
 Charts are inline SVG; the one script and style sheet are files of the site. It renders;
 it decides nothing (change points come from ``history.detect``).
+
+May import: the history's model, ``report``, ``baseline`` and the leaves; no store, detector or verdict
+(an import-linter contract keeps it so).
 """
 
 from __future__ import annotations

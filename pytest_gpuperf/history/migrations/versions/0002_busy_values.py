@@ -1,7 +1,7 @@
 """A value measured on a busy runner says so: ``gpuperf_values.busy``.
 
 The evidence (the contention counters over the measurement, or the GPU's throttling; see
-``pytest_gpuperf/busy.py``), or NULL for a quiet measurement and for every value stored
+``pytest_gpuperf/model/busy.py``), or NULL for a quiet measurement and for every value stored
 before this revision (unknown is not busy).
 
 Revision ID: 0002

@@ -1,0 +1,112 @@
+"""The shared-CPU host guard: contention and speed probe with their waits, pinning, calibration, rules, peak memory.
+
+Everything that exists because the measured code shares the CPU with other processes
+lives in this package and reaches the core only through ``CpuHostGuard``.
+
+May import: what ``measure.host`` may; only ``measure.host.guard_for`` imports this package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+from pytest_gpuperf.config import BusyPolicy
+from pytest_gpuperf.measure.host.cpu import speed_probe as probes
+from pytest_gpuperf.measure.host.cpu.calibration import CalibrationWorkload
+from pytest_gpuperf.measure.host.cpu.contention import Contention, ContentionMonitor, ContentionReader, QuietWait
+from pytest_gpuperf.measure.host.cpu.pinning import pinned, resolve_pin_cpu
+from pytest_gpuperf.measure.host.cpu.rules import BusyRunner, Calibration, FastEnd, SlowDurations, SlowMachine
+from pytest_gpuperf.torch_support import have_torch
+from pytest_gpuperf.verdict.rulesets import GuardRules
+
+if TYPE_CHECKING:
+    import torch
+
+    from pytest_gpuperf.modes import ModePlan
+
+
+def guard_rules(plan: ModePlan, busy_policy: BusyPolicy = BusyPolicy.RETAKE) -> GuardRules:
+    """The rules a shared CPU adds to ``plan``'s lists. They read only what a measurement records (its
+    contention counters, speed probe, samples), so recorded measurements are judged by them too."""
+    if plan.interleaved:  # interleaved rounds on one core already cancel the host's drift
+        return GuardRules()
+    judge = busy_policy is BusyPolicy.JUDGE
+    busy = (BusyRunner(),) if plan.busy_runner_rule and not judge else ()
+    return GuardRules(time=(Calibration(), *busy, FastEnd(trust_counters=not judge), SlowMachine()),
+                      metric=(SlowDurations(),))  # fmt: skip
+
+
+class CpuHostGuard:
+    name = "cpu"
+
+    def __init__(self, device: torch.device, *, plan: ModePlan, pin_cpu: str = "auto", peak_memory: bool = True,
+                 busy_policy: BusyPolicy = BusyPolicy.RETAKE, reader: ContentionReader | None = None,
+                 quiet: QuietWait | None = None) -> None:  # fmt: skip
+        self.device = device
+        self.pin_cpu = resolve_pin_cpu(pin_cpu, plan=plan, device_type=device.type)
+        self.measures_peak_memory = peak_memory
+        self._session = probes.SessionSpeedProbe(self.speed_probe)
+        self.busy_policy = BusyPolicy(busy_policy)  # a word from a test or a worker's command line too
+        self._reader = reader or ContentionReader()
+        self._quiet = quiet or QuietWait(self._reader)
+
+    def rules(self, plan: ModePlan) -> GuardRules:
+        return guard_rules(plan, self.busy_policy)
+
+    def pinned(self) -> AbstractContextManager[object]:
+        return pinned(self.pin_cpu)
+
+    def peak_memory(self, call: Callable[[], object]) -> int | None:
+        if not self.measures_peak_memory:
+            return None
+        from pytest_gpuperf.measure.host.cpu.memory import peak_tensor_bytes
+
+        return peak_tensor_bytes(call)
+
+    def health_monitor(self) -> ContentionMonitor:
+        return ContentionMonitor(self._reader)  # evidence for the busy-runner and fast-end rules
+
+    def calibration(self) -> CalibrationWorkload | None:
+        # the workload is a torch matmul: without torch, no calibration (torch_support.py)
+        return CalibrationWorkload(self.device) if have_torch() else None
+
+    def speed_probe(self) -> float | None:
+        return probes.measure_speed_probe(self.device, self.pin_cpu) if have_torch() else None
+
+    def session_probe(self, *, writing: bool) -> tuple[float | None, str | None]:
+        if writing:  # a baseline is not measured in a busy or slow moment it could wait out
+            quiet = self.wait_quiet()
+            probe, waited = self._session.settled_fastest()
+            return probe, _joined(quiet, waited)
+        return self._session.once(), None
+
+    def wait_quiet(self) -> str | None:
+        """With ``busy_policy=retake``: wait (bounded) for the counters to read quiet; the note (None: no wait)."""
+        return self._quiet.wait() if self.busy_policy is BusyPolicy.RETAKE else None
+
+    @property
+    def fastest_probe_ns(self) -> float | None:
+        return self._session.fastest_ns
+
+    def settle(self, take: Callable[[], float | None], reference_ns: float | None) -> tuple[float | None, str | None]:
+        quiet = self.wait_quiet()  # a re-take waits for the contention to pass, then for the machine's speed
+        probe, waited = probes.settled_probe(take, reference_ns)
+        return probe, _joined(quiet, waited)
+
+    def busy(self, health: Mapping[str, object]) -> str | None:
+        contention = Contention.from_data(health)
+        return contention.describe() if contention is not None and contention.busy else None
+
+    @property
+    def busy_ends_write(self) -> bool:
+        return self.busy_policy is not BusyPolicy.JUDGE  # judge: the readings decide, as on a quiet host
+
+    def probe_spread(self, others: Sequence[float]) -> float | None:
+        return probes.probe_spread([*self._session.readings, *others])
+
+
+def _joined(*notes: str | None) -> str | None:
+    said = [n for n in notes if n]
+    return "; ".join(said) if said else None
