@@ -93,11 +93,11 @@ class _Walk:
     """A pytest plugin that traces the fixture's call and the session's end."""
 
     def __init__(self) -> None:
-        self.measure = Phase("gpu_bench(...): measured and judged")
+        self.measure = Phase("the test: the fixture set up, gpu_bench(...) measured, its verdict")
         self.report = Phase("session end: verdict written and printed")
 
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_call(self) -> Iterator[None]:
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_protocol(self) -> Iterator[None]:  # outermost: the test's setup, body, verdict
         with _tracing(self.measure):
             yield
 
