@@ -28,12 +28,13 @@ if str(HERE) not in sys.path:
 from workloads import Sizes, active_plants, sizes_for  # noqa: E402
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """``filterwarnings = error`` for the suite's code, not torch's internals; a wider DDP gate on a small CPU host.
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``filterwarnings = error`` for the suite's code, not torch's internals; wider time gates on a CPU host.
 
     inductor imports torch modules that emit their own DeprecationWarnings (e.g.
     ``torch.jit.script_method`` from torch.utils.mkldnn); those are torch's to fix.
     """
+    threshold = baseline_threshold(config)
     few_cpus = not torch.cuda.is_available() and (os.cpu_count() or 1) < 4
     for item in items:
         if HERE in item.path.parents:
@@ -43,6 +44,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             # an unchanged step reads up to +/-50% between sessions there, so only a larger
             # change is gated (on GPUs, and on CPU hosts with room, the default threshold holds).
             item.add_marker(pytest.mark.gpuperf(threshold=0.75))
+        elif threshold is not None:
+            item.add_marker(pytest.mark.gpuperf(threshold=threshold))
+
+
+def baseline_threshold(config: pytest.Config) -> float | None:
+    """The suite's time threshold against baselines on this device (``Sizes.baseline_threshold``).
+
+    None where the session sets its own: a threshold given on the command line or in the ini
+    file, and compare-ref, whose interleaved rounds do not see the drift between sessions.
+    """
+    if config.getoption("gpuperf_threshold", None) is not None or config.getini("gpuperf_threshold"):
+        return None
+    if config.getoption("gpuperf_compare_ref", None):
+        return None
+    return sizes_for(measuring_device(config)).baseline_threshold
+
+
+def measuring_device(config: pytest.Config) -> torch.device:
+    """The device the plugin will measure on (``--gpuperf-device``; CUDA when available), known at collection."""
+    chosen = config.getoption("gpuperf_device", None) or config.getini("gpuperf_device") or "auto"
+    if chosen == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(chosen)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -76,6 +76,16 @@ class Sizes:
     # ratios are recorded and the times gated; bounds and counts gate everywhere.
     ratio_tolerance: float | None
     bandwidth_tolerance: float | None  # all-reduce bus bandwidth
+    # The time threshold against a baseline (None: the plugin's 10%). A shared CPU host moves
+    # these memory-heavy steps between sessions with nothing else to show for it: on a 2-vCPU
+    # cloud VM the conv steps read +12.6% and +14.6% against a baseline written two minutes
+    # earlier, with the CPU pressure counters at 0% and the speed probe (a cache-resident matmul)
+    # 1-4% slower; the readings that check a baseline are taken seconds apart and cannot see it.
+    # At 25% a gate keeps its false alarms under 2% up to a between-session spread (rms of the
+    # log change) of 10.9%, 10% only up to 4.6% (pytest_gpuperf.stability); the planted
+    # slowdowns (4x to 9x the work) stay far above it. Compare-ref, which interleaves both
+    # sides in one session, keeps its own threshold.
+    baseline_threshold: float | None
 
 
 CPU_SIZES = Sizes(
@@ -94,6 +104,7 @@ CPU_SIZES = Sizes(
     ddp_steps=16,  # 32 MiB per operand: past the CPU caches, so DRAM-bound
     ratio_tolerance=None,
     bandwidth_tolerance=None,
+    baseline_threshold=0.25,
 )
 GPU_SIZES = Sizes(
     cnn_batch=64,
@@ -111,6 +122,7 @@ GPU_SIZES = Sizes(
     ddp_steps=30,
     ratio_tolerance=0.10,
     bandwidth_tolerance=0.15,
+    baseline_threshold=None,
 )
 
 

@@ -8,6 +8,7 @@ so the failure comes from the plant and not from the set-up.
 
 from __future__ import annotations
 
+import re
 import shutil
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -107,3 +108,20 @@ def test_the_whole_example_suite_passes_in_smoke_mode(
             shutil.copy(path, pytester.path / path.name)
     result = run(pytester, "-W", "error")
     result.assert_outcomes(passed=10, skipped=2)  # CUDA graphs and Triton need a GPU
+
+
+@pytest.mark.slow
+def test_on_a_cpu_the_suite_gates_times_at_its_cpu_threshold_unless_the_session_sets_one(
+    examples: pytest.Pytester,
+) -> None:
+    """A shared CPU moves the suite's steps between sessions by more than 10%: its baseline gate is 25% there.
+
+    A threshold the session gives (here on the command line) is the user's, and wins.
+    """
+    select = ["test_kernels.py::test_custom_op_bandwidth", *FAST, "--gpuperf-device=cpu"]
+    run(examples, *select, "--gpuperf-update-baseline").assert_outcomes(passed=1)
+    gated = run(examples, *select, "--gpuperf", "--gpuperf-explain")
+    told = run(examples, *select, "--gpuperf", "--gpuperf-explain", "--gpuperf-threshold=0.3")
+    # the threshold the rules started from (the noise floor may raise it further)
+    for result, threshold in ((gated, "25.0%"), (told, "30.0%")):
+        assert re.search(rf"\[noise-floor\] threshold (raised from )?{threshold}", result.stdout.str()), result.stdout
