@@ -82,7 +82,7 @@ class Sizes:
     # earlier, with the CPU pressure counters at 0% and the speed probe (a cache-resident matmul)
     # 1-4% slower; the readings that check a baseline are taken seconds apart and cannot see it.
     # At 25% a gate keeps its false alarms under 2% up to a between-session spread (rms of the
-    # log change) of 10.9%, 10% only up to 4.6% (pytest_gpuperf.stability); the planted
+    # log change) of 10.9%, 10% only up to 4.6% (pytest_gpuperf.verdict.stability); the planted
     # slowdowns (4x to 9x the work) stay far above it. Compare-ref, which interleaves both
     # sides in one session, keeps its own threshold.
     baseline_threshold: float | None
