@@ -594,10 +594,13 @@ def _changes(pooled: _Commits, steps: list[_Step], placed: list[_Step], config: 
     for i in range(len(cuts)):
         before, after, _ = _two_levels(pooled, bounds[i], cuts[i], bounds[i + 2])
         sign.append(np.sign(after - before))
-    # Clusters: consecutive steps in one direction, close enough to be one slide.
+    # Clusters: consecutive steps in one direction that one ramp can span. A ramp starts
+    # before its first step and ends at or after its last, so a cluster's steps lie fewer
+    # than max_ramp commits apart; a cluster grown step by step past that (a creep and a
+    # later step in the same direction) could be fitted by no ramp and left the creep steps.
     clusters: list[list[int]] = []
     for i in range(len(cuts)):
-        if clusters and sign[i] == sign[clusters[-1][-1]] and cuts[i] - cuts[clusters[-1][-1]] <= config.max_ramp:
+        if clusters and sign[i] == sign[clusters[-1][-1]] and cuts[i] - cuts[clusters[-1][0]] < config.max_ramp:
             clusters[-1].append(i)
         else:
             clusters.append([i])
