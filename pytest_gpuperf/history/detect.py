@@ -24,8 +24,9 @@ The detector (docs/change-points.md explains it and the measurements behind it):
    **Placement** (``_place``): each kept split may move by up to two commits to where both
    sides' runs fit their levels best with a slowed run counted at a fixed cost, so a run
    slowed to the other side's level beside a step does not carry the split off.
-4. **Creeps.** Neighbouring change points in the same direction, and every single one, are
-   also fitted as a ramp (old level, a linear slide over several commits, new level); when
+4. **Creeps.** Neighbouring change points in the same direction that one ramp can span
+   (fewer than ``max_ramp`` commits from first to last), and every single one, are also
+   fitted as a ramp (old level, a linear slide over several commits, new level); when
    the ramp explains the data clearly better than the steps, one change point with
    ``gradual=True`` spans the slide.
 5. **Levels and interval.** Each change's levels come from the stretches either side (or the
