@@ -560,3 +560,17 @@ def test_too_short_to_say_anything() -> None:
     assert too_short(series(step_levels(5, 3, 1.0)))
     assert find_changes(series(step_levels(5, 3, 1.0))) == []
     assert not too_short(series(step_levels(6, 3, 1.0)))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_creep_followed_by_a_step_the_same_way_stays_a_creep(seed: int) -> None:
+    # A slow creep (0.5% per commit over commits 10..29) that the search cuts three times,
+    # and an 8% step at commit 52, 37 commits after the creep's first cut: no ramp may span
+    # them all, so the creep is fitted as a ramp on its own and the step stays a step.
+    levels = np.full(80, 1e6)
+    levels[10:30] *= 1.005 ** np.arange(1, 21)
+    levels[30:] = levels[29]
+    levels[52:] *= 1.08
+    creep, step = find_changes(series(levels, seed=seed))
+    assert creep.gradual and 7 <= int(creep.last_good, 16) <= 11 and 28 <= int(creep.first_bad, 16) <= 32
+    assert not step.gradual and int(step.first_bad, 16) == 52

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from benchmark_scripts import benchmark_script
 
 
@@ -31,7 +32,7 @@ def test_scoring_counts_events_flat_series_big_steps_and_gradual_creeps() -> Non
     with benchmark_script("history_events") as bench:
         flat = bench.Case("flat-0", "flat", [])
         step = bench.Case("step-1", "step", [], steps=[(20, 0.05)], noise=0.01)
-        creep = bench.Case("creep-2", "creep", [], creeps=[(19, 29)], noise=0.01)
+        creep = bench.Case("creep-2", "creep", [], creeps=[(19, 29)], noise=0.01, separable=[True])
         detections = [[(30, 31, False)], [(21, 22, False), (40, 41, False)], [(20, 29, True)]]
         s = bench.score([flat, step, creep], detections, tolerance=2)
         assert (s.tp, s.fp, s.fn, s.flat_dirty, s.big, s.big_missed, s.big_off) == (2, 2, 0, 1, 1, 0, 1)
@@ -50,3 +51,32 @@ def test_misses_name_big_steps_found_off_and_flat_series_with_a_change() -> None
         lines = bench.misses([flat, big, big], [[(3, 4, False)], [(at + 1, at + 2, False)], [(at, at + 1, False)]])
         assert len(lines) == 2
         assert lines[0].startswith(f"  flat series {flat.name} ") and lines[1].startswith(f"  step {big.name} ")
+
+
+def test_a_creep_is_separable_only_where_its_levels_lie_far_from_any_single_step() -> None:
+    with benchmark_script("history_events") as bench:
+        step = np.full(50, 1e6)
+        step[20:] *= 1.10
+        assert bench.creep_separation(step, 0.01) < 1e-6  # a step is its own best step
+        creep = np.full(50, 1e6)
+        creep[20:30] *= 1.01 ** np.arange(1, 11)
+        creep[30:] = creep[29]
+        at_1 = bench.creep_separation(creep, 0.01)
+        assert 60 < at_1 < 80  # ten commits of 1% at 1% noise: far from any step
+        assert bench.creep_separation(creep, 0.02) == pytest.approx(at_1 / 4)  # falls with the noise squared
+        assert bench.creep_separation(creep, 0.03) < bench.SEPARABLE  # at 3% noise no test tells it from a step
+        cases = bench.make_cases(bench.load_noise(bench.NOISE_FILES), 1)
+        creeps = [c for c in cases if c.kind == "creep"]
+        assert all(len(c.separable) == len(c.creeps) == 1 for c in creeps)
+        assert 0 < sum(c.separable[0] for c in creeps) < len(creeps)  # some creeps are steps to any detector
+        assert all(c.separable[0] for c in creeps if c.noise < 0.015)
+
+
+def test_gradual_creeps_are_counted_over_all_creeps_and_over_the_separable_ones() -> None:
+    with benchmark_script("history_events") as bench:
+        near = bench.Case("creep-0", "creep", [], creeps=[(19, 29)], noise=0.01, separable=[True])
+        far = bench.Case("creep-1", "creep", [], creeps=[(19, 29)], noise=0.03, separable=[False])
+        s = bench.score([near, far, far], [[(20, 29, True)], [(24, 25, False)], [(20, 29, True)]], tolerance=2)
+        assert (s.creeps, s.creeps_gradual, s.separable, s.separable_gradual) == (3, 2, 1, 1)
+        lines = bench.misses([near, far], [[(24, 25, False)], [(24, 25, False)]])
+        assert lines == ["  creep creep-0 19~>29 (noise 1.00%), separable: reported as [(24, 25, False)]"]

@@ -24,8 +24,9 @@ The detector (docs/change-points.md explains it and the measurements behind it):
    **Placement** (``_place``): each kept split may move by up to two commits to where both
    sides' runs fit their levels best with a slowed run counted at a fixed cost, so a run
    slowed to the other side's level beside a step does not carry the split off.
-4. **Creeps.** Neighbouring change points in the same direction, and every single one, are
-   also fitted as a ramp (old level, a linear slide over several commits, new level); when
+4. **Creeps.** Neighbouring change points in the same direction that one ramp can span
+   (fewer than ``max_ramp`` commits from first to last), and every single one, are also
+   fitted as a ramp (old level, a linear slide over several commits, new level); when
    the ramp explains the data clearly better than the steps, one change point with
    ``gradual=True`` spans the slide.
 5. **Levels and interval.** Each change's levels come from the stretches either side (or the
@@ -594,10 +595,13 @@ def _changes(pooled: _Commits, steps: list[_Step], placed: list[_Step], config: 
     for i in range(len(cuts)):
         before, after, _ = _two_levels(pooled, bounds[i], cuts[i], bounds[i + 2])
         sign.append(np.sign(after - before))
-    # Clusters: consecutive steps in one direction, close enough to be one slide.
+    # Clusters: consecutive steps in one direction that one ramp can span. A ramp starts
+    # before its first step and ends at or after its last, so a cluster's steps lie fewer
+    # than max_ramp commits apart; a cluster grown step by step past that (a creep and a
+    # later step in the same direction) could be fitted by no ramp and left the creep steps.
     clusters: list[list[int]] = []
     for i in range(len(cuts)):
-        if clusters and sign[i] == sign[clusters[-1][-1]] and cuts[i] - cuts[clusters[-1][-1]] <= config.max_ramp:
+        if clusters and sign[i] == sign[clusters[-1][-1]] and cuts[i] - cuts[clusters[-1][0]] < config.max_ramp:
             clusters[-1].append(i)
         else:
             clusters.append([i])
