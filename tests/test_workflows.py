@@ -17,7 +17,7 @@ CI = WORKFLOWS / "ci.yml"
 GPUPERF = WORKFLOWS / "gpuperf.yml"
 COMMENT = WORKFLOWS / "gpuperf-comment.yml"
 ACTION = ROOT / "action.yml"
-ACTIONS = [ACTION, ROOT / "route" / "action.yml", ROOT / "check" / "action.yml"]
+ACTIONS = [ACTION, ROOT / "action" / "route" / "action.yml", ROOT / "action" / "check" / "action.yml"]
 
 
 def _actionlint() -> str:
@@ -40,7 +40,7 @@ def _lint(*files: Path, cwd: Path = ROOT, options: tuple[str, ...] = ()) -> subp
 
 
 def test_actionlint_passes_the_workflows() -> None:
-    # gpuperf.yml uses ./, ./route and ./check: actionlint reads those action.yml files too and
+    # gpuperf.yml uses ./, ./action/route and ./action/check: actionlint reads those action.yml files too and
     # checks the inputs each `with:` passes against the ones they declare.
     result = _lint(CI, GPUPERF, COMMENT)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -60,7 +60,7 @@ def test_actionlint_would_catch_a_mistake(tmp_path: Path) -> None:
     assert "github.head_ref" in result.stdout and "untrusted" in result.stdout
 
 
-# --- the actions (action.yml, route/action.yml, check/action.yml) ----------------------------------
+# --- the actions (action.yml, action/route/action.yml, action/check/action.yml) ----------------------------------
 
 
 def _top_level_blocks(text: str) -> dict[str, list[str]]:
@@ -248,13 +248,13 @@ def test_gate_workflow_contract() -> None:
     assert "if: needs.route.outputs.gate == 'true'" in gate and "vars.GPUPERF_RUNS_ON" in gate
     assert "uses: ./\n" in gate and "comment-key: perf gate" in gate
     # The route decides on a GitHub-hosted runner with the base's scripts.
-    assert "runs-on: ubuntu-latest" in jobs["route"] and "uses: ./route" in jobs["route"]
+    assert "runs-on: ubuntu-latest" in jobs["route"] and "uses: ./action/route" in jobs["route"]
     assert "ref: ${{ github.event.pull_request.base.sha }}" in jobs["route"]
     # The required check always runs and is named for branch protection.
     check = jobs["check"]
     assert "name: gpuperf\n" in check and "needs: [route, gate]" in check
     assert "if: always() && github.event_name == 'pull_request'" in check
-    assert "gate-result: ${{ needs.gate.result }}" in check and "uses: ./check" in check
+    assert "gate-result: ${{ needs.gate.result }}" in check and "uses: ./action/check" in check
     # No checkout keeps credentials; no write token reaches a self-hosted job.
     assert text.count("uses: actions/checkout@") == text.count("persist-credentials: false") == 5
     for name in ("gate", "update-baselines"):
