@@ -79,7 +79,7 @@ def test_a_check_takes_as_many_samples_as_its_median_needs() -> None:
     spread = [1000.0 * (1 + d) for d in (-0.03, -0.015, 0.0, 0.015, 0.03, -0.02, 0.02)]  # about 2.2%
     assert readings.check_samples(spread, 0.10, 3.0) > 6  # more than a long call's full measurement takes
     assert readings.check_samples(spread, 0.30, 3.0) == readings.CHECK_MIN_SAMPLES  # a wider threshold needs fewer
-    assert readings.check_samples([], 0.10, 3.0) == readings.CHECK_MIN_SAMPLES
+    assert readings.check_samples([1000.0, 1010.0], 0.10, 3.0) is None  # no spread to go by: a full measurement
 
 
 def test_a_check_that_is_the_median_is_not_written_the_nearest_full_reading_is() -> None:

@@ -96,18 +96,19 @@ def too_noisy(raised: float, threshold: float) -> bool:
     return raised > NOISY_WRITE_FACTOR * threshold
 
 
-def check_samples(samples_ns: Sequence[float], threshold: float, noise_multiplier: float) -> int:
+def check_samples(samples_ns: Sequence[float], threshold: float, noise_multiplier: float) -> int | None:
     """How many samples of a long call the write's check takes (``CHECK_READING``): it only compares medians.
 
     The fewest, at least ``CHECK_MIN_SAMPLES``, whose median's standard error (sqrt(pi / 2) sigma /
     sqrt(n) for n samples of spread sigma), predicted from the session reading's own samples
     (``samples_ns``), keeps ``noise_multiplier`` times it within ``CHECK_ERROR_SHARE`` of the threshold:
     3 where calls spread by 1%, 10 (more than a full measurement of a long call takes) where they spread by 2%.
+    None (a full measurement) where the session's reading has too few samples to show its spread.
     """
     values = np.asarray(samples_ns, dtype=float)
     middle = float(np.median(values)) if values.size else 0.0
-    if values.size < 2 or middle <= 0:
-        return CHECK_MIN_SAMPLES
+    if values.size < CHECK_MIN_SAMPLES or middle <= 0:
+        return None
     sigma = float(median_abs_deviation(values, scale="normal")) / middle
     allowed = CHECK_ERROR_SHARE * threshold / noise_multiplier
     return max(CHECK_MIN_SAMPLES, math.ceil(math.pi / 2 * (sigma / allowed) ** 2))
