@@ -12,9 +12,6 @@ import math
 from collections.abc import Callable, Collection, Sequence
 from typing import TypeVar
 
-import numpy as np
-from scipy.stats import median_abs_deviation
-
 from pytest_gpuperf import stats
 
 T = TypeVar("T")
@@ -105,11 +102,10 @@ def check_samples(samples_ns: Sequence[float], threshold: float, noise_multiplie
     3 where calls spread by 1%, 10 (more than a full measurement of a long call takes) where they spread by 2%.
     None (a full measurement) where the session's reading has too few samples to show its spread.
     """
-    values = np.asarray(samples_ns, dtype=float)
-    middle = float(np.median(values)) if values.size else 0.0
-    if values.size < CHECK_MIN_SAMPLES or middle <= 0:
+    # the samples' relative spread, as the rounds' is figured: a normal-scaled MAD over the median
+    sigma = stats.between_run_noise(samples_ns) if len(samples_ns) >= CHECK_MIN_SAMPLES else None
+    if sigma is None:
         return None
-    sigma = float(median_abs_deviation(values, scale="normal")) / middle
     allowed = CHECK_ERROR_SHARE * threshold / noise_multiplier
     return max(CHECK_MIN_SAMPLES, math.ceil(math.pi / 2 * (sigma / allowed) ** 2))
 
