@@ -12,10 +12,12 @@ It prints each session's wall time and the ratios update / pytest-benchmark and 
 and the exit codes (an unchanged gate should pass). Each call runs single-threaded (one BLAS and one
 torch thread), as on a shared CI runner.
 
-    python benchmarks/slow_calls.py [--tests 8] [--scale 1.0] [--keep DIR]
+    python benchmarks/slow_calls.py [--tests 8] [--scale 1.0] [--keep DIR] [--background-load N]
 
 ``--scale`` multiplies every call's work (calibrate it so the calls span 0.1-1 s on your machine; the
-script prints the calls' medians as pytest-benchmark measured them).
+script prints the calls' medians as pytest-benchmark measured them). ``--background-load N`` runs N
+noisy neighbours (background_load.py: seconds busy, seconds idle) through all three sessions, the
+load of a busy shared runner made on purpose.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from background_load import BackgroundLoad
 
 # One test per (kind, repeats): a call repeats the kind's unit step. Units take about 30-40 ms on a
 # 2-vCPU cloud VM, one thread each, so these span about 0.1-1 s a call.
@@ -114,18 +118,22 @@ def main() -> int:
     parser.add_argument("--tests", type=int, default=8)
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--keep", type=Path, help="write the suite and logs here and keep them")
+    parser.add_argument("--background-load", type=int, default=0, help="noisy-neighbour processes throughout")
     args = parser.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="gpuperf-slow-calls-"))
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "test_slow_calls.py").write_text(SUITE.format(scale=args.scale, cases=cases(args.tests)))
     (folder / "pytest.ini").write_text("[pytest]\n")
     print(f"suite: {args.tests} pytest-benchmark tests in {folder}; load before: {load()}")
+    print(f"noisy neighbours (background_load.py): {args.background_load}")
     try:
-        plain_rc, plain_s = session(folder, ["-p", "no:gpuperf", "--benchmark-json=bench.json"], folder / "plain.log")
-        medians = call_medians(folder / "bench.json")
-        print(f"calls (pytest-benchmark medians): {medians[0]:.3f} s to {medians[-1]:.3f} s")
-        update_rc, update_s = session(folder, ["--gpuperf-update-baseline"], folder / "update.log")
-        gate_rc, gate_s = session(folder, ["--gpuperf"], folder / "gate.log")
+        with BackgroundLoad(args.background_load):
+            plain_rc, plain_s = session(folder, ["-p", "no:gpuperf", "--benchmark-json=bench.json"],
+                                        folder / "plain.log")  # fmt: skip
+            medians = call_medians(folder / "bench.json")
+            print(f"calls (pytest-benchmark medians): {medians[0]:.3f} s to {medians[-1]:.3f} s")
+            update_rc, update_s = session(folder, ["--gpuperf-update-baseline"], folder / "update.log")
+            gate_rc, gate_s = session(folder, ["--gpuperf"], folder / "gate.log")
     finally:
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)

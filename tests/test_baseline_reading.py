@@ -39,11 +39,13 @@ class ScriptedReadings:
 
     def measure(
         self, test_id: str, key: str, settings: MeasureSettings, reference_probe_ns: float | None = None, *,
-        new_process: bool = False,
+        new_process: bool = False, check_samples: int | None = None, peak_memory: bool = True,
     ) -> Measurement:  # fmt: skip
         # each fresh reading waits for the machine to read as fast as it did for the session's reading
         assert key == KEY and reference_probe_ns == self.reference
         assert new_process == (self.taken >= 1)  # readings after the second do not share its process
+        assert (check_samples is not None) == (self.taken == 0)  # only the first fresh one is a check
+        assert not peak_memory  # the entry's peak memory is the session reading's
         self.taken += 1
         return self.given.pop(0)
 
@@ -88,7 +90,7 @@ def test_a_reading_its_check_agrees_with_is_kept(tmp_path: Path) -> None:
 
 
 def test_a_reading_its_check_disagrees_with_is_decided_by_a_third(tmp_path: Path) -> None:
-    slow_moment = measurement(1600.0, speed_probe_ns=55_000.0)
+    slow_moment = measurement(1600.0, speed_probe_ns=55_000.0, peak_allocated_bytes=4096)
     engine, left = engine_with_fresh_readings(
         tmp_path, measurement(1000.0, speed_probe_ns=35_000.0), measurement(1020.0, speed_probe_ns=36_000.0)
     )
@@ -96,11 +98,23 @@ def test_a_reading_its_check_disagrees_with_is_decided_by_a_third(tmp_path: Path
     kept = engine._baseline_reading(slow_moment, GateSettings(threshold=0.10))
     assert not left
     assert kept.stats.median_ns == pytest.approx(1020.0, rel=0.02)  # the median of 1000, 1020 and 1600
+    assert kept.peak_allocated_bytes == 4096  # taken once, by the session's reading
     assert kept.speed_probe_ns == 35_000.0
     assert kept.calibration_ns == 9_000.0  # (--gpuperf-calibrate=on) the fresh process measures none
     assert "median of the three is kept" in kept.notes[-1].text
     assert "quieter machine" not in kept.notes[-1].text  # one slow reading of three does not set the noise
     assert kept.process_medians_ns == pytest.approx((1600.0, 1000.0, 1020.0), rel=0.02)  # for the entry's noise
+
+
+def test_a_check_too_short_to_be_gated_is_never_the_reading_written(tmp_path: Path) -> None:
+    # the check (3 samples, readings.check_samples) is the median of the three: the full reading
+    # nearest to it is written, with all three medians for the entry's noise
+    check = measurement(1052.0, samples_ns=(1051.0, 1052.0, 1053.0), round_medians_ns=(1051.0, 1052.0, 1053.0))
+    engine, left = engine_with_fresh_readings(tmp_path, check, measurement(1060.0))
+    kept = engine._baseline_reading(measurement(1000.0), GateSettings(threshold=0.10))
+    assert not left  # +5.2% between the first two: a third decides, and the three settle it
+    assert kept.stats.median_ns == pytest.approx(1060.0, rel=0.01) and kept.stats.count >= 6
+    assert kept.process_medians_ns == pytest.approx((1000.0, 1052.0, 1060.0), rel=0.01)
 
 
 def test_a_measurement_recorded_by_hand_is_written_as_it_is(tmp_path: Path) -> None:

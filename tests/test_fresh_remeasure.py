@@ -232,3 +232,39 @@ def test_the_fresh_process_runs_the_code_the_session_imported(
     assert result.ret == 1, result.stdout.str()
     assert entry["comparisons"][0]["verdict"] == "regression", entry["comparisons"][0]["note"]
     assert "re-measured in a fresh process" in [n["text"] for n in entry["measurement"]["notes"]]
+
+
+# A call of 30 ms that logs which process called it: the fresh reading's calls are those of the worker.
+LOGGED_SLOW_CALL = """
+import os
+import time
+from pathlib import Path
+
+LOG = Path(__file__).with_name("calls")
+
+def call():
+    if "GPUPERF_WORKER_FD" in os.environ:
+        with LOG.open("a") as log:
+            log.write(f"{os.getpid()}\\n")
+    time.sleep(0.03)
+
+def test_slow(gpu_bench):
+    gpu_bench(call)
+"""
+
+
+def test_a_baseline_writes_check_of_a_long_call_takes_only_the_samples_its_median_needs(
+    pytester: pytest.Pytester,
+) -> None:
+    # steady 30 ms calls at a 100% threshold: 3 samples give the check's median precision enough
+    # (readings.check_samples), and no call measures peak memory (the session's reading did): with
+    # the warm-up (2 to 4 calls) the first fresh worker calls the function 5 to 7 times, where a
+    # full measurement would take 2 + 6 samples + 1 for the memory
+    pytester.makepyfile(test_perf=LOGGED_SLOW_CALL)
+    written = pytester.runpytest_subprocess("--gpuperf-update-baseline", *GATE, "--gpuperf-json=written.json")
+    written.assert_outcomes(passed=1)
+    pids = (pytester.path / "calls").read_text().split()
+    check_calls = pids.count(pids[0])
+    assert check_calls <= 7, pids
+    (entry,) = json.loads((pytester.path / "written.json").read_text())["results"]
+    assert entry["measurement"]["stats"]["count"] >= 6  # what is written is a full measurement

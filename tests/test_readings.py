@@ -70,3 +70,19 @@ def test_one_answer_to_how_much_a_spread_raises_the_threshold() -> None:
     assert readings.spread_threshold(medians, 3.0, rounds) == expected
     assert readings.spread_threshold(medians, 3.0) == stats.noise_floor(stats.between_process_noise(medians), 0.0, 3.0)
     assert readings.too_noisy(0.16, 0.10) and not readings.too_noisy(0.15, 0.10)
+
+
+def test_a_check_takes_as_many_samples_as_its_median_needs() -> None:
+    # noise_multiplier (3) times the median's standard error within a quarter of the 10% threshold
+    steady = [1000.0 + d for d in (-10.0, -5.0, 0.0, 5.0, 10.0, -7.0, 7.0)]  # about 1% apart
+    assert readings.check_samples(steady, 0.10, 3.0) == readings.CHECK_MIN_SAMPLES
+    spread = [1000.0 * (1 + d) for d in (-0.03, -0.015, 0.0, 0.015, 0.03, -0.02, 0.02)]  # about 2.2%
+    assert readings.check_samples(spread, 0.10, 3.0) > 6  # more than a long call's full measurement takes
+    assert readings.check_samples(spread, 0.30, 3.0) == readings.CHECK_MIN_SAMPLES  # a wider threshold needs fewer
+    assert readings.check_samples([1000.0, 1010.0], 0.10, 3.0) is None  # no spread to go by: a full measurement
+
+
+def test_a_check_that_is_the_median_is_not_written_the_nearest_full_reading_is() -> None:
+    assert readings.chosen_reading([1000.0, 1030.0, 1100.0], checks=[1]) == 0
+    assert readings.chosen_reading([1000.0, 1080.0, 1100.0], checks=[1]) == 2
+    assert readings.chosen_reading([1000.0, 1100.0, 1030.0], checks=[1]) == 2  # the median is a full reading

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -70,6 +71,18 @@ def test_a_long_call_stops_at_half_the_budget() -> None:
     assert RULE.check(long(8, measured=half, sample_s=LONG_SAMPLE_S / 2), never_precise) is None  # short: all of it
     assert RULE.check(long(5, measured=half * 3), never_precise) is None  # min_samples first
     assert RULE.check(at(8, measured=half), never_precise) is None  # a loop that does not know its sample length
+
+
+def test_a_check_stops_a_long_call_at_its_samples() -> None:
+    check = dataclasses.replace(RULE, check_samples=3)
+
+    def long(samples: int, sample_s: float = LONG_SAMPLE_S) -> Progress:
+        return Progress(samples, samples, samples * sample_s, samples * sample_s + 0.1, sample_s, sample_s)
+
+    assert check.check(long(3), never_precise) is Stop.CHECKED  # before min_samples: it is never gated
+    assert check.check(long(2), never_precise) is None
+    assert RULE.check(long(3), never_precise) is None  # a full measurement waits for min_samples
+    assert check.check(long(3, sample_s=LONG_SAMPLE_S / 2), never_precise) is None  # short calls: the full rule
 
 
 def test_precision_is_not_computed_before_it_can_decide() -> None:

@@ -158,7 +158,9 @@ class LocalEngine:
         """What a baseline is written from: ``m``, with readings in fresh processes (readings.py decides how many).
 
         Their medians also give the entry its between-run noise (``process_medians_ns``):
-        rounds inside one process cannot show the offset each process carries.
+        rounds inside one process cannot show the offset each process carries. The first fresh one
+        only checks the session's median (readings.check_samples: no more samples than that needs);
+        none takes a call for peak memory, which the entry keeps from ``m``.
         """
         known = self._specs.get(m.key)
         if known is None:  # recorded by hand (DDP ranks): no way to take it again here
@@ -166,8 +168,13 @@ class LocalEngine:
         spec, settings = known
         reference = self.guard.fastest_probe_ns or m.speed_probe_ns
 
+        check = readings.check_samples(m.samples_ns, gate.threshold, gate.noise_multiplier)
+
         def take(i: int) -> Measurement:
-            return m if i == 0 else self._measure_fresh(spec, settings, reference, new_process=i >= 2)
+            if i == 0:
+                return m
+            return self._measure_fresh(spec, settings, reference, new_process=i >= 2, peak_memory=False,
+                                       check_samples=check if i == readings.CHECK_READING else None)  # fmt: skip
 
         done = readings.baseline_write_done(gate.threshold, gate.noise_multiplier)
 
@@ -177,7 +184,11 @@ class LocalEngine:
 
         taken = readings.take_readings(take, readings.WRITE_WAVES, settled)
         medians = [r.stats.median_ns for r in taken]
-        chosen = taken[readings.chosen_reading(medians)]
+        # the check, where it stopped short of a full measurement's samples: never written
+        checks = [
+            i for i in (readings.CHECK_READING,) if i < len(taken) and taken[i].stats.count < spec.settings.min_samples
+        ]
+        chosen = taken[readings.chosen_reading(medians, checks)]
         written = Note(self._write_note(chosen, medians, gate), topic=BASELINE_WRITE)
         busy = next((b for b in (self.guard.busy(r.health) for r in taken) if b), None)
         busy_notes = (
@@ -205,6 +216,8 @@ class LocalEngine:
             speed_probe_spread=self.guard.probe_spread(probes) if busy is None else None,
             written_busy=busy,
             calibration_ns=calibration, metrics=m.metrics,
+            # peak memory is taken once, by the session's reading: the fresh ones take no call for it
+            peak_allocated_bytes=m.peak_allocated_bytes, peak_reserved_bytes=m.peak_reserved_bytes,
             notes=notes, process_medians_ns=tuple(medians), op_profile=side.profile,
             profile=chosen.profile or m.profile,  # --gpuperf-profile's capture is taken in the first reading only
         )  # fmt: skip
@@ -224,9 +237,16 @@ class LocalEngine:
         return note
 
     def _measure_fresh(
-        self, spec: MeasureSpec, settings: Settings, reference_probe_ns: float | None, *, new_process: bool = False
+        self,
+        spec: MeasureSpec,
+        settings: Settings,
+        reference_probe_ns: float | None,
+        *,
+        new_process: bool = False,
+        check_samples: int | None = None,
+        peak_memory: bool = True,
     ) -> Measurement:
-        """The spec measured again in a fresh process; here if none can run."""
+        """The spec measured again in a fresh process; here if none can run (in full: no check there)."""
         key = measurement_key(spec.test_id, spec.name)
         try:
             if self.fresh is None:
@@ -234,7 +254,8 @@ class LocalEngine:
             if self._reader is None:
                 self._reader = self.fresh()
             fresh = self._reader.measure(spec.test_id, key, settings.measure, reference_probe_ns,
-                                        new_process=new_process)  # fmt: skip
+                                        new_process=new_process, check_samples=check_samples,
+                                        peak_memory=peak_memory)  # fmt: skip
         except WorkerError as exc:
             why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             return noted(self.runner.measure(spec), f"re-measured in this process: no fresh one ({why})")

@@ -36,7 +36,7 @@ class FreshReader(Protocol):
 
     def measure(
         self, test_id: str, key: str, settings: MeasureSettings, reference_probe_ns: float | None = None, *,
-        new_process: bool = False,
+        new_process: bool = False, check_samples: int | None = None, peak_memory: bool = True,
     ) -> Measurement: ...  # fmt: skip
 
     def close(self) -> None: ...

@@ -124,8 +124,11 @@ def round_seconds(settings: MeasureSettings) -> float:
     return min(MAX_ROUND_S, max(settings.max_time_s * ROUND_FRACTION / 2, settings.min_time_s / MIN_ROUNDS, 0.001))
 
 
-def stopping_rule(settings: MeasureSettings) -> StoppingRule:
-    """The rule of a measurement's own rounds; fixed ``settings.rounds`` stop at exactly that many samples."""
+def stopping_rule(settings: MeasureSettings, check_samples: int | None = None) -> StoppingRule:
+    """The rule of a measurement's own rounds; fixed ``settings.rounds`` stop at exactly that many samples.
+
+    ``check_samples``: a check of a long call's median stops there (StoppingRule.check_samples).
+    """
     rule = StoppingRule.from_settings(
         settings,
         round_s=round_seconds(settings),
@@ -134,7 +137,7 @@ def stopping_rule(settings: MeasureSettings) -> StoppingRule:
         max_samples=MAX_SAMPLES,
     )
     if settings.rounds is None:
-        return rule
+        return dataclasses.replace(rule, check_samples=check_samples)
     return dataclasses.replace(rule, min_samples=settings.rounds, max_samples=settings.rounds)
 
 
@@ -412,8 +415,12 @@ class PreparedMeasurement:
                 return
             self.round(self.rule.round_s)
 
-    def finish(self) -> Measurement:
-        """Stop health monitoring, read memory peaks, profile if asked, and build the Measurement."""
+    def finish(self, *, peak_memory: bool = True) -> Measurement:
+        """Stop health monitoring, read memory peaks, profile if asked, and build the Measurement.
+
+        ``peak_memory`` False: no call of its own for the peak (the CPU guard's), for a reading whose
+        memory nobody reads (a baseline write's fresh ones: the entry keeps the session's).
+        """
         if not self.samples:
             raise MeasurementError(self.spec.test_id, f"measurement {self.spec.name!r} took no samples")
         unstable: str | None = None
@@ -433,7 +440,9 @@ class PreparedMeasurement:
                                    f"({self.spec.settings.max_time_s:g}s)", NoteKind.ROUTINE))  # fmt: skip
         if self._flusher is not None:
             self._flusher.close()
-        peak_allocated = self._peak_allocated()  # before the profile: the probe counts against the time limit
+        peak_allocated = self._peak_allocated(
+            peak_memory
+        )  # before the profile: the probe counts against the time limit
         profile = self._profile()
         calibration = self.spec.calibration.result_ns() if self.spec.calibration is not None else None
         return Measurement(
@@ -472,10 +481,10 @@ class PreparedMeasurement:
             ),
         )  # fmt: skip
 
-    def _peak_allocated(self) -> int | None:
-        """The allocator's peak where it keeps one (CUDA), else the host guard's one more call, if it fits."""
+    def _peak_allocated(self, call: bool = True) -> int | None:
+        """The allocator's peak where it keeps one (CUDA), else the host guard's one more call if it fits (``call``)."""
         peak = self.memory.peak_allocated()
-        if peak is not None or not self.guard.measures_peak_memory:
+        if peak is not None or not self.guard.measures_peak_memory or not call:
             return peak
         if not self.rule.fits(self.elapsed_s(), self.per_call_ns / 1e9):
             limit = self.spec.settings.time_limit_s

@@ -4,7 +4,8 @@ The runner's rounds, compare-ref's alternating rounds and the fresh-process re-m
 all ask ``StoppingRule.check`` after each round. The time limit comes first, whatever
 the count (the next round must end before it, with a margin); no budget or precision
 stop comes before ``min_samples``: 6 is the fewest for which the distribution-free
-95% CI of the median exists ((min, max) misses it with probability 2 / 2**n).
+95% CI of the median exists ((min, max) misses it with probability 2 / 2**n), except a
+check's (``check_samples``): its median is compared, never gated.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class Stop(enum.Enum):
     LIMIT = "time limit reached"
     CAP = "sample cap reached"
     LONG_CALL = "a long call's budget spent"
+    CHECKED = "a check's samples taken"
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,9 @@ class StoppingRule:
     min_rounds: int = 1
     precision_samples: int = 0  # the precision stop also waits for this many samples
     max_samples: int | None = None
+    # A reading that only checks another's median (a baseline write's first fresh one, verdict/readings.py)
+    # stops a long call at this many samples, before min_samples: it is never gated or written.
+    check_samples: int | None = None
 
     @classmethod
     def from_settings(
@@ -106,6 +111,8 @@ class StoppingRule:
             return Stop.LIMIT
         if self.max_samples is not None and p.samples >= self.max_samples:
             return Stop.CAP
+        if self.check_samples is not None and p.sample_s >= LONG_SAMPLE_S and p.samples >= self.check_samples:
+            return Stop.CHECKED
         if p.samples < self.min_samples:
             return None
         if p.measured_s >= self.max_time_s:

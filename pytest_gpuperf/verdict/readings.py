@@ -8,7 +8,8 @@ confirming a baseline-mode suspicion (``remeasure_done``) or a compare-ref one (
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Collection, Sequence
 from typing import TypeVar
 
 from pytest_gpuperf import stats
@@ -17,6 +18,11 @@ T = TypeVar("T")
 
 NOISY_WRITE_FACTOR = 1.5  # a baseline whose readings raise its threshold past this many times takes more
 WRITE_WAVES = (2, 3, 5)  # readings of a baseline write: a check, a decider, two more for a noisy one
+CHECK_READING = 1  # the write's first fresh reading only compares with the session's; the others may be written
+CHECK_MIN_SAMPLES = 3  # the fewest samples whose median is not one sample's
+# A check's median error, times the noise multiplier, may take at most this share of the threshold:
+# its sampling error enters the entry's recorded noise, and so the noise floor k * noise.
+CHECK_ERROR_SHARE = 0.25
 
 
 def take_readings(
@@ -87,8 +93,33 @@ def too_noisy(raised: float, threshold: float) -> bool:
     return raised > NOISY_WRITE_FACTOR * threshold
 
 
-def chosen_reading(medians: Sequence[float]) -> int:
-    """Which reading a baseline is written from: the first of two that agree, else the median one."""
+def check_samples(samples_ns: Sequence[float], threshold: float, noise_multiplier: float) -> int | None:
+    """How many samples of a long call the write's check takes (``CHECK_READING``): it only compares medians.
+
+    The fewest, at least ``CHECK_MIN_SAMPLES``, whose median's standard error (sqrt(pi / 2) sigma /
+    sqrt(n) for n samples of spread sigma), predicted from the session reading's own samples
+    (``samples_ns``), keeps ``noise_multiplier`` times it within ``CHECK_ERROR_SHARE`` of the threshold:
+    3 where calls spread by 1%, 10 (more than a full measurement of a long call takes) where they spread by 2%.
+    None (a full measurement) where the session's reading has too few samples to show its spread.
+    """
+    # the samples' relative spread, as the rounds' is figured: a normal-scaled MAD over the median
+    sigma = stats.between_run_noise(samples_ns) if len(samples_ns) >= CHECK_MIN_SAMPLES else None
+    if sigma is None:
+        return None
+    allowed = CHECK_ERROR_SHARE * threshold / noise_multiplier
+    return max(CHECK_MIN_SAMPLES, math.ceil(math.pi / 2 * (sigma / allowed) ** 2))
+
+
+def chosen_reading(medians: Sequence[float], checks: Collection[int] = ()) -> int:
+    """Which reading a baseline is written from: the first of two that agree, else the median one.
+
+    A check (``checks``: their indices) has too few samples to be written: where it is the median,
+    the reading written is the one nearest to it among the others.
+    """
     if len(medians) <= 2:
         return 0
-    return sorted(range(len(medians)), key=medians.__getitem__)[len(medians) // 2]
+    middle = sorted(range(len(medians)), key=medians.__getitem__)[len(medians) // 2]
+    if middle not in checks:
+        return middle
+    full = [i for i in range(len(medians)) if i not in checks]
+    return min(full, key=lambda i: abs(medians[i] - medians[middle]))

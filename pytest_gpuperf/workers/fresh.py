@@ -20,7 +20,7 @@ from pathlib import Path
 from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.measure.runner import sample_precision, stopping_rule
-from pytest_gpuperf.measure.stopping import Progress
+from pytest_gpuperf.measure.stopping import Progress, StoppingRule
 from pytest_gpuperf.model import QUIET_WAIT, Measurement, Note
 from pytest_gpuperf.workers.leftovers import REMEASURE_PREFIX, make_scratch, remove_abandoned
 from pytest_gpuperf.workers.remote import RemoteSide, WorkerLaunch
@@ -62,11 +62,15 @@ class FreshProcessRemeasure:
         reference_probe_ns: float | None = None,
         *,
         new_process: bool = False,
+        check_samples: int | None = None,
+        peak_memory: bool = True,
     ) -> Measurement:
         """Measure ``key`` of ``test_id`` in the worker; WorkerError says why it could not.
 
         ``settle`` first probes the machine's speed in the worker, waiting while it reads slow against
         ``reference_probe_ns``. ``new_process``: a new worker, not sharing the previous reading's offset.
+        ``check_samples``: a check of the median only, which stops a long call at that many samples
+        (``StoppingRule.check_samples``). ``peak_memory`` False: no call for the peak (Runner's ``finish``).
         """
         if new_process:
             self._stop_worker()
@@ -74,7 +78,7 @@ class FreshProcessRemeasure:
         try:
             side.wait_ready()
             probe, waited = self.settle(side.probe, reference_probe_ns)
-            measured = self._measure(side, test_id, key, settings)
+            measured = self._measure(side, test_id, key, stopping_rule(settings, check_samples), peak_memory)
         except WorkerError:
             self._stop_worker()  # a later suspicion gets a new process, not a half-finished test
             raise
@@ -82,8 +86,7 @@ class FreshProcessRemeasure:
         return dataclasses.replace(measured, speed_probe_ns=probe, notes=notes)
 
     @staticmethod
-    def _measure(side: RemoteSide, test_id: str, key: str, settings: MeasureSettings) -> Measurement:
-        rule = stopping_rule(settings)
+    def _measure(side: RemoteSide, test_id: str, key: str, rule: StoppingRule, peak_memory: bool) -> Measurement:
         began = time.perf_counter()  # the time limit counts the worker's warm-up
         # the same test may be measured twice (a baseline's check, --gpuperf-remeasure=2)
         problem = side.open(test_id, key, again=True)
@@ -108,7 +111,7 @@ class FreshProcessRemeasure:
             samples.extend(got)
             sample_s = last_round_s / len(got)
             rounds += 1
-        measurement = side.finish()
+        measurement = side.finish(peak_memory=peak_memory)
         side.drain()  # the rest of the test; its MEASUREMENTS carry the metrics
         return side.final.get(key, measurement)
 

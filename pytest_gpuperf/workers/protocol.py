@@ -3,7 +3,7 @@
 ``multiprocessing.Pipe()``: the worker inherits its end (``pass_fds``) and finds it through
 ``GPUPERF_WORKER_FD``; no port is opened. Messages are tuples ``(kind, *payload)``.
 
-Head -> worker:  RUN nodeid | ROUND budget_s | FINISH | SKIP |
+Head -> worker:  RUN nodeid | ROUND budget_s | FINISH [peak-memory: bool, True if absent] | SKIP |
                  PROBE | PROFILE key trace-path-or-None calls | QUIT
 Worker -> head:  HELLO info | MISSING nodeid why-or-None | READY key | SAMPLES [ns...] |
                  FINISHED measurement | FAILED key text | MEASUREMENTS [m...] |

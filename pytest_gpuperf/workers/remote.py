@@ -162,11 +162,11 @@ class RemoteSide:
                     self.drain()
                 return None
 
-    def finish(self) -> Measurement:
-        """End the open measurement; the worker's Measurement (its memory peaks, metrics)."""
+    def finish(self, *, peak_memory: bool = True) -> Measurement:
+        """End the open measurement; the worker's Measurement (its memory peaks unless not ``peak_memory``, metrics)."""
         key = self.open_key
         self.open_key = None
-        self.channel.send(protocol.FINISH)
+        self.channel.send(protocol.FINISH, peak_memory)
         measurement: Measurement = self._until(protocol.FINISHED, f"{key} to finish {self.where}")[1]
         return measurement
 

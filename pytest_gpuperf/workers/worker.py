@@ -66,7 +66,7 @@ class WorkerEngine:
             if kind == protocol.ROUND:
                 self.channel.send(protocol.SAMPLES, self._round(prepared, key, float(message[1])))
             elif kind == protocol.FINISH:
-                measurement = prepared.finish()
+                measurement = prepared.finish(peak_memory=bool(message[1]) if len(message) > 1 else True)
                 self.channel.send(protocol.FINISHED, measurement)
                 return measurement
             elif kind == protocol.SKIP:
