@@ -32,9 +32,10 @@ SETTINGS = resolve(CONFIG)
 class ScriptedReadings:
     """Stands in for the fresh worker process (tests/test_fresh_remeasure.py runs the real one)."""
 
-    def __init__(self, given: list[Measurement], reference: float | None) -> None:
+    def __init__(self, given: list[Measurement], reference: float | None, *, writes: bool = True) -> None:
         self.given = given
         self.reference = reference
+        self.writes = writes  # readings of a baseline write; else a gate's re-measures, each a full reading
         self.taken = 0
 
     def measure(
@@ -44,8 +45,11 @@ class ScriptedReadings:
         # each fresh reading waits for the machine to read as fast as it did for the session's reading
         assert key == KEY and reference_probe_ns == self.reference
         assert new_process == (self.taken >= 1)  # readings after the second do not share its process
-        assert (check_samples is not None) == (self.taken == 0)  # only the first fresh one is a check
-        assert not peak_memory  # the entry's peak memory is the session reading's
+        if self.writes:
+            assert (check_samples is not None) == (self.taken == 0)  # only the first fresh one is a check
+            assert not peak_memory  # the entry's peak memory is the session reading's
+        else:
+            assert check_samples is None and peak_memory  # a re-measure is judged as the session's reading was
         self.taken += 1
         return self.given.pop(0)
 

@@ -32,7 +32,7 @@ def gating_engine(tmp_path: Path, policy: str, *fresh: Measurement) -> LocalEngi
     store = BaselineStore(tmp_path)
     store.update(ENV.device_class, [entry(1000.0, speed_probe_ns=PROBE)])
     runner = Runner(RunnerOptions(device=torch.device("cpu"), guard=guard))
-    readings = ScriptedReadings(list(fresh), PROBE)
+    readings = ScriptedReadings(list(fresh), PROBE, writes=False)
     rules = rules_for(plan_for(Mode.BASELINE), guard.rules(plan_for(Mode.BASELINE)))
     engine = LocalEngine(runner, store, ENV, guard, rules, lambda: readings)
     engine._specs[KEY] = (MeasureSpec(fn=lambda: None, test_id="t.py::test_a"), GATING)
