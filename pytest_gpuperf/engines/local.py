@@ -185,10 +185,9 @@ class LocalEngine:
         taken = readings.take_readings(take, readings.WRITE_WAVES, settled)
         medians = [r.stats.median_ns for r in taken]
         # the check, where it stopped short of a full measurement's samples: never written
-        checks = [
-            i for i in (readings.CHECK_READING,) if i < len(taken) and taken[i].stats.count < spec.settings.min_samples
-        ]
-        chosen = taken[readings.chosen_reading(medians, checks)]
+        c = readings.CHECK_READING
+        short_check = c < len(taken) and taken[c].stats.count < spec.settings.min_samples
+        chosen = taken[readings.chosen_reading(medians, {c} if short_check else set())]
         written = Note(self._write_note(chosen, medians, gate), topic=BASELINE_WRITE)
         busy = next((b for b in (self.guard.busy(r.health) for r in taken) if b), None)
         busy_notes = (

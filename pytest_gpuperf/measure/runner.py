@@ -440,9 +440,8 @@ class PreparedMeasurement:
                                    f"({self.spec.settings.max_time_s:g}s)", NoteKind.ROUTINE))  # fmt: skip
         if self._flusher is not None:
             self._flusher.close()
-        peak_allocated = self._peak_allocated(
-            peak_memory
-        )  # before the profile: the probe counts against the time limit
+        # before the profile: the probe counts against the time limit
+        peak_allocated = self._peak_allocated(peak_memory)
         profile = self._profile()
         calibration = self.spec.calibration.result_ns() if self.spec.calibration is not None else None
         return Measurement(
