@@ -80,8 +80,16 @@ def _change(entry: object, where: str) -> Change:
         kind=ChangeKind(field("kind", lambda v: v in _KINDS, " or ".join(_KINDS))),
         runs_after=field("runs_after", _count, "a whole number >= 0"),
         gradual=field("gradual", lambda v: isinstance(v, bool), "true or false"),
+        pending=_pending(entry.get("pending", False), where),
         supporting=_supporting(entry.get("supporting", []), f"{where}.supporting"),
     )
+
+
+def _pending(value: object, where: str) -> bool:
+    """Whether a change awaits more runs (optional: change points written before it carry none)."""
+    if not isinstance(value, bool):
+        raise ActionError(f"{where}.pending: expected true or false, got {json.dumps(value)[:80]}")
+    return value
 
 
 def _supporting(value: object, where: str) -> tuple[tuple[str, float | None], ...]:

@@ -81,6 +81,7 @@ def test_the_recorded_change_points_parse_and_the_new_regressions_are_chosen() -
         (lambda c: c.update(runs_after=True), r"\[0\]\.runs_after: expected a whole number >= 0"),
         (lambda c: c.pop("test"), r"\[0\]: the field 'test' is missing"),
         (lambda c: c.update(gradual="yes"), r"\[0\]\.gradual: expected true or false"),
+        (lambda c: c.update(pending="no"), r"\[0\]\.pending: expected true or false"),
     ],
 )
 def test_a_malformed_change_point_is_named_by_entry_and_field(edit: Any, message: str) -> None:

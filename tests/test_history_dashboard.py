@@ -659,3 +659,14 @@ def test_an_event_is_marked_on_each_statistic_listed_once_and_the_page_switches_
     assert [o["value"] for o in tags(switch.group(0), "option")] == ["stat-time.p50", "stat-time.p90"]
     assert [s["src"] for s in tags(page, "script")] == ["../assets/dashboard.js"]
     assert index.read_text().count("<tr class=") == 1
+
+
+def test_a_pending_change_says_so_in_its_hover_title() -> None:
+    from pytest_gpuperf.history.dashboard.svg import change_title
+
+    key = SeriesKey("t.py::test_a", "default", "time.p50", "cpu", "main")
+    change = ChangePoint(key, "a" * 40, "b" * 40, 48, 1.0, 1.3, 0.3, 0.2, 0.4, 0.001, ChangeKind.REGRESSION, 2)
+    assert "pending" not in change_title(change)
+    assert "regression, pending: too few runs at the new level yet on cpu" in change_title(
+        dataclasses.replace(change, pending=True)
+    )

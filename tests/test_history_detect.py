@@ -110,7 +110,8 @@ def test_runs_of_one_commit_are_pooled() -> None:
 def test_three_runners_agreeing_on_the_newest_commit_make_a_change() -> None:
     # A new level seen only at the last commit, but by three runners: the permutations
     # shuffle runs, so three agreeing runs are as strong as three commits.
-    assert find_changes(series(step_levels(30, 29, 0.10), seed=4, runners=3))
+    (c,) = find_changes(series(step_levels(30, 29, 0.10), seed=4, runners=3))
+    assert not c.pending  # three runs at the new level: confirmed at once
     assert not find_changes(series(step_levels(30, 29, 0.10), seed=4, runners=1))
 
 
@@ -167,6 +168,8 @@ def test_bad_settings_are_named() -> None:
         DetectorConfig(alpha=0)
     with pytest.raises(ValueError, match="below the smallest p-value 99 permutations"):
         DetectorConfig(alpha=0.001, permutations=99)
+    with pytest.raises(ValueError, match=r"settle_runs must be at least min_runs \(2\), got 1"):
+        DetectorConfig(settle_runs=1)
     with pytest.raises(ValueError, match="better must be"):
         find_changes(series([1.0, 2.0], better="up"))
     broken = Point("run-nan", commit(1), "", "m", float("nan"))
@@ -215,6 +218,7 @@ def test_json_has_the_documented_fields() -> None:
         "unit": "ns",
         "runs_after": 15,
         "gradual": False,
+        "pending": False,
         "index": 25,
         "details": {"commits_spanned": 1, "noise": 0.01, "baseline_update": False},
         "supporting": [],
@@ -484,6 +488,35 @@ def test_one_run_at_a_new_level_is_no_change_two_are(seed: int) -> None:
     assert find_changes(series(step_levels(41, 40, 0.08), seed=seed)) == []
     (c,) = find_changes(series(step_levels(42, 40, 0.08), seed=seed))
     assert c.first_bad == commit(40) and c.runs_after == 2
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_new_level_seen_in_two_runs_is_pending_until_a_third_confirms_it(seed: int) -> None:
+    # Two runs at a new level at the newest commits are reported, as pending; the next run at
+    # that level confirms the change at the same commit.
+    (c,) = find_changes(series(step_levels(42, 40, 0.08), seed=seed))
+    assert (c.first_bad, c.pending, c.runs_after) == (commit(40), True, 2)
+    (c,) = find_changes(series(step_levels(43, 40, 0.08), seed=seed))
+    assert (c.first_bad, c.pending) == (commit(40), False)
+
+
+def test_two_slowed_runs_at_the_newest_commits_are_no_confirmed_change() -> None:
+    # The two newest runs of a flat series slowed by 20% (a noisy neighbour on two nightly runs
+    # in a row) read as a new level's first two runs: a confirmed change in 20 of 20 seeds
+    # before a change needed settle_runs runs at its new level; now at most pending.
+    for seed in range(20):
+        levels = np.full(50, 1e6)
+        levels[[48, 49]] *= 1.20
+        assert all(c.pending for c in find_changes(series(levels, seed=seed)))
+
+
+def test_a_pending_change_is_said_so_in_every_format() -> None:
+    pending = _sample_change(runs_after=2, pending=True)
+    table = render_changes([pending], "table")
+    assert "regression (pending)" in table and "pending: at the newest commits" in table
+    assert "regression (pending)" in render_changes([pending], "markdown")
+    assert json.loads(render_changes([pending], "json"))[0]["pending"] is True
+    assert "pending" not in render_changes([_sample_change()], "table")
 
 
 # -- steps beside wild runs --------------------------------------------------------------------------

@@ -39,6 +39,7 @@ class ChangeRow:
     kind: ChangeKind
     runs_after: int
     gradual: bool
+    pending: bool = False  # too few runs at the new level yet (``ChangePoint.pending``): no alert until confirmed
     supporting: tuple[tuple[str, float | None], ...] = ()  # (statistic, change) of the same event elsewhere
 
     @classmethod
@@ -50,6 +51,7 @@ class ChangeRow:
             branch=k.branch, unit=c.unit, last_good=c.last_good, first_bad=c.first_bad, change=_finite(c.change),
             ci_low=_finite(c.ci_low), ci_high=_finite(c.ci_high), before=_finite(c.before), after=_finite(c.after),
             p_value=c.p_value, kind=c.kind, runs_after=c.runs_after, gradual=c.gradual,
+            pending=c.pending,
             supporting=tuple((s.key.statistic, _finite(s.change)) for s in c.supporting),
         )  # fmt: skip
 
@@ -69,8 +71,13 @@ def _finite(value: float) -> float | None:
 
 
 def is_new_regression(row: ChangeRow, recent: int) -> bool:
-    """A regression whose first bad run is among the newest ``recent`` runs of its series."""
-    return row.kind is ChangeKind.REGRESSION and row.runs_after <= recent
+    """A confirmed regression whose first bad run is among the newest ``recent`` runs of its series.
+
+    A pending one (fewer runs at its new level than the detector's ``settle_runs``) raises
+    nothing yet: two slowed runs at the newest commits read the same as a new level's first
+    two, and the next run tells them apart.
+    """
+    return row.kind is ChangeKind.REGRESSION and not row.pending and row.runs_after <= recent
 
 
 def new_regressions(rows: Iterable[ChangeRow], recent: int) -> list[ChangeRow]:

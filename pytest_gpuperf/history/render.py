@@ -40,7 +40,14 @@ def _p(p: float) -> str:
 
 
 def _kind(c: ChangePoint) -> str:
-    return c.kind.value + (" (gradual)" if c.gradual else "")
+    return c.kind.value + (" (gradual)" if c.gradual else "") + (" (pending)" if c.pending else "")
+
+
+def _pending_note(changes: Sequence[ChangePoint]) -> str:
+    """What "pending" means, said once below a table that has such a row."""
+    if not any(c.pending for c in changes):
+        return ""
+    return "pending: at the newest commits, too few runs at the new level yet; the next runs confirm or clear it\n"
 
 
 def _also(c: ChangePoint) -> str:
@@ -103,7 +110,7 @@ def render_table(changes: Sequence[ChangePoint], short: TooShort = _ENOUGH) -> s
         lines.append("  ".join(cells).rstrip())
     regressions = sum(c.kind.value == "regression" for c in changes)
     lines.append(f"{len(changes)} change point(s), {regressions} regression(s)")
-    return "\n".join(lines) + "\n" + short.line()
+    return "\n".join(lines) + "\n" + _pending_note(changes) + short.line()
 
 
 def render_markdown(changes: Sequence[ChangePoint], short: TooShort = _ENOUGH) -> str:
@@ -139,7 +146,8 @@ def render_markdown(changes: Sequence[ChangePoint], short: TooShort = _ENOUGH) -
             )
             + " |"
         )
-    return "\n".join(lines) + "\n" + note
+    pending = _pending_note(changes)
+    return "\n".join(lines) + "\n" + (f"\n{md_text(pending.strip())}\n" if pending else "") + note
 
 
 def _finite(value: float) -> float | None:
@@ -178,6 +186,7 @@ def _point_json(c: ChangePoint) -> dict[str, object]:
         "unit": c.unit,
         "runs_after": c.runs_after,
         "gradual": c.gradual,
+        "pending": c.pending,
         "index": c.index,
         "details": {name: value for name, value in c.details.items() if isinstance(value, (str, int, float, bool))},
     }
