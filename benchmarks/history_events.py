@@ -34,10 +34,10 @@ and Otava (each in its own virtualenv, as ``history_detection.py`` runs them) se
 ``--tolerance`` (2) commits, a creep when its range overlaps the creep's widened by that; every
 other detection is false. Also reported: flat series with a change point, steps of at least
 three times the noise missed or placed more than one commit off, creeps reported as gradual.
-gpuperf's pending events (at the newest commits, with fewer runs at the new level than
-``settle_runs``: reported as awaiting runs, no alert) are not detections; the flat series whose
+gpuperf's pending events (a level at a series' end holding fewer runs than ``settle_runs``:
+reported as awaiting runs, no alert) are not detections; the flat series whose
 only findings are pending are counted on a line of their own. No step or creep is planted in a
-series' last eight commits, so this benchmark cannot show what pending costs: a regression at
+series' first or last eight commits, so this benchmark cannot show what pending costs: a regression at
 the newest commit is confirmed one run later.
 
 **Which creeps the data can tell from a step.** A creep whose slide is short against the
@@ -171,7 +171,7 @@ def make_cases(pools: Sequence[Noise], seed: int) -> list[Case]:
 
 def run_gpuperf(cases: Sequence[Case]) -> tuple[list[list[tuple[int, int, bool]]], float, int]:
     """Each case's confirmed events as (last good, first bad, gradual) commit indices, and the flat series
-    whose only findings are pending (at the newest commits with too few runs yet: reported, not alerted on)."""
+    whose only findings are pending (a level at the series' end with too few runs: reported, not alerted on)."""
     start = time.perf_counter()
     out, flat_pending = [], 0
     for case in cases:

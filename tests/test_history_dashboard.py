@@ -667,6 +667,6 @@ def test_a_pending_change_says_so_in_its_hover_title() -> None:
     key = SeriesKey("t.py::test_a", "default", "time.p50", "cpu", "main")
     change = ChangePoint(key, "a" * 40, "b" * 40, 48, 1.0, 1.3, 0.3, 0.2, 0.4, 0.001, ChangeKind.REGRESSION, 2)
     assert "pending" not in change_title(change)
-    assert "regression, pending: too few runs at the new level yet on cpu" in change_title(
+    assert "regression, pending: too few runs at a level yet on cpu" in change_title(
         dataclasses.replace(change, pending=True)
     )

@@ -39,7 +39,7 @@ class ChangeRow:
     kind: ChangeKind
     runs_after: int
     gradual: bool
-    pending: bool = False  # too few runs at the new level yet (``ChangePoint.pending``): no alert until confirmed
+    pending: bool = False  # too few runs at a level yet (``ChangePoint.pending``): no alert until confirmed
     supporting: tuple[tuple[str, float | None], ...] = ()  # (statistic, change) of the same event elsewhere
 
     @classmethod
@@ -73,9 +73,9 @@ def _finite(value: float) -> float | None:
 def is_new_regression(row: ChangeRow, recent: int) -> bool:
     """A confirmed regression whose first bad run is among the newest ``recent`` runs of its series.
 
-    A pending one (fewer runs at its new level than the detector's ``settle_runs``) raises
-    nothing yet: two slowed runs at the newest commits read the same as a new level's first
-    two, and the next run tells them apart.
+    A pending one (a level at the series' end with fewer runs than the detector's
+    ``settle_runs``) raises nothing yet: two slowed runs at the newest commits read the same
+    as a new level's first two, and the next run tells them apart.
     """
     return row.kind is ChangeKind.REGRESSION and not row.pending and row.runs_after <= recent
 

@@ -33,9 +33,10 @@ The detector (docs/change-points.md explains it and the measurements behind it):
    ramp); its 95% interval from their variances.
 6. **Confirmation.** A split needs ``min_runs`` runs on each side closer to their own level
    than to the other's (one wild run can move a mean, not a level), and a change whose
-   interval includes zero is not reported. A change at the newest commits whose new level
-   holds fewer than ``settle_runs`` runs is reported ``pending``: two slowed runs in a row
-   read the same as a new level's first two, and the next run tells them apart.
+   interval includes zero is not reported. A change with a level at either end of the
+   series holding fewer than ``settle_runs`` runs is reported ``pending``: two slowed runs in
+   a row read the same as a level's two runs, and (at the newest end) the next run tells them
+   apart.
 
 Values are compared in log space (relative changes) when all are positive, else as they are.
 Everything is numpy; the permutations are seeded, so the same series gives the same answer.
@@ -73,7 +74,7 @@ class DetectorConfig:
     alpha: float = 0.0025  # a split is kept when its permutation p-value is at most this
     permutations: int = 399  # per test; the smallest reachable p-value is 1 / (permutations + 1)
     min_runs: int = 2  # runs needed on each side of a change (a lone run never makes one)
-    settle_runs: int = 3  # runs a change at the newest commits needs at its new level to be confirmed, not pending
+    settle_runs: int = 3  # runs each level of a change needs to be confirmed (fewer: pending; only at a series' ends)
     clip: float = 4.0  # a run farther than this many standard errors from both sides' medians is wild
     slow_clip: float = 2.5  # the same on the slow side (worse than both sides), where disturbed runs lie
     param_alpha: float = 0.005  # a split is also kept when its F-test p-value (splits counted) is at most this
@@ -681,7 +682,8 @@ def find_changes(series: Series, config: DetectorConfig | None = None) -> list[C
     Each names ``last_good``/``first_bad`` commits, the levels before and after (in the
     series' unit), the relative change with its 95% interval, the permutation p-value, and
     whether it is a regression or an improvement for the series' ``better`` direction, and
-    whether it is still ``pending`` (fewer than ``settle_runs`` runs at its new level).
+    whether it is still ``pending`` (a level at the series' newest or oldest end holding fewer
+    than ``settle_runs`` runs).
     A series :func:`too_short` to tell has none.
     """
     config = config or DetectorConfig()
@@ -713,7 +715,11 @@ def find_changes(series: Series, config: DetectorConfig | None = None) -> list[C
             continue  # significant by rank of orderings, but its level interval spans no change
         worse = diff > 0 if series.better == "lower" else diff < 0
         index = pooled.first_index[change.first_bad]
-        new_runs = int(pooled.run_start[-1] - pooled.run_start[change.first_bad])
+        # Runs from the series' start to the old level's end, and from the new level's start to the series' end:
+        # only a change at one of the series' ends can have fewer than settle_runs on a side.
+        side_runs = min(
+            int(pooled.run_start[change.last_good + 1]), int(pooled.run_start[-1] - pooled.run_start[change.first_bad])
+        )
         found.append(
             ChangePoint(
                 key=series.key,
@@ -729,7 +735,7 @@ def find_changes(series: Series, config: DetectorConfig | None = None) -> list[C
                 kind=ChangeKind.REGRESSION if worse else ChangeKind.IMPROVEMENT,
                 runs_after=total_runs - index,
                 gradual=change.gradual,
-                pending=new_runs < config.settle_runs,
+                pending=side_runs < config.settle_runs,
                 unit=series.unit,
                 details={
                     "commits_spanned": change.first_bad - change.last_good,

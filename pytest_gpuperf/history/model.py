@@ -162,10 +162,10 @@ class ChangePoint:
     one (for an improvement, "bad" reads "changed"). ``change`` is the relative change of
     the level, ``ci_low``/``ci_high`` its 95% interval, ``p_value`` the detector's test.
     ``runs_after`` counts the runs at or after ``first_bad``: a nightly alert looks at
-    change points whose ``runs_after`` is small. A ``pending`` change sits at the series'
-    newest commits with fewer runs at its new level than ``DetectorConfig.settle_runs``: two
-    slowed runs in a row read the same as a new level's first two, so it is reported as
-    needing more runs, and no alert is raised for it until a further run confirms it.
+    change points whose ``runs_after`` is small. A ``pending`` change has a level at one of
+    the series' ends holding fewer runs than ``DetectorConfig.settle_runs``: two slowed runs
+    in a row read the same as a level's two runs, so it is reported as needing more runs, and
+    no alert is raised for it until a further run at the newest end confirms it.
 
     As an event (``history.events``), a change point is the lead of the statistics of one
     measurement that changed at one place; the others are its ``supporting`` evidence.
@@ -184,7 +184,7 @@ class ChangePoint:
     kind: ChangeKind
     runs_after: int
     gradual: bool = False  # a creep spread over several commits rather than one step
-    pending: bool = False  # at the newest commits, too few runs at the new level yet to confirm it
+    pending: bool = False  # a level at the series' newest (or oldest) end holds too few runs yet to confirm it
     unit: str = ""  # the series' unit ("ns", "bytes", a metric's), for ``before``/``after``
     details: Mapping[str, object] = field(default_factory=dict)
     supporting: tuple[ChangePoint, ...] = ()  # the same change seen in the measurement's other statistics

@@ -47,7 +47,7 @@ def _pending_note(changes: Sequence[ChangePoint]) -> str:
     """What "pending" means, said once below a table that has such a row."""
     if not any(c.pending for c in changes):
         return ""
-    return "pending: at the newest commits, too few runs at the new level yet; the next runs confirm or clear it\n"
+    return "pending: a level at the series' newest (or oldest) end holds too few runs; new runs confirm or clear it\n"
 
 
 def _also(c: ChangePoint) -> str:

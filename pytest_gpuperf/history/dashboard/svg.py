@@ -57,7 +57,7 @@ def change_title(change: ChangePoint) -> str:
     """A change point's hover title: kind, commit range in full, change with its interval, significance."""
     interval = f"{format_change(change.ci_low)} to {format_change(change.ci_high)}"
     gradual = ", gradual" if change.gradual else ""
-    gradual += ", pending: too few runs at the new level yet" if change.pending else ""
+    gradual += ", pending: too few runs at a level yet" if change.pending else ""
     return (
         f"{change.kind.value}{gradual} on {change.key.device_class}: {format_change(change.change)} "
         f"(95% CI {interval}, p = {change.p_value:.2g})\n"
