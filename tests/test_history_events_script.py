@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from benchmark_scripts import benchmark_script
+
+from pytest_gpuperf.history.model import Point, Series
 
 
 def test_the_series_carry_five_statistics_outlier_runs_and_the_planted_changes() -> None:
@@ -80,3 +84,23 @@ def test_gradual_creeps_are_counted_over_all_creeps_and_over_the_separable_ones(
         assert (s.creeps, s.creeps_gradual, s.separable, s.separable_gradual) == (3, 2, 1, 1)
         lines = bench.misses([near, far], [[(24, 25, False)], [(24, 25, False)]])
         assert lines == ["  creep creep-0 19~>29 (noise 1.00%), separable: reported as [(24, 25, False)]"]
+
+
+def test_pending_events_are_no_detections_and_are_counted_apart_on_flat_series() -> None:
+    # A flat series whose two newest runs are slowed by 30%: its finding is pending (a level of
+    # two runs at the series' end), so the scoring sees no detection and counts the series apart.
+    with benchmark_script("history_events") as bench:
+        flat = next(c for c in bench.make_cases(bench.load_noise(bench.NOISE_FILES), 1) if c.kind == "flat")
+        series = [Series(s.key, s.unit, s.better, (*s.points[:-2], *map(_slowed, s.points[-2:]))) for s in flat.series]
+        found, _, flat_pending = bench.run_gpuperf([bench.Case(flat.name, "flat", series, noise=flat.noise)])
+        assert (found, flat_pending) == ([[]], 1)
+
+
+def _slowed(point: Point) -> Point:
+    low, high = point.ci_low, point.ci_high
+    return dataclasses.replace(
+        point,
+        value=point.value * 1.3,
+        ci_low=None if low is None else low * 1.3,
+        ci_high=None if high is None else high * 1.3,
+    )
