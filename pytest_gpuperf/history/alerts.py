@@ -39,8 +39,8 @@ class ChangeRow:
     kind: ChangeKind
     runs_after: int
     gradual: bool
-    pending: bool = False  # too few runs at a level yet (``ChangePoint.pending``): no alert until confirmed
     supporting: tuple[tuple[str, float | None], ...] = ()  # (statistic, change) of the same event elsewhere
+    pending: bool = False  # too few runs at a level yet (``ChangePoint.pending``): no alert until confirmed
 
     @classmethod
     def of(cls, c: ChangePoint) -> ChangeRow:

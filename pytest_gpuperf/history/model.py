@@ -184,10 +184,10 @@ class ChangePoint:
     kind: ChangeKind
     runs_after: int
     gradual: bool = False  # a creep spread over several commits rather than one step
-    pending: bool = False  # a level at the series' newest (or oldest) end holds too few runs yet to confirm it
     unit: str = ""  # the series' unit ("ns", "bytes", a metric's), for ``before``/``after``
     details: Mapping[str, object] = field(default_factory=dict)
     supporting: tuple[ChangePoint, ...] = ()  # the same change seen in the measurement's other statistics
+    pending: bool = False  # a level at the series' newest (or oldest) end holds too few runs yet to confirm it
 
     def with_supporting(self) -> tuple[ChangePoint, ...]:
         """This change point and its supporting ones: every series the event was seen in."""
