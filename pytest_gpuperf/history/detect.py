@@ -28,7 +28,9 @@ The detector (docs/change-points.md explains it and the measurements behind it):
    (fewer than ``max_ramp`` commits from first to last), and every single one, are also
    fitted as a ramp (old level, a linear slide over several commits, new level); when
    the ramp explains the data clearly better than the steps, one change point with
-   ``gradual=True`` spans the slide.
+   ``gradual=True`` spans the slide. A single step becomes a ramp only when the ramp's gain
+   holds with any one commit left out: one slowed run beside a step buys a ramp as much as a
+   creep's whole slide does.
 5. **Levels and interval.** Each change's levels come from the stretches either side (or the
    ramp); its 95% interval from their variances.
 6. **Confirmation.** A split needs ``min_runs`` runs on each side closer to their own level
@@ -80,7 +82,8 @@ class DetectorConfig:
     param_alpha: float = 0.005  # a split is also kept when its F-test p-value (splits counted) is at most this
     param_gate: float = 0.005  # ... and its permutation p-value at most this (short series: see _gate)
     max_ramp: int = 30  # the most commits a creep may span
-    ramp_threshold: float = 12.0  # chi-square units a ramp must gain over the steps it replaces
+    ramp_threshold: float = 5.0  # chi-square units a ramp must gain over one step, also with any one commit left out
+    ramp_parameter_cost: float = 6.0  # chi-square units a ramp may lose per parameter it saves over several steps
     min_change: float = 0.0  # drop change points smaller than this relative change
     confirm: bool = True  # a change needs an interval without zero and min_runs runs on each side of it
     runner_offsets: bool = True  # align runners that read systematically apart (from shared commits)
@@ -111,6 +114,11 @@ class DetectorConfig:
             problems.append(f"param_gate must lie in (0, 1], got {self.param_gate!r}")
         if self.max_ramp < 2:
             problems.append(f"max_ramp must be at least 2, got {self.max_ramp!r}")
+        if self.ramp_threshold < 0 or self.ramp_parameter_cost < 0:
+            problems.append(
+                f"ramp_threshold and ramp_parameter_cost must not be negative,"
+                f" got {self.ramp_threshold!r} and {self.ramp_parameter_cost!r}"
+            )
         if self.min_change < 0:
             problems.append(f"min_change must not be negative, got {self.min_change!r}")
         if problems:
@@ -558,16 +566,43 @@ def _staircase_ssr(y: np.ndarray, w: np.ndarray, cuts: list[int]) -> float:
     return total
 
 
-def _ramp_gain_needed(steps: int, config: DetectorConfig) -> float:
-    """How much better (chi-square units) a ramp must fit than the ``steps`` it would replace.
+def _ramp_gain_without_each(y: np.ndarray, w: np.ndarray, cut: int, starts: range, ends: range, max_span: int) -> float:
+    """The least a ramp gains over the step at ``cut`` (chi-square units) when any one commit is left out.
+
+    A step with one slowed run beside it (or one run from the noise's heavy tail) can owe a
+    ramp its whole gain to that run; a creep's gain comes from every run of its slide. Each
+    commit in turn weighs nothing, both shapes are refitted, and the smallest gain is kept.
+    """
+    least = math.inf
+    for k in range(y.size):
+        wk = w.copy()
+        wk[k] = 0.0
+        if wk[:cut].sum() <= 0 or wk[cut:].sum() <= 0:
+            continue
+        ramp = _ramp_fits(y, wk, starts, ends, max_span)
+        if ramp is None:
+            return -math.inf
+        least = min(least, _staircase_ssr(y, wk, [cut]) - ramp.ssr)
+    return least
+
+
+def _ramp_wins(
+    y: np.ndarray, w: np.ndarray, cuts: list[int], starts: range, ends: range, ramp: _Fit, config: DetectorConfig
+) -> bool:
+    """Whether ``ramp`` replaces the steps at ``cuts`` (local indices) as one gradual change.
 
     One step (3 parameters: two levels, a commit) against a ramp (4: two levels, start and
-    end) needs the ramp to gain ``ramp_threshold``; a staircase of m steps spends 2m + 1
-    parameters, so from two steps on the simpler ramp may fit somewhat worse and still win.
+    end): the ramp must gain ``ramp_threshold`` chi-square units, on all commits and with any
+    one left out (:func:`_ramp_gain_without_each`). A staircase of m steps spends 2m + 1
+    parameters, so from two steps on the simpler ramp may fit worse by ``ramp_parameter_cost``
+    for each parameter it saves and still win.
     """
-    if steps == 1:
-        return config.ramp_threshold
-    return -config.ramp_threshold * (2 * steps - 3) / 2
+    gain = _staircase_ssr(y, w, cuts) - ramp.ssr
+    if len(cuts) > 1:
+        return gain > -config.ramp_parameter_cost * (2 * len(cuts) - 3)
+    if gain <= config.ramp_threshold:
+        return False
+    return _ramp_gain_without_each(y, w, cuts[0], starts, ends, config.max_ramp) > config.ramp_threshold
 
 
 @dataclass(frozen=True)
@@ -621,13 +656,12 @@ def _changes(pooled: _Commits, steps: list[_Step], placed: list[_Step], config: 
         p_value = min(steps[i].p_value for i in cluster)
         y, w = pooled.level[lo:hi], pooled.weight[lo:hi]
         local = [cuts[i] - lo for i in cluster]
-        stair = _staircase_ssr(y, w, local)
         # Both full levels keep min_runs commits: a ramp's end level resting on one run
         # would bend to fit that run's noise.
         starts = range(max(config.min_runs - 1, local[0] - config.max_ramp), local[0])
         ends = range(local[-1], min(y.size - config.min_runs + 1, local[-1] + config.max_ramp))
         ramp = _ramp_fits(y, w, starts, ends, config.max_ramp)
-        if ramp is not None and stair - ramp.ssr > _ramp_gain_needed(len(cluster), config):
+        if ramp is not None and _ramp_wins(y, w, local, starts, ends, ramp, config):
             changes.append(
                 _Change(lo + ramp.start, lo + ramp.end, ramp.before, ramp.after, ramp.diff_var, p_value, gradual=True)
             )
