@@ -37,7 +37,7 @@ import tarfile
 import time
 from pathlib import Path
 
-from _common import ROOT
+from _common import ROOT, written_busy
 from background_load import BackgroundLoad
 
 ZARR = "3.1.6"
@@ -133,12 +133,6 @@ def session(python: Path, folder: Path, args: list[str], log: Path) -> tuple[int
 
 def call_medians(report: Path) -> list[float]:
     return sorted(b["stats"]["median"] for b in json.loads(report.read_text())["benchmarks"])
-
-
-def written_busy(baselines: Path) -> tuple[int, int]:
-    """How many baseline entries were written while the runner was busy, of how many."""
-    entries = [e for path in baselines.rglob("*.json") for e in json.loads(path.read_text())["entries"].values()]
-    return sum(1 for e in entries if e.get("written_busy")), len(entries)
 
 
 def verdicts(results: Path) -> dict[str, int]:
