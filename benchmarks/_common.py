@@ -1,5 +1,5 @@
-"""What the benchmark scripts share: where the repository and the recorded results are, and the
-one way a script uses a helper of ``tests/``.
+"""What the benchmark scripts share: where the repository and the recorded results are, how many baseline
+entries a session wrote busy, and the one way a script uses a helper of ``tests/``.
 
 The scripts run as ``python benchmarks/NAME.py`` from the repository root, so Python puts
 ``benchmarks/`` on ``sys.path`` and they import this module and each other by name; the
@@ -12,6 +12,7 @@ PostgreSQL server, the planted profile regressions) are loaded by file path thro
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -33,3 +34,9 @@ def shared_test_helper(name: str) -> ModuleType:
         sys.modules[module_name] = module
         spec.loader.exec_module(module)
     return sys.modules[module_name]
+
+
+def written_busy(baselines: Path) -> tuple[int, int]:
+    """How many baseline entries under ``baselines`` were written while the runner was busy, of how many."""
+    entries = [e for path in baselines.rglob("*.json") for e in json.loads(path.read_text())["entries"].values()]
+    return sum(1 for e in entries if e.get("written_busy")), len(entries)

@@ -32,6 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from _common import written_busy
 from background_load import BackgroundLoad
 
 # One test per (kind, repeats): a call repeats the kind's unit step. Units take about 30-40 ms on a
@@ -133,6 +134,8 @@ def main() -> int:
             medians = call_medians(folder / "bench.json")
             print(f"calls (pytest-benchmark medians): {medians[0]:.3f} s to {medians[-1]:.3f} s")
             update_rc, update_s = session(folder, ["--gpuperf-update-baseline"], folder / "update.log")
+            busy, entries = written_busy(folder / "baselines")
+            print(f"entries written busy: {busy} of {entries}")
             gate_rc, gate_s = session(folder, ["--gpuperf"], folder / "gate.log")
     finally:
         if args.keep is None:

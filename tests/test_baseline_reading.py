@@ -205,3 +205,14 @@ def test_noisy_rounds_of_agreeing_readings_take_no_more_readings(tmp_path: Path)
     assert not left
     assert "baseline checked by 1 independent measurement(s)" in kept.notes[-1].text
     assert "write it again on a quieter machine" in kept.notes[-1].text  # the rounds' noise is still reported
+
+
+def test_the_stored_profile_makes_no_unprofiled_call_where_the_session_just_measured_the_test(tmp_path: Path) -> None:
+    made: list[int] = []
+    engine, _ = engine_with_fresh_readings(tmp_path, measurement(404e6, speed_probe_ns=33_000.0))
+    spec, settings = engine._specs[KEY]
+    engine._specs[KEY] = (dataclasses.replace(spec, fn=lambda: made.append(1)), settings)
+    here = measurement(400e6, speed_probe_ns=33_000.0)  # the session's reading: 0.4 s a call
+    kept = engine._baseline_reading(here, GateSettings(threshold=0.10))
+    assert kept.op_profile is not None and kept.op_profile.profiled_calls == 2  # the calls that fit in 1 s
+    assert len(made) == 3  # the profiler's warm-up #0 and those two; the session's reading warmed the process

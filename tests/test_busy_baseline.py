@@ -13,6 +13,7 @@ from pytest_gpuperf.config import BusyPolicy, GateSettings, Mode
 from pytest_gpuperf.measure.host.cpu import CpuHostGuard
 from pytest_gpuperf.measure.host.cpu.contention import Contention
 from pytest_gpuperf.modes import plan_for
+from pytest_gpuperf.verdict import readings
 from tests.test_baseline_reading import engine_with_fresh_readings
 from tests.verdict_helpers import entry, measurement
 
@@ -60,18 +61,23 @@ def test_gating_against_it_says_so(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines([f"*the baseline was written while the runner was busy ({EVIDENCE}): write it again*"])
 
 
-def test_a_noisy_write_on_a_busy_runner_stops_at_the_deciding_reading(tmp_path: Path) -> None:
+def test_a_write_on_a_busy_runner_ends_at_its_check(tmp_path: Path) -> None:
     def noisy(health: dict[str, object]) -> tuple[object, ...]:
         return tuple(measurement(ns, speed_probe_ns=33_000.0, health=health) for ns in (1300.0, 1600.0, 1100.0, 1400.0))
 
     here = measurement(1000.0, speed_probe_ns=33_000.0, health=BUSY)
     engine, left = engine_with_fresh_readings(tmp_path, *noisy(BUSY))  # type: ignore[arg-type]
-    engine._baseline_reading(here, GateSettings(threshold=0.10))
-    assert len(left) == 2  # three readings: the load's spread, not worth two more measurements
+    kept = engine._baseline_reading(here, GateSettings(threshold=0.10))
+    assert len(left) == 3  # the check alone: no decider, a full measurement of the load's spread
+    assert kept.samples_ns == here.samples_ns and kept.written_busy == EVIDENCE
+    assert kept.process_medians_ns == pytest.approx((1000.0, 1300.0), rel=0.02)  # the two medians: its noise
+    written = next(n.text for n in kept.notes if n.text.startswith("baseline checked"))
+    assert f"the session's is kept ({readings.BUSY_WRITE_ENDS})" in written
+    assert "raise this entry's threshold" in written  # +30% between them: the entry cannot gate at 10%
     quiet_here = measurement(1000.0, speed_probe_ns=33_000.0, health=QUIET)
     quiet_engine, quiet_left = engine_with_fresh_readings(tmp_path, *noisy(QUIET))  # type: ignore[arg-type]
     quiet_engine._baseline_reading(quiet_here, GateSettings(threshold=0.10))
-    assert not quiet_left  # a quiet runner's noisy write takes its two more
+    assert not quiet_left  # a quiet runner's noisy write takes a decider and its two more
     judging, judging_left = engine_with_fresh_readings(tmp_path, *noisy(BUSY))  # type: ignore[arg-type]
     judging.guard.busy_policy = BusyPolicy.JUDGE  # type: ignore[attr-defined]
     judging._baseline_reading(here, GateSettings(threshold=0.10))

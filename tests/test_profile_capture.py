@@ -218,6 +218,22 @@ def test_a_budget_profiles_fewer_calls_of_a_long_call() -> None:
     assert quick.profiled_calls == 3
 
 
+def test_a_call_just_measured_here_is_profiled_without_an_unprofiled_call_first() -> None:
+    made: list[int] = []
+
+    def counted() -> None:
+        made.append(1)
+        time.sleep(0.03)
+
+    cpu = torch.device("cpu")
+    cold = capture_calls(counted, (), {}, trace_path=None, label="t", device=cpu, calls=2, detailed=False).table
+    assert cold.profiled_calls == 2 and len(made) == 4  # an unprofiled call, the profiled warm-up #0, two
+    made.clear()
+    warm = capture_calls(counted, (), {}, trace_path=None, label="t", device=cpu, calls=3, detailed=False,
+                         budget_s=0.1, warm_call_s=0.05).table  # fmt: skip
+    assert warm.profiled_calls == 2 and len(made) == 3  # the warm-up #0 and the two that fit in 0.1 s of 0.05 s
+
+
 def test_a_trace_folder_it_creates_in_a_repository_stays_out_of_git(tmp_path: Path) -> None:
     init(tmp_path)
     a = torch.randn(8, 8)

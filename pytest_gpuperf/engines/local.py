@@ -201,12 +201,14 @@ class LocalEngine:
         )
         probes = [r.speed_probe_ns for r in taken if r.speed_probe_ns is not None]
         calibration = chosen.calibration_ns if chosen.calibration_ns is not None else m.calibration_ns
-        # the base of a later regression's differential profile
+        # the base of a later regression's differential profile; the session's reading (m) warmed this
+        # process and timed the call, so the profile makes no unprofiled call first
         side = (
-            profile_here(self.runner, spec, None, "baseline", STORED_CALLS, STORED_BUDGET_S)
+            profile_here(self.runner, spec, None, "baseline", STORED_CALLS, STORED_BUDGET_S,
+                         warm_call_s=m.stats.median_ns / 1e9)
             if settings.profile_diff
             else ProfiledSide(None)
-        )
+        )  # fmt: skip
         problems = (Note(side.problem),) if side.problem else ()
         notes = (*chosen.notes, written, *problems, *busy_notes)
         return dataclasses.replace(
@@ -225,7 +227,12 @@ class LocalEngine:
     def _write_note(chosen: Measurement, medians: Sequence[float], gate: GateSettings) -> str:
         shown = ", ".join(format_time(x) for x in medians)
         count = {3: "three", 5: "five"}.get(len(medians), str(len(medians)))
-        verdict = "they agree" if len(medians) == 2 else f"the median of the {count} is kept"
+        if len(medians) != 2:
+            verdict = f"the median of the {count} is kept"
+        elif readings.agree(medians, gate.threshold):
+            verdict = "they agree"
+        else:  # only on a busy runner does a write end at two that disagree
+            verdict = f"the session's is kept ({readings.BUSY_WRITE_ENDS})"
         note = f"baseline checked by {len(medians) - 1} independent measurement(s): medians {shown}; {verdict}"
         raised = readings.spread_threshold(medians, gate.noise_multiplier, chosen.round_medians_ns)
         if readings.too_noisy(raised, gate.threshold):

@@ -19,16 +19,25 @@ class ProfiledSide:
 
 
 def profile_here(
-    runner: Runner, spec: MeasureSpec, traces: Path | None, side: str, calls: int, budget_s: float | None = None
+    runner: Runner,
+    spec: MeasureSpec,
+    traces: Path | None,
+    side: str,
+    calls: int,
+    budget_s: float | None = None,
+    *,
+    warm_call_s: float | None = None,
 ) -> ProfiledSide:
     """``spec`` profiled over ``calls`` calls here (Runner.profile; ``budget_s``: no more than fit in it), its trace
-    in ``traces`` (None: no trace)."""
+    in ``traces`` (None: no trace); ``warm_call_s``: one call's length where ``runner`` just measured ``spec``."""
     from pytest_gpuperf.profiling.torch_profile import trace_file
 
     key = measurement_key(spec.test_id, spec.name)
     path = trace_file(traces, key, side) if traces is not None else None
     try:
-        capture = runner.profile(spec, trace_path=path, label=f"{key} ({side})", calls=calls, budget_s=budget_s)
+        capture = runner.profile(
+            spec, trace_path=path, label=f"{key} ({side})", calls=calls, budget_s=budget_s, warm_call_s=warm_call_s
+        )
     except Exception as exc:  # a profile explains a failure; it must never become one
         return ProfiledSide(None, problem=f"the {side}'s profile could not be taken ({type(exc).__name__}: {exc})")
     return ProfiledSide(capture.table, capture.trace_path)

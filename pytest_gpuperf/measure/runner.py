@@ -525,10 +525,18 @@ class Runner:
         return PreparedMeasurement(self, spec)
 
     def profile(
-        self, spec: MeasureSpec, *, trace_path: Path | None, label: str, calls: int, budget_s: float | None = None
+        self,
+        spec: MeasureSpec,
+        *,
+        trace_path: Path | None,
+        label: str,
+        calls: int,
+        budget_s: float | None = None,
+        warm_call_s: float | None = None,
     ) -> ProfileCapture:
         """One untimed torch.profiler pass over ``calls`` calls of ``spec``, for a differential profile (no shapes
-        or memory); the trace at ``trace_path`` (None: none written); ``budget_s``: no more calls than fit in it."""
+        or memory); the trace at ``trace_path`` (None: none written); ``budget_s``: no more calls than fit in it;
+        ``warm_call_s``: one call's length where this runner just measured ``spec`` (capture_calls)."""
         from pytest_gpuperf.profiling.torch_profile import capture_calls
 
         deadline = time.perf_counter() + spec.settings.time_limit_s
@@ -538,7 +546,7 @@ class Runner:
         with hard_limit(deadline, lambda: timeout), in_autograd_mode(spec.autograd):
             return capture_calls(spec.fn, spec.args, dict(spec.kwargs), trace_path=trace_path, label=label,
                                  device=self.options.device, calls=calls, detailed=False,
-                                 budget_s=budget_s)  # fmt: skip
+                                 budget_s=budget_s, warm_call_s=warm_call_s)  # fmt: skip
 
     def measure(self, spec: MeasureSpec) -> Measurement:
         prepared = self.prepare(spec)

@@ -89,13 +89,16 @@ def capture_calls(
     calls: int = PROFILED_CALLS,
     detailed: bool = True,
     budget_s: float | None = None,
+    warm_call_s: float | None = None,
 ) -> ProfileCapture:
     """One profiler pass over ``calls`` calls of ``fn``, each in a ``gpuperf:<label>#i`` range (i >= 1).
 
     An unprofiled call (lazy initialization) and a profiled warm-up call ``#0`` (the profiler's first-call
     costs; left out of the tables, not of the trace) come first. ``trace_path`` None: no Chrome trace.
     ``detailed`` records shapes and memory too (``--gpuperf-profile``); a differential profile needs neither.
-    ``budget_s``: profile only as many of the ``calls`` as the unprofiled call's length fits in it (one at least).
+    ``budget_s``: profile only as many of the ``calls`` as one call's length fits in it (one at least).
+    ``warm_call_s``: one call's length where ``fn`` was just measured in this process, so its lazy
+    initialization is done: the unprofiled call, which would repeat that work, is not made.
     """
     # torch.autograd.profiler.profile: the profiler torch.profiler.profile drives, without the import of
     # torch._inductor at its first start in a process (about a second of CPU, to read one setting).
@@ -107,11 +110,13 @@ def capture_calls(
     on_cuda = device.type == "cuda"
 
     with torch_warnings_stay_warnings():  # a compiled fn may be traced again here (quiet.py)
-        started = time.perf_counter()
-        fn(*args, **kwargs)  # lazy initialization stays out of the profile
-        cuda_synchronize(device)
+        if warm_call_s is None:
+            started = time.perf_counter()
+            fn(*args, **kwargs)  # lazy initialization stays out of the profile
+            cuda_synchronize(device)
+            warm_call_s = time.perf_counter() - started
         if budget_s is not None:
-            calls = max(1, min(calls, math.floor(budget_s / max(time.perf_counter() - started, 1e-9))))
+            calls = max(1, min(calls, math.floor(budget_s / max(warm_call_s, 1e-9))))
         with quiet_profiler(), profile(use_device="cuda" if on_cuda else None, use_kineto=True,
                                        record_shapes=detailed, profile_memory=detailed) as prof:  # fmt: skip
             for i in range(calls + 1):

@@ -18,6 +18,8 @@ T = TypeVar("T")
 
 NOISY_WRITE_FACTOR = 1.5  # a baseline whose readings raise its threshold past this many times takes more
 WRITE_WAVES = (2, 3, 5)  # readings of a baseline write: a check, a decider, two more for a noisy one
+# On a busy runner a baseline write ends at its check (baseline_write_done says why); the write note says so.
+BUSY_WRITE_ENDS = "the runner was busy: the check ends the write, no deciding reading is taken"
 CHECK_READING = 1  # the write's first fresh reading only compares with the session's; the others may be written
 CHECK_MIN_SAMPLES = 3  # the fewest samples whose median is not one sample's
 # A check's median error, times the noise multiplier, may take at most this share of the threshold:
@@ -66,18 +68,29 @@ def baseline_write_done(threshold: float, noise_multiplier: float) -> Callable[[
 
     Two that agree within half the threshold settle it; otherwise a third decides (the
     median is written), and two more while the readings are ``too_noisy`` on a quiet runner.
-    On a busy one the spread is the load's: two more readings of it cost two measurements and
-    cannot make the entry one to trust (it is written busy, to be written again in a quieter hour).
+    On a busy runner the check settles it, agreeing or not (``BUSY_WRITE_ENDS``): readings taken
+    under load spread by the load, and a decider, a full measurement in a new process with the
+    test's set-up run again, costs as much as the session's own reading; neither it nor two more
+    can make the entry one to trust (it is written busy, to be written again in a quieter hour).
+    The two medians are its recorded noise, so a check that disagrees raises the entry's threshold
+    (``spread_threshold``), and past the cap the entry says it cannot gate (the noisy-baseline rule).
     """
 
     def done(medians: list[float], planned: int, busy: bool = False) -> bool:
         if len(medians) < 2:
             return True  # no fresh reading could be taken: keep what there is
+        if busy:
+            return True  # BUSY_WRITE_ENDS
         if len(medians) == 2:
-            return abs(medians[1] / medians[0] - 1.0) <= threshold / 2
-        return busy or not too_noisy(spread_threshold(medians, noise_multiplier), threshold)
+            return agree(medians, threshold)
+        return not too_noisy(spread_threshold(medians, noise_multiplier), threshold)
 
     return done
+
+
+def agree(medians: Sequence[float], threshold: float) -> bool:
+    """The first two readings agree: within half the threshold of each other."""
+    return abs(medians[1] / medians[0] - 1.0) <= threshold / 2
 
 
 def spread_threshold(medians: Sequence[float], noise_multiplier: float, round_medians: Sequence[float] = ()) -> float:
