@@ -189,6 +189,11 @@ class ChangePoint:
     supporting: tuple[ChangePoint, ...] = ()  # the same change seen in the measurement's other statistics
     pending: bool = False  # a level at the series' newest (or oldest) end holds too few runs yet to confirm it
 
+    @property
+    def kind_label(self) -> str:
+        """The kind as tables show it: ``regression``, ``improvement (gradual)``, ``regression (pending)``..."""
+        return self.kind.value + (" (gradual)" if self.gradual else "") + (" (pending)" if self.pending else "")
+
     def with_supporting(self) -> tuple[ChangePoint, ...]:
         """This change point and its supporting ones: every series the event was seen in."""
         return (self, *self.supporting)

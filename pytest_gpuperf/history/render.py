@@ -39,10 +39,6 @@ def _p(p: float) -> str:
     return f"{p:.2g}" if p >= 0.001 else f"{p:.1e}"
 
 
-def _kind(c: ChangePoint) -> str:
-    return c.kind.value + (" (gradual)" if c.gradual else "") + (" (pending)" if c.pending else "")
-
-
 def _pending_note(changes: Sequence[ChangePoint]) -> str:
     """What "pending" means, said once below a table that has such a row."""
     if not any(c.pending for c in changes):
@@ -57,7 +53,7 @@ def _also(c: ChangePoint) -> str:
 
 def _cells(c: ChangePoint) -> list[str]:
     return [
-        _kind(c),
+        c.kind_label,
         format_change(c.change),
         _interval(c),
         _range(c),
@@ -133,7 +129,7 @@ def render_markdown(changes: Sequence[ChangePoint], short: TooShort = _ENOUGH) -
             + " | ".join(
                 [
                     series,
-                    _kind(c),
+                    c.kind_label,
                     format_change(c.change),
                     _interval(c),
                     md_code(_range(c)),

@@ -93,12 +93,11 @@ def _changes_table(group: Group, site: Site) -> str:
 def _change_row(change: ChangePoint, series: Series, site: Site) -> str:
     page = site.change_diff(change, series)
     diff = f'<a href="{escape(page.href_from_page)}">profile diff</a>' if page else "-"
-    kind = change.kind.value + (" (gradual)" if change.gradual else "") + (" (pending)" if change.pending else "")
     also = ", ".join(f"{s.key.statistic} {format_change(s.change)}" for s in change.supporting) or "-"
     cells = [
         escape(series.key.statistic),
         escape(series.key.device_class),
-        f'<span class="kind {change.kind.value}">{escape(kind)}</span>',
+        f'<span class="kind {change.kind.value}">{escape(change.kind_label)}</span>',
         f'<code title="{escape(change.last_good)}">{escape(short(change.last_good))}</code>',
         f'<code title="{escape(change.first_bad)}">{escape(short(change.first_bad))}</code>',
         escape(day(series.points[change.index])),
