@@ -33,7 +33,6 @@ DEFAULT_REMEASURES = 1
 DEFAULT_CONFIRM_PAIRS = 6  # fresh process pairs that re-measure a suspected compare-ref regression
 DEFAULT_WORKER_START_TIMEOUT_S = 300.0  # compare-ref's worker at REF: importing torch and collecting its tests
 DEFAULT_NOISE_MULTIPLIER = 3.0  # standard deviations of between-run noise a change must exceed
-DEFAULT_FAST_END_QUANTILE = 0.10  # baseline mode on a CPU: a change must show in the fastest 10% of calls
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_BASELINE_DIR = "baselines"
 
@@ -45,9 +44,12 @@ DEVICE_CHOICES = '"auto", "cpu", "cuda" or "cuda:N"'
 class BusyPolicy(str, Enum):
     """What the CPU host guard does with the kernel's contention counters (``gpuperf_busy_policy``)."""
 
-    RETAKE = "retake"  # wait (bounded) for a quiet window; a change still measured busy is unstable
-    UNSTABLE = "unstable"  # no waiting: a change measured busy is unstable
-    JUDGE = "judge"  # the counters are evidence only: verdicts as the samples say
+    # Every measurement carries its scheduler accounting, and its verdict reads the times less their run-queue
+    # wait: the policy only concerns what has none (host/cpu/rules.py, BusyRunner). retake and unstable: such a
+    # change measured busy is unstable and taken again in a fresh process; judge: the counters are evidence only.
+    RETAKE = "retake"
+    UNSTABLE = "unstable"
+    JUDGE = "judge"
 
     def __str__(self) -> str:
         return self.value
@@ -111,7 +113,6 @@ class GateSettings:
     calibrate: bool = False  # judge by a calibration workload measured between rounds (CPU host guard)
     confidence: float = DEFAULT_CONFIDENCE
     memory_min_increase_bytes: int = DEFAULT_MEMORY_MIN_INCREASE  # a memory regression needs this and the threshold
-    fast_end_quantile: float | None = DEFAULT_FAST_END_QUANTILE  # must move too (CPU host guard; None: off)
     remeasures: int = DEFAULT_REMEASURES  # readings that confirm a suspected regression (readings.py)
     confirm_pairs: int = DEFAULT_CONFIRM_PAIRS
     min_samples: int = DEFAULT_MIN_SAMPLES  # the fewest samples a side needs for a time verdict
@@ -121,8 +122,6 @@ class GateSettings:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ConfigError(f"{name} must be a finite number >= 0, got {value!r}")
-        if self.fast_end_quantile is not None and not 0 < self.fast_end_quantile < 0.5:
-            raise ConfigError(f"GateSettings.fast_end_quantile must be in (0, 0.5), got {self.fast_end_quantile}")
         if not 0.5 <= self.confidence < 1.0:
             raise ConfigError(f"GateSettings.confidence must be in [0.5, 1), got {self.confidence!r}")
 
@@ -342,7 +341,7 @@ def resolve(
 
     ``@pytest.mark.gpuperf`` beats ``@pytest.mark.benchmark`` (``benchmark``), which beats the session.
     Compare-ref measures head and base interleaved on one machine, so it has a smaller default
-    threshold and no use for the guards against a frozen number (noise floor, calibration, the fast end).
+    threshold and no use for the guards against a frozen number (noise floor, calibration).
     """
     m = marker or MarkerOptions()
     b = benchmark or BenchmarkOptions()
@@ -371,7 +370,6 @@ def resolve(
             statistic=Statistic.parse(_pick(m.metric, config.metric)),
             strict=config.strict,
             calibrate=calibrate and not plan.interleaved,
-            fast_end_quantile=None if plan.interleaved else DEFAULT_FAST_END_QUANTILE,
             remeasures=_pick(m.remeasure, config.remeasures) if plan.confirms_suspicions else 0,
             confirm_pairs=config.confirm_pairs,
             min_samples=measure.min_samples,

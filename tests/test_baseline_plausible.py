@@ -143,6 +143,18 @@ IMPLAUSIBLE = [
         "a profile row out of place",
         id="op-listed-twice",
     ),
+    pytest.param(
+        set_field("correction", {"samples_ns": [1e7], "wait_share": 0.4, "uncertainty": 0.01, "source": "schedstat"}),
+        f"{P}.correction.samples_ns[0]",
+        "a correction at odds with the samples",
+        id="corrected-above-the-slowest-sample",
+    ),
+    pytest.param(
+        set_field("correction", {"samples_ns": [1000.0], "wait_share": 0.4, "uncertainty": 3.0, "source": "schedstat"}),
+        f"{P}.correction.uncertainty",
+        "a correction that uncertain is none",
+        id="correction-uncertainty-3",
+    ),
 ]
 
 

@@ -12,6 +12,7 @@ from pytest_gpuperf.baseline import codec
 from pytest_gpuperf.config import BusyPolicy, GateSettings, Mode
 from pytest_gpuperf.measure.host.cpu import CpuHostGuard
 from pytest_gpuperf.measure.host.cpu.contention import Contention
+from pytest_gpuperf.model import Scheduling, WaitSource
 from pytest_gpuperf.modes import plan_for
 from pytest_gpuperf.verdict import readings
 from tests.test_baseline_reading import engine_with_fresh_readings
@@ -34,10 +35,26 @@ def test_a_baseline_written_busy_records_it_and_says_it_cannot_be_trusted(tmp_pa
     kept = engine._baseline_reading(here, GateSettings(threshold=0.10))
     assert kept.written_busy == EVIDENCE
     assert kept.speed_probe_spread is None  # the load's spread is not the probe's own: the fixed ratio decides
-    assert f"written while the runner was busy ({EVIDENCE}): write it again in a quieter hour" in kept.notes[-1].text
+    assert f"written while the runner was busy ({EVIDENCE}) with no correction for it: write it again" in (
+        kept.notes[-1].text
+    )
     quiet_engine, _ = engine_with_fresh_readings(tmp_path, measurement(1010.0, speed_probe_ns=33_000.0, health=QUIET))
     quiet = quiet_engine._baseline_reading(here, GateSettings(threshold=0.10))
     assert quiet.written_busy is None and quiet.speed_probe_spread is not None
+
+
+def test_a_busy_write_whose_wait_was_accounted_is_corrected_not_busy(tmp_path: Path) -> None:
+    """The counters read busy, but each sample carries its run-queue wait: the entry keeps the corrected times."""
+    n = 300
+    scheduling = Scheduling(WaitSource.SCHEDSTAT, (500.0,) * n, (0.0,) * n, (500.0,) * n, (0.0,) * n, (500.0,) * n)
+    here = measurement(1500.0, speed_probe_ns=33_000.0, health=BUSY, scheduling=scheduling)
+    check = measurement(1510.0, speed_probe_ns=33_000.0, health=BUSY, scheduling=scheduling)
+    engine, left = engine_with_fresh_readings(tmp_path, check)
+    kept = engine._baseline_reading(here, GateSettings(threshold=0.10))
+    assert kept.written_busy is None and not left  # the check agreed: no deciding reading
+    written = next(n.text for n in kept.notes if n.text.startswith("baseline checked"))
+    assert "(less their run-queue wait)" in written and "written under contention: 34% of its time" in written
+    assert kept.process_medians_ns == pytest.approx((1500.0 - 512.5, 1510.0 - 512.5), rel=0.01)
 
 
 def test_the_record_survives_the_file() -> None:

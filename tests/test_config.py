@@ -34,9 +34,9 @@ def test_marker_overrides_apply_on_top_of_session() -> None:
 
 def test_the_mode_decides_the_defaults_in_one_place() -> None:
     baseline = resolve(GpuperfConfig(enabled=True))
-    assert baseline.gate.threshold == 0.10 and baseline.gate.fast_end_quantile == 0.10
+    assert baseline.gate.threshold == 0.10
     ref = resolve(GpuperfConfig(enabled=True, compare_ref="main", calibrate="on"))
-    assert ref.gate.threshold == 0.02 and ref.gate.fast_end_quantile is None and ref.gate.calibrate is False
+    assert ref.gate.threshold == 0.02 and ref.gate.calibrate is False
     update = resolve(GpuperfConfig(enabled=True, update_baseline=True))
     assert update.plan.mode == "update" and update.gate.remeasures == 0
     assert resolve(GpuperfConfig(enabled=True, metric="mean")).gate.statistic is Statistic.MEAN

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_gpuperf import stats
-from pytest_gpuperf.baseline import plausible
+from pytest_gpuperf.baseline import record
 from tests.test_compare_ref import SPIN_WITH_ENVIRONMENT
 
 pytestmark = pytest.mark.slow
@@ -158,8 +158,9 @@ def test_a_baseline_measures_the_spread_between_its_readings_processes(pytester:
     # each process that imports the test does 3x the work of the one before: the writing
     # process, its fresh check and the deciding third read about 1x, 3x and 9x (steps larger
     # than the host's up-to-2x slow moments), a spread between processes that the rounds
-    # inside any one of them cannot show; so wide that two more readings are taken (27x, 81x),
-    # and too wide for a baseline: the entry is refused (baseline/plausible.py), not written
+    # inside any one of them cannot show; so wide that two more readings are taken (27x, 81x).
+    # Too wide for any gate: the entry records the most noise an entry may (record.MAX_NOISE),
+    # the note asks for a rewrite on a quieter machine, and the write itself does not fail
     counted = SPIN_WITH_ENVIRONMENT.format(
         # this process's rank among the importers: the offset its own O_APPEND write ended at,
         # atomic even when the re-measure worker imports at the same moment as the session
@@ -175,19 +176,18 @@ WORK = int(20000 * 3 ** RANK)""",
     written = pytester.runpytest_subprocess(
         "--gpuperf-update-baseline", *GATE, "--gpuperf-threshold=0.25", "--gpuperf-json=written.json"
     )
-    written.assert_outcomes(failed=1)
+    written.assert_outcomes(passed=1)
     (entry,) = json.loads((pytester.path / "written.json").read_text())["results"]
     medians = entry["measurement"]["process_medians_ns"]
-    written.stdout.fnmatch_lines([
-        "*baseline file *test_perf.py.json at *test_spin::default\"].noise: implausible entry*not written*",
-        "*their spread will raise this entry's threshold from 25.0% to at least *",
-    ])  # fmt: skip
+    written.stdout.fnmatch_lines(["*their spread will raise this entry's threshold from 25.0% to at least *"])
     assert len(medians) == 5 and (pytester.path / "imports").stat().st_size == 5, medians
-    assert not list((pytester.path / "baselines").rglob("*.json"))
     # log spread 1.1 per step: about 2.0 (far above 1 even with a 2x slow moment in any reading);
     # the rounds of one process read a few percent
     noise = stats.recorded_noise(entry["measurement"]["round_medians_ns"], medians)
-    assert noise is not None and noise > plausible.MAX_NOISE, (noise, medians)
+    assert noise is not None and noise > record.MAX_NOISE, (noise, medians)
+    (path,) = (pytester.path / "baselines").rglob("*.json")
+    (stored,) = json.loads(path.read_text())["entries"].values()
+    assert stored["noise"] == record.MAX_NOISE  # recorded at the cap: its gate says it cannot gate
 
 
 def first_median_ns(note: str) -> float:

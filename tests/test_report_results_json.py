@@ -11,6 +11,7 @@ from test_report_helpers import make_session
 from pytest_gpuperf.errors import GpuperfError
 from pytest_gpuperf.model import BenchmarkInfo, Measurement, Note, NoteKind, SessionResults
 from pytest_gpuperf.report.results_json import (
+    SCHEMA_VERSION,
     ResultsError,
     load_results,
     results_schema,
@@ -160,7 +161,7 @@ def test_a_version_1_file_is_read_with_kinds_from_the_comparison_names(tmp_path:
 def test_a_version_3_file_reads_bare_notes_as_notices_and_no_benchmark_names(tmp_path: Path) -> None:
     session = make_session()
     doc = json.loads(write_results(tmp_path / "r.json", session).read_text())
-    assert doc["schema_version"] == 5
+    assert doc["schema_version"] == SCHEMA_VERSION
     doc["schema_version"] = 3
     for result in doc["results"]:
         result["measurement"]["notes"] = [n["text"] for n in result["measurement"]["notes"]]

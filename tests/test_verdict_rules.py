@@ -8,9 +8,10 @@ import json
 import numpy as np
 import pytest
 
+from pytest_gpuperf.baseline.record import recorded_correction
 from pytest_gpuperf.config import GateSettings
 from pytest_gpuperf.errors import ConfigError
-from pytest_gpuperf.model import Kind, Metric, SampleStats, Statistic, Verdict
+from pytest_gpuperf.model import Kind, Measurement, Metric, SampleStats, Scheduling, Statistic, Verdict, WaitSource
 from tests.verdict_helpers import OTHER, compare, entry, measurement, rounds, rules_that_acted, samples, time_of
 
 
@@ -61,17 +62,53 @@ def test_noise_floor_raises_the_threshold() -> None:
     assert quiet.verdict is Verdict.REGRESSION and quiet.threshold == pytest.approx(0.10)
 
 
-def test_contention_that_leaves_the_fastest_calls_alone_is_not_a_regression() -> None:
-    base = samples(1000.0, seed=2)
-    rng = np.random.default_rng(5)
-    # a loaded machine: 60% of the samples were preempted and took 2-4x as long
-    loaded = tuple(s * (rng.uniform(2, 4) if rng.random() < 0.6 else 1.0) for s in samples(1000.0, seed=1))
-    c = time_of(compare(measurement(samples_ns=loaded), entry(samples_ns=base)))
-    assert c.change is not None and c.change > 0.5
-    assert c.verdict is Verdict.UNCHANGED and "contention" in c.note
-    off = time_of(compare(measurement(samples_ns=loaded), entry(samples_ns=base),
-                      GateSettings(fast_end_quantile=None)))  # fmt: skip
-    assert off.verdict is Verdict.REGRESSION
+def waited(samples_ns: tuple[float, ...], waits: tuple[float, ...], *, longest: tuple[float, ...] | None = None,
+           threads: tuple[float, ...] | None = None) -> Scheduling:  # fmt: skip
+    """Scheduler accounting in which each sample waited ``waits`` (per call) for a CPU."""
+    n = len(samples_ns)
+    return Scheduling(WaitSource.SCHEDSTAT, waits, (0.0,) * n, threads or waits, (0.0,) * n, longest or waits, cpus=2)
+
+
+def busy(median: float, *, wait: float, seed: int = 1, **kw: object) -> Measurement:
+    """A measurement whose every sample waited ``wait`` ns for a CPU on top of ``median`` ns of work."""
+    work = samples(median, seed=seed)
+    wall = tuple(x + wait for x in work)
+    return measurement(samples_ns=wall, scheduling=waited(wall, (wait,) * len(wall)),
+                       round_medians_ns=rounds(median + wait, 0.002, seed), **kw)  # fmt: skip
+
+
+def test_contention_the_scheduler_accounted_is_taken_out_and_never_a_regression() -> None:
+    # the runner was busy: every call waited as long as it worked, so the wall clock reads +100%
+    c = time_of(compare(busy(1000.0, wait=1000.0), entry(1000.0)))
+    assert c.change == pytest.approx(1.0, abs=0.03)  # users read the wall clock
+    assert c.verdict is Verdict.UNCHANGED and "contention, not a change in work" in c.note
+    assert c.correction is not None and abs(c.correction.change) < 0.06 and c.correction.wait_share > 0.45
+    assert "contention" in rules_that_acted(c)
+
+
+def test_a_slowdown_stands_on_a_busy_runner_when_more_than_the_contention_explains() -> None:
+    c = time_of(compare(busy(1300.0, wait=1000.0), entry(1000.0)))
+    assert c.verdict is Verdict.REGRESSION and "more than the contention explains" in c.note
+    # the estimate is the middle of the bracket [wall - 1.05 wait, wall - wait]: (2300 - 1025) / 1000 - 1
+    assert c.correction is not None and c.correction.change == pytest.approx(0.275, abs=0.03)
+
+
+def test_a_baseline_written_under_contention_keeps_its_corrected_samples_for_the_gate() -> None:
+    # written while every call waited 2 us; gated quiet with 30% more work: the wall clock reads faster
+    written = busy(1000.0, wait=2000.0, seed=2)
+    base = entry(samples_ns=written.samples_ns, correction=recorded_correction(written))
+    c = time_of(compare(measurement(1300.0), base))
+    assert c.change is not None and c.change < -0.4  # the wall clock: "faster"
+    assert c.verdict is Verdict.REGRESSION and "the wall clock's" in c.note and "hid it" in c.note
+
+
+def test_a_correction_too_uncertain_to_rule_out_the_wall_clocks_change_is_unstable() -> None:
+    # two threads: one waited 200 ns, both 1200 ns in all, so the call lost 200 to 1200 ns of 2000
+    wall = tuple(x + 1000.0 for x in samples(1000.0, seed=1))
+    n = len(wall)
+    m = measurement(samples_ns=wall, scheduling=waited(wall, (200.0,) * n, longest=(200.0,) * n, threads=(1200.0,) * n))
+    c = time_of(compare(m, entry(1000.0)))
+    assert c.verdict is Verdict.UNSTABLE and "the correction itself is uncertain" in c.note
 
 
 CALIBRATED = GateSettings(calibrate=True)
@@ -190,15 +227,13 @@ def test_a_metric_or_bound_that_is_not_finite_is_a_regression_never_within_bound
 def test_settings_are_validated() -> None:
     with pytest.raises(ConfigError, match="threshold"):
         GateSettings(threshold=-0.1)
-    with pytest.raises(ConfigError, match="fast_end_quantile"):
-        GateSettings(fast_end_quantile=0.7)
     with pytest.raises(ConfigError, match="confidence"):
         GateSettings(confidence=1.0)
 
 
 def test_every_verdict_carries_the_rules_that_reached_it() -> None:
     c = time_of(compare(measurement(1500.0), entry(1000.0)))
-    assert rules_that_acted(c) == ["noise-floor", "significance", "fast-end"]
+    assert rules_that_acted(c) == ["noise-floor", "significance"]
     assert c.explanation[-1].verdict is Verdict.REGRESSION
     assert "+50.0% is above the threshold 10.0%" in c.explanation[1].note
     new = time_of(compare(measurement(), None))

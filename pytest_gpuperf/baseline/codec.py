@@ -22,8 +22,10 @@ from pytest_gpuperf.model import (
     OpProfile,
     OpStat,
     Provenance,
+    RecordedCorrection,
     SampleStats,
     Throughput,
+    WaitSource,
 )
 
 SIGNIFICANT_DIGITS = 6
@@ -156,6 +158,10 @@ def entry_to_json(entry: BaselineEntry) -> dict[str, Any]:
         raw["speed_probe_spread"] = float(entry.speed_probe_spread)
     if entry.written_busy is not None:
         raw["written_busy"] = entry.written_busy
+    if entry.correction is not None:  # optional: only an entry written under contention has one
+        c = entry.correction
+        raw["correction"] = {"samples_ns": [float(x) for x in c.samples_ns], "wait_share": float(c.wait_share),
+                             "uncertainty": float(c.uncertainty), "source": c.source.value}  # fmt: skip
     result: dict[str, Any] = canonical(raw)
     return result
 
@@ -200,7 +206,15 @@ def decode_entry(d: dict[str, Any], key: str) -> BaselineEntry:
         provenance=Provenance(**d["provenance"]),
         recorded_at=d["recorded_at"],
         profile=profile_from_json(d["profile"]) if d.get("profile") is not None else None,
+        correction=_correction(d.get("correction")),
     )
+
+
+def _correction(d: Mapping[str, Any] | None) -> RecordedCorrection | None:
+    if d is None:
+        return None
+    return RecordedCorrection(samples_ns=tuple(float(x) for x in d["samples_ns"]), wait_share=float(d["wait_share"]),
+                              uncertainty=float(d["uncertainty"]), source=WaitSource(d["source"]))  # fmt: skip
 
 
 def where_in_text(exc: json.JSONDecodeError) -> str:

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_gpuperf.baseline import schema
+from pytest_gpuperf.baseline.record import MAX_NOISE
 from pytest_gpuperf.config import DEFAULT_MIN_SAMPLES
 from pytest_gpuperf.errors import BaselineError
 
-MAX_NOISE = 1.0  # a spread of log medians beyond e-fold (2.7x) between runs makes the noise floor pass anything
 MAX_TIME_NS = 86_400e9  # one day: no single timed call of a test takes longer
 ROUNDING = 2e-5  # two values rounded to 6 significant digits each differ by up to ~1e-5 of themselves
 # The order statistics of every sample: min <= p50 <= p90 <= p99 <= max.
@@ -188,6 +188,21 @@ def _profile_rows(entry: Mapping[str, Any]) -> Fault | None:
     return None
 
 
+def _correction(entry: Mapping[str, Any]) -> Fault | None:
+    correction = entry.get("correction")  # optional: only entries written under contention have one
+    if correction is None:
+        return None
+    top = float(entry["stats"]["max_ns"])
+    for i, value in enumerate(correction["samples_ns"]):
+        if not float(value) > 0 or not _le(float(value), top):
+            return Fault(("correction", "samples_ns", i), f"corrected sample {float(value):g} is outside (0, max_ns ="
+                         f" {top:g}]: taking a wait out of a time leaves a time no longer than it")  # fmt: skip
+    if float(correction["uncertainty"]) > MAX_NOISE:
+        return Fault(("correction", "uncertainty"), f"uncertainty {float(correction['uncertainty']):g} is more than"
+                     f" {MAX_NOISE:g}: a correction that uncertain is none")  # fmt: skip
+    return None
+
+
 RULES: Sequence[Rule] = (
     Rule("noise out of range", _noise),
     Rule("a time not positive", _positive_times),
@@ -198,6 +213,7 @@ RULES: Sequence[Rule] = (
     Rule("samples at odds with the statistics", _samples_match_stats),
     Rule("a profile at odds with its device", _profile_device),
     Rule("a profile row out of place", _profile_rows),
+    Rule("a correction at odds with the samples", _correction),
 )
 
 

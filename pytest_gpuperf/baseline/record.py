@@ -6,9 +6,13 @@ from collections.abc import Sequence
 from typing import Final
 
 from pytest_gpuperf import stats
-from pytest_gpuperf.model import BaselineEntry, Environment, Measurement, Provenance
+from pytest_gpuperf.model import BaselineEntry, Environment, Measurement, Provenance, RecordedCorrection
 
 DEFAULT_MAX_SAMPLES = 100
+# The most between-run noise an entry records: a spread of log medians beyond e-fold (2.7x) would let the
+# noise floor pass anything (baseline/plausible.py refuses more). A measurement noisier than that is recorded
+# at the cap: its threshold is capped anyway (verdict/rules.py), and the entry says it cannot gate.
+MAX_NOISE = 1.0
 
 
 class _Measured:
@@ -20,8 +24,22 @@ MEASURED: Final = _Measured()
 
 def measured_noise(m: Measurement) -> float | None:
     """The between-run noise an entry records for ``m``: its rounds' spread, and its fresh processes'
-    (``stats.recorded_noise``). The store writes it and ``gpuperf compare`` judges with it."""
-    return stats.recorded_noise(m.round_medians_ns, m.process_medians_ns)
+    (``stats.recorded_noise``), both of the times with their run-queue wait taken out (the load's own
+    spread is not the code's). The store writes it and ``gpuperf compare`` judges with it."""
+    return stats.recorded_noise(m.judged_round_medians_ns, m.process_medians_ns)
+
+
+def _capped(noise: float | None) -> float | None:
+    return None if noise is None else min(noise, MAX_NOISE)
+
+
+def recorded_correction(m: Measurement, max_samples: int = DEFAULT_MAX_SAMPLES) -> RecordedCorrection | None:
+    """What an entry keeps of ``m``'s correction for run-queue wait: nothing where it hardly waited."""
+    corrected = m.corrected
+    if not corrected.contended or corrected.source is None:
+        return None
+    return RecordedCorrection(thin_evenly(sorted(corrected.samples_ns), max_samples), corrected.wait_share,
+                              corrected.uncertainty, corrected.source)  # fmt: skip
 
 
 def thin_evenly(values: Sequence[float], limit: int) -> tuple[float, ...]:
@@ -60,7 +78,7 @@ def entry_from_measurement(
         device=m.device,
         timer=m.timer,
         round_medians_ns=thin_evenly(m.round_medians_ns, max_samples),
-        noise=measured_noise(m) if isinstance(noise, _Measured) else noise,
+        noise=_capped(measured_noise(m) if isinstance(noise, _Measured) else noise),
         calibration_ns=m.calibration_ns,
         speed_probe_ns=m.speed_probe_ns,
         speed_probe_spread=m.speed_probe_spread,
@@ -73,4 +91,5 @@ def entry_from_measurement(
         provenance=provenance,
         recorded_at=recorded_at,
         profile=m.op_profile,
+        correction=recorded_correction(m, max_samples),
     )

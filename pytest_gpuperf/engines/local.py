@@ -179,26 +179,28 @@ class LocalEngine:
         done = readings.baseline_write_done(gate.threshold, gate.noise_multiplier)
 
         def settled(rs: list[Measurement], planned: int) -> bool:
-            busy = self.guard.busy_ends_write and any(self.guard.busy(r.health) for r in rs)
-            return done([r.stats.median_ns for r in rs], planned, busy)
+            busy = self.guard.busy_ends_write and any(self._busy_uncorrected(r, gate) for r in rs)
+            return done([r.corrected.median_ns for r in rs], planned, busy)
 
         taken = readings.take_readings(take, readings.WRITE_WAVES, settled)
-        medians = [r.stats.median_ns for r in taken]
+        # the readings' medians less their run-queue wait: what they agree on, and the entry's recorded noise
+        medians = [r.corrected.median_ns for r in taken]
         # the check, where it stopped short of a full measurement's samples: never written
         c = readings.CHECK_READING
         short_check = c < len(taken) and taken[c].stats.count < spec.settings.min_samples
         chosen = taken[readings.chosen_reading(medians, {c} if short_check else set())]
         written = Note(self._write_note(chosen, medians, gate), topic=BASELINE_WRITE)
-        busy = next((b for b in (self.guard.busy(r.health) for r in taken) if b), None)
+        busy = next((b for r in taken if (b := self._busy_uncorrected(r, gate))), None)
         busy_notes = (
             ()
             if busy is None
             else (  # recorded in the entry, and said each time it is gated against
                 Note(
-                    f"written while the runner was busy ({busy}): write it again in a quieter hour", topic=WRITTEN_BUSY
+                    f"written while the runner was busy ({busy}) with no correction for it: write it again in a "
+                    "quieter hour", topic=WRITTEN_BUSY,
                 ),
             )
-        )
+        )  # fmt: skip
         probes = [r.speed_probe_ns for r in taken if r.speed_probe_ns is not None]
         calibration = chosen.calibration_ns if chosen.calibration_ns is not None else m.calibration_ns
         # the base of a later regression's differential profile; the session's reading (m) warmed this
@@ -223,6 +225,14 @@ class LocalEngine:
             profile=chosen.profile or m.profile,  # --gpuperf-profile's capture is taken in the first reading only
         )  # fmt: skip
 
+    def _busy_uncorrected(self, m: Measurement, gate: GateSettings) -> str | None:
+        """The host's evidence that ``m`` was measured busy, where its run-queue wait could not be taken out
+        closely enough for a baseline (``readings.correction_holds``); None: quiet, or corrected."""
+        busy = self.guard.busy(m.health)
+        if busy is None or readings.correction_holds(m, gate.threshold):
+            return None
+        return busy
+
     @staticmethod
     def _write_note(chosen: Measurement, medians: Sequence[float], gate: GateSettings) -> str:
         shown = ", ".join(format_time(x) for x in medians)
@@ -233,8 +243,13 @@ class LocalEngine:
             verdict = "they agree"
         else:  # only on a busy runner does a write end at two that disagree
             verdict = f"the session's is kept ({readings.BUSY_WRITE_ENDS})"
-        note = f"baseline checked by {len(medians) - 1} independent measurement(s): medians {shown}; {verdict}"
-        raised = readings.spread_threshold(medians, gate.noise_multiplier, chosen.round_medians_ns)
+        corrected = chosen.corrected
+        less = " (less their run-queue wait)" if corrected.contended else ""
+        note = f"baseline checked by {len(medians) - 1} independent measurement(s): medians {shown}{less}; {verdict}"
+        if corrected.contended:
+            note += (f"; written under contention: {corrected.wait_share:.0%} of its time waited for a CPU, taken out "
+                     f"(uncertain by {corrected.uncertainty:.1%})")  # fmt: skip
+        raised = readings.spread_threshold(medians, gate.noise_multiplier, chosen.judged_round_medians_ns)
         if readings.too_noisy(raised, gate.threshold):
             note += (
                 f"; their spread will raise this entry's threshold from {gate.threshold:.1%} to at least "

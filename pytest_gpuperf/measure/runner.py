@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING, Any
 from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import MeasurementError, MeasurementTimeout
 from pytest_gpuperf.measure.allocator import settle_allocator
+from pytest_gpuperf.measure.sched import BlockAccounting
 from pytest_gpuperf.measure.stopping import LIMIT_MARGIN, Progress, Stop, StoppingRule
 from pytest_gpuperf.measure.time_limit import check_deadline, hard_limit, signals_usable
 from pytest_gpuperf.measure.timers import Timer, timer_for
-from pytest_gpuperf.model import Measurement, Metric, Note, NoteKind, ProfileSummary, Throughput
+from pytest_gpuperf.model import Measurement, Metric, Note, NoteKind, ProfileSummary, Scheduling, Throughput, correct
 from pytest_gpuperf.modes import Mode, plan_for
 from pytest_gpuperf.stats import relative_precision
 
@@ -214,6 +215,11 @@ class PreparedMeasurement:
         self.samples: list[float] = []
         self.host_samples: list[float] = []  # the host's time per call of each block, where the timer has one
         self.round_medians: list[float] = []
+        # the scheduler's accounting around every block (sched.py), and each round's samples with their
+        # run-queue wait taken out: what compare-ref alternates on and a verdict reads (model/scheduling.py)
+        self.accounting = BlockAccounting()
+        self.corrected_round_medians: list[float] = []
+        self.last_corrected: list[float] = []
         self.notes: list[Note] = []
         self.measured_s = 0.0
         self.total_calls = 0
@@ -229,6 +235,7 @@ class PreparedMeasurement:
         self.health = self.guard.health_monitor()
         if self.guard.pin_cpu is not None:
             self.notes.append(Note(f"rounds pinned to CPU {self.guard.pin_cpu}", NoteKind.ROUTINE))
+        self.fastest_call_ns = math.inf  # the warm-up's fastest block, per call: what sizes the blocks
         with self.guard.pinned():
             self.warmup_calls, self.per_call_ns = self._warm_up()
         self.calls_per_sample = self._calls_per_sample()
@@ -293,6 +300,7 @@ class PreparedMeasurement:
                 done += calls
                 spent += total
                 per_call = total / calls
+                self.fastest_call_ns = min(self.fastest_call_ns, per_call)
                 settled = previous is not None and abs(per_call - previous) <= WARMUP_SETTLE * previous
                 if spent >= budget_ns or (settled and spent >= budget_ns / 4):
                     return done, per_call
@@ -306,7 +314,8 @@ class PreparedMeasurement:
 
         A sub-microsecond call timed alone is mostly the clock's own cost, which moves with the
         process; a block of them is the call's time. A per-round setup keeps blocks of exactly
-        ``benchmark.pedantic``'s ``iterations``.
+        ``benchmark.pedantic``'s ``iterations``. Sized from the warm-up's fastest block: a block that
+        waited for a CPU would size them too short.
         """
         fixed = self.spec.calls_per_sample
         if fixed is not None and self.spec.before_block is not None:
@@ -314,7 +323,8 @@ class PreparedMeasurement:
         if self._flusher is not None and self._flusher.active:
             return fixed or 1  # a cold cache is only cold for the first call after a flush
         unit = fixed or 1
-        blocks = max(1, math.ceil(self.timer.min_sample_ns / max(self.per_call_ns * unit, 1.0)))
+        per_call = min(self.per_call_ns, self.fastest_call_ns)
+        blocks = max(1, math.ceil(self.timer.min_sample_ns / max(per_call * unit, 1.0)))
         if fixed is not None and blocks > 1:
             self.notes.append(Note(
                 f"timed in blocks of {blocks * unit} calls ({blocks} x {unit} iterations): one block of "
@@ -356,19 +366,26 @@ class PreparedMeasurement:
             capture_range(self.runner.options.nsight, self.device) as capture,
             self._limited("measurement rounds"),
         ):
+            self.accounting.begin_round()
+            accounted = self.accounting.blocks()
             totals = self.timer.time_blocks(
-                self._call, self.calls_per_sample, count, self._between(), deadline_ns=deadline_ns
-            )
+                self._call, self.calls_per_sample, count, self._between(), deadline_ns=deadline_ns,
+                observer=self.accounting,
+            )  # fmt: skip
         self.measured_s += time.perf_counter() - t0
         if capture.note:
             self.notes.append(Note(capture.note))
         for total in totals:
             self._check(total)
         per_call = [t / self.calls_per_sample for t in totals]
+        launched = [h / self.calls_per_sample for h in self.timer.host_block_ns()]
         self.samples.extend(per_call)
-        self.host_samples.extend(h / self.calls_per_sample for h in self.timer.host_block_ns())
+        self.host_samples.extend(launched)
         self.total_calls += len(totals) * self.calls_per_sample
         self.round_medians.append(statistics.median(per_call))
+        scheduling = self.accounting.scheduling(self.calls_per_sample, tuple(launched), since=accounted)
+        self.last_corrected = list(correct(per_call, scheduling).samples_ns)
+        self.corrected_round_medians.append(statistics.median(self.last_corrected))
         # Track drift: the next round's size follows what the function costs now.
         self.per_call_ns = self.round_medians[-1]
         if self.spec.calibration is not None:
@@ -465,7 +482,18 @@ class PreparedMeasurement:
             notes=tuple(self.notes),
             health=health,
             profile=profile,
+            scheduling=self._scheduling(),
+            corrected_round_medians_ns=tuple(self.corrected_round_medians),
         )
+
+    def _scheduling(self) -> Scheduling | None:
+        """Every block's accounting, per call; on a device, with the host's launch time of each sample."""
+        self.accounting.close()
+        launch = tuple(self.host_samples) if len(self.host_samples) == len(self.samples) else ()
+        scheduling = self.accounting.scheduling(self.calls_per_sample, launch)
+        if scheduling is None or len(scheduling.caller_wait_ns) != len(self.samples):
+            return None  # a round that broke off between a block and its accounting: none, rather than misaligned
+        return scheduling
 
     def _host_time(self) -> tuple[Metric, ...]:
         """The host's median time per call (launching, without a sync) where the timer measures device time."""

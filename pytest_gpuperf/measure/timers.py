@@ -32,6 +32,15 @@ HEAD_START_MAX_NS = 2_000_000
 _SLEEP_CALIBRATION_CYCLES = 1_000_000
 
 
+class BlockObserver(Protocol):
+    """Reads something of the host around each timed block, outside its timed region (sched.BlockAccounting)."""
+
+    def before_block(self) -> None: ...
+
+    def after_block(self, block_ns: float) -> None:
+        """``block_ns``: the host's time between the block's clock reads (its wall time; on CUDA, its launches)."""
+
+
 class Timer(Protocol):
     name: str
     min_sample_ns: int
@@ -43,10 +52,13 @@ class Timer(Protocol):
         samples: int,
         between: Callable[[], None] | None = None,
         deadline_ns: float | None = None,
+        observer: BlockObserver | None = None,
     ) -> list[float]:
         """Total nanoseconds of each of up to ``samples`` blocks of ``calls`` calls.
 
-        A host-side timer may stop early at ``deadline_ns`` (perf_counter_ns).
+        A host-side timer may stop early at ``deadline_ns`` (perf_counter_ns). ``observer`` is
+        called just before each block's clock starts and just after it stops (on CUDA, around the
+        host's launches of the block).
         """
 
     def synchronize(self) -> None: ...
@@ -71,16 +83,21 @@ class WallTimer:
         samples: int,
         between: Callable[[], None] | None = None,
         deadline_ns: float | None = None,
+        observer: BlockObserver | None = None,
     ) -> list[float]:
         clock = time.perf_counter_ns
         totals: list[float] = []
         for _ in range(samples):
             if between is not None:
                 between()
+            if observer is not None:
+                observer.before_block()
             start = clock()
             for _ in range(calls):
                 call()
             end = clock()
+            if observer is not None:
+                observer.after_block(float(end - start))
             totals.append(float(end - start))
             if deadline_ns is not None and end >= deadline_ns:
                 break
@@ -141,6 +158,7 @@ class CudaEventTimer:
         samples: int,
         between: Callable[[], None] | None = None,
         deadline_ns: float | None = None,
+        observer: BlockObserver | None = None,
     ) -> list[float]:
         # The deadline is ignored: the host cannot see device time without a sync,
         # and the sample count was sized from the device time measured in warm-up.
@@ -161,6 +179,8 @@ class CudaEventTimer:
                     between()
                 if sleep is not None:
                     sleep(cycles)  # outside the timed region: the head start
+                if observer is not None:
+                    observer.before_block()  # the host thread's waits while it launches the block
                 t0 = clock()
                 start.record(stream)
                 call()
@@ -169,6 +189,8 @@ class CudaEventTimer:
                     call()
                 host.append(float(clock() - t0))  # launching the block, before its end event
                 end.record(stream)
+                if observer is not None:
+                    observer.after_block(host[-1])
             self.open_ns = float(worst_open)
             self._host_ns = host
             # The user's function may have moved work to another stream; a

@@ -20,6 +20,12 @@ from typing import Literal
 
 import numpy as np
 
+# re-exported: a measurement's scheduling accounting is part of the model every room speaks
+from pytest_gpuperf.model.scheduling import Corrected as Corrected
+from pytest_gpuperf.model.scheduling import RecordedCorrection as RecordedCorrection
+from pytest_gpuperf.model.scheduling import Scheduling as Scheduling
+from pytest_gpuperf.model.scheduling import WaitSource as WaitSource
+from pytest_gpuperf.model.scheduling import correct, uncorrected
 from pytest_gpuperf.modes import Mode
 
 DEFAULT_MEASUREMENT = "default"
@@ -448,6 +454,10 @@ class Measurement:
     profile: ProfileSummary | None = None  # --gpuperf-profile's capture
     op_profile: OpProfile | None = None  # the compact table a baseline entry keeps (update mode)
     benchmark: BenchmarkInfo | None = None  # where the ``benchmark`` fixture measured it
+    # the scheduler's accounting per sample (measure/sched.py); None: not recorded (another runner, older files)
+    scheduling: Scheduling | None = None
+    # the round medians of the samples with their run-queue wait taken out (``corrected``), in time order
+    corrected_round_medians_ns: tuple[float, ...] = ()
 
     @property
     def key(self) -> str:
@@ -457,6 +467,16 @@ class Measurement:
     def stats(self) -> SampleStats:
         """Computed once per object (samples never change: the dataclass is frozen)."""
         return SampleStats.from_samples(self.samples_ns)
+
+    @functools.cached_property
+    def corrected(self) -> Corrected:
+        """The samples with the time they waited for a CPU taken out (model/scheduling.py), computed once."""
+        return correct(self.samples_ns, self.scheduling)
+
+    @property
+    def judged_round_medians_ns(self) -> tuple[float, ...]:
+        """The round medians a verdict reads: corrected for run-queue wait where it was accounted."""
+        return self.corrected_round_medians_ns or self.round_medians_ns
 
     @property
     def rates(self) -> dict[str, float]:
@@ -490,6 +510,15 @@ class BaselineEntry:
     provenance: Provenance = field(default_factory=Provenance)
     recorded_at: str | None = None  # ISO 8601 time of the run that wrote it
     profile: OpProfile | None = None  # the call's profile when written: the base of a later diff
+    # written under contention: the samples with their run-queue wait taken out (None: none to take out)
+    correction: RecordedCorrection | None = None
+
+    @property
+    def corrected(self) -> Corrected:
+        """The samples a verdict reads: corrected where the entry was written under contention."""
+        if self.correction is not None:
+            return self.correction.as_corrected()
+        return uncorrected(self.samples_ns)
 
 
 @dataclass(frozen=True)
@@ -501,6 +530,30 @@ class RuleNote:
     note: str
     suspect: bool = False  # the verdict awaits confirmation (verdict/confirmation.py)
     absolute: bool = False  # a violated hard bound, which fails the test in every mode (verdict/judge.py)
+
+
+@dataclass(frozen=True)
+class CorrectedChange:
+    """A time comparison's change with the run-queue wait taken out of both sides (model/scheduling.py).
+
+    The verdict reads it; users read the wall clock's change beside it. ``ci_low``/``ci_high``: the
+    interval of the ratio, widened by the correction's own ``uncertainty`` (both sides together);
+    ``wait_share``/``reference_wait_share``: the share of each side's time lost to waiting for a CPU.
+    """
+
+    change: float
+    ci_low: float | None  # None: unbounded (too few samples on a side)
+    ci_high: float | None
+    wait_share: float
+    reference_wait_share: float
+    uncertainty: float
+    source: str  # WaitSource's word, or "" where no side accounted any
+
+    def __post_init__(self) -> None:
+        for name in ("ci_low", "ci_high"):
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(value):
+                object.__setattr__(self, name, None)
 
 
 @dataclass(frozen=True)
@@ -523,6 +576,8 @@ class Comparison:
     note: str = ""
     kind: Kind = Kind.TIME
     explanation: tuple[RuleNote, ...] = ()  # every rule that acted, in order (verdict/pipeline.py)
+    # a time change judged on contention-corrected times (the change above is the wall clock's)
+    correction: CorrectedChange | None = None
 
     def __post_init__(self) -> None:
         # an unbounded CI (one sample a side) or infinite change (zero baseline) is unknown: null; JSON has no infinity

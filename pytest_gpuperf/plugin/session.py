@@ -23,6 +23,7 @@ from pytest_gpuperf.plugin.fixture import GpuBench
 from pytest_gpuperf.plugin.outcome import fail
 from pytest_gpuperf.plugin.parallel import WorkerInfo, measurement_lock, needs_lock, pinned_device
 from pytest_gpuperf.report.progress import Progress
+from pytest_gpuperf.verdict.rules import MinimumSamples
 
 if TYPE_CHECKING:
     import torch
@@ -245,9 +246,10 @@ class GpuperfSession:
         """Write entries for this test's measurements; an entry judged unchanged keeps its old bytes.
 
         Except one without a speed probe where this session has one: the gate needs it to tell a slow machine
-        from slow code, and a probe belongs with the samples of its own session. An unchanged entry without a
-        profile gains this run's (the base of a later differential profile). A "not gated" measurement (too
-        slow for a verdict) is not written; the entry it would replace stays.
+        from slow code, and a probe belongs with the samples of its own session; and one written while the
+        runner was busy with no correction for it, which this run replaces unless it was written so too. An
+        unchanged entry without a profile gains this run's (the base of a later differential profile). A
+        measurement with too few samples for a verdict is not written; the entry it would replace stays.
         """
         __tracebackhide__ = True
         from pytest_gpuperf.baseline import entry_from_measurement
@@ -256,13 +258,15 @@ class GpuperfSession:
         entries = []
         for r in results:
             old = r.baseline
-            if any(c.kind is Kind.TIME and c.verdict is Verdict.NOT_GATED for c in r.comparisons):
+            if any(c.kind is Kind.TIME and any(n.rule == MinimumSamples.name for n in c.explanation)
+                   and c.verdict is Verdict.NOT_GATED for c in r.comparisons):  # fmt: skip
                 if old is not None:
                     entries.append(old)
                 continue
             m = r.measurement
             gains_probe = old is not None and old.speed_probe_ns is None and m.speed_probe_ns is not None
-            if old is not None and r.verdict is Verdict.UNCHANGED and not gains_probe:
+            clears_busy = old is not None and bool(old.written_busy) and not m.written_busy
+            if old is not None and r.verdict is Verdict.UNCHANGED and not gains_probe and not clears_busy:
                 if old.profile is None and m.op_profile is not None:  # an older entry gains its profile
                     old = dataclasses.replace(old, profile=m.op_profile)
                 entries.append(old)

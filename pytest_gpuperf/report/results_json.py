@@ -31,10 +31,13 @@ FORMAT = "pytest-gpuperf-results"
 # (``{"text", "kind"}``, no longer bare strings); 5 a differential profile's explanation (``rows``,
 # ``measured``, ``profile_change``, ``finding``, ``basis``), each profiled call's times in op
 # profiles (``host_samples_ns``, ``device_samples_ns``) and a note's optional ``topic`` (what it is
-# about, by which the terminal groups notes). Older files are read by adding what they lack
-# (``_upgrade``): no kind recorded is taken from the comparison's name, a bare note is a notice,
-# a note without a topic has none, the rest is empty (a version 4 diff has no explanation rows).
-SCHEMA_VERSION = 5
+# about, by which the terminal groups notes); 6 the scheduler's accounting of each sample
+# (``scheduling``, ``corrected_round_medians_ns``), a time comparison's change with the run-queue wait
+# taken out (``correction``) and a baseline entry's recorded correction, all optional. Older files are
+# read by adding what they lack (``_upgrade``): no kind recorded is taken from the comparison's name,
+# a bare note is a notice, a note without a topic has none, the rest is empty (a version 4 diff has no
+# explanation rows, a version 5 measurement no scheduling).
+SCHEMA_VERSION = 6
 # The most a results file may hold: far above any session's (thousands of measurements make a few
 # MiB), and a bound on what one read takes, so that /dev/zero or a stray dump is refused, not read.
 MAX_BYTES = 64 * 1024 * 1024
@@ -123,7 +126,7 @@ def _parse(text: str, path: Path | str) -> SessionResults:
 
 def _upgrade(document: object) -> object:
     """An older document as the current version (see ``SCHEMA_VERSION``'s history)."""
-    if not isinstance(document, dict) or document.get("schema_version") not in (1, 2, 3, 4):
+    if not isinstance(document, dict) or document.get("schema_version") not in (1, 2, 3, 4, 5):
         return document
     results = [r for r in document.get("results", ()) if isinstance(r, dict)]
     if document["schema_version"] == 1:

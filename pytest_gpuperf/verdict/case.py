@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_gpuperf.config import GateSettings
-from pytest_gpuperf.model import BaselineEntry, Environment, Kind, Measurement, Metric, Verdict
+from pytest_gpuperf.model import BaselineEntry, CorrectedChange, Environment, Kind, Measurement, Metric, Verdict
 
 
 @dataclass(frozen=True)
@@ -21,16 +21,29 @@ class Evidence:
     readings: int  # independent readings (samples, round pairs or process pairs), for the minimum-samples rule
     reference_readings: int
     paired: bool = False  # the change is of per-pair ratios: the reference shown is current / ratio (draft_for)
+    # judged on contention-corrected times (evidence.py): the wall clock's own evidence, which users read,
+    # and what the correction took out; None where neither side waited for a CPU to speak of
+    wall: Evidence | None = None
+    correction: CorrectedChange | None = None
+
+    @property
+    def shown(self) -> Evidence:
+        """The evidence a report shows as the change: the wall clock's."""
+        return self.wall or self
 
     def describe(self, confidence: float) -> str:
-        """``ratio 1.520 [1.470, 1.580] 95% CI, p=1e-12, bootstrap of medians``."""
+        """``ratio 1.520 [1.470, 1.580] 95% CI, p=1e-12, bootstrap of medians``; where the verdict read
+        corrected times, the wall clock's evidence first and then the corrected one."""
         from pytest_gpuperf.stats import format_level, format_p
 
         parts = [f"ratio {self.ratio:.3f} [{self.low:.3f}, {self.high:.3f}] {format_level(confidence)} CI"]
         if self.p_value is not None:
             parts.append(format_p(self.p_value))
         parts.append(self.method)
-        return ", ".join(parts)
+        said = ", ".join(parts)
+        if self.wall is not None:
+            return f"{self.wall.describe(confidence)}; judged: {said}"
+        return said
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,8 @@ class Rule(Protocol):
 
 def draft_for(case: Case) -> Comparison:
     """The comparison before any rule: the evidence's numbers, verdict unchanged."""
-    ev = case.evidence
+    judged = case.evidence
+    ev = judged.shown if judged is not None else None  # the wall clock's, which users read
     baseline_value = _reference_value(case)
     if ev is not None and ev.paired and ev.ratio > 0 and baseline_value is not None:
         # Pooled medians of the two sides can disagree with the paired change (rounds in
@@ -46,9 +47,9 @@ def draft_for(case: Case) -> Comparison:
         key=case.key, metric=case.name, verdict=Verdict.UNCHANGED, current=case.current,
         baseline=baseline_value, unit=case.unit, change=change,
         ci_low=ev.low if ev else None, ci_high=ev.high if ev else None, p_value=ev.p_value if ev else None,
-        evidence=ev.describe(case.settings.confidence) if ev else "",
+        evidence=judged.describe(case.settings.confidence) if judged else "",
         baseline_commit=case.entry.provenance.commit if case.entry is not None else None,
-        kind=case.kind,
+        kind=case.kind, correction=judged.correction if judged else None,
     )  # fmt: skip
 
 

@@ -13,12 +13,14 @@ from collections.abc import Callable, Collection, Sequence
 from typing import TypeVar
 
 from pytest_gpuperf import stats
+from pytest_gpuperf.model import Measurement
 
 T = TypeVar("T")
 
 NOISY_WRITE_FACTOR = 1.5  # a baseline whose readings raise its threshold past this many times takes more
 WRITE_WAVES = (2, 3, 5)  # readings of a baseline write: a check, a decider, two more for a noisy one
-# On a busy runner a baseline write ends at its check (baseline_write_done says why); the write note says so.
+# On a busy runner whose contention could not be taken out (correction_holds), a baseline write ends at its
+# check (baseline_write_done says why); the write note says so.
 BUSY_WRITE_ENDS = "the runner was busy: the check ends the write, no deciding reading is taken"
 CHECK_READING = 1  # the write's first fresh reading only compares with the session's; the others may be written
 CHECK_MIN_SAMPLES = 3  # the fewest samples whose median is not one sample's
@@ -121,6 +123,12 @@ def check_samples(samples_ns: Sequence[float], threshold: float, noise_multiplie
         return None
     allowed = CHECK_ERROR_SHARE * threshold / noise_multiplier
     return max(CHECK_MIN_SAMPLES, math.ceil(math.pi / 2 * (sigma / allowed) ** 2))
+
+
+def correction_holds(m: Measurement, threshold: float) -> bool:
+    """Whether ``m``'s times less their run-queue wait are known closely enough to write or check a baseline:
+    accounted, and the correction uncertain by no more than ``CHECK_ERROR_SHARE`` of the threshold."""
+    return m.scheduling is not None and m.corrected.uncertainty <= CHECK_ERROR_SHARE * threshold
 
 
 def chosen_reading(medians: Sequence[float], checks: Collection[int] = ()) -> int:

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 
 from pytest_gpuperf import stats
-from pytest_gpuperf.model import Comparison, Kind, Verdict, device_class, not_finite
+from pytest_gpuperf.model import Comparison, CorrectedChange, Kind, Verdict, device_class, not_finite
 from pytest_gpuperf.units import format_bytes
 from pytest_gpuperf.verdict.case import Case
 from pytest_gpuperf.verdict.pipeline import Step
@@ -92,7 +92,7 @@ class RecordedNoise:
         base_noise = case.entry.noise
         if base_noise is None:
             base_noise = stats.between_run_noise(case.entry.round_medians_ns)
-        current_noise = stats.between_run_noise(case.measurement.round_medians_ns)
+        current_noise = stats.between_run_noise(case.measurement.judged_round_medians_ns)
         floor = stats.noise_floor(base_noise, current_noise, case.settings.noise_multiplier)
         return cls(base_noise, current_noise, floor)
 
@@ -146,18 +146,25 @@ class NoisyBaseline:
     name: str = "noisy-baseline"
 
     def apply(self, case: Case, draft: Comparison) -> Step | None:
-        if draft.verdict not in (Verdict.REGRESSION, Verdict.IMPROVEMENT) or draft.change is None:
+        change = judged_change(case, draft)
+        if draft.verdict not in (Verdict.REGRESSION, Verdict.IMPROVEMENT) or change is None:
             return None
         noise = RecordedNoise.of(case)
         configured = case.settings.threshold
-        if noise is None or noise.floor <= noise_cap(configured) or abs(draft.change) > noise.floor:
+        if noise is None or noise.floor <= noise_cap(configured) or abs(change) > noise.floor:
             return None
         note = (
-            f"not gated: {draft.change:+.1%} is within the recorded noise, which asks for a threshold of "
+            f"not gated: {change:+.1%} is within the recorded noise, which asks for a threshold of "
             f"{noise.floor:.1%}, beyond the {noise_cap(configured):.1%} cap: this baseline entry cannot gate at "
             f"{configured:.1%}; {_noisy_side(case, noise)} (--gpuperf-strict makes this fail)"
         )
         return Step(note, Verdict.NOT_GATED, final=True)
+
+
+def judged_change(case: Case, draft: Comparison) -> float | None:
+    """The change the verdict reads: the evidence's (corrected for run-queue wait where a side waited), else the
+    comparison's."""
+    return case.evidence.change if case.evidence is not None else draft.change
 
 
 def _noisy_side(case: Case, noise: RecordedNoise) -> str:
@@ -188,9 +195,68 @@ class Significance:
         verdict = time_verdict(ev.change, ev.low, ev.high, threshold)
         side = "excludes 1" if ev.low > 1.0 or ev.high < 1.0 else "includes 1"
         size = "above" if abs(ev.change) > threshold else "within"
-        note = f"{ev.change:+.1%} is {size} the threshold {threshold:.1%}; the CI [{ev.low:.3f}, {ev.high:.3f}] {side}"
+        what = f"{ev.change:+.1%}" + (" (less run-queue wait)" if ev.correction is not None else "")
+        note = f"{what} is {size} the threshold {threshold:.1%}; the CI [{ev.low:.3f}, {ev.high:.3f}] {side}"
         suspect = self.suspects and verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT)
         return Step(note, verdict, threshold=threshold, quiet=True, suspect=suspect)
+
+
+@dataclass(frozen=True)
+class Contention:
+    """What taking the run-queue wait out of a time change did (evidence.py): said where it mattered, and
+    UNSTABLE where the correction's own uncertainty leaves open a change the wall clock called.
+
+    The verdict before it read the corrected times. A change they confirm stands on any runner, with
+    how much contention there was; a change only the wall clock saw is contention, not work, unless the
+    correction is too uncertain to rule it out (multi-threaded calls that spin while a sibling waits).
+    """
+
+    name: str = "contention"
+
+    def apply(self, case: Case, draft: Comparison) -> Step | None:
+        ev = case.evidence
+        if ev is None or ev.wall is None or ev.correction is None:
+            return None
+        c = ev.correction
+        threshold = draft.threshold if draft.threshold is not None else case.settings.threshold
+        wall_verdict = time_verdict(ev.wall.change, ev.wall.low, ev.wall.high, threshold)
+        took = (
+            f"{c.wait_share:.0%} of this run's time and {c.reference_wait_share:.0%} of the {case.reference_name}'s "
+            f"waited for a CPU ({_wait_source(c.source)})"
+        )
+        corrected = f"{c.change:+.1%} {_interval(c)} with the wait taken out"
+        suspected = draft.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT)
+        if suspected:
+            more = (
+                "more than the contention explains"
+                if wall_verdict is draft.verdict
+                else (f"the wall clock's {ev.wall.change:+.1%} hid it")
+            )
+            return Step(f"{took}; {corrected}: {more}")
+        if wall_verdict is Verdict.UNCHANGED:
+            return Step(f"{took}; {corrected}", quiet=True)
+        open_side = (c.ci_high or math.inf) > 1.0 + threshold if wall_verdict is Verdict.REGRESSION else (
+            (c.ci_low or 0.0) < 1.0 - threshold)  # fmt: skip
+        if open_side and c.uncertainty >= threshold / 2:
+            return Step(
+                f"not judged: {took}; {corrected} cannot rule out the wall clock's {ev.wall.change:+.1%}: the "
+                f"correction itself is uncertain by {c.uncertainty:.1%} (threads that spin while another waits)",
+                Verdict.UNSTABLE,
+            )
+        return Step(f"{took}; {corrected}: contention, not a change in work (wall clock {ev.wall.change:+.1%})")
+
+
+def _wait_source(source: str) -> str:
+    """How the wait was known, in words."""
+    if source == "cpu-time":
+        return "off-CPU time, no scheduler accounting here: an estimate"
+    return "the kernel's scheduler accounting"
+
+
+def _interval(c: CorrectedChange) -> str:
+    low = "-inf" if c.ci_low is None else f"{c.ci_low - 1.0:+.1%}"
+    high = "+inf" if c.ci_high is None else f"{c.ci_high - 1.0:+.1%}"
+    return f"[{low}, {high}]"
 
 
 def time_verdict(change: float, ci_low: float, ci_high: float, threshold: float) -> Verdict:

@@ -8,6 +8,7 @@ from pytest_gpuperf.modes import ModePlan
 from pytest_gpuperf.verdict.pipeline import Rule
 from pytest_gpuperf.verdict.rules import (
     ConfirmOnly,
+    Contention,
     Health,
     MemoryGrowth,
     MetricBounds,
@@ -45,7 +46,16 @@ class GuardRules:
 def baseline_rules(guard: GuardRules = GuardRules()) -> RuleSet:
     """Against a stored baseline: its recorded noise raises the threshold; the host guard judges the host."""
     return RuleSet(
-        time=(MinimumSamples(), Reference(), NoiseFloor(), Significance(), NoisyBaseline(), *guard.time, Health()),
+        time=(
+            MinimumSamples(),
+            Reference(),
+            NoiseFloor(),
+            Significance(),
+            Contention(),
+            NoisyBaseline(),
+            *guard.time,
+            Health(),
+        ),
         memory=(Reference(), MemoryGrowth()),
         metric=(MetricBounds(), Reference(), MetricTolerance(), *guard.metric),
         confirmation=(
@@ -53,6 +63,7 @@ def baseline_rules(guard: GuardRules = GuardRules()) -> RuleSet:
             Reference(),
             NoiseFloor(),
             Significance(suspects=False),
+            Contention(),
             NoisyBaseline(),
             *guard.time,
             Health(),
@@ -63,7 +74,7 @@ def baseline_rules(guard: GuardRules = GuardRules()) -> RuleSet:
 def compare_ref_rules(guard: GuardRules = GuardRules()) -> RuleSet:
     """Head and base interleaved in one run: no recorded noise, no frozen number to distrust."""
     return RuleSet(
-        time=(MinimumSamples(), Reference(), Significance(), Health()),
+        time=(MinimumSamples(), Reference(), Significance(), Contention(), Health()),
         memory=(Reference(), MemoryGrowth()),
         metric=(MetricBounds(), Reference(), MetricTolerance()),
         confirmation=(Significance(suspects=False), ConfirmOnly(), Health()),

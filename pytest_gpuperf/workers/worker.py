@@ -77,13 +77,14 @@ class WorkerEngine:
                 raise WorkerError(f"{key}: unexpected command {kind!r} from the head during a measurement")
 
     def _round(self, prepared: PreparedMeasurement, key: str, budget_s: float) -> list[float]:
+        """One round; its samples with their run-queue wait taken out, which the alternation compares."""
         try:
-            samples = prepared.round(budget_s)
+            prepared.round(budget_s)
         except Exception as exc:
             self.channel.send(protocol.FAILED, key, f"{type(exc).__name__}: {exc}")
             raise
         time.sleep(handover_pause_s())  # let this process's OpenMP threads stop spinning (protocol.py)
-        return samples
+        return prepared.last_corrected
 
     def evaluate(self, measurements: Sequence[Measurement], settings: Settings) -> list[MeasurementResult]:
         """Send the base's final measurements (with their metrics) to the head; judge nothing."""

@@ -39,6 +39,7 @@ from pytest_gpuperf.model import (
 from pytest_gpuperf.report.progress import Progress
 from pytest_gpuperf.verdict import Reference, judge
 from pytest_gpuperf.verdict import evidence as ev
+from pytest_gpuperf.verdict.case import Evidence
 from pytest_gpuperf.verdict.confirmation import (
     by_pairs,
     confirmed,
@@ -275,9 +276,9 @@ class CompareRefEngine:
         pause_s = handover_pause_s()
 
         def head_round(budget_s: float) -> list[float]:
-            samples = prepared.round(budget_s)
+            prepared.round(budget_s)
             time.sleep(pause_s)  # this process's OpenMP threads stop spinning before the base measures
-            return samples
+            return prepared.last_corrected  # both sides alternate on their times less run-queue wait
 
         def base_round(budget_s: float) -> list[float] | None:
             samples = remote.round(budget_s)
@@ -337,9 +338,7 @@ class CompareRefEngine:
             result = judge(m, Reference(base_ref=self.ref), gate, self.rules, self.environment)
             return dataclasses.replace(result, comparisons=tuple(_with_note(c, why) for c in result.comparisons))
         entry = self._base_entry(m, base)
-        head_rounds = m.round_medians_ns[-len(base.round_medians) :]
-        evidence = ev.paired_rounds(head_rounds, base.round_medians, gate, self.ref)
-        reference = Reference(entry=entry, time_evidence=evidence, base_ref=self.ref)
+        reference = Reference(entry=entry, time_evidence=self._paired(m, base, gate), base_ref=self.ref)
         result = judge(m, reference, gate, self.rules, self.environment)
         suspected = suspicion(time_of(result))
         if suspected is not None and self._confirmation is not None and pair is not None:
@@ -374,13 +373,29 @@ class CompareRefEngine:
                           threshold=gate.threshold, confidence=gate.confidence)  # fmt: skip
         return by_pairs(result, judged, confirmation.head_ns(), note)
 
+    def _paired(self, m: Measurement, base: _BaseSide, gate: GateSettings) -> Evidence:
+        """The rounds' paired evidence: on the times less run-queue wait that the sides alternated on, with the
+        wall clock's own beside it where a side waited for a CPU (verdict/evidence.py)."""
+        n = len(base.round_medians)
+        judged = ev.paired_rounds(m.judged_round_medians_ns[-n:], base.round_medians, gate, self.ref)
+        final = self._final(m, base)
+        walls = final.round_medians_ns[-n:] if final is not None else ()
+        if final is None or len(walls) != n or not (m.corrected.contended or final.corrected.contended):
+            return judged
+        wall = ev.paired_rounds(m.round_medians_ns[-n:], walls, gate, self.ref)
+        return ev.with_correction(judged, wall, m.corrected, final.corrected)
+
+    def _final(self, m: Measurement, base: _BaseSide) -> Measurement | None:
+        """The base worker's own measurement of ``m``'s key (its wall-clock samples), if it sent one."""
+        return (self._base.final.get(m.key) if self._base is not None else None) or base.measurement
+
     def _base_entry(self, m: Measurement, base: _BaseSide) -> BaselineEntry:
         """The base's side as the entry a store would keep of it (baseline/record.py), every sample kept."""
-        final = (self._base.final.get(m.key) if self._base is not None else None) or base.measurement
+        final = self._final(m, base)
         measured = dataclasses.replace(
             final or dataclasses.replace(m, metrics=(), peak_allocated_bytes=None, peak_reserved_bytes=None),
             samples_ns=tuple(base.samples), round_medians_ns=tuple(base.round_medians),
-        )  # fmt: skip
+        ) if final is None or not final.samples_ns else final  # fmt: skip
         provenance = Provenance(commit=self.base_commit, branch=self.ref)
         return entry_from_measurement(measured, self.environment, provenance, recorded_at=None,
                                       max_samples=max(1, len(base.samples)))  # fmt: skip

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 from pytest_gpuperf.config import BusyPolicy
 from pytest_gpuperf.measure.host.cpu import speed_probe as probes
 from pytest_gpuperf.measure.host.cpu.calibration import CalibrationWorkload
-from pytest_gpuperf.measure.host.cpu.contention import Contention, ContentionMonitor, ContentionReader, QuietWait
+from pytest_gpuperf.measure.host.cpu.contention import Contention, ContentionMonitor, ContentionReader
 from pytest_gpuperf.measure.host.cpu.pinning import pinned, resolve_pin_cpu
-from pytest_gpuperf.measure.host.cpu.rules import BusyRunner, Calibration, FastEnd, SlowDurations, SlowMachine
+from pytest_gpuperf.measure.host.cpu.rules import BusyRunner, Calibration, SlowDurations, SlowMachine
 from pytest_gpuperf.torch_support import have_torch
 from pytest_gpuperf.verdict.rulesets import GuardRules
 
@@ -34,23 +34,29 @@ def guard_rules(plan: ModePlan, busy_policy: BusyPolicy = BusyPolicy.RETAKE) -> 
         return GuardRules()
     judge = busy_policy is BusyPolicy.JUDGE
     busy = (BusyRunner(),) if plan.busy_runner_rule and not judge else ()
-    return GuardRules(time=(Calibration(), *busy, FastEnd(trust_counters=not judge), SlowMachine()),
+    return GuardRules(time=(Calibration(), *busy, SlowMachine()),
                       metric=(SlowDurations(),))  # fmt: skip
 
 
 class CpuHostGuard:
     name = "cpu"
 
-    def __init__(self, device: torch.device, *, plan: ModePlan, pin_cpu: str = "auto", peak_memory: bool = True,
-                 busy_policy: BusyPolicy = BusyPolicy.RETAKE, reader: ContentionReader | None = None,
-                 quiet: QuietWait | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        device: torch.device,
+        *,
+        plan: ModePlan,
+        pin_cpu: str = "auto",
+        peak_memory: bool = True,
+        busy_policy: BusyPolicy = BusyPolicy.RETAKE,
+        reader: ContentionReader | None = None,
+    ) -> None:
         self.device = device
         self.pin_cpu = resolve_pin_cpu(pin_cpu, plan=plan, device_type=device.type)
         self.measures_peak_memory = peak_memory
         self._session = probes.SessionSpeedProbe(self.speed_probe)
         self.busy_policy = BusyPolicy(busy_policy)  # a word from a test or a worker's command line too
         self._reader = reader or ContentionReader()
-        self._quiet = quiet or QuietWait(self._reader)
 
     def rules(self, plan: ModePlan) -> GuardRules:
         return guard_rules(plan, self.busy_policy)
@@ -76,24 +82,16 @@ class CpuHostGuard:
         return probes.measure_speed_probe(self.device, self.pin_cpu) if have_torch() else None
 
     def session_probe(self, *, writing: bool) -> tuple[float | None, str | None]:
-        if writing:  # a baseline is not measured in a busy or slow moment it could wait out
-            quiet = self.wait_quiet()
-            probe, waited = self._session.settled_fastest()
-            return probe, _joined(quiet, waited)
+        if writing:  # a baseline is not measured in a slow moment it could wait out
+            return self._session.settled_fastest()
         return self._session.once(), None
-
-    def wait_quiet(self) -> str | None:
-        """With ``busy_policy=retake``: wait (bounded) for the counters to read quiet; the note (None: no wait)."""
-        return self._quiet.wait() if self.busy_policy is BusyPolicy.RETAKE else None
 
     @property
     def fastest_probe_ns(self) -> float | None:
         return self._session.fastest_ns
 
     def settle(self, take: Callable[[], float | None], reference_ns: float | None) -> tuple[float | None, str | None]:
-        quiet = self.wait_quiet()  # a re-take waits for the contention to pass, then for the machine's speed
-        probe, waited = probes.settled_probe(take, reference_ns)
-        return probe, _joined(quiet, waited)
+        return probes.settled_probe(take, reference_ns)  # a re-take waits for the machine's speed
 
     def busy(self, health: Mapping[str, object]) -> str | None:
         contention = Contention.from_data(health)
@@ -105,8 +103,3 @@ class CpuHostGuard:
 
     def probe_spread(self, others: Sequence[float]) -> float | None:
         return probes.probe_spread([*self._session.readings, *others])
-
-
-def _joined(*notes: str | None) -> str | None:
-    said = [n for n in notes if n]
-    return "; ".join(said) if said else None

@@ -17,7 +17,7 @@ from typing import Any
 
 from pytest_gpuperf.measure.host.cpu.pinning import available_cpus
 from pytest_gpuperf.model import Note
-from pytest_gpuperf.model.busy import BUSY_PRESSURE, contended, describe
+from pytest_gpuperf.model.busy import contended, describe
 
 # Busy (pytest_gpuperf/model/busy.py, shared with the history): over the wall time some task waited for
 # a CPU a tenth of the time, or the hypervisor took a twentieth of it, or (without PSI) more tasks
@@ -46,11 +46,6 @@ class ContentionReader:
     def sample(self) -> Sample:
         steal, total, runnable = self._stat()
         return Sample(self.clock(), self._pressure_field("total"), steal, total, runnable)
-
-    def recent_pressure(self) -> float | None:
-        """PSI's own average of the last 10 s ("some avg10"), as a share of the time (None: no PSI)."""
-        avg10 = self._pressure_field("avg10")
-        return None if avg10 is None else avg10 / 100.0
 
     def _pressure_field(self, name: str) -> float | None:
         with contextlib.suppress(OSError, ValueError, KeyError), open(self.pressure_path, encoding="ascii") as fh:
@@ -162,75 +157,3 @@ class ContentionMonitor:
             if contention.known:
                 return ContentionReport(data=contention.as_data())  # the rules that need it say it (rules.py)
         return ContentionReport()
-
-
-# QuietWait: a window this long must read quiet; one wait lasts at most QUIET_WAIT_S; a session
-# waits in all at most QUIET_FIRST_S plus QUIET_SHARE of the time since its first wait, and never
-# more than QUIET_BUDGET_S, so a runner busy all session costs about a tenth more time (writing
-# baselines must stay within 3x a gating run).
-QUIET_WINDOW_S = 0.25
-QUIET_WAIT_S = 5.0
-QUIET_FIRST_S = 1.0
-QUIET_SHARE = 0.1
-QUIET_BUDGET_S = 60.0
-
-
-@dataclass
-class QuietWait:
-    """Waits, bounded, for a window in which the kernel's counters read the runner quiet.
-
-    Before a measurement a baseline is written from, and before a busy one is taken again.
-    """
-
-    reader: ContentionReader = PROC
-    sleep: Callable[[float], None] = time.sleep
-    window_s: float = QUIET_WINDOW_S
-    max_wait_s: float = QUIET_WAIT_S
-    budget_s: float = QUIET_BUDGET_S
-    first_s: float = QUIET_FIRST_S
-    share: float = QUIET_SHARE
-    spent_s: float = 0.0
-    started_s: float | None = None  # the reader's clock at the first wait
-
-    def allowance_s(self) -> float:
-        """How long this session may have waited by now (``spent_s`` counts against it)."""
-        now = self.reader.clock()
-        if self.started_s is None:
-            self.started_s = now
-        return min(self.budget_s, self.first_s + self.share * (now - self.started_s))
-
-    def wait(self) -> str | None:
-        """Wait for a quiet window; what the measurement's notes say about it (None: quiet at once, or no signal).
-
-        Where PSI's own 10 s average reads quiet nothing is waited; otherwise windows of
-        ``window_s`` decide (they see the contention pass sooner than the average does).
-        """
-        recent = self.reader.recent_pressure()
-        if recent is not None and recent < BUSY_PRESSURE:
-            return None
-        allowed = self.allowance_s()
-        if self.spent_s >= allowed:  # spent: not even one window more, the measurement says it was busy
-            if recent is None:
-                return None
-            return (f"the runner was busy (CPU pressure {recent:.0%} over the last 10 s) and this session's time "
-                    "for waiting for quiet windows is spent")  # fmt: skip
-        waited = 0.0
-        while True:
-            before = self.reader.sample()
-            self.sleep(self.window_s)
-            contention = Contention.between(before, self.reader.sample())
-            waited += self.window_s
-            self.spent_s += self.window_s
-            if not contention.known:
-                return None  # nothing to wait for on a system without the counters
-            if not contention.busy:
-                if waited <= self.window_s:
-                    return None
-                return f"waited {waited:.2g}s for the runner to be quiet ({contention.describe()})"
-            if self.spent_s >= allowed:
-                return (f"the runner was busy ({contention.describe()}) and this session's time for waiting for "
-                        f"quiet windows is spent ({self.spent_s:.2g}s): measured busy")  # fmt: skip
-            if waited >= self.max_wait_s:
-                return (
-                    f"the runner stayed busy through {waited:.2g}s of waiting ({contention.describe()}): measured busy"
-                )

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from pytest_gpuperf.measure.host.cpu.contention import Contention
 from pytest_gpuperf.measure.host.cpu.speed_probe import beyond_spread, explainable_change, is_slow, slowdown
 from pytest_gpuperf.model import Comparison, Kind, Verdict
@@ -19,69 +17,45 @@ from pytest_gpuperf.verdict.pipeline import Step
 
 # the calibration ratio outside this range means the machines differ, not the load
 _CALIBRATION_SANE = (0.25, 4.0)
-_FAST_END_MIN_SAMPLES = 10
 _DURATION_UNITS = frozenset({"s", "ms", "us", "ns"})
 
 
 @dataclass(frozen=True)
 class BusyRunner:
-    """A time change measured while the kernel counted contention is unstable, never a verdict.
+    """Where the run-queue wait could not be taken out, a time change measured busy is no verdict.
 
-    It stays suspected, for the mode's confirmation to take again. Off with ``busy_policy=judge``.
+    Every measurement this version takes carries its scheduler accounting, and the contention rule
+    judges those on corrected times. What is left: a measurement with no accounting (a recorded one,
+    an older results file) whose contention counters read busy is UNSTABLE, and still suspected; an
+    entry written busy that keeps no correction (written before corrections were recorded, or whose
+    correction was too uncertain to keep) inflates the reference, so only a regression beyond it
+    stands: anything else against it is NOT_GATED. Off with ``busy_policy=judge``.
     """
 
     name: str = "busy-runner"
 
     def apply(self, case: Case, draft: Comparison) -> Step | None:
-        if draft.verdict not in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
+        entry = case.entry
+        if entry is not None and entry.written_busy and entry.correction is None:
+            if draft.verdict is Verdict.REGRESSION:
+                said = f"the baseline was written while the runner was busy ({entry.written_busy})"
+                return Step(f"{said}: a regression against a slow baseline is larger still", quiet=True)
+            return Step(
+                f"not gated: the baseline was written while the runner was busy ({entry.written_busy}) and keeps no "
+                "correction for it, so it can hide a regression (--gpuperf-strict makes this fail); write it again "
+                "with --gpuperf-update-baseline",
+                Verdict.NOT_GATED,
+                final=True,
+            )
+        if draft.verdict not in (Verdict.REGRESSION, Verdict.IMPROVEMENT) or case.measurement.scheduling is not None:
             return None
         contention = Contention.from_data(case.measurement.health)
         if contention is None or not contention.busy:
             return None
         change = f"{draft.change:+.1%} " if draft.change is not None else ""
-        return Step(f"unstable: the runner was busy ({contention.describe()}); the {change}change is not judged",
+        return Step(f"unstable: the runner was busy ({contention.describe()}) and this measurement has no scheduler "
+                    f"accounting to take the contention out; the {change}change is not judged",
                     Verdict.UNSTABLE)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class FastEnd:
-    """Where the kernel says nothing about contention: a time verdict stands only if the fastest calls moved too.
-
-    More work slows every call, the fastest included; contention inflates the median
-    and the tail while the fastest calls keep their speed. A guess from the samples'
-    shape, so made only where the counters cannot tell: quiet counters let the verdict
-    stand; busy ones leave it to the busy-runner rule (unless not ``trust_counters``).
-    """
-
-    name: str = "fast-end"
-    trust_counters: bool = True  # False under busy_policy=judge: a busy reading is guessed from its shape
-
-    def apply(self, case: Case, draft: Comparison) -> Step | None:
-        quantile = case.settings.fast_end_quantile
-        entry = case.entry
-        if quantile is None or entry is None or draft.verdict not in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
-            return None
-        current, base = case.measurement.samples_ns, entry.samples_ns
-        if len(current) < _FAST_END_MIN_SAMPLES or len(base) < _FAST_END_MIN_SAMPLES:
-            return None
-        contention = Contention.from_data(case.measurement.health)
-        if contention is not None and contention.known and not contention.busy:
-            return Step(f"the runner was quiet while it measured ({contention.describe()}): not contention, "
-                        "the verdict stands")  # fmt: skip
-        if contention is not None and contention.busy and self.trust_counters:
-            return None  # the busy-runner rule's case
-        q = 100 * quantile
-        moved = float(np.percentile(current, q) / np.percentile(base, q)) - 1.0
-        threshold = draft.threshold or case.settings.threshold
-        needed = threshold / 2
-        agrees = moved > needed if draft.verdict is Verdict.REGRESSION else moved < -needed
-        if agrees:
-            return Step(f"the fastest {quantile:.0%} of calls moved too ({moved:+.1%})", quiet=True)
-        return Step(
-            f"the fastest {quantile:.0%} of calls moved only {moved:+.1%} (needs {needed:.1%}): "
-            "contention on the machine, not a change in work",
-            Verdict.UNCHANGED,
-        )
 
 
 @dataclass(frozen=True)
