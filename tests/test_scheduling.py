@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_gpuperf.model import RecordedCorrection, Scheduling, WaitSource
-from pytest_gpuperf.model.scheduling import CONTENDED_SHARE, RESIDUE_PER_WAIT, correct, uncorrected
+from pytest_gpuperf.model.scheduling import CONTENDED_SHARE, RESIDUE_UNCERTAINTY, correct, uncorrected
 
 
 def accounting(
@@ -17,22 +17,37 @@ def accounting(
     cpus: int = 4,
     source: WaitSource = WaitSource.SCHEDSTAT,
     launch: tuple[float, ...] = (),
+    switches: tuple[float, ...] = (),
 ) -> Scheduling:
     n = len(caller_wait)
     waits = threads_wait if threads_wait is not None else caller_wait
     return Scheduling(
         source, tuple(caller_wait), (0.0,) * n, tuple(waits), tuple(threads_cpu or [0.0] * n),
         tuple(longest if longest is not None else caller_wait), cpus=cpus, launch_ns=launch,
+        caller_switches=switches,
     )  # fmt: skip
 
 
-def test_one_thread_s_wait_is_taken_out_with_the_residue_below_it() -> None:
+def test_one_thread_s_wait_is_taken_out_exactly() -> None:
     corrected = correct([1000.0, 2000.0], accounting([0.0, 1000.0]))
-    assert corrected.samples_ns[0] == 1000.0  # nothing waited: nothing taken out
-    low, high = 2000.0 - 1000.0 * (1 + RESIDUE_PER_WAIT), 1000.0
-    assert corrected.low_ns[1] == pytest.approx(low) and corrected.high_ns[1] == pytest.approx(high)
-    assert corrected.samples_ns[1] == pytest.approx((low + high) / 2)
+    assert corrected.samples_ns == (1000.0, 1000.0)  # nothing waited: nothing taken out; else all of the wait
+    assert corrected.low_ns == corrected.high_ns == corrected.samples_ns and corrected.uncertainty == 0.0
     assert corrected.source is WaitSource.SCHEDSTAT
+
+
+def test_the_cost_each_preemption_left_is_fitted_from_the_samples_and_taken_out_too() -> None:
+    # 1000 ns of work; every preemption cost a 500 ns wait and 200 ns of refilled caches after it
+    switches = tuple(float(i % 3) for i in range(30))
+    wall = [1000.0 + 700.0 * k + (i % 5) for i, k in enumerate(switches)]
+    corrected = correct(wall, accounting([500.0 * k for k in switches], switches=switches))
+    assert max(abs(x - 1000.0) for x in corrected.samples_ns) < 10.0
+    preempted = switches.index(2.0)  # 400 ns of residue taken out, known to half of it either way
+    assert corrected.high_ns[preempted] - corrected.low_ns[preempted] == pytest.approx(
+        2 * RESIDUE_UNCERTAINTY * 400.0, rel=0.05
+    )
+    # too few samples, or all preempted alike: no fit, only the wait comes out
+    same = correct(wall[:5], accounting([500.0 * k for k in switches[:5]], switches=switches[:5]))
+    assert same.samples_ns[2] == pytest.approx(wall[2] - 1000.0)
 
 
 def test_several_threads_bracket_the_call_between_the_longest_wait_and_their_sum() -> None:
@@ -40,7 +55,7 @@ def test_several_threads_bracket_the_call_between_the_longest_wait_and_their_sum
     s = accounting([100.0], threads_wait=[300.0], longest=[200.0])
     corrected = correct([1000.0], s)
     assert corrected.high_ns[0] == pytest.approx(800.0)
-    assert corrected.low_ns[0] == pytest.approx(1000.0 - 300.0 * (1 + RESIDUE_PER_WAIT))
+    assert corrected.low_ns[0] == pytest.approx(700.0)
     assert corrected.uncertainty > 0
 
 
@@ -68,7 +83,7 @@ def test_a_device_s_samples_are_corrected_only_where_the_host_kept_it_waiting() 
     corrected = correct([1000.0, 1000.0], s)
     assert corrected.samples_ns[0] == 1000.0 and corrected.low_ns[0] == corrected.high_ns[0] == 1000.0
     assert corrected.high_ns[1] == 1000.0  # the device's own work in it is unknown: up to all of it
-    assert corrected.low_ns[1] == pytest.approx(1000.0 - 600.0 * (1 + RESIDUE_PER_WAIT))
+    assert corrected.low_ns[1] == pytest.approx(400.0)
 
 
 def test_no_accounting_or_one_that_does_not_match_leaves_the_samples_as_they_are() -> None:

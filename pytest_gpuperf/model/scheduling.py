@@ -14,8 +14,11 @@ uncontended runner: :func:`correct` computes it, with the bracket the accounting
   (waits that coincide count once, waits in turn add up); the estimate is the middle;
 * waits the process caused itself (more runnable threads of its own than CPUs it may use)
   are part of the code's cost and are never removed;
-* each wait leaves a residue the counters cannot see: on its return the thread finds its
-  caches refilled by others (``RESIDUE_PER_WAIT``), so the bracket reaches that far below;
+* each return to a CPU after a preemption leaves a residue the counters cannot see: the thread
+  finds its caches, TLB and branch predictors refilled by whatever ran meanwhile and works slower
+  for a while (a fraction of a millisecond on x86 runners). Its cost per preemption is fitted
+  from the measurement's own samples (those preempted more against those preempted less,
+  ``_refill_cost``) and taken out too; the bracket allows half of it either way;
 * where no wait counter exists (``WaitSource.CPU_TIME``), the off-CPU time beyond the least
   that any sample of the measurement showed stands for the wait: an estimate, said so;
 * on CUDA the samples are the device's: the host's wait slowed a block only where the host
@@ -36,9 +39,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Each waited nanosecond costs the thread this much more after it: the caches it finds refilled by
-# whatever ran meanwhile. Measured at load 4-5 on shared x86 runners: 3-4% (docs/statistics.md).
-RESIDUE_PER_WAIT = 0.05
+# The residue fitted per preemption is known to this share either way (the bracket's part from it).
+RESIDUE_UNCERTAINTY = 0.5
+# The fit needs this many samples, preempted unequally, and never takes out more than this share of a sample.
+RESIDUE_MIN_SAMPLES = 10
+RESIDUE_MAX_SHARE = 0.5
+_RESIDUE_PAIRS = 4000  # random pairs of samples whose slopes the fit's median is taken over
 # A CUDA block whose host launch time reached this share of its device time kept the device waiting
 # for the host: its device time follows the host's delays.
 LAUNCH_BOUND_SHARE = 0.9
@@ -72,11 +78,14 @@ class Scheduling:
     cpus: int = 1
     # where the samples are a device's (CUDA): the host's time per call to launch each sample's calls
     launch_ns: tuple[float, ...] = ()
+    # the caller's involuntary context switches (preemptions) per call; () where not counted
+    caller_switches: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         n = len(self.caller_wait_ns)
         names = ["caller_cpu_ns", "threads_wait_ns", "threads_cpu_ns", "longest_wait_ns"]
-        lengths = {len(getattr(self, f)) for f in (*names, *(["launch_ns"] if self.launch_ns else []))}
+        optional = [f for f in ("launch_ns", "caller_switches") if getattr(self, f)]
+        lengths = {len(getattr(self, f)) for f in (*names, *optional)}
         if lengths != {n}:
             raise ValueError(f"scheduling fields must all have one value per sample ({n}), got {sorted(lengths)}")
 
@@ -144,21 +153,43 @@ def uncorrected(samples_ns: Sequence[float]) -> Corrected:
 def correct(samples_ns: Sequence[float], scheduling: Scheduling | None) -> Corrected:
     """``samples_ns`` (per call) with the run-queue wait ``scheduling`` accounted taken out (module docstring).
 
-    Where the samples are a device's (``scheduling.launch_ns``), only launch-bound samples are corrected.
+    Where the samples are a device's (``scheduling.launch_ns``), only launch-bound samples are corrected,
+    and only for the wait.
     """
     if scheduling is None or len(scheduling.caller_wait_ns) != len(samples_ns) or not samples_ns:
         return uncorrected(samples_ns)
     wall = np.asarray(samples_ns, dtype=float)
     least, most = _wait_bracket(wall, scheduling)
+    residue = np.zeros_like(wall)
     if len(scheduling.launch_ns) == wall.size:
         least, most = _device_wait(wall, np.asarray(scheduling.launch_ns, dtype=float), most)
-    low = np.maximum(wall - most * (1.0 + RESIDUE_PER_WAIT), 0.0)
-    high = np.maximum(wall - least, 0.0)
+    elif len(scheduling.caller_switches) == wall.size:
+        left = wall - (least + most) / 2.0
+        switches = np.asarray(scheduling.caller_switches, dtype=float)
+        residue = np.minimum(_refill_cost(left, switches) * switches, RESIDUE_MAX_SHARE * np.maximum(left, 0.0))
+    low = np.maximum(wall - most - (1.0 + RESIDUE_UNCERTAINTY) * residue, 0.0)
+    high = np.maximum(wall - least - (1.0 - RESIDUE_UNCERTAINTY) * residue, 0.0)
     estimate = (low + high) / 2.0
     with np.errstate(divide="ignore", invalid="ignore"):
         shares = np.where(wall > 0, (wall - estimate) / wall, 0.0)
     share = max(float(np.median(shares)), 0.0)
     return Corrected(_floats(estimate), _floats(low), _floats(high), share, scheduling.source)
+
+
+def _refill_cost(left: np.ndarray, switches: np.ndarray) -> float:
+    """The time each preemption added to a sample beyond its wait: the Theil-Sen slope of what is left
+    after the wait (``left``) against the preemptions, over random pairs of unequally preempted samples
+    (seeded: the same samples give the same fit). 0 where there are too few to fit it."""
+    if left.size < RESIDUE_MIN_SAMPLES or np.ptp(switches) == 0:
+        return 0.0
+    rng = np.random.default_rng(0)
+    i = rng.integers(0, left.size, _RESIDUE_PAIRS)
+    j = rng.integers(0, left.size, _RESIDUE_PAIRS)
+    apart = switches[i] != switches[j]
+    if apart.sum() < RESIDUE_MIN_SAMPLES:
+        return 0.0
+    slopes = (left[i][apart] - left[j][apart]) / (switches[i][apart] - switches[j][apart])
+    return max(float(np.median(slopes)), 0.0)
 
 
 def _floats(values: np.ndarray) -> tuple[float, ...]:
