@@ -1,4 +1,4 @@
-"""Trace a detection run's verdicts to their tests: change, threshold, probes and notes.
+"""Trace a detection run's verdicts to their tests: change, threshold, contention, the machine's state and notes.
 
     python benchmarks/detection.py --trials 20 --results-dir runs/ ...
     python benchmarks/detection_trace.py runs/               # every session
@@ -7,9 +7,10 @@
 Reads the ``--gpuperf-json`` files that ``detection.py --results-dir`` keeps
 (``TOOL-tTRIAL-lLEVEL.json``) and prints one line per test: verdict, the time
 change against its baseline (or base ref), the threshold it had to pass, the
-speed probes of the gating session and of the baseline (baseline mode), and
+change with the run-queue wait taken out and how much of the time was waiting,
+how far the machine's reference moved from the baseline's (baseline mode), and
 the comparison's note, which says what decided (noise-raised threshold, the
-fast-end guard, a re-measure or fresh pairs that did not confirm). The closing
+contention or the machine's state, a re-measure or fresh pairs that did not confirm). The closing
 lines count the deciding reasons over the sessions shown and, for compare-ref's
 unchanged code, what its process pairs read: the first pairs' spread, how many
 fresh pairs each confirmation took, and the fresh pairs' offset between the
@@ -44,12 +45,13 @@ _FROZEN_GATES = ("gpuperf-baseline",)
 # What decided a test's verdict, by the phrases the gate writes into its notes.
 _REASONS = (
     ("noise-raised threshold", "by run-to-run noise"),
-    ("fast-end guard", "fastest 10% of calls"),
+    ("contention explains it", "contention, not a change in work"),
+    ("correction too uncertain", "the correction itself is uncertain"),
     ("re-measure did not confirm", "not confirmed on re-measure"),
     ("confirmed by re-measure", "confirmed by"),
     ("fresh pairs did not confirm", "suspected regression was not confirmed"),
-    ("slow machine, not judged", "not judged"),
-    ("calibration disagreed", "calibration may only explain"),
+    ("machine's state, not judged", "than when the baseline was written"),
+    ("baseline written slower", "so a regression could hide behind it"),
 )
 
 
@@ -62,8 +64,9 @@ class TestLine:
     verdict: str
     change: float | None
     threshold: float | None
-    probe_ns: float | None
-    baseline_probe_ns: float | None
+    corrected: float | None  # the change with the run-queue wait taken out (None: neither side waited)
+    wait_share: float | None
+    machine: float | None  # the most any kind of the machine's reference moved, now over the baseline's
     note: str
     evidence: str = ""
 
@@ -104,7 +107,9 @@ def read_session(path: Path) -> list[TestLine]:
                 tool=match["tool"], trial=int(match["trial"]), level=int(match["level"]),
                 test=measurement["test_id"].rsplit("::", 1)[-1], verdict=time_comparison["verdict"],
                 change=time_comparison.get("change"), threshold=time_comparison.get("threshold"),
-                probe_ns=measurement.get("speed_probe_ns"), baseline_probe_ns=baseline.get("speed_probe_ns"),
+                corrected=(time_comparison.get("correction") or {}).get("change"),
+                wait_share=(time_comparison.get("correction") or {}).get("wait_share"),
+                machine=machine_moved(measurement.get("reference_ns") or {}, baseline.get("reference_ns") or {}),
                 note=time_comparison.get("note") or "", evidence=time_comparison.get("evidence") or "",
             )
         )  # fmt: skip
@@ -125,11 +130,19 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:+.1%}"
 
 
-def _probe(line: TestLine) -> str:
-    here = f"{line.probe_ns / 1000:.1f} us" if line.probe_ns else "none"
-    if not line.baseline_probe_ns:
-        return f"probe {here}"
-    return f"probe {here}, baseline {line.baseline_probe_ns / 1000:.1f} us"
+def machine_moved(now: dict[str, float], base: dict[str, float]) -> float | None:
+    """The reference's ratio now over the baseline's for the kind that moved most either way (None: no pair)."""
+    ratios = [now[k] / base[k] for k in now.keys() & base.keys() if now[k] > 0 and base[k] > 0]
+    return max(ratios, key=lambda r: abs(math.log(r)), default=None)
+
+
+def _context(line: TestLine) -> str:
+    parts = []
+    if line.corrected is not None:
+        parts.append(f"corrected {_pct(line.corrected)}, {line.wait_share or 0.0:.0%} waited")
+    if line.machine is not None:
+        parts.append(f"machine x{line.machine:.2f}")
+    return "; ".join(parts) or "no contention"
 
 
 def describe(session: Sequence[TestLine]) -> list[str]:
@@ -139,7 +152,7 @@ def describe(session: Sequence[TestLine]) -> list[str]:
     out = [f"{first.tool} trial {first.trial} at {first.level}%: {outcome}"]
     for t in session:
         threshold = "n/a" if t.threshold is None else f"{t.threshold:.1%}"
-        out.append(f"  {t.test}: {t.verdict} {_pct(t.change)} (threshold {threshold}; {_probe(t)}) {t.note}")
+        out.append(f"  {t.test}: {t.verdict} {_pct(t.change)} (threshold {threshold}; {_context(t)}) {t.note}")
     return out
 
 
@@ -160,19 +173,9 @@ def unchanged_spread(lines: Sequence[TestLine]) -> tuple[float, float, int] | No
     return rms_log_change(changes), sum(map(math.log1p, changes)) / len(changes), len(changes)
 
 
-def probe_normalized(lines: Sequence[TestLine]) -> list[TestLine]:
-    """``lines`` that have both speed probes, each change divided by the probes' ratio.
-
-    What normalizing by the session's speed probe would have read: if the probe
-    tracked what moves the tests between sessions, this spread would be smaller.
-    """
-    out = []
-    for t in lines:
-        if t.change is None or t.change <= -1.0 or not t.probe_ns or not t.baseline_probe_ns:
-            continue
-        change = (1.0 + t.change) * t.baseline_probe_ns / t.probe_ns - 1.0
-        out.append(dataclasses.replace(t, change=change))
-    return out
+def judged(lines: Sequence[TestLine]) -> list[TestLine]:
+    """``lines`` with each change as the verdict read it: with the run-queue wait taken out where a side waited."""
+    return [dataclasses.replace(t, change=t.corrected if t.corrected is not None else t.change) for t in lines]
 
 
 def print_spreads(shown: Sequence[Sequence[TestLine]], slowdown: float, false_alarms: float, caught: float) -> None:
@@ -186,9 +189,9 @@ def print_spreads(shown: Sequence[Sequence[TestLine]], slowdown: float, false_al
         return
     print("\nSpread of unchanged code's log change across sessions (RMS around 0; sessions shown):")
     for tool, (rms, mean, count) in known.items():
-        normalized = unchanged_spread(probe_normalized(by_tool[tool]))
-        by_probe = "" if normalized is None else f"; divided by the speed probes' ratio: {normalized[0]:.1%}"
-        print(f"  {tool}: {rms:.1%} (mean {mean:+.1%}, {count} tests){by_probe}")
+        corrected = unchanged_spread(judged(by_tool[tool]))
+        less = "" if corrected is None else f"; less their run-queue wait: {corrected[0]:.1%}"
+        print(f"  {tool}: {rms:.1%} (mean {mean:+.1%}, {count} tests){less}")
     if not any(tool in _FROZEN_GATES for tool in known):
         return  # compare-ref measures its base in the same session: the limit is not about it
     limit = spread_limit(slowdown, false_alarms, caught)

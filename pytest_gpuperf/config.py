@@ -110,7 +110,6 @@ class GateSettings:
     statistic: Statistic = DEFAULT_METRIC  # the statistic compared; the evidence is always about medians
     noise_multiplier: float = DEFAULT_NOISE_MULTIPLIER  # standard deviations of recorded between-run noise
     strict: bool = False  # not comparable, unstable and not gated fail the test too
-    calibrate: bool = False  # judge by a calibration workload measured between rounds (CPU host guard)
     confidence: float = DEFAULT_CONFIDENCE
     memory_min_increase_bytes: int = DEFAULT_MEMORY_MIN_INCREASE  # a memory regression needs this and the threshold
     remeasures: int = DEFAULT_REMEASURES  # readings that confirm a suspected regression (readings.py)
@@ -163,7 +162,7 @@ class GpuperfConfig:
     metric: Statistic = DEFAULT_METRIC
     strict: bool = False
     explain: bool = False  # print every measurement's rules (--gpuperf-explain)
-    calibrate: str = "off"  # docs/statistics.md, "Calibration"
+    calibrate: str = "off"  # retired: accepted, said so in the header (the machine's reference replaced it)
     remeasures: int = DEFAULT_REMEASURES
     confirm_pairs: int = DEFAULT_CONFIRM_PAIRS
     measure: MeasureSettings = field(default_factory=MeasureSettings)
@@ -268,7 +267,7 @@ class MarkerOptions:
     time_limit: float | None = None
     l2_flush: bool | None = None
     cuda_graph: bool | None = None
-    calibrate: bool | None = None
+    calibrate: bool | None = None  # retired: accepted for the tests that set it, and ignored
     remeasure: int | None = None
 
     @classmethod
@@ -341,7 +340,7 @@ def resolve(
 
     ``@pytest.mark.gpuperf`` beats ``@pytest.mark.benchmark`` (``benchmark``), which beats the session.
     Compare-ref measures head and base interleaved on one machine, so it has a smaller default
-    threshold and no use for the guards against a frozen number (noise floor, calibration).
+    threshold and no use for the guards against a frozen number (noise floor, the machine's reference).
     """
     m = marker or MarkerOptions()
     b = benchmark or BenchmarkOptions()
@@ -363,13 +362,11 @@ def resolve(
         threshold = _pick(m.threshold, config.threshold)
         if threshold is None:
             threshold = plan.default_threshold
-        calibrate = config.calibrate == "on" if m.calibrate is None else bool(m.calibrate)
         gate = GateSettings(
             threshold=threshold,
             memory_threshold=_pick(m.memory_threshold, config.memory_threshold),
             statistic=Statistic.parse(_pick(m.metric, config.metric)),
             strict=config.strict,
-            calibrate=calibrate and not plan.interleaved,
             remeasures=_pick(m.remeasure, config.remeasures) if plan.confirms_suspicions else 0,
             confirm_pairs=config.confirm_pairs,
             min_samples=measure.min_samples,

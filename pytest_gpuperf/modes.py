@@ -45,13 +45,19 @@ class ModePlan:
     engine: EngineKind | None  # None: nothing is measured (``gpuperf compare`` judges two files)
     measures: bool  # tests are measured and judged (False: smoke, one call per test)
     # Head and base in alternating rounds on one machine: the host's drift cancels, so the interleaved rule
-    # lists (verdict.rulesets), no host-guard rules, calibration or fast end, and "auto" pins both to one core.
+    # lists (verdict.rulesets), no host-guard rules or reference work, and "auto" pins both to one core.
     interleaved: bool
     default_threshold: float  # the time threshold when neither option, ini nor marker sets one
     gates_against_baselines: bool  # a regression against the stored baselines fails the test
     writes_baselines: bool  # measurements become baseline entries (with readings in fresh processes)
     confirms_suspicions: bool  # a suspected change is re-measured before it stands (--gpuperf-remeasure)
     charts_baseline_history: bool  # the HTML report draws each measurement's history from the baselines' git log
+
+    @property
+    def takes_reference(self) -> bool:
+        """Each measurement times the host's reference work beside its rounds: a frozen number (baseline mode, and
+        the baselines written for it) must say in which state of the machine it was taken."""
+        return self.measures and not self.interleaved
 
     @property
     def profiles_regressions(self) -> bool:

@@ -1,9 +1,8 @@
 """torch is optional (the ``torch`` extra): whether this process has it, and the error where it is needed.
 
 A suite of numpy or plain-Python calls measures on the CPU without torch: the wall clock times it, and
-what only torch provides is left out, as an environment probe that cannot run skips its key (the CPU
-speed probe and calibration workload, which are torch matmuls; the peak tensor memory; torch's thread
-count in the environment). What cannot work without it (a CUDA device, the profiler, the
+what only torch provides is left out, as an environment probe that cannot run skips its key (the peak
+tensor memory; torch's thread count in the environment). What cannot work without it (a CUDA device, the profiler, the
 ``pytest_gpuperf.paths`` helpers) says so with :func:`require_torch`.
 """
 

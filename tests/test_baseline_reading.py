@@ -17,7 +17,6 @@ from pytest_gpuperf.baseline.store import BaselineStore
 from pytest_gpuperf.config import BusyPolicy, GateSettings, GpuperfConfig, MeasureSettings, Mode, resolve
 from pytest_gpuperf.engines.local import LocalEngine
 from pytest_gpuperf.measure.host.cpu import CpuHostGuard
-from pytest_gpuperf.measure.host.cpu.speed_probe import SessionSpeedProbe
 from pytest_gpuperf.measure.runner import MeasureSpec, Runner, RunnerOptions
 from pytest_gpuperf.model import Measurement
 from pytest_gpuperf.modes import plan_for
@@ -25,6 +24,8 @@ from pytest_gpuperf.verdict.rulesets import rules_for
 from tests.verdict_helpers import ENV, measurement, rounds
 
 KEY = "t.py::test_a::default"
+SESSION_REFERENCE = {"interpreter.1": 18_000.0, "vector.1": 8_000.0, "memory.1": 300_000.0}
+FRESH_REFERENCE = {"interpreter.1": 18_500.0, "vector.1": 8_100.0, "memory.1": 310_000.0}
 CONFIG = GpuperfConfig(enabled=True, update_baseline=True)
 SETTINGS = resolve(CONFIG)
 
@@ -32,18 +33,16 @@ SETTINGS = resolve(CONFIG)
 class ScriptedReadings:
     """Stands in for the fresh worker process (tests/test_fresh_remeasure.py runs the real one)."""
 
-    def __init__(self, given: list[Measurement], reference: float | None, *, writes: bool = True) -> None:
+    def __init__(self, given: list[Measurement], *, writes: bool = True) -> None:
         self.given = given
-        self.reference = reference
         self.writes = writes  # readings of a baseline write; else a gate's re-measures, each a full reading
         self.taken = 0
 
     def measure(
-        self, test_id: str, key: str, settings: MeasureSettings, reference_probe_ns: float | None = None, *,
+        self, test_id: str, key: str, settings: MeasureSettings, *,
         new_process: bool = False, check_samples: int | None = None, peak_memory: bool = True,
     ) -> Measurement:  # fmt: skip
-        # each fresh reading waits for the machine to read as fast as it did for the session's reading
-        assert key == KEY and reference_probe_ns == self.reference
+        assert key == KEY
         assert new_process == (self.taken >= 1)  # readings after the second do not share its process
         if self.writes:
             assert (check_samples is not None) == (self.taken == 0)  # only the first fresh one is a check
@@ -66,25 +65,20 @@ def cpu_engine(tmp_path: Path, fresh: ScriptedReadings | None = None) -> LocalEn
                        (lambda: fresh) if fresh is not None else None)  # fmt: skip
 
 
-def engine_with_fresh_readings(
-    tmp_path: Path, *fresh: Measurement, session_probe_ns: float = 33_000.0
-) -> tuple[LocalEngine, list[Measurement]]:
+def engine_with_fresh_readings(tmp_path: Path, *fresh: Measurement) -> tuple[LocalEngine, list[Measurement]]:
     given = list(fresh)
-    engine = cpu_engine(tmp_path, ScriptedReadings(given, session_probe_ns))
-    session = SessionSpeedProbe(lambda: session_probe_ns)
-    session.once()  # the fastest probe the writing session has seen
-    engine.guard._session = session  # type: ignore[attr-defined]
+    engine = cpu_engine(tmp_path, ScriptedReadings(given))
     engine._specs[KEY] = (MeasureSpec(fn=lambda: None, test_id="t.py::test_a"), SETTINGS)
     return engine, given
 
 
 def test_a_reading_its_check_agrees_with_is_kept(tmp_path: Path) -> None:
-    here = measurement(1000.0, speed_probe_ns=50_000.0)
-    engine, left = engine_with_fresh_readings(tmp_path, measurement(1040.0, speed_probe_ns=34_000.0))
+    here = measurement(1000.0, reference_ns=SESSION_REFERENCE)
+    engine, left = engine_with_fresh_readings(tmp_path, measurement(1040.0, reference_ns=FRESH_REFERENCE))
     kept = engine._baseline_reading(here, GateSettings(threshold=0.10))
     assert not left  # one check: +4% is within half the threshold
     assert kept.samples_ns == here.samples_ns
-    assert kept.speed_probe_ns == 34_000.0  # the fastest probe of the readings' processes
+    assert kept.reference_ns == SESSION_REFERENCE  # the reference measured beside the reading written
     assert (
         "baseline checked by 1 independent measurement(s)" in kept.notes[-1].text
         and "they agree" in kept.notes[-1].text
@@ -94,17 +88,15 @@ def test_a_reading_its_check_agrees_with_is_kept(tmp_path: Path) -> None:
 
 
 def test_a_reading_its_check_disagrees_with_is_decided_by_a_third(tmp_path: Path) -> None:
-    slow_moment = measurement(1600.0, speed_probe_ns=55_000.0, peak_allocated_bytes=4096)
+    slow_moment = measurement(1600.0, reference_ns=SESSION_REFERENCE, peak_allocated_bytes=4096)
     engine, left = engine_with_fresh_readings(
-        tmp_path, measurement(1000.0, speed_probe_ns=35_000.0), measurement(1020.0, speed_probe_ns=36_000.0)
+        tmp_path, measurement(1000.0, reference_ns={}), measurement(1020.0, reference_ns=FRESH_REFERENCE)
     )
-    slow_moment = dataclasses.replace(slow_moment, calibration_ns=9_000.0)
     kept = engine._baseline_reading(slow_moment, GateSettings(threshold=0.10))
     assert not left
     assert kept.stats.median_ns == pytest.approx(1020.0, rel=0.02)  # the median of 1000, 1020 and 1600
     assert kept.peak_allocated_bytes == 4096  # taken once, by the session's reading
-    assert kept.speed_probe_ns == 35_000.0
-    assert kept.calibration_ns == 9_000.0  # (--gpuperf-calibrate=on) the fresh process measures none
+    assert kept.reference_ns == FRESH_REFERENCE  # the written reading's own
     assert "median of the three is kept" in kept.notes[-1].text
     assert "quieter machine" not in kept.notes[-1].text  # one slow reading of three does not set the noise
     assert kept.process_medians_ns == pytest.approx((1600.0, 1000.0, 1020.0), rel=0.02)  # for the entry's noise
@@ -125,22 +117,6 @@ def test_a_measurement_recorded_by_hand_is_written_as_it_is(tmp_path: Path) -> N
     engine, _ = engine_with_fresh_readings(tmp_path)
     recorded = measurement(1000.0, test_id="t.py::test_ddp")
     assert engine._baseline_reading(recorded, GateSettings(threshold=0.10)) is recorded
-
-
-@pytest.mark.parametrize(("update", "recorded"), [(True, [40.0, 35.0, 35.0]), (False, [40.0, 40.0, 40.0])])
-def test_each_measurement_records_the_sessions_probe(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, update: bool, recorded: list[float]
-) -> None:
-    # gating probes once; writing baselines probes before every measurement and keeps the fastest
-    # (x1.2 slower than it, the third reading is not slow enough to wait for the machine)
-    probes = iter([40.0, 35.0, 42.0])
-    monkeypatch.setattr("pytest_gpuperf.measure.host.cpu.speed_probe.measure_speed_probe",
-                        lambda device, pin=None: next(probes))  # fmt: skip
-    engine = cpu_engine(tmp_path)
-    settings = resolve(GpuperfConfig(enabled=True, update_baseline=update))
-    spec = MeasureSpec(fn=lambda: sum(range(50)), test_id="t.py::test_a")
-    monkeypatch.setattr(engine.runner, "measure", lambda spec: measurement(1000.0))
-    assert [engine.measure(spec, settings).speed_probe_ns for _ in range(3)] == recorded
 
 
 def test_readings_that_disagree_widely_ask_for_the_entry_to_be_written_again(tmp_path: Path) -> None:
@@ -176,26 +152,6 @@ def test_more_readings_settle_a_spread_that_three_could_not(tmp_path: Path) -> N
     assert noise is not None and 3.0 * noise < 0.15
 
 
-def test_a_baseline_measurement_waits_for_a_machine_reading_slow(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # the second measurement's probe reads x1.43 the first's: the session waits a step and
-    # probes again (x1.03) before measuring, and the measurement says so; gating never waits
-    probes = iter([35.0, 50.0, 36.0])
-    waits: list[float] = []
-    monkeypatch.setattr("pytest_gpuperf.measure.host.cpu.speed_probe.measure_speed_probe",
-                        lambda device, pin=None: next(probes))  # fmt: skip
-    monkeypatch.setattr("pytest_gpuperf.measure.host.cpu.speed_probe.time.sleep", waits.append)
-    engine = cpu_engine(tmp_path)
-    spec = MeasureSpec(fn=lambda: None, test_id="t.py::test_a")
-    monkeypatch.setattr(engine.runner, "measure", lambda spec: measurement(1000.0))
-    first, second = (engine.measure(spec, SETTINGS) for _ in range(2))
-    assert waits == [1.0]
-    assert (first.speed_probe_ns, second.speed_probe_ns) == (35.0, 35.0)
-    assert not any("waited" in n for n in [x.text for x in first.notes])
-    assert "waited 1s for the machine to recover (speed probe x1.03 then)" in [x.text for x in second.notes]
-
-
 def test_noisy_rounds_of_agreeing_readings_take_no_more_readings(tmp_path: Path) -> None:
     # the two readings agree (+1%), but the session's reading spread 12% between its own rounds:
     # the entry's threshold is raised by that, which more processes would not change
@@ -209,10 +165,10 @@ def test_noisy_rounds_of_agreeing_readings_take_no_more_readings(tmp_path: Path)
 
 def test_the_stored_profile_makes_no_unprofiled_call_where_the_session_just_measured_the_test(tmp_path: Path) -> None:
     made: list[int] = []
-    engine, _ = engine_with_fresh_readings(tmp_path, measurement(404e6, speed_probe_ns=33_000.0))
+    engine, _ = engine_with_fresh_readings(tmp_path, measurement(404e6))
     spec, settings = engine._specs[KEY]
     engine._specs[KEY] = (dataclasses.replace(spec, fn=lambda: made.append(1)), settings)
-    here = measurement(400e6, speed_probe_ns=33_000.0)  # the session's reading: 0.4 s a call
+    here = measurement(400e6)  # the session's reading: 0.4 s a call
     kept = engine._baseline_reading(here, GateSettings(threshold=0.10))
     assert kept.op_profile is not None and kept.op_profile.profiled_calls == 2  # the calls that fit in 1 s
     assert len(made) == 3  # the profiler's warm-up #0 and those two; the session's reading warmed the process

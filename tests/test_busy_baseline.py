@@ -30,25 +30,24 @@ def test_the_cpu_guard_names_the_evidence_of_a_busy_runner() -> None:
 
 
 def test_a_baseline_written_busy_records_it_and_says_it_cannot_be_trusted(tmp_path: Path) -> None:
-    here = measurement(1000.0, speed_probe_ns=33_000.0, health=QUIET)
-    engine, _ = engine_with_fresh_readings(tmp_path, measurement(1010.0, speed_probe_ns=33_000.0, health=BUSY))
+    here = measurement(1000.0, health=QUIET)
+    engine, _ = engine_with_fresh_readings(tmp_path, measurement(1010.0, health=BUSY))
     kept = engine._baseline_reading(here, GateSettings(threshold=0.10))
     assert kept.written_busy == EVIDENCE
-    assert kept.speed_probe_spread is None  # the load's spread is not the probe's own: the fixed ratio decides
     assert f"written while the runner was busy ({EVIDENCE}) with no correction for it: write it again" in (
         kept.notes[-1].text
     )
-    quiet_engine, _ = engine_with_fresh_readings(tmp_path, measurement(1010.0, speed_probe_ns=33_000.0, health=QUIET))
+    quiet_engine, _ = engine_with_fresh_readings(tmp_path, measurement(1010.0, health=QUIET))
     quiet = quiet_engine._baseline_reading(here, GateSettings(threshold=0.10))
-    assert quiet.written_busy is None and quiet.speed_probe_spread is not None
+    assert quiet.written_busy is None
 
 
 def test_a_busy_write_whose_wait_was_accounted_is_corrected_not_busy(tmp_path: Path) -> None:
     """The counters read busy, but each sample carries its run-queue wait: the entry keeps the corrected times."""
     n = 300
     scheduling = Scheduling(WaitSource.SCHEDSTAT, (500.0,) * n, (0.0,) * n, (500.0,) * n, (0.0,) * n, (500.0,) * n)
-    here = measurement(1500.0, speed_probe_ns=33_000.0, health=BUSY, scheduling=scheduling)
-    check = measurement(1510.0, speed_probe_ns=33_000.0, health=BUSY, scheduling=scheduling)
+    here = measurement(1500.0, health=BUSY, scheduling=scheduling)
+    check = measurement(1510.0, health=BUSY, scheduling=scheduling)
     engine, left = engine_with_fresh_readings(tmp_path, check)
     kept = engine._baseline_reading(here, GateSettings(threshold=0.10))
     assert kept.written_busy is None and not left  # the check agreed: no deciding reading
@@ -80,9 +79,9 @@ def test_gating_against_it_says_so(pytester: pytest.Pytester) -> None:
 
 def test_a_write_on_a_busy_runner_ends_at_its_check(tmp_path: Path) -> None:
     def noisy(health: dict[str, object]) -> tuple[object, ...]:
-        return tuple(measurement(ns, speed_probe_ns=33_000.0, health=health) for ns in (1300.0, 1600.0, 1100.0, 1400.0))
+        return tuple(measurement(ns, health=health) for ns in (1300.0, 1600.0, 1100.0, 1400.0))
 
-    here = measurement(1000.0, speed_probe_ns=33_000.0, health=BUSY)
+    here = measurement(1000.0, health=BUSY)
     engine, left = engine_with_fresh_readings(tmp_path, *noisy(BUSY))  # type: ignore[arg-type]
     kept = engine._baseline_reading(here, GateSettings(threshold=0.10))
     assert len(left) == 3  # the check alone: no decider, a full measurement of the load's spread
@@ -91,7 +90,7 @@ def test_a_write_on_a_busy_runner_ends_at_its_check(tmp_path: Path) -> None:
     written = next(n.text for n in kept.notes if n.text.startswith("baseline checked"))
     assert f"the session's is kept ({readings.BUSY_WRITE_ENDS})" in written
     assert "raise this entry's threshold" in written  # +30% between them: the entry cannot gate at 10%
-    quiet_here = measurement(1000.0, speed_probe_ns=33_000.0, health=QUIET)
+    quiet_here = measurement(1000.0, health=QUIET)
     quiet_engine, quiet_left = engine_with_fresh_readings(tmp_path, *noisy(QUIET))  # type: ignore[arg-type]
     quiet_engine._baseline_reading(quiet_here, GateSettings(threshold=0.10))
     assert not quiet_left  # a quiet runner's noisy write takes a decider and its two more

@@ -1,4 +1,5 @@
-"""A change measured while the runner was busy is taken again in a fresh process; only a quiet reading is judged."""
+"""A change measured busy with no scheduler accounting (an older or recorded measurement) is taken again in a
+fresh process; only a quiet reading is judged."""
 
 from __future__ import annotations
 
@@ -23,16 +24,15 @@ from tests.verdict_helpers import ENV, entry, measurement
 
 BUSY = Contention(pressure=0.45, steal=0.0, runnable=6, cpus=2).as_data()
 QUIET = Contention(pressure=0.01, steal=0.0, runnable=1, cpus=2).as_data()
-PROBE = 33_000.0
 GATING = resolve(GpuperfConfig(enabled=True))  # one re-measure by default
 
 
 def gating_engine(tmp_path: Path, policy: str, *fresh: Measurement) -> LocalEngine:
     guard = CpuHostGuard(torch.device("cpu"), plan=plan_for(Mode.BASELINE), pin_cpu="off", busy_policy=policy)
     store = BaselineStore(tmp_path)
-    store.update(ENV.device_class, [entry(1000.0, speed_probe_ns=PROBE)])
+    store.update(ENV.device_class, [entry(1000.0)])
     runner = Runner(RunnerOptions(device=torch.device("cpu"), guard=guard))
-    readings = ScriptedReadings(list(fresh), PROBE, writes=False)
+    readings = ScriptedReadings(list(fresh), writes=False)
     rules = rules_for(plan_for(Mode.BASELINE), guard.rules(plan_for(Mode.BASELINE)))
     engine = LocalEngine(runner, store, ENV, guard, rules, lambda: readings)
     engine._specs[KEY] = (MeasureSpec(fn=lambda: None, test_id="t.py::test_a"), GATING)
@@ -40,11 +40,11 @@ def gating_engine(tmp_path: Path, policy: str, *fresh: Measurement) -> LocalEngi
 
 
 def first_reading(health: dict[str, object]) -> Measurement:
-    return measurement(1500.0, speed_probe_ns=PROBE, health=health)  # a real +50% slowdown
+    return measurement(1500.0, health=health)  # a real +50% slowdown
 
 
 def test_a_busy_slowdown_taken_again_quiet_is_judged_on_that_reading(tmp_path: Path) -> None:
-    engine = gating_engine(tmp_path, "retake", measurement(1500.0, speed_probe_ns=PROBE, health=QUIET))
+    engine = gating_engine(tmp_path, "retake", measurement(1500.0, health=QUIET))
     (result,) = engine.evaluate([first_reading(BUSY)], GATING)
     c = time_of(result)
     assert c.verdict is Verdict.REGRESSION
@@ -53,7 +53,7 @@ def test_a_busy_slowdown_taken_again_quiet_is_judged_on_that_reading(tmp_path: P
 
 
 def test_a_slowdown_still_measured_busy_is_unstable_with_the_evidence(tmp_path: Path) -> None:
-    engine = gating_engine(tmp_path, "retake", measurement(1500.0, speed_probe_ns=PROBE, health=BUSY))
+    engine = gating_engine(tmp_path, "retake", measurement(1500.0, health=BUSY))
     (result,) = engine.evaluate([first_reading(BUSY)], GATING)
     c = time_of(result)
     assert c.verdict is Verdict.UNSTABLE
@@ -64,7 +64,7 @@ def test_a_slowdown_still_measured_busy_is_unstable_with_the_evidence(tmp_path: 
 
 
 def test_busy_policy_judge_judges_the_busy_reading_as_measured(tmp_path: Path) -> None:
-    engine = gating_engine(tmp_path, "judge", measurement(1500.0, speed_probe_ns=PROBE, health=BUSY))
+    engine = gating_engine(tmp_path, "judge", measurement(1500.0, health=BUSY))
     (result,) = engine.evaluate([first_reading(BUSY)], GATING)
     c = time_of(result)
     assert c.verdict is Verdict.REGRESSION and "busy" not in c.note

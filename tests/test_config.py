@@ -26,17 +26,17 @@ def test_marker_overrides_apply_on_top_of_session() -> None:
     merged = resolve(session, opts, test_id="t")
     assert merged.gate.threshold == 0.3
     assert merged.measure.max_time_s == 5.0 and merged.measure.time_limit_s == 9
-    assert merged.gate.calibrate is False
     assert merged.gate.memory_threshold == session.memory_threshold
-    calibrated = resolve(GpuperfConfig(enabled=True), MarkerOptions.from_kwargs({"calibrate": True}, test_id="t"))
-    assert resolve(GpuperfConfig(enabled=True)).gate.calibrate is False and calibrated.gate.calibrate is True
+    # calibrate is retired: accepted (a suite that set it still collects) and changes nothing
+    retired = resolve(GpuperfConfig(enabled=True), MarkerOptions.from_kwargs({"calibrate": True}, test_id="t"))
+    assert retired == resolve(GpuperfConfig(enabled=True))
 
 
 def test_the_mode_decides_the_defaults_in_one_place() -> None:
     baseline = resolve(GpuperfConfig(enabled=True))
     assert baseline.gate.threshold == 0.10
-    ref = resolve(GpuperfConfig(enabled=True, compare_ref="main", calibrate="on"))
-    assert ref.gate.threshold == 0.02 and ref.gate.calibrate is False
+    ref = resolve(GpuperfConfig(enabled=True, compare_ref="main"))
+    assert ref.gate.threshold == 0.02 and not ref.plan.takes_reference and baseline.plan.takes_reference
     update = resolve(GpuperfConfig(enabled=True, update_baseline=True))
     assert update.plan.mode == "update" and update.gate.remeasures == 0
     assert resolve(GpuperfConfig(enabled=True, metric="mean")).gate.statistic is Statistic.MEAN

@@ -132,45 +132,32 @@ def test_device_option_rejects_cuda_without_gpu(project: pytest.Pytester) -> Non
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
-def test_calibration_is_opt_in(project: pytest.Pytester) -> None:
-    """Off by default, CPUs included: on the 2-core runner it added more spread than it removed."""
-
-    def recorded_calibration(*extra: str) -> object:
-        store = f"store{len(extra)}"
-        project.runpytest_subprocess(
-            "--gpuperf-update-baseline", f"--gpuperf-baseline-dir={store}", *GATE, *extra
-        ).assert_outcomes(passed=2)
-        (path,) = (project.path / store).rglob("*.json")
-        (entry,) = json.loads(path.read_text())["entries"].values()
-        return entry["calibration_ns"]
-
-    assert recorded_calibration() is None
-    calibrated = recorded_calibration("--gpuperf-calibrate=on")
-    assert isinstance(calibrated, float) and calibrated > 0
-    wrong = project.runpytest_subprocess("--gpuperf", "--gpuperf-calibrate=auto", *GATE)
-    assert wrong.ret == pytest.ExitCode.USAGE_ERROR
-    wrong.stderr.fnmatch_lines(["*--gpuperf-calibrate must be one of*on*off*got 'auto'*"])
+def test_the_calibrate_setting_is_retired_and_said_so(project: pytest.Pytester) -> None:
+    result = project.runpytest_subprocess("--gpuperf", "--gpuperf-calibrate=on", *GATE)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["gpuperf: --gpuperf-calibrate / gpuperf_calibrate is retired and has no effect*"])
 
 
-def test_update_rewrites_an_unchanged_entry_that_has_no_speed_probe(project: pytest.Pytester) -> None:
-    # baselines written before the speed probe existed gain one with the next update
+def test_an_entry_records_the_machines_reference_and_an_update_gives_one_to_an_entry_without(
+    project: pytest.Pytester,
+) -> None:
     project.runpytest_subprocess("--gpuperf", "--gpuperf-update-baseline", *GATE).assert_outcomes(passed=2)
     (path,) = (project.path / "baselines").rglob("*.json")
     document = json.loads(path.read_text())
     (entry,) = document["entries"].values()
-    assert entry["speed_probe_ns"] > 0
-    del entry["speed_probe_ns"]  # as an older plugin wrote it
+    assert set(entry["reference_ns"]) == {"interpreter.1", "vector.1", "memory.1"}
+    del entry["reference_ns"]  # as an older plugin wrote it
     path.write_text(json.dumps(document, indent=2))
 
-    loose = [*GATE, "--gpuperf-threshold=3.0"]  # whatever the machine does, the verdict is unchanged
+    loose = [*GATE, "--gpuperf-threshold=3.0"]  # whatever the machine does, the time verdict is unchanged
     project.runpytest_subprocess("--gpuperf", "--gpuperf-update-baseline", *loose).assert_outcomes(passed=2)
     document = json.loads(path.read_text())
     (entry,) = document["entries"].values()
-    assert entry["speed_probe_ns"] > 0
-    # Once it has one, unchanged keeps its old bytes again. A tiny probe keeps the host's slow
-    # phases out of it: only a baseline probe slower than this session's makes an entry
-    # "written on a slow machine", which an update rewrites too.
-    entry["speed_probe_ns"] = 1.0
+    assert set(entry["reference_ns"]) == {"interpreter.1", "vector.1", "memory.1"}
+    # Once it has one, an unchanged entry keeps its bytes. A tiny reference keeps the host's slow phases out
+    # of it (only a baseline's reference slower than now makes a pass not one), as does a quiet write.
+    entry["reference_ns"] = {kind: 1.0 for kind in entry["reference_ns"]}
+    entry.pop("written_busy", None)
     path.write_text(json.dumps(document, indent=2))
     project.runpytest_subprocess("--gpuperf", "--gpuperf-update-baseline", *loose).assert_outcomes(passed=2)
     assert json.loads(path.read_text())["entries"] == document["entries"]

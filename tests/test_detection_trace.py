@@ -86,19 +86,21 @@ def test_unchanged_codes_spread_is_printed_next_to_the_limit(
     assert "Spread of unchanged code" not in capsys.readouterr().out
 
 
-def test_probe_normalized_changes_divide_by_the_probes_ratio(trace: ModuleType) -> None:
-    def line(change: float | None, probe: float | None, baseline_probe: float | None) -> object:
+def test_the_judged_change_is_the_corrected_one_where_a_side_waited(trace: ModuleType) -> None:
+    def line(change: float | None, corrected: float | None) -> object:
         return trace.TestLine(
             tool="gpuperf-baseline", trial=1, level=0, test="t", verdict="unchanged", change=change,
-            threshold=0.1, probe_ns=probe, baseline_probe_ns=baseline_probe, note="",
+            threshold=0.1, corrected=corrected, wait_share=0.5 if corrected is not None else None, machine=None,
+            note="",
         )  # fmt: skip
 
-    # +10% read while the probe ran 10% faster than when the baseline was written: +21% by the probe
-    (normalized,) = trace.probe_normalized([line(0.10, 100.0, 110.0), line(0.10, None, 110.0), line(None, 1.0, 1.0)])
-    assert normalized.change == pytest.approx(0.21)
-    assert trace.unchanged_spread([line(0.05, 1.0, 1.0), line(-0.05, 1.0, 1.0)])[0] == pytest.approx(
+    # +90% on the wall clock, +2% less the run-queue wait: the verdict read the latter
+    first, second = trace.judged([line(0.90, 0.02), line(0.05, None)])
+    assert first.change == pytest.approx(0.02) and second.change == pytest.approx(0.05)
+    assert trace.unchanged_spread([line(0.05, None), line(-0.05, None)])[0] == pytest.approx(
         math.sqrt((math.log(1.05) ** 2 + math.log(0.95) ** 2) / 2)
     )
+    assert trace.machine_moved({"vector.1": 12.0, "memory.1": 10.0}, {"vector.1": 10.0, "memory.1": 20.0}) == 0.5
 
 
 def test_compare_ref_gets_its_spread_but_not_the_frozen_gates_limit(

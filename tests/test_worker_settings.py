@@ -63,7 +63,6 @@ def test_the_base_worker_gets_the_heads_resolved_settings_not_its_checkouts_ini(
     assert head["gpuperf_warmup_time"] == 0.013 and head["gpuperf_time_limit"] is None  # from its ini
     assert worker["gpuperf_warmup_time"] == 0.013  # the head's command line
     assert worker["gpuperf_time_limit"] == 120.0  # the head's ini, not the base commit's 30
-    assert worker["gpuperf_calibrate"] == "off"  # compare-ref calibrates neither side
     assert worker["gpuperf_l2_flush"] is False
     assert worker["benchmark_disable_gc"] is True
 
@@ -74,12 +73,12 @@ def test_worker_args_carry_every_measurement_setting_from_the_option_table() -> 
     config = GpuperfConfig(measure=measure, calibrate="on", nvtx=False, nsight=True, busy_policy="judge")
     assert worker_args(config) == (
         "--gpuperf-warmup-time=0.2", "--gpuperf-min-time=0.1", "--gpuperf-max-time=2.0",
-        "--gpuperf-target-precision=0.01", "--gpuperf-calibrate=on", "--gpuperf-time-limit=600.0",
+        "--gpuperf-target-precision=0.01", "--gpuperf-time-limit=600.0",
         "--gpuperf-l2-flush", "--gpuperf-cuda-graph", "--gpuperf-nsight", "--gpuperf-no-nvtx",
         "--gpuperf-busy-policy=judge",
     )  # fmt: skip
     plain = worker_args(GpuperfConfig(calibrate="on", compare_ref="main"))
-    assert "--gpuperf-calibrate=off" in plain
+    assert not any(a.startswith("--gpuperf-calibrate") for a in plain)  # retired: no worker is told of it
     assert not any(a in plain for a in ("--gpuperf-l2-flush", "--gpuperf-no-nvtx", "--gpuperf-nsight"))
 
 

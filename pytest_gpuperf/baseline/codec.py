@@ -158,6 +158,8 @@ def entry_to_json(entry: BaselineEntry) -> dict[str, Any]:
         raw["speed_probe_spread"] = float(entry.speed_probe_spread)
     if entry.written_busy is not None:
         raw["written_busy"] = entry.written_busy
+    if entry.reference_ns:  # optional: an entry without one (a GPU's, an older one) keeps its bytes
+        raw["reference_ns"] = {kind: float(ns) for kind, ns in sorted(entry.reference_ns.items())}
     if entry.correction is not None:  # optional: only an entry written under contention has one
         c = entry.correction
         raw["correction"] = {"samples_ns": [float(x) for x in c.samples_ns], "wait_share": float(c.wait_share),
@@ -207,6 +209,7 @@ def decode_entry(d: dict[str, Any], key: str) -> BaselineEntry:
         recorded_at=d["recorded_at"],
         profile=profile_from_json(d["profile"]) if d.get("profile") is not None else None,
         correction=_correction(d.get("correction")),
+        reference_ns={str(kind): float(ns) for kind, ns in d.get("reference_ns", {}).items()},
     )
 
 

@@ -79,6 +79,7 @@ def entry_from_measurement(
         timer=m.timer,
         round_medians_ns=thin_evenly(m.round_medians_ns, max_samples),
         noise=_capped(measured_noise(m) if isinstance(noise, _Measured) else noise),
+        reference_ns=dict(m.reference_ns),
         calibration_ns=m.calibration_ns,
         speed_probe_ns=m.speed_probe_ns,
         speed_probe_spread=m.speed_probe_spread,

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 
 from pytest_gpuperf.engines.protocol import FreshReader
-from pytest_gpuperf.engines.results import noted, regressed, with_note, with_probe, with_profile_diff
+from pytest_gpuperf.engines.results import noted, regressed, with_note, with_profile_diff
 
 
 @dataclass(eq=False)
@@ -72,17 +72,12 @@ class LocalEngine:
     def measure(self, spec: MeasureSpec, settings: Settings) -> Measurement:
         if not settings.enabled:
             return self.runner.smoke(spec)
-        if settings.gate.calibrate and spec.calibration is None:
-            spec = dataclasses.replace(spec, calibration=self.guard.calibration())
         self._specs[measurement_key(spec.test_id, spec.name)] = (spec, settings)
-        probe, waited = self.guard.session_probe(writing=settings.plan.writes_baselines)
-        return with_probe(self.runner.measure(spec), probe, waited)
+        return self.runner.measure(spec)  # with the machine's reference beside it, where the host has one
 
     def evaluate(self, measurements: Sequence[Measurement], settings: Settings) -> list[MeasurementResult]:
         results = []
         for m in measurements:
-            if m.speed_probe_ns is None:  # recorded from elsewhere (DDP ranks): probed now, between tests
-                m = dataclasses.replace(m, speed_probe_ns=self.guard.session_probe(writing=False)[0])
             if settings.plan.writes_baselines:
                 m = self._baseline_reading(m, settings.gate)
             baseline = self.store.load(self.environment.device_class, m.test_id, m.name)
@@ -136,21 +131,16 @@ class LocalEngine:
         return by_remeasures(first, taken, suspected)  # what the readings made of it: verdict/confirmation.py
 
     def _remeasure_for(self, m: Measurement, reference: Reference) -> Callable[[], Measurement] | None:
-        probe = reference.entry.speed_probe_ns if reference.entry is not None else None
+        """How to take ``m`` again in a fresh process (a recorded one, DDP ranks, is its own processes' already)."""
         known = self._specs.get(m.key)
         recorded = self._recorded.get(m.key)
         if known is not None:
-            take = functools.partial(self._measure_fresh, *known, probe)
+            take: Callable[[], Measurement] = functools.partial(self._measure_fresh, *known)
         elif recorded is not None:
-            take = functools.partial(self._take_recorded, recorded, probe)
+            take = recorded
         else:
             return None
         return lambda: dataclasses.replace(take(), metrics=m.metrics)
-
-    def _take_recorded(self, recorded: Callable[[], Measurement], probe: float | None) -> Measurement:
-        """A recorded measurement taken again: its own processes (DDP ranks) are fresh ones already."""
-        measured, waited = self.guard.settle(self.guard.speed_probe, probe)
-        return with_probe(recorded(), measured, waited)
 
     # -- writing a baseline -----------------------------------------------------------------
 
@@ -166,14 +156,12 @@ class LocalEngine:
         if known is None:  # recorded by hand (DDP ranks): no way to take it again here
             return m
         spec, settings = known
-        reference = self.guard.fastest_probe_ns or m.speed_probe_ns
-
         check = readings.check_samples(m.samples_ns, gate.threshold, gate.noise_multiplier)
 
         def take(i: int) -> Measurement:
             if i == 0:
                 return m
-            return self._measure_fresh(spec, settings, reference, new_process=i >= 2, peak_memory=False,
+            return self._measure_fresh(spec, settings, new_process=i >= 2, peak_memory=False,
                                        check_samples=check if i == readings.CHECK_READING else None)  # fmt: skip
 
         done = readings.baseline_write_done(gate.threshold, gate.noise_multiplier)
@@ -201,8 +189,6 @@ class LocalEngine:
                 ),
             )
         )  # fmt: skip
-        probes = [r.speed_probe_ns for r in taken if r.speed_probe_ns is not None]
-        calibration = chosen.calibration_ns if chosen.calibration_ns is not None else m.calibration_ns
         # the base of a later regression's differential profile; the session's reading (m) warmed this
         # process and timed the call, so the profile makes no unprofiled call first
         side = (
@@ -214,11 +200,9 @@ class LocalEngine:
         problems = (Note(side.problem),) if side.problem else ()
         notes = (*chosen.notes, written, *problems, *busy_notes)
         return dataclasses.replace(
-            chosen, speed_probe_ns=min(probes, default=None),
-            # the probe's spread on a quiet host: a busy write's spread is the load's, and would hide a slow machine
-            speed_probe_spread=self.guard.probe_spread(probes) if busy is None else None,
-            written_busy=busy,
-            calibration_ns=calibration, metrics=m.metrics,
+            chosen, written_busy=busy, metrics=m.metrics,
+            # the reference of the reading written, else the session's (a check's may not have one)
+            reference_ns=chosen.reference_ns or m.reference_ns,
             # peak memory is taken once, by the session's reading: the fresh ones take no call for it
             peak_allocated_bytes=m.peak_allocated_bytes, peak_reserved_bytes=m.peak_reserved_bytes,
             notes=notes, process_medians_ns=tuple(medians), op_profile=side.profile,
@@ -261,7 +245,6 @@ class LocalEngine:
         self,
         spec: MeasureSpec,
         settings: Settings,
-        reference_probe_ns: float | None,
         *,
         new_process: bool = False,
         check_samples: int | None = None,
@@ -274,9 +257,8 @@ class LocalEngine:
                 raise WorkerError("no fresh process in this engine")
             if self._reader is None:
                 self._reader = self.fresh()
-            fresh = self._reader.measure(spec.test_id, key, settings.measure, reference_probe_ns,
-                                        new_process=new_process, check_samples=check_samples,
-                                        peak_memory=peak_memory)  # fmt: skip
+            fresh = self._reader.measure(spec.test_id, key, settings.measure, new_process=new_process,
+                                        check_samples=check_samples, peak_memory=peak_memory)  # fmt: skip
         except WorkerError as exc:
             why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             return noted(self.runner.measure(spec), f"re-measured in this process: no fresh one ({why})")

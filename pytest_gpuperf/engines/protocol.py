@@ -35,7 +35,7 @@ class FreshReader(Protocol):
     """Measures a test's spec again in a fresh process (``workers.fresh``); WorkerError if it cannot."""
 
     def measure(
-        self, test_id: str, key: str, settings: MeasureSettings, reference_probe_ns: float | None = None, *,
+        self, test_id: str, key: str, settings: MeasureSettings, *,
         new_process: bool = False, check_samples: int | None = None, peak_memory: bool = True,
     ) -> Measurement: ...  # fmt: skip
 

@@ -1,4 +1,4 @@
-"""What both engines do to a measurement's result after the verdict: notes, the probe, the differential profile."""
+"""What both engines do to a measurement's result after the verdict: notes and the differential profile."""
 
 from __future__ import annotations
 
@@ -7,19 +7,13 @@ import time
 from collections.abc import Callable
 
 from pytest_gpuperf.measure.profiled import ProfiledSide
-from pytest_gpuperf.model import QUIET_WAIT, MeasuredChange, Measurement, MeasurementResult, Note, Verdict
+from pytest_gpuperf.model import MeasuredChange, Measurement, MeasurementResult, Note, Verdict
 from pytest_gpuperf.profiling.plan import ProfilePlan
 from pytest_gpuperf.verdict.confirmation import time_of
 
 
 def noted(measurement: Measurement, text: str, topic: str = "") -> Measurement:
     return dataclasses.replace(measurement, notes=(*measurement.notes, Note(text, topic=topic)))
-
-
-def with_probe(measurement: Measurement, probe_ns: float | None, waited: str | None) -> Measurement:
-    """``measurement`` with the host's speed probe taken before it, and the wait for it in its notes."""
-    probed = dataclasses.replace(measurement, speed_probe_ns=probe_ns)
-    return probed if waited is None else noted(probed, waited, QUIET_WAIT)
 
 
 def regressed(result: MeasurementResult) -> bool:

@@ -72,7 +72,6 @@ class MeasureSpec:
     name: str = "default"
     throughput: Throughput = field(default_factory=Throughput)
     settings: MeasureSettings = field(default_factory=MeasureSettings)
-    calibration: Interleaved | None = None  # the host guard's calibration workload, when on
     metrics: tuple[Metric, ...] = ()
     # benchmark.pedantic: a fixed block size (its iterations; None: sized from the warm-up), and
     # its per-round setup, run before each block outside the timed region
@@ -118,6 +117,8 @@ class RunnerOptions:
     profile_dir: Path | None = None
     # Queue each CUDA block behind a short GPU sleep (timers.py); off only to study its effect.
     head_start: bool = True
+    # time the host guard's reference work after each round (host/cpu/reference.py; ModePlan.takes_reference)
+    reference: bool = False
 
 
 def round_seconds(settings: MeasureSettings) -> float:
@@ -233,6 +234,7 @@ class PreparedMeasurement:
             self.memory.exclude(self._flusher.nbytes, self._flusher.reserved_bytes)
         self.guard = runner.guard
         self.health = self.guard.health_monitor()
+        self.reference: Interleaved | None = self.guard.reference() if runner.options.reference else None
         if self.guard.pin_cpu is not None:
             self.notes.append(Note(f"rounds pinned to CPU {self.guard.pin_cpu}", NoteKind.ROUTINE))
         self.fastest_call_ns = math.inf  # the warm-up's fastest block, per call: what sizes the blocks
@@ -388,9 +390,9 @@ class PreparedMeasurement:
         self.corrected_round_medians.append(statistics.median(self.last_corrected))
         # Track drift: the next round's size follows what the function costs now.
         self.per_call_ns = self.round_medians[-1]
-        if self.spec.calibration is not None:
-            with self.guard.pinned():  # the reference workload on the same core
-                self.spec.calibration.step()
+        if self.reference is not None:
+            with self.guard.pinned():  # the machine's reference, on the same core at the same moments
+                self.reference.step()
         return per_call
 
     def _between(self) -> Callable[[], None] | None:
@@ -460,7 +462,6 @@ class PreparedMeasurement:
         # before the profile: the probe counts against the time limit
         peak_allocated = self._peak_allocated(peak_memory)
         profile = self._profile()
-        calibration = self.spec.calibration.result_ns() if self.spec.calibration is not None else None
         return Measurement(
             test_id=self.spec.test_id,
             name=self.spec.name,
@@ -470,7 +471,7 @@ class PreparedMeasurement:
             timer=self.timer.name,
             round_medians_ns=tuple(self.round_medians),
             precision=precision if math.isfinite(precision) else None,
-            calibration_ns=calibration,
+            reference_ns=dict(self.reference.result()) if self.reference is not None else {},
             peak_allocated_bytes=peak_allocated,
             peak_reserved_bytes=self.memory.peak_reserved(),
             throughput=self.spec.throughput,

@@ -437,9 +437,12 @@ class Measurement:
     round_medians_ns: tuple[float, ...] = ()  # medians of the measurement rounds (drift/noise)
     process_medians_ns: tuple[float, ...] = ()  # one median per fresh process (a baseline's reading and its checks)
     precision: float | None = None  # relative half-width of the 95% CI of the median
-    calibration_ns: float | None = None  # 10th percentile of the calibration workload, same process
-    speed_probe_ns: float | None = None  # the machine's speed before this process measured (speed_probe.py)
-    speed_probe_spread: float | None = None  # slowest / fastest probe reading where a baseline is written from this
+    # the reference work timed beside the rounds, per kind (measure/host/cpu/reference.py); empty: none (a GPU)
+    reference_ns: Mapping[str, float] = field(default_factory=dict)
+    # recorded by earlier versions (a calibration workload, a speed probe between tests): read, no longer taken
+    calibration_ns: float | None = None
+    speed_probe_ns: float | None = None
+    speed_probe_spread: float | None = None
     written_busy: str | None = None  # where a baseline is written from this: the contention it was written under
     peak_allocated_bytes: int | None = None
     peak_reserved_bytes: int | None = None
@@ -498,9 +501,11 @@ class BaselineEntry:
     timer: str
     round_medians_ns: tuple[float, ...] = ()
     noise: float | None = None  # relative between-run spread of the median
+    reference_ns: Mapping[str, float] = field(default_factory=dict)  # the machine's reference while it was written
+    # recorded by earlier versions (a calibration workload, a speed probe): read, no longer written
     calibration_ns: float | None = None
-    speed_probe_ns: float | None = None  # the writing session's speed probe (speed_probe.py)
-    speed_probe_spread: float | None = None  # the probe's own spread while it was written (speed_probe.py)
+    speed_probe_ns: float | None = None
+    speed_probe_spread: float | None = None
     written_busy: str | None = None  # the host guard's evidence that the runner was busy while it was written
     peak_allocated_bytes: int | None = None
     peak_reserved_bytes: int | None = None

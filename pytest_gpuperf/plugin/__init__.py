@@ -243,17 +243,19 @@ def _relative(path: Path, config: pytest.Config) -> str:
         return str(path)
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
     """gpuperf's header line (report/header.py): the device as requested unless probed, not to start torch."""
     state = config.stash.get(STATE_KEY, None)
     if state is None or state.worker is not None:
         return None  # an xdist worker's header is shown to no one
-    from pytest_gpuperf.report.header import session_header
+    from pytest_gpuperf.report.header import retired_settings, session_header
 
     early = state.early_base
-    return session_header(
+    header = session_header(
         state.config,
         environment=state.environment,
         device=str(state.device) if state.device is not None else None,
         ref_commit=early.worktree.commit if early is not None else None,
     )
+    lines = [*([header] if header else []), *retired_settings(state.config)]
+    return lines or None

@@ -72,9 +72,8 @@ OPTIONS: tuple[Option, ...] = (
            worker=lambda c: c.measure.target_precision),
     Option("--gpuperf-remeasure", f"re-measure a suspected regression N times before failing (default: "
            f"{cfg.DEFAULT_REMEASURES})", int, "N", ini=True, default=cfg.DEFAULT_REMEASURES, field="remeasures"),
-    Option("--gpuperf-calibrate", "normalize by a calibration workload measured between rounds: on, off "
-           "(default: off)", str, "MODE", ini=True, default="off", field="calibrate",
-           worker=lambda c: "off" if c.compare_ref else c.calibrate),  # compare-ref calibrates neither side
+    Option("--gpuperf-calibrate", "retired, no effect: baseline mode times the machine's reference work beside "
+           "every test", str, "MODE", ini=True, default="off", field="calibrate"),
     Option("--gpuperf-compare-ref", "compare against git REF in the same run (worktree + worker process, "
            "alternating rounds)", str, "REF", field="compare_ref"),
     Option("--gpuperf-confirm-pairs", "compare-ref: re-measure a suspected regression in N fresh process pairs and "

@@ -96,7 +96,7 @@ class GpuperfSession:
         plan = c.plan
         guard = guard_for(self.device, plan=plan, pin_cpu=c.pin_cpu, busy_policy=c.busy_policy)
         runner = Runner(RunnerOptions(device=self.device, guard=guard, nvtx=c.nvtx, nsight=c.nsight,
-                                      profile_dir=c.profile_dir))  # fmt: skip
+                                      profile_dir=c.profile_dir, reference=plan.takes_reference))  # fmt: skip
         rules = rules_for(plan, guard.rules(plan))  # the mode's rule lists, once for the session
         if self.base_worker:
             from pytest_gpuperf.workers.worker_plugin import worker_engine
@@ -116,7 +116,7 @@ class GpuperfSession:
         assert self.store is not None and self.environment is not None
 
         def fresh() -> FreshProcessRemeasure:
-            return FreshProcessRemeasure(c.rootdir, device, guard.pin_cpu, c.worker_args, settle=guard.settle)
+            return FreshProcessRemeasure(c.rootdir, device, guard.pin_cpu, c.worker_args)
 
         return LocalEngine(runner, self.store, self.environment, guard, rules, fresh, self.progress,
                            traces=c.traces_dir)  # fmt: skip
@@ -245,9 +245,9 @@ class GpuperfSession:
     def update_baselines(self, results: list[MeasurementResult]) -> None:
         """Write entries for this test's measurements; an entry judged unchanged keeps its old bytes.
 
-        Except one without a speed probe where this session has one: the gate needs it to tell a slow machine
-        from slow code, and a probe belongs with the samples of its own session; and one written while the
-        runner was busy with no correction for it, which this run replaces unless it was written so too. An
+        Except one without the machine's reference where this session has one: the gate needs it to tell a slow
+        machine from slow code, and a reference belongs with the samples it was measured beside; and one written
+        while the runner was busy with no correction for it, which this run replaces unless it was written so too. An
         unchanged entry without a profile gains this run's (the base of a later differential profile). A
         measurement with too few samples for a verdict is not written; the entry it would replace stays.
         """
@@ -264,9 +264,12 @@ class GpuperfSession:
                     entries.append(old)
                 continue
             m = r.measurement
-            gains_probe = old is not None and old.speed_probe_ns is None and m.speed_probe_ns is not None
+            # an entry whose reference is not this session's work (none, or an older version of it) gains it
+            gains_reference = (
+                old is not None and bool(m.reference_ns) and not (m.reference_ns.keys() & old.reference_ns.keys())
+            )
             clears_busy = old is not None and bool(old.written_busy) and not m.written_busy
-            if old is not None and r.verdict is Verdict.UNCHANGED and not gains_probe and not clears_busy:
+            if old is not None and r.verdict is Verdict.UNCHANGED and not gains_reference and not clears_busy:
                 if old.profile is None and m.op_profile is not None:  # an older entry gains its profile
                     old = dataclasses.replace(old, profile=m.op_profile)
                 entries.append(old)

@@ -110,6 +110,14 @@ def session_header(
     )
 
 
+def retired_settings(config: GpuperfConfig) -> list[str]:
+    """A header line per retired setting the session still sets: accepted, and said to do nothing."""
+    if config.calibrate == "off":
+        return []
+    return ["gpuperf: --gpuperf-calibrate / gpuperf_calibrate is retired and has no effect: baseline mode times the "
+            "machine's reference work beside every test (docs/statistics.md)"]  # fmt: skip
+
+
 def _resolve(rootdir: Path, ref: str) -> str | None:
     """The commit ``ref`` names, or None: the compare-ref engine reports a bad ref itself."""
     import git

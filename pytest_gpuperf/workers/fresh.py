@@ -3,30 +3,27 @@
 A re-measure in the process that suspected it would repeat that process's own offset, so it runs in
 a worker at the head's checkout, which stays for later suspicions (holding a CUDA context). Workers
 are forked from a zygote (twins.py) started at the first suspicion: a new process costs a fork and
-a collection, not another import of torch. Before each re-measure the worker probes the machine's
-speed, so the gate can tell a slow machine from slow code.
+a collection, not another import of torch. The worker times the machine's reference beside the
+test, as the session does (``WorkerLaunch.reference``), so the gate can tell a slow machine from slow code.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import shutil
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_gpuperf.config import MeasureSettings
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.measure.runner import sample_precision, stopping_rule
 from pytest_gpuperf.measure.stopping import Progress, StoppingRule
-from pytest_gpuperf.model import QUIET_WAIT, Measurement, Note
+from pytest_gpuperf.model import Measurement
 from pytest_gpuperf.workers.leftovers import REMEASURE_PREFIX, make_scratch, remove_abandoned
 from pytest_gpuperf.workers.remote import RemoteSide, WorkerLaunch
 from pytest_gpuperf.workers.twins import Zygote
-
-Settle = Callable[[Callable[[], "float | None"], "float | None"], "tuple[float | None, str | None]"]
 
 
 def session_import_path() -> tuple[Path, ...]:
@@ -41,11 +38,8 @@ def session_import_path() -> tuple[Path, ...]:
 class FreshProcessRemeasure:
     """One worker process at the head's checkout that measures a test again on request."""
 
-    def __init__(
-        self, rootdir: Path, device: str, pin_cpu: int | None, worker_args: Sequence[str] = (), *, settle: Settle
-    ) -> None:
+    def __init__(self, rootdir: Path, device: str, pin_cpu: int | None, worker_args: Sequence[str] = ()) -> None:
         self.rootdir = Path(rootdir)
-        self.settle = settle  # the host guard's: probe in the worker, waiting while the machine reads slow
         self.device = device
         self.pin_cpu = pin_cpu
         self.worker_args = tuple(worker_args)
@@ -59,7 +53,6 @@ class FreshProcessRemeasure:
         test_id: str,
         key: str,
         settings: MeasureSettings,
-        reference_probe_ns: float | None = None,
         *,
         new_process: bool = False,
         check_samples: int | None = None,
@@ -67,8 +60,7 @@ class FreshProcessRemeasure:
     ) -> Measurement:
         """Measure ``key`` of ``test_id`` in the worker; WorkerError says why it could not.
 
-        ``settle`` first probes the machine's speed in the worker, waiting while it reads slow against
-        ``reference_probe_ns``. ``new_process``: a new worker, not sharing the previous reading's offset.
+        ``new_process``: a new worker, not sharing the previous reading's offset.
         ``check_samples``: a check of the median only, which stops a long call at that many samples
         (``StoppingRule.check_samples``). ``peak_memory`` False: no call for the peak (Runner's ``finish``).
         """
@@ -77,13 +69,10 @@ class FreshProcessRemeasure:
         side = self._worker_for(test_id.split("::", 1)[0])
         try:
             side.wait_ready()
-            probe, waited = self.settle(side.probe, reference_probe_ns)
-            measured = self._measure(side, test_id, key, stopping_rule(settings, check_samples), peak_memory)
+            return self._measure(side, test_id, key, stopping_rule(settings, check_samples), peak_memory)
         except WorkerError:
             self._stop_worker()  # a later suspicion gets a new process, not a half-finished test
             raise
-        notes = measured.notes if waited is None else (*measured.notes, Note(waited, topic=QUIET_WAIT))
-        return dataclasses.replace(measured, speed_probe_ns=probe, notes=notes)
 
     @staticmethod
     def _measure(side: RemoteSide, test_id: str, key: str, rule: StoppingRule, peak_memory: bool) -> Measurement:
@@ -135,6 +124,7 @@ class FreshProcessRemeasure:
             basetemp=scratch / f"{name}-basetemp",
             log_path=scratch / f"{name}.log",
             worker_args=self.worker_args,
+            reference=True,
         )
         (channel,) = self._zygote.fork(launch)
         self._side = RemoteSide(channel, "in a fresh process")

@@ -4,14 +4,16 @@
 ``GPUPERF_WORKER_FD``; no port is opened. Messages are tuples ``(kind, *payload)``.
 
 Head -> worker:  RUN nodeid | ROUND budget_s | FINISH [peak-memory: bool, True if absent] | SKIP |
-                 PROBE | PROFILE key trace-path-or-None calls | QUIT
+                 PROFILE key trace-path-or-None calls | QUIT
 Worker -> head:  HELLO info | MISSING nodeid why-or-None | READY key | SAMPLES [ns...] |
                  FINISHED measurement | FAILED key text | MEASUREMENTS [m...] |
-                 DONE nodeid outcome | PROBED ns-or-None | PROFILED op-profile-or-None trace-or-problem
+                 DONE nodeid outcome | PROFILED op-profile-or-None trace-or-problem
+
+SAMPLES: a round's samples per call with their run-queue wait taken out (what the head alternates on).
 
 MISSING's why: the test's module (or a parent) could not be collected; None: no such test.
 HELLO's info: ``items`` (tests collected) and ``harness()``, which must be the head's.
-PROBE and PROFILE come only between tests. Every receive on the head has a timeout and
+PROFILE comes only between tests. Every receive on the head has a timeout and
 watches the worker process: a crashed or hung worker is a WorkerError with its log's end.
 """
 
@@ -30,13 +32,13 @@ from pytest_gpuperf.errors import WorkerError
 
 ENV_FD = "GPUPERF_WORKER_FD"
 ENV_TIME_ONLY = "GPUPERF_WORKER_TIME_ONLY"  # "1": a confirmation worker, it only times
+ENV_REFERENCE = "GPUPERF_WORKER_REFERENCE"  # "1": time the host's reference work beside each measurement
 ENV_HARNESS = "GPUPERF_WORKER_HARNESS"  # a folder holding only a link to the head's pytest_gpuperf
 
 RUN = "run"
 ROUND = "round"
 FINISH = "finish"
 SKIP = "skip"
-PROBE = "probe"
 PROFILE = "profile"
 QUIT = "quit"
 
@@ -48,7 +50,6 @@ FINISHED = "finished"
 FAILED = "failed"
 MEASUREMENTS = "measurements"
 DONE = "done"
-PROBED = "probed"
 PROFILED = "profiled"
 
 # Pause before handing the machine to the other process: OpenMP worker threads spin for milliseconds

@@ -35,6 +35,7 @@ class WorkerLaunch:
     log_path: Path
     time_only: bool = False  # skip what only the first pair needs (CPU peak memory)
     worker_args: tuple[str, ...] = ()  # the head's plugins, options and settings (GpuperfConfig.worker_args)
+    reference: bool = False  # time the host's reference work beside each measurement (a baseline-mode re-measure)
 
 
 def worker_argv(launch: WorkerLaunch) -> list[str]:
@@ -80,9 +81,11 @@ def worker_environment(harness: Path, import_roots: Sequence[Path]) -> dict[str,
     return env
 
 
-def channel_environment(fd: int, *, time_only: bool) -> dict[str, str]:
-    """What a worker's plugin reads: its channel's end (``fd``, numbered as in the worker), whether it only times."""
-    return {protocol.ENV_FD: str(fd), protocol.ENV_TIME_ONLY: "1" if time_only else "0"}
+def channel_environment(fd: int, *, time_only: bool, reference: bool = False) -> dict[str, str]:
+    """What a worker's plugin reads: its channel's end (``fd``, numbered as in the worker), whether it only times,
+    whether it times the host's reference work beside each measurement."""
+    return {protocol.ENV_FD: str(fd), protocol.ENV_TIME_ONLY: "1" if time_only else "0",
+            protocol.ENV_REFERENCE: "1" if reference else "0"}  # fmt: skip
 
 
 def check_harness(hello: Any, where: str) -> None:
@@ -169,13 +172,6 @@ class RemoteSide:
         self.channel.send(protocol.FINISH, peak_memory)
         measurement: Measurement = self._until(protocol.FINISHED, f"{key} to finish {self.where}")[1]
         return measurement
-
-    def probe(self) -> float | None:
-        """The worker's speed probe (speed_probe.py), taken between tests."""
-        self.drain()
-        self.channel.send(protocol.PROBE)
-        probe = self._until(protocol.PROBED, f"the speed probe {self.where}")[1]
-        return None if probe is None else float(probe)
 
     def profile(self, key: str, trace: Path | None, calls: int) -> tuple[OpProfile | None, str]:
         """The worker's profile of ``key`` over ``calls`` calls after its test: (table, trace) or (None, why not)."""

@@ -152,6 +152,7 @@ class Zygote:
             {
                 "cwd": str(launch.cwd), "path_prefix": [str(harness), str(launch.cwd), *map(str, launch.import_roots)],
                 "env": worker_environment(harness, launch.import_roots), "time_only": launch.time_only,
+                "reference": launch.reference,
                 "log": str(launch.log_path), "argv": worker_argv(launch),
             }
             for launch in launches
@@ -331,7 +332,7 @@ def _become_worker(spec: dict[str, Any], fd: int, others: list[int], inherited_p
         _dump_stacks_on_signal(spec["log"])
         os.chdir(spec["cwd"])
         os.environ.update(spec["env"])  # remote.worker_environment's; PYTHONPATH for DDP ranks
-        os.environ.update(channel_environment(fd, time_only=spec["time_only"]))
+        os.environ.update(channel_environment(fd, time_only=spec["time_only"], reference=spec["reference"]))
         os.environ[lifeline.ENV_PARENT] = str(os.getppid())
         del os.environ[ENV_ZYGOTE_FD]
         sys.path[:] = [*spec["path_prefix"], *(p for p in inherited_path if p not in spec["path_prefix"])]

@@ -31,6 +31,9 @@ def worker_engine(config: pytest.Config, runner: Runner) -> WorkerEngine:
     from pytest_gpuperf.workers.worker import WorkerEngine
 
     channel = WorkerChannel.from_environment()
+    # a baseline-mode re-measure times the host's reference beside the test, as the session did; a compare-ref
+    # worker does not, as its head does not
+    runner = Runner(dataclasses.replace(runner.options, reference=os.environ.get(protocol.ENV_REFERENCE) == "1"))
     if os.environ.get(protocol.ENV_TIME_ONLY) == "1":  # a confirmation worker only times: no peak-memory pass
         from pytest_gpuperf.measure.host import guard_for
         from pytest_gpuperf.modes import Mode, plan_for
@@ -90,9 +93,6 @@ def pytest_runtestloop(session: pytest.Session) -> bool:
         kind = message[0]
         if kind == protocol.QUIT:
             _exit_now()
-        if kind == protocol.PROBE:  # the host's speed before the next test
-            channel.send(protocol.PROBED, _engine(session.config).runner.guard.speed_probe())
-            continue
         if kind == protocol.PROFILE:
             channel.send(protocol.PROFILED, *_engine(session.config).profile(*message[1:4]))
             continue

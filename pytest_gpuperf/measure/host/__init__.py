@@ -8,7 +8,7 @@ May import: ``measure``'s clocks, ``gpu`` (NVML), ``verdict`` (the rules it adds
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -22,11 +22,12 @@ if TYPE_CHECKING:
 
 
 class Interleaved(Protocol):
-    """Work measured between a test's rounds in the same process (the calibration workload)."""
+    """Work measured between a test's rounds in the same process (the CPU guard's machine reference)."""
 
     def step(self) -> None: ...
 
-    def result_ns(self) -> float | None: ...
+    def result(self) -> Mapping[str, float]:
+        """Per kind of work, its time per call over the steps (empty before any)."""
 
 
 class HealthMonitor(Protocol):
@@ -58,27 +59,8 @@ class HostGuard(Protocol):
     def health_monitor(self) -> HealthMonitor | None:
         """A monitor of the device during a measurement (None where there is nothing to watch)."""
 
-    def calibration(self) -> Interleaved | None:
-        """The calibration workload for one measurement, when calibration is on for this host."""
-
-    def speed_probe(self) -> float | None:
-        """The host's speed now, in ns of a fixed workload (None where it means nothing)."""
-
-    def session_probe(self, *, writing: bool) -> tuple[float | None, str | None]:
-        """The probe a measurement of this session records, and what waiting for it was (None: no wait).
-
-        Gating probes once per session; writing baselines probes before every measurement.
-        """
-
-    @property
-    def fastest_probe_ns(self) -> float | None:
-        """The fastest probe this session has seen (None before any, or where probes mean nothing)."""
-
-    def settle(self, take: Callable[[], float | None], reference_ns: float | None) -> tuple[float | None, str | None]:
-        """``take`` a probe (in another process, say), again while it reads slow against ``reference_ns``."""
-
-    def probe_spread(self, others: Sequence[float]) -> float | None:
-        """The probe's own spread over this session's readings and ``others`` (other processes'), or None."""
+    def reference(self) -> Interleaved | None:
+        """The machine's reference for one measurement, timed after each of its rounds (None: this host has none)."""
 
     def busy(self, health: Mapping[str, object]) -> str | None:
         """The evidence that the host was contended while a measurement with this ``health`` data ran, or None."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
@@ -39,24 +39,8 @@ class CudaHostGuard:
 
         return HealthMonitor(self.device.index or 0)
 
-    def calibration(self) -> None:
-        return None
-
-    def speed_probe(self) -> float | None:
-        return None
-
-    def session_probe(self, *, writing: bool) -> tuple[float | None, str | None]:
-        return None, None
-
-    @property
-    def fastest_probe_ns(self) -> float | None:
-        return None
-
-    def settle(self, take: Callable[[], float | None], reference_ns: float | None) -> tuple[float | None, str | None]:
-        return None, None
-
-    def probe_spread(self, others: Sequence[float]) -> float | None:
-        return None
+    def reference(self) -> None:
+        return None  # kernel times do not follow the host's state
 
     def busy(self, health: Mapping[str, object]) -> str | None:
         return None  # kernel times do not follow host load; throttling is NVML's (unstable_reason)

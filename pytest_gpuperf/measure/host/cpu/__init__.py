@@ -1,4 +1,4 @@
-"""The shared-CPU host guard: contention and speed probe with their waits, pinning, calibration, rules, peak memory.
+"""The shared-CPU host guard: contention counters, the machine's reference, pinning, rules, peak memory.
 
 Everything that exists because the measured code shares the CPU with other processes
 lives in this package and reaches the core only through ``CpuHostGuard``.
@@ -8,17 +8,15 @@ May import: what ``measure.host`` may; only ``measure.host.guard_for`` imports t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from pytest_gpuperf.config import BusyPolicy
-from pytest_gpuperf.measure.host.cpu import speed_probe as probes
-from pytest_gpuperf.measure.host.cpu.calibration import CalibrationWorkload
 from pytest_gpuperf.measure.host.cpu.contention import Contention, ContentionMonitor, ContentionReader
 from pytest_gpuperf.measure.host.cpu.pinning import pinned, resolve_pin_cpu
-from pytest_gpuperf.measure.host.cpu.rules import BusyRunner, Calibration, SlowDurations, SlowMachine
-from pytest_gpuperf.torch_support import have_torch
+from pytest_gpuperf.measure.host.cpu.reference import MachineReference
+from pytest_gpuperf.measure.host.cpu.rules import BusyRunner, MachineState
 from pytest_gpuperf.verdict.rulesets import GuardRules
 
 if TYPE_CHECKING:
@@ -34,8 +32,7 @@ def guard_rules(plan: ModePlan, busy_policy: BusyPolicy = BusyPolicy.RETAKE) -> 
         return GuardRules()
     judge = busy_policy is BusyPolicy.JUDGE
     busy = (BusyRunner(),) if plan.busy_runner_rule and not judge else ()
-    return GuardRules(time=(Calibration(), *busy, SlowMachine()),
-                      metric=(SlowDurations(),))  # fmt: skip
+    return GuardRules(time=(*busy, MachineState()), metric=(MachineState(),))
 
 
 class CpuHostGuard:
@@ -54,7 +51,6 @@ class CpuHostGuard:
         self.device = device
         self.pin_cpu = resolve_pin_cpu(pin_cpu, plan=plan, device_type=device.type)
         self.measures_peak_memory = peak_memory
-        self._session = probes.SessionSpeedProbe(self.speed_probe)
         self.busy_policy = BusyPolicy(busy_policy)  # a word from a test or a worker's command line too
         self._reader = reader or ContentionReader()
 
@@ -74,24 +70,8 @@ class CpuHostGuard:
     def health_monitor(self) -> ContentionMonitor:
         return ContentionMonitor(self._reader)  # evidence for the busy-runner and fast-end rules
 
-    def calibration(self) -> CalibrationWorkload | None:
-        # the workload is a torch matmul: without torch, no calibration (torch_support.py)
-        return CalibrationWorkload(self.device) if have_torch() else None
-
-    def speed_probe(self) -> float | None:
-        return probes.measure_speed_probe(self.device, self.pin_cpu) if have_torch() else None
-
-    def session_probe(self, *, writing: bool) -> tuple[float | None, str | None]:
-        if writing:  # a baseline is not measured in a slow moment it could wait out
-            return self._session.settled_fastest()
-        return self._session.once(), None
-
-    @property
-    def fastest_probe_ns(self) -> float | None:
-        return self._session.fastest_ns
-
-    def settle(self, take: Callable[[], float | None], reference_ns: float | None) -> tuple[float | None, str | None]:
-        return probes.settled_probe(take, reference_ns)  # a re-take waits for the machine's speed
+    def reference(self) -> MachineReference:
+        return MachineReference()  # numpy and the interpreter: it needs no torch
 
     def busy(self, health: Mapping[str, object]) -> str | None:
         contention = Contention.from_data(health)
@@ -100,6 +80,3 @@ class CpuHostGuard:
     @property
     def busy_ends_write(self) -> bool:
         return self.busy_policy is not BusyPolicy.JUDGE  # judge: the readings decide, as on a quiet host
-
-    def probe_spread(self, others: Sequence[float]) -> float | None:
-        return probes.probe_spread([*self._session.readings, *others])

@@ -1,22 +1,22 @@
 """Verdict rules that exist because a shared CPU runs the measured code.
 
-Other processes slow the median and the tail while the fastest calls keep their
-speed, and slow the whole machine for seconds at a time or between sessions. These
-rules tell such moves from a change in the code; the GPU path never loads them.
+Other processes take the CPU (the run-queue wait, taken out by the core's contention rule where it
+was accounted), and slow the machine itself for seconds at a time or between sessions in ways no
+counter sees (the machine's state, measured beside the test by reference.py). These rules tell such
+moves from a change in the code; the GPU path never loads them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pytest_gpuperf.measure.host.cpu.contention import Contention
-from pytest_gpuperf.measure.host.cpu.speed_probe import beyond_spread, explainable_change, is_slow, slowdown
 from pytest_gpuperf.model import Comparison, Kind, Verdict
 from pytest_gpuperf.verdict.case import Case
 from pytest_gpuperf.verdict.pipeline import Step
+from pytest_gpuperf.verdict.rules import judged_change
 
-# the calibration ratio outside this range means the machines differ, not the load
-_CALIBRATION_SANE = (0.25, 4.0)
 _DURATION_UNITS = frozenset({"s", "ms", "us", "ns"})
 
 
@@ -58,111 +58,79 @@ class BusyRunner:
                     Verdict.UNSTABLE)  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Calibration:
-    """With ``--gpuperf-calibrate=on``: a change the calibration workload's own change explains is cleared.
+# Between processes on one machine state, a kind's reference reads within this of itself: a move past it is the
+# machine's state (docs/statistics.md gives the measured spread; benchmarks/reference_spread.py repeats it).
+REFERENCE_NOISE = 0.10
 
-    Never the reverse: the workload carries its own per-process offset.
+
+@dataclass(frozen=True)
+class MachineStateChange:
+    """How the machine's state moved between the baseline and now, by the reference measured beside each."""
+
+    slower: tuple[str, float] | None  # the kind that runs most slowly now, and by how much (past the noise)
+    faster: tuple[str, float] | None  # the kind that ran most slowly at the baseline, and by how much
+
+    @classmethod
+    def between(cls, now: Mapping[str, float], base: Mapping[str, float]) -> MachineStateChange | None:
+        """None where either side has no reference (another host, an older file)."""
+        ratios = {kind: now[kind] / base[kind] for kind in now.keys() & base.keys() if base[kind] > 0 and now[kind] > 0}
+        if not ratios:
+            return None
+        slowest = max(ratios, key=ratios.__getitem__)
+        fastest = min(ratios, key=ratios.__getitem__)
+        slower = (slowest, ratios[slowest]) if ratios[slowest] > 1.0 + REFERENCE_NOISE else None
+        faster = (fastest, 1.0 / ratios[fastest]) if 1.0 / ratios[fastest] > 1.0 + REFERENCE_NOISE else None
+        return cls(slower, faster)
+
+
+@dataclass(frozen=True)
+class MachineState:
+    """A change the machine's state explains is no verdict, and neither is a pass against a baseline written in
+    a slower state: the reference work measured beside the test (reference.py) says how the state moved.
+
+    A regression within what the most-slowed kind of work explains (its slowdown times one plus the
+    threshold) is UNSTABLE; a larger one stands, with the machine's share said. Against a baseline whose
+    reference ran slower than now beyond its noise, an unchanged or faster test is UNSTABLE too: that
+    baseline makes every later run look faster and hides regressions. Time, and metrics that are durations.
     """
 
-    name: str = "calibration"
+    name: str = "machine-state"
 
     def apply(self, case: Case, draft: Comparison) -> Step | None:
         entry = case.entry
-        cur = case.measurement.calibration_ns
-        base = entry.calibration_ns if entry is not None else None
-        if not case.settings.calibrate or not cur or not base or draft.change is None:
+        if entry is None or not _timed(case):
             return None
-        if draft.verdict not in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
+        moved = MachineStateChange.between(case.measurement.reference_ns, entry.reference_ns)
+        if moved is None:
             return None
-        scale = base / cur
-        if not _CALIBRATION_SANE[0] <= scale <= _CALIBRATION_SANE[1]:
-            return Step(f"calibration ratio {scale:.2f} out of range, not used", quiet=True)
-        normalized = (1.0 + draft.change) * scale - 1.0
-        threshold = draft.threshold or case.settings.threshold
-        if abs(normalized) > threshold and (normalized > 0) == (draft.change > 0):
-            return Step(f"calibration-normalized change {normalized:+.1%} agrees", quiet=True)
-        return Step(
-            f"{normalized:+.1%} after calibration (calibration time x{1 / scale:.3f} vs baseline): "
-            "the machine's own change explains it",
-            Verdict.UNCHANGED,
-        )
-
-
-def _beyond(ratio: float, spread: float | None) -> str:
-    """The evidence a slow-machine note adds: how far beyond the probe's own spread it read."""
-    if spread is None:
-        return ""
-    return f"; x{beyond_spread(ratio, spread) or ratio:.2f} beyond its own spread of x{spread:.2f} on this host"
-
-
-def _slow_regression(ratio: float, spread: float | None, change: float | None, threshold: float, what: str) -> Step:
-    """A regression while the machine ran ``ratio`` times slower (beyond the probe's spread): unstable, unless larger
-    than the machine explains."""
-    effective = beyond_spread(ratio, spread) or ratio
-    limit = explainable_change(effective, threshold)
-    evidence = _beyond(ratio, spread)
-    slower = f"the machine ran x{ratio:.2f} slower than when the baseline was written (speed probe{evidence})"
-    if change is None or change <= limit:
-        return Step(f"not judged: {slower}, which alone can explain {what} up to {limit:+.1%}", Verdict.UNSTABLE)
-    return Step(f"{slower}, which explains at most {limit:+.1%}: {change:+.1%} is more than the machine")
-
-
-def _within_spread(ratio: float, spread: float | None, direction: str) -> Step | None:
-    """A note where the probe read a slow machine by the fixed ratio alone, but not beyond its own spread."""
-    if spread is None or not is_slow(ratio) or is_slow(ratio, spread):
-        return None
-    return Step(
-        f"speed probe x{ratio:.2f} {direction}, within its own spread of x{spread:.2f} on this host "
-        "while the baseline was written: not a slow machine"
-    )
-
-
-@dataclass(frozen=True)
-class SlowMachine:
-    """The speed probe: a regression while the machine reads x1.25 slower than at the baseline, beyond the probe's
-    own spread, is unstable, unless larger than such a machine explains; so is a pass against a baseline written
-    while it read that much slower (it hides regressions)."""
-
-    name: str = "slow-machine"
-
-    def apply(self, case: Case, draft: Comparison) -> Step | None:
-        entry = case.entry
-        ratio = slowdown(case.measurement.speed_probe_ns, entry.speed_probe_ns if entry is not None else None)
-        if ratio is None or entry is None:
-            return None
-        spread = entry.speed_probe_spread
-        if draft.verdict is Verdict.REGRESSION:
-            if not is_slow(ratio, spread):
-                return _within_spread(ratio, spread, "slower now")
+        change = judged_change(case, draft) if case.kind is Kind.TIME else draft.change
+        if draft.verdict is Verdict.REGRESSION and moved.slower is not None:
+            kind, ratio = moved.slower
             threshold = draft.threshold or case.settings.threshold
-            return _slow_regression(ratio, spread, draft.change, threshold, "a regression")
-        if draft.verdict in (Verdict.UNCHANGED, Verdict.IMPROVEMENT):
-            if not is_slow(1.0 / ratio, spread):
-                return _within_spread(1.0 / ratio, spread, "slower at the baseline")
+            explains = ratio * (1.0 + threshold) - 1.0
+            slower = (f"{_work(kind)} ran x{ratio:.2f} slower than when the baseline was written (the reference "
+                      "measured beside the test: another tenant on the core, a slower clock)")  # fmt: skip
+            if change is None or change <= explains:
+                return Step(f"not judged: {slower}, which alone can explain up to {explains:+.1%}", Verdict.UNSTABLE)
+            return Step(f"{slower}, which explains at most {explains:+.1%}: {change:+.1%} is more than the machine")
+        if draft.verdict in (Verdict.UNCHANGED, Verdict.IMPROVEMENT) and moved.faster is not None:
+            kind, ratio = moved.faster
             return Step(
-                f"not judged: the baseline was written while the machine ran x{1.0 / ratio:.2f} slower than now "
-                f"(speed probes{_beyond(1.0 / ratio, spread)}), so a regression could hide behind it; write it again",
+                f"not judged: the baseline was written while {_work(kind)} ran x{ratio:.2f} slower than now (the "
+                "reference measured beside it), so a regression could hide behind it; write it again with "
+                "--gpuperf-update-baseline",
                 Verdict.UNSTABLE,
             )
         return None
 
 
-@dataclass(frozen=True)
-class SlowDurations:
-    """A metric that is a duration (a compile's first call, in s/ms/us/ns) follows the machine's speed too."""
+def _work(kind: str) -> str:
+    """``interpreter work`` for the kind ``interpreter.1``: its name without its version."""
+    return f"{kind.split('.', 1)[0]} work"
 
-    name: str = "slow-machine"
 
-    def apply(self, case: Case, draft: Comparison) -> Step | None:
-        metric, entry = case.metric, case.entry
-        if case.kind is not Kind.METRIC or metric is None or metric.unit not in _DURATION_UNITS:
-            return None
-        if draft.verdict is not Verdict.REGRESSION or entry is None:
-            return None
-        ratio = slowdown(case.measurement.speed_probe_ns, entry.speed_probe_ns)
-        if not is_slow(ratio, entry.speed_probe_spread):
-            return None
-        assert ratio is not None
-        threshold = draft.threshold or metric.tolerance or 0.0
-        return _slow_regression(ratio, entry.speed_probe_spread, draft.change, threshold, "a longer duration")
+def _timed(case: Case) -> bool:
+    """The test's time, or a metric that is a duration (a compile's first call)."""
+    if case.kind is Kind.TIME:
+        return True
+    return case.kind is Kind.METRIC and case.metric is not None and case.metric.unit in _DURATION_UNITS
