@@ -33,8 +33,10 @@ FORMAT = "pytest-gpuperf-results"
 # profiles (``host_samples_ns``, ``device_samples_ns``) and a note's optional ``topic`` (what it is
 # about, by which the terminal groups notes). Older files are read by adding what they lack
 # (``_upgrade``): no kind recorded is taken from the comparison's name, a bare note is a notice,
-# a note without a topic has none, the rest is empty (a version 4 diff has no explanation rows).
-SCHEMA_VERSION = 5
+# a note without a topic has none, the rest is empty (a version 4 diff has no explanation rows); 6 the
+# pytest arguments a re-run of a measurement needs (``repro_args``: report/repro.py), none in older files
+# (their repro commands name the test, the mode and the device only).
+SCHEMA_VERSION = 6
 # The most a results file may hold: far above any session's (thousands of measurements make a few
 # MiB), and a bound on what one read takes, so that /dev/zero or a stray dump is refused, not read.
 MAX_BYTES = 64 * 1024 * 1024
@@ -123,8 +125,9 @@ def _parse(text: str, path: Path | str) -> SessionResults:
 
 def _upgrade(document: object) -> object:
     """An older document as the current version (see ``SCHEMA_VERSION``'s history)."""
-    if not isinstance(document, dict) or document.get("schema_version") not in (1, 2, 3, 4):
+    if not isinstance(document, dict) or document.get("schema_version") not in (1, 2, 3, 4, 5):
         return document
+    document.setdefault("repro_args", [])
     results = [r for r in document.get("results", ()) if isinstance(r, dict)]
     if document["schema_version"] == 1:
         for result in results:
