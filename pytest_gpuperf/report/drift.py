@@ -72,17 +72,28 @@ def session_drift(session: SessionResults) -> SessionDrift:
     return SessionDrift(reference, drifts, keys, together if together in _MOVED else None)
 
 
-def drift_sentences(drift: SessionDrift) -> list[str]:
-    """Plain sentences for the reports (each renderer makes them inert its own way): what changed, then the cause."""
+def change_sentences(drift: SessionDrift) -> list[str]:
+    """What changed, one plain sentence per set of changes (each renderer makes them inert its own way)."""
     total = sum(len(d.keys) for d in drift.drifts)
     lines = []
     for d in drift.drifts:
         alone = len(drift.drifts) == 1 and len(d.keys) == total
         which = "" if alone else f" (for {plural(len(d.keys), 'measurement')})"
         lines.append(f"environment changed since {drift.reference}{which}: {', '.join(map(str, d.changes))}")
-    if drift.environment_likelier and drift.together is not None:
-        lines.append(
-            f"all {len(drift.judged)} measurements judged {_MOVED[drift.together]}, each against {drift.reference} "
-            "taken in another environment: the environment is the likelier cause than the code"
-        )
     return lines
+
+
+def cause_sentence(drift: SessionDrift) -> str | None:
+    """The environment named the likelier cause, where ``SessionDrift.environment_likelier``."""
+    if not drift.environment_likelier or drift.together is None:
+        return None
+    return (
+        f"all {len(drift.judged)} measurements judged {_MOVED[drift.together]}, each against {drift.reference} "
+        "taken in another environment: the environment is the likelier cause than the code"
+    )
+
+
+def drift_sentences(drift: SessionDrift) -> list[str]:
+    """What changed, then the likelier cause where it is the environment."""
+    cause = cause_sentence(drift)
+    return [*change_sentences(drift), *([cause] if cause else [])]

@@ -191,6 +191,11 @@ def _why_table(diff: ProfileDiff) -> list[str]:
 
 def _why(result: MeasurementResult, diff: ProfileDiff, folder: Path | None) -> list[str]:
     """One collapsed section: the heading, the finding, the host/device split, the table, the note and the traces."""
+    return _details(_why_summary(result, diff), why_body(diff, folder))
+
+
+def why_body(diff: ProfileDiff, folder: Path | None) -> list[str]:
+    """A differential profile as Markdown lines: heading, finding, split, table, note, traces."""
     facts = (
         heading(diff),
         explained_heading(diff) if diff.base is not None else None,
@@ -206,7 +211,7 @@ def _why(result: MeasurementResult, diff: ProfileDiff, folder: Path | None) -> l
     traces = [f"{side} {md_code(trace_label(path, folder))}" for side, path in sides if path]
     if traces:
         body += ["", f"Traces (open in [Perfetto]({PERFETTO})): {', '.join(traces)}"]
-    return _details(_why_summary(result, diff), body)
+    return body
 
 
 def why_sections(session: SessionResults, budget: int = WHY_BUDGET, folder: Path | None = None) -> list[str]:
