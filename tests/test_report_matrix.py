@@ -98,13 +98,17 @@ def test_a_smaller_limit_drops_whole_rows_least_severe_first_and_links_the_full_
     assert len(regression_sections(page)) >= 1
 
 
-def test_profiles_give_way_before_commands() -> None:
+def test_profiles_give_way_before_commands_and_unjudged_rows_but_after_unchanged_rows() -> None:
     text = render_matrix(four_devices(), link=LINK, limit=30_000)
     page = github_html(text)
     sections = regression_sections(page)
-    assert sections and all(list(s.iter("pre")) for s in sections)  # every kept regression has its command
+    assert len(sections) == 20 and all(list(s.iter("pre")) for s in sections)  # every regression, its command
     assert any("Why it got slower: in the full report." in _text(s) for s in sections)
-    assert "differential profiles" in text.rsplit("---", 1)[1]
+    rows = _rows(next(page.iter("table")))
+    assert [row[-1] for row in rows[15:17]] == ["🟠 unstable (+12.0%)"] * 2  # after the 14 regressed tests
+    assert len(rows) < 1 + 200  # unchanged rows only fill the room no profile fits in
+    note = text.rsplit("---", 1)[1]
+    assert re.search(r"\d+ test rows, \d+ regressions' differential profiles, the environments table left out", note)
 
 
 def test_columns_keep_their_order_whatever_order_the_jobs_come_in() -> None:

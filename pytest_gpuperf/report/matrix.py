@@ -7,9 +7,10 @@ differential profile; what changed in each device's environment (report/drift.py
 side by side. The single-job comment (``report.markdown``) is unchanged.
 
 GitHub refuses a comment over 65,536 characters (UTF-16 code units). The comment is made of blocks that
-are kept whole or left out, never cut: a table loses whole rows (the least severe first), a regression
-its differential profile before its command, and a closing note says what was left out and links to
-the full report.
+are kept whole or left out, never cut. What gives way first: the environments table, the rows of tests
+that are unchanged, improved or new (from the end), the differential profiles of the last regressions
+(their commands stay), the rows that could not be judged, and last the regressions; a closing note says
+what was left out and links to the full report.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ _ENDED = {
     "timed_out": "⌛ job timed out",
     "skipped": "⏭️ job skipped",
     "action_required": "⏸️ job awaits approval",
+    "not run": "❌ gate did not run",
+    "unreadable results": "❔ unreadable results",
 }
 NOT_MEASURED = "–"  # the device's job ran, without this test
 
@@ -89,7 +92,7 @@ class Job:
 
     label: str  # the job's name (its comment key) or its results file
     session: SessionResults | None = None
-    ended: str | None = None  # GitHub's conclusion (failure, cancelled, ...) or pytest's exit, where not a plain run
+    ended: str | None = None  # how the job ended where not as a pass or a fail: GitHub's conclusion, pytest's exit
 
     @property
     def device_class(self) -> str | None:
@@ -259,6 +262,8 @@ def _device_lines(job: Job, header: str) -> list[str]:
         return [f"- {header}: no results"]
     session = job.session
     lines = [f"- {header}: {_inert(counts_line(session))}"]
+    if job.ended is not None:  # results, from a job that did not end as a pass or a fail
+        lines.append(f"  - ⚠️ {_ended(job)}")
     if unjudged := unjudged_line(session):
         lines.append(f"  - ⚠️ {_inert(unjudged)}")
     drift = session_drift(session)
@@ -299,23 +304,25 @@ class _Block:
         return self.variants[self.chosen] if self.chosen is not None else ""
 
 
-def _fit(blocks: Sequence[_Block], tiers: Sequence[Sequence[_Block]], budget: int, size: Callable[[str], int]) -> None:
-    """Keep blocks in the order of ``tiers`` (each tier's blocks in order) while they fit ``budget``.
+def _fit(blocks: Sequence[_Block], steps: Sequence[tuple[str, Sequence[_Block]]], budget: int,
+         size: Callable[[str], int]) -> None:  # fmt: skip
+    """Keep blocks while they fit ``budget``, step by step: ``("keep", blocks)`` keeps each block's smallest
+    variant in order, ``("enrich", blocks)`` gives kept blocks their richest variant that fits, in order.
 
-    A tier first keeps the smallest variant of each of its blocks, then gives them their richer variants
-    in order, while they fit. The first block of a kind that does not fit closes that kind: no later one
-    is kept, so a table never skips a row for a later, smaller one.
+    The first block of a kind that does not fit closes that kind: no later one is kept, so a table never
+    skips a row for a later, smaller one.
     """
     used = sum(size(b.text) for b in blocks)
     closed: set[str] = set()
-    for tier in tiers:
-        for block in tier:
-            cost = size(block.variants[-1])
-            if block.kind in closed or used + cost > budget:
-                closed.add(block.kind)
+    for step, chosen in steps:
+        for block in chosen:
+            if step == "keep":
+                cost = size(block.variants[-1])
+                if block.kind in closed or used + cost > budget:
+                    closed.add(block.kind)
+                    continue
+                block.chosen, used = len(block.variants) - 1, used + cost
                 continue
-            block.chosen, used = len(block.variants) - 1, used + cost
-        for block in tier:
             for richer in range(block.chosen or 0):
                 extra = size(block.variants[richer]) - size(block.text)
                 if used + extra <= budget:
@@ -374,7 +381,10 @@ def render_matrix(
     by_rank = [[rows[line.key] for line in lines if low <= line.rank < high] for low, high in _ROW_TIERS]
     blocks = [head, *rows.values(), heading, *regressions, *environments]
     room = size(_note({"row": 10**6, "regression": 10**6, "profile": 10**6, "the environments table": 1}, link, limit))
-    _fit(blocks, [by_rank[0], regressions, *by_rank[1:], environments], limit - room, size)
+    worst, unjudged, rest = by_rank
+    steps = [("keep", worst), ("keep", regressions), ("keep", unjudged), ("enrich", regressions), ("keep", rest),
+             ("keep", environments)]  # fmt: skip
+    _fit(blocks, steps, limit - room, size)
     if not any(b.chosen is not None for b in regressions):
         heading.chosen = None
     left_out = _left_out([*rows.values(), *regressions, *environments])
