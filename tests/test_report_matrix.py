@@ -151,6 +151,15 @@ def test_a_driver_and_torch_change_since_the_baseline_is_named_the_likelier_caus
     assert "pytest 'tests/perf/test_ops_00.py::test_kernel[bf16-1024-causal]' --gpuperf --gpuperf-device=cuda:0" in text
 
 
+def test_tests_that_read_alike_without_their_folders_keep_them() -> None:
+    session = suite("h100", tests=2)
+    first, second = session.results
+    moved = dataclasses.replace(second.measurement, test_id=first.measurement.test_id.replace("perf/", "perf/cuda/"))
+    session = dataclasses.replace(session, results=(first, dataclasses.replace(second, measurement=moved)))
+    rows = _rows(next(github_html(render_matrix([Job("h100", session)])).iter("table")))
+    assert [row[0] for row in rows[1:]] == sorted([first.measurement.test_id, moved.test_id])
+
+
 def test_the_environments_are_side_by_side() -> None:
     h100 = environment("h100", extra={"cudnn": "9.1.0", "power_limit_w": "700"})
     jobs = [Job("h100", suite("h100", tests=1, env=h100)), Job("a100", suite("a100", tests=1))]

@@ -34,7 +34,7 @@ WHY_ROWS = 10  # rows of a differential profile in the comment; the HTML report 
 # The differential profiles' share of GitHub's 65,536-character comment (UTF-16 code units): the
 # summary table, environment and commits keep the rest, however many tests regressed.
 WHY_BUDGET = 24_000
-_ICON = {
+VERDICT_ICON = {  # the comments' mark of each verdict (this one and report.matrix)
     Verdict.REGRESSION: "🔴",
     Verdict.IMPROVEMENT: "🟢",
     Verdict.UNCHANGED: "⚪",
@@ -61,7 +61,7 @@ def _test(test_id: str) -> str:
 
 
 def _verdict(v: Verdict) -> str:
-    return f"{_ICON[v]} {v.value}"
+    return f"{VERDICT_ICON[v]} {v.value}"
 
 
 def _short(commit: str | None) -> str:

@@ -15,6 +15,7 @@ what was left out and links to the full report.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -31,7 +32,7 @@ from pytest_gpuperf.model import (
 )
 from pytest_gpuperf.report import text
 from pytest_gpuperf.report.drift import cause_sentence, change_sentences, session_drift
-from pytest_gpuperf.report.markdown import why_body
+from pytest_gpuperf.report.markdown import VERDICT_ICON, why_body
 from pytest_gpuperf.report.repro import Rerun, rerun_of
 from pytest_gpuperf.report.rows import count_of, counts_line, plural, split_key, unjudged_line
 from pytest_gpuperf.report.units import format_change, format_value
@@ -40,25 +41,16 @@ from pytest_gpuperf.report.why import headline as why_headline
 MARKER = "<!-- pytest-gpuperf-matrix-comment -->"
 COMMENT_LIMIT = 65_536  # GitHub's, in UTF-16 code units
 _RANK = {v: i for i, v in enumerate(VERDICT_ORDER)}
-_ICON = {
-    Verdict.REGRESSION: "🔴",
-    Verdict.IMPROVEMENT: "🟢",
-    Verdict.UNCHANGED: "⚪",
-    Verdict.NEW: "🆕",
-    Verdict.NOT_COMPARABLE: "🟡",
-    Verdict.UNSTABLE: "🟠",
-    Verdict.NOT_GATED: "⚫",
-}
 _JUDGED_WORDS = {Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.UNCHANGED}  # a change says it all
 # How a job that left no results ended (GitHub's conclusions), as its column shows it.
 _ENDED = {
-    "failure": "❌ job failed",
-    "cancelled": "🚫 job cancelled",
-    "timed_out": "⌛ job timed out",
-    "skipped": "⏭️ job skipped",
-    "action_required": "⏸️ job awaits approval",
-    "not run": "❌ gate did not run",
-    "unreadable results": "❔ unreadable results",
+    "failure": ("❌", "job failed"),
+    "cancelled": ("🚫", "job cancelled"),
+    "timed_out": ("⌛", "job timed out"),
+    "skipped": ("⏭️", "job skipped"),
+    "action_required": ("⏸️", "job awaits approval"),
+    "not run": ("❌", "gate did not run"),  # the Action's gate record: pytest never started
+    "unreadable results": ("❔", "unreadable results"),
 }
 NOT_MEASURED = "–"  # the device's job ran, without this test
 
@@ -110,7 +102,7 @@ def _headers(jobs: Sequence[Job]) -> list[str]:
     out = []
     for job, device in zip(jobs, classes, strict=True):
         if device is None:
-            out.append(f"{_inert(job.label, 'code')} {_ended(job)}")
+            out.append(f"{_inert(job.label, 'code')} {' '.join(_ended(job))}")
         elif classes.count(device) > 1:
             out.append(f"{_inert(device, 'code')} ({_inert(job.label)})")
         else:
@@ -118,10 +110,11 @@ def _headers(jobs: Sequence[Job]) -> list[str]:
     return out
 
 
-def _ended(job: Job) -> str:
+def _ended(job: Job) -> tuple[str, str]:
+    """The mark and the words for how ``job`` ended (``Job.ended``)."""
     if job.ended is None:
-        return "❔ no results"
-    return _ENDED.get(job.ended, f"❔ {_inert(job.ended)}")
+        return "❔", "no results"
+    return _ENDED.get(job.ended, ("❔", _inert(job.ended)))
 
 
 def _cell(markdown: str) -> str:
@@ -141,7 +134,7 @@ def _deciding(result: MeasurementResult) -> Comparison | None:
 
 def verdict_cell(result: MeasurementResult) -> str:
     """``🔴 +23.1%``; a verdict that is no judgement says so in words (``🟠 unstable (+12.0%)``)."""
-    icon = _ICON[result.verdict]
+    icon = VERDICT_ICON[result.verdict]
     c = _deciding(result)
     if c is None or c.change is None:
         return f"{icon} {result.verdict.value}"
@@ -151,11 +144,11 @@ def verdict_cell(result: MeasurementResult) -> str:
     return f"{icon} {result.verdict.value} ({what}{format_change(c.change)})"
 
 
-def short_label(test_id: str, name: str) -> str:
-    """``tests/perf/test_mm.py::test_mm[4096]`` -> ``test_mm.py::test_mm[4096]`` (the folder adds little),
-    and the measurement's name where it is not the default one."""
+def short_label(test_id: str, name: str, *, folders: bool = False) -> str:
+    """``tests/perf/test_mm.py::test_mm[4096]`` -> ``test_mm.py::test_mm[4096]`` (the folders add little, unless
+    ``folders``), and the measurement's name where it is not the default one."""
     path, test = split_key(test_id)
-    short = f"{path.rsplit('/', 1)[-1]}::{test}" if path else test
+    short = test_id if folders or not path else f"{path.rsplit('/', 1)[-1]}::{test}"
     return short if name == DEFAULT_MEASUREMENT else f"{short} · {name}"
 
 
@@ -173,14 +166,17 @@ class _Line:
 
 
 def _lines(jobs: Sequence[Job]) -> list[_Line]:
+    """The table's rows, worst first; a test keeps its folders where two would read alike without them."""
     found: dict[str, list[MeasurementResult | None]] = {}
-    labels: dict[str, str] = {}
+    labels: dict[str, tuple[str, str]] = {}  # key: (short, whole)
     for i, job in enumerate(jobs):
         for r in job.session.results if job.session is not None else ():
             m = r.measurement
             found.setdefault(m.key, [None] * len(jobs))[i] = r
-            labels.setdefault(m.key, _inert(short_label(m.test_id, m.name), "code"))
-    lines = [_Line(key, labels[key], tuple(found[key])) for key in found]
+            labels.setdefault(m.key, (short_label(m.test_id, m.name), short_label(m.test_id, m.name, folders=True)))
+    shorts = Counter(short for short, _ in labels.values())
+    lines = [_Line(key, _inert(short if shorts[short] == 1 else whole, "code"), tuple(found[key]))
+             for key, (short, whole) in labels.items()]  # fmt: skip
     return sorted(lines, key=lambda line: (line.rank, line.key))
 
 
@@ -188,7 +184,7 @@ def _table_row(line: _Line, jobs: Sequence[Job]) -> str:
     cells = [line.label]
     for job, result in zip(jobs, line.results, strict=True):
         if job.session is None:
-            cells.append(_ended(job).split(" ", 1)[0])  # the icon: the heading says how the job ended
+            cells.append(_ended(job)[0])  # the mark: the heading says how the job ended
         else:
             cells.append(verdict_cell(result) if result is not None else NOT_MEASURED)
     return _row(cells)
@@ -263,7 +259,7 @@ def _device_lines(job: Job, header: str) -> list[str]:
     session = job.session
     lines = [f"- {header}: {_inert(counts_line(session))}"]
     if job.ended is not None:  # results, from a job that did not end as a pass or a fail
-        lines.append(f"  - ⚠️ {_ended(job)}")
+        lines.append(f"  - ⚠️ {' '.join(_ended(job))}")
     if unjudged := unjudged_line(session):
         lines.append(f"  - ⚠️ {_inert(unjudged)}")
     drift = session_drift(session)
