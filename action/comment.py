@@ -80,10 +80,14 @@ def repository(env: Mapping[str, str]) -> str:
 
 def post(client: GitHub, repo: str, number: int, outcome: body.Outcome) -> Posted:
     """Create this key's comment on pull request ``number``, or update the one there."""
-    text = body.comment_body(outcome)
+    return post_text(client, repo, number, outcome.key, body.comment_body(outcome))
+
+
+def post_text(client: GitHub, repo: str, number: int, key: str, text: str) -> Posted:
+    """Create ``key``'s comment (``text``, whose first line is the key's marker) on ``number``, or update it."""
     author = client.viewer_login()
     comments = client.paginate(f"/repos/{repo}/issues/{number}/comments?per_page=100")
-    step = plan(find_sticky(comments, body.marker(outcome.key), author), text)
+    step = plan(find_sticky(comments, body.marker(key), author), text)
     if step.action == "create":
         reply = client.request("POST", f"/repos/{repo}/issues/{number}/comments", {"body": text})
     elif step.action == "update":

@@ -99,6 +99,17 @@ class GitHub:
             yield from reply.data
             url = next_link(reply.headers.get("Link") or reply.headers.get("link"))
 
+    def paginate_key(self, path: str, key: str) -> Iterator[Any]:
+        """Every item of a list endpoint that answers an object holding the list under ``key`` (``jobs``)."""
+        url: str | None = path
+        while url is not None:
+            reply = self.request("GET", url)
+            items = reply.data.get(key) if isinstance(reply.data, dict) else None
+            if not isinstance(items, list):
+                raise ApiError("GET", self._absolute(url), reply.status, f"expected a JSON object with a list {key!r}")
+            yield from items
+            url = next_link(reply.headers.get("Link") or reply.headers.get("link"))
+
     def viewer_login(self) -> str:
         """The login the token acts as: a user, or a bot such as ``github-actions[bot]``.
 

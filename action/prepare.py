@@ -165,6 +165,12 @@ def fetch_base(target: Base, cwd: Path, extra_env: Mapping[str, str]) -> None:
         raise ActionError(f"could not fetch the base {target.refspec!r} from origin: {done.stderr.strip()}")
 
 
+def job_id(env: Mapping[str, str]) -> int | None:
+    """This job's id (``job.check_run_id``, as JOB_ID), or None where the runner does not give it."""
+    raw = env.get("JOB_ID", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else None
+
+
 def cache_key(install: str, python_version: str, pyproject: bytes, runner_os: str, arch: str) -> tuple[str, str]:
     """The pip cache's key and restore prefix: the install command, Python and pytest-gpuperf's dependencies."""
     prefix = f"gpuperf-pip-{runner_os}-{arch}-py{python_version}-".lower()
@@ -213,9 +219,8 @@ def prepare(env: Mapping[str, str]) -> dict[str, str]:
         server = env.get("GITHUB_SERVER_URL") or "https://github.com"
         fetch_base(target, workspace, auth_env(env.get("GITHUB_TOKEN", ""), server, workspace))
     number = workflow.pull_request_number(event_name, payload)
-    record.write(
-        results, record.GateRecord(key=key, pull_request=number, exit_code=None, compare_ref=target.compare_ref)
-    )
+    gate = record.GateRecord(key, number, exit_code=None, compare_ref=target.compare_ref, job_id=job_id(env))
+    record.write(results, gate)
     pyproject = Path(env.get("GITHUB_ACTION_PATH") or Path(__file__).parents[1]) / "pyproject.toml"
     version = "{}.{}".format(*sys.version_info[:2])
     key_full, prefix = cache_key(

@@ -4,7 +4,9 @@ The prepare step writes it before pytest starts (``exit_code`` null) and the gat
 fills in the exit code, so the summary, the comment and the ``workflow_run`` comment
 workflow (which reads it from the uploaded artifact, written by a pull request's code
 and therefore checked field by field) know the comment key and the pull request even
-when pytest never ran.
+when pytest never ran. ``job_id`` is the job's own id (``job.check_run_id``, the id the
+jobs API lists it by; null where the runner does not say it), by which the matrix comment
+(matrix_comment.py) tells the matrix jobs that left an artifact from those that did not.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class GateRecord:
     pull_request: int | None
     exit_code: int | None
     compare_ref: str
+    job_id: int | None = None
 
 
 def write(folder: Path, record: GateRecord) -> Path:
@@ -75,6 +78,7 @@ def load(folder: Path) -> GateRecord:
         pull_request=number,
         exit_code=_field(payload, "exit_code", (int, type(None)), path),
         compare_ref=_field(payload, "compare_ref", (str,), path),
+        job_id=_field(payload, "job_id", (int, type(None)), path) if "job_id" in payload else None,
     )
 
 

@@ -176,6 +176,8 @@ class GpuperfConfig:
     nvtx: bool = True
     # Added to a worker's command line: -p choices, user options, resolved settings (options.worker_args).
     worker_args: tuple[str, ...] = ()
+    # What re-runs one measurement as this session did: -p choices, user options, settings off their defaults.
+    repro_args: tuple[str, ...] = ()
     pin_cpu: str = "auto"  # "auto", "off" or a CPU number (host/cpu/pinning.py)
     profile_diff: bool = True  # --gpuperf-no-profile-diff / gpuperf_profile_diff = false turn it off
     busy_policy: BusyPolicy = BusyPolicy.RETAKE

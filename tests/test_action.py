@@ -682,6 +682,23 @@ def test_comment_key_defaults_to_the_job_and_matrix_values() -> None:
         prepare.comment_key("", "", "null")
 
 
+def test_the_gate_record_keeps_the_jobs_own_id_for_the_matrix_comment(tmp_path: Path) -> None:
+    assert prepare.job_id({"JOB_ID": "33301"}) == 33301
+    assert prepare.job_id({"JOB_ID": ""}) is None and prepare.job_id({}) is None  # a runner that does not say it
+    assert prepare.job_id({"JOB_ID": "x1"}) is None
+    folder = tmp_path / "r"
+    record.write(folder, record.GateRecord("perf (gpu=h100)", 7, 1, "origin/main", 33301))
+    assert record.load(folder).job_id == 33301
+    legacy = json.loads((folder / record.FILE).read_text())
+    del legacy["job_id"]  # written by an older action
+    (folder / record.FILE).write_text(json.dumps(legacy))
+    assert record.load(folder).job_id is None
+    legacy["job_id"] = "33301"
+    (folder / record.FILE).write_text(json.dumps(legacy))
+    with pytest.raises(workflow.ActionError, match="field 'job_id' must be int or null"):
+        record.load(folder)
+
+
 def test_slug_is_a_safe_name_and_distinct_per_key() -> None:
     a, b = prepare.slug("gate (gpu=a/b)"), prepare.slug("gate (gpu=a-b)")
     assert a != b
@@ -788,7 +805,7 @@ def action_env(tmp_path: Path, work: Path, event_path: Path, **extra: str) -> di
 def test_prepare_fetches_the_base_commit_alone_into_a_shallow_checkout(tmp_path: Path) -> None:
     src, base_sha, head_sha = origin_with_a_pull_request(tmp_path, "x = 1\n", "x = 2\n")
     work = shallow_checkout(tmp_path, src)
-    env = action_env(tmp_path, work, pr_event(tmp_path, base_sha, head_sha))
+    env = action_env(tmp_path, work, pr_event(tmp_path, base_sha, head_sha), JOB_ID="33301")
     assert prepare.main(env) == 0
     outputs = read_outputs(Path(env["GITHUB_OUTPUT"]))
     assert outputs["key"] == H100
@@ -798,7 +815,7 @@ def test_prepare_fetches_the_base_commit_alone_into_a_shallow_checkout(tmp_path:
     assert git(work, "rev-list", "--count", "--all") == "2"  # head and base, none of main's history
     results = Path(outputs["results-dir"])
     assert results == tmp_path / "runner_temp" / f"gpuperf-{prepare.slug(H100)}"
-    assert record.load(results) == record.GateRecord(H100, 7, None, "origin/main")
+    assert record.load(results) == record.GateRecord(H100, 7, None, "origin/main", job_id=33301)
     assert outputs["cache-key"].startswith(outputs["cache-prefix"])
     assert outputs["cache-prefix"] == "gpuperf-pip-linux-x64-py{}.{}-".format(*sys.version_info[:2])
     assert "extraheader" not in (work / ".git" / "config").read_text()

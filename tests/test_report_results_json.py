@@ -163,6 +163,7 @@ def test_a_version_3_file_reads_bare_notes_as_notices_and_no_benchmark_names(tmp
     doc = json.loads(write_results(tmp_path / "r.json", session).read_text())
     assert doc["schema_version"] == SCHEMA_VERSION
     doc["schema_version"] = 3
+    del doc["repro_args"]
     for result in doc["results"]:
         result["measurement"]["notes"] = [n["text"] for n in result["measurement"]["notes"]]
         del result["measurement"]["benchmark"]
@@ -200,3 +201,18 @@ def test_a_notes_topic_round_trips_and_a_version_4_file_reads_without_one(tmp_pa
         del note["topic"]
     (tmp_path / "v4.json").write_text(json.dumps(doc))
     assert load_results(tmp_path / "v4.json").results[0].measurement.notes == (Note("written busy"),)
+
+
+def test_repro_args_round_trip_and_a_version_5_file_reads_without_them(tmp_path: Path) -> None:
+    session = dataclasses.replace(make_session(), repro_args=("-p", "no:randomly", "--gpuperf-threshold=0.05"))
+    path = write_results(tmp_path / "r.json", session)
+    assert load_results(path) == session
+    doc = json.loads(path.read_text())
+    doc["schema_version"] = 5
+    del doc["repro_args"]
+    (tmp_path / "v5.json").write_text(json.dumps(doc))
+    assert load_results(tmp_path / "v5.json") == dataclasses.replace(session, repro_args=())
+    doc["schema_version"] = 6  # a version 6 file must have them
+    (tmp_path / "v6.json").write_text(json.dumps(doc))
+    with pytest.raises(ResultsError, match="'repro_args' is a required property"):
+        load_results(tmp_path / "v6.json")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import configparser
+import json
 import re
 import shutil
 import subprocess
@@ -17,7 +18,7 @@ CI = WORKFLOWS / "ci.yml"
 GPUPERF = WORKFLOWS / "gpuperf.yml"
 COMMENT = WORKFLOWS / "gpuperf-comment.yml"
 ACTION = ROOT / "action.yml"
-ACTIONS = [ACTION, ROOT / "action" / "route" / "action.yml", ROOT / "action" / "check" / "action.yml"]
+ACTIONS = [ACTION, *(ROOT / "action" / name / "action.yml" for name in ("route", "check", "matrix"))]
 
 
 def _actionlint() -> str:
@@ -213,15 +214,42 @@ def test_action_contract() -> None:
 def test_the_complete_workflows_in_docs_action_md_pass_actionlint(tmp_path: Path) -> None:
     blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "docs" / "action.md").read_text(), re.S)
     complete = [b for b in blocks if b.startswith("name: ")]
-    assert len(complete) == 3  # the minimal gate, the workflow_run comment workflow, the history workflow
+    assert len(complete) == 4  # the minimal gate, the matrix, the workflow_run comment workflow, the history workflow
     folder = tmp_path / ".github" / "workflows"
     folder.mkdir(parents=True)
     for i, block in enumerate(complete):
         (folder / f"doc{i}.yml").write_text(block)
-    config = tmp_path / "actionlint.yaml"  # the docs' runner label for a GPU machine
-    config.write_text("self-hosted-runner:\n  labels: [gpu]\n")
+    config = tmp_path / "actionlint.yaml"  # the docs' runner labels for a GPU machine and its matrix's GPU types
+    config.write_text("self-hosted-runner:\n  labels: [gpu, h100, a100, l4, mi300x]\n")
     result = _lint(*sorted(folder.iterdir()), options=("-config-file", str(config)))
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def docs_matrix_workflow() -> str:
+    """The matrix workflow of docs/action.md, as a reader copies it."""
+    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "docs" / "action.md").read_text(), re.S)
+    (matrix,) = [b for b in blocks if b.startswith("name: GPU performance matrix\n")]
+    return matrix
+
+
+def test_the_docs_matrix_workflow_is_the_run_the_matrix_comment_is_tested_on() -> None:
+    text = docs_matrix_workflow()
+    jobs = _jobs(text)
+    assert set(jobs) == {"perf", "comment"}
+    perf, final = jobs["perf"], jobs["comment"]
+    # every GPU runs to its end (a regression on one must not cancel the others) and none posts a comment of its own
+    assert "fail-fast: false" in perf and 'comment: "false"' in perf and "uses: OWNER/pytest-gpuperf@v1" in perf
+    gpus = re.search(r"gpu: \[(.*)\]", perf)
+    assert gpus and 'runs-on: [self-hosted, linux, "${{ matrix.gpu }}"]' in perf
+    # the final job: after every GPU job whatever its result, allowed to list them and to comment, nothing more
+    assert "needs: perf" in final and "if: always()" in final and "runs-on: ubuntu-latest" in final
+    assert re.findall(r"^      ([a-z-]+): (\w+)", final, re.M) == [("actions", "read"), ("pull-requests", "write")]
+    assert "uses: OWNER/pytest-gpuperf/action/matrix@v1" in final and "gate-job: perf\n" in final
+    # tests/test_action_matrix.py's recorded run is this workflow's: GitHub's names of its jobs
+    recorded = [json.loads((ROOT / "tests" / "data" / "action" / f"run_jobs_page{n}.json").read_text())["body"]["jobs"]
+                for n in (1, 2)]  # fmt: skip
+    names = [job["name"] for page in recorded for job in page]
+    assert names == [f"perf ({gpu.strip()})" for gpu in gpus.group(1).split(",")] + ["comment"]
 
 
 # --- this repository's workflows -------------------------------------------------------------------
@@ -288,6 +316,9 @@ def test_comment_workflow_contract() -> None:
     # the comment is rebuilt by the default branch's report code; the outcome is GitHub's conclusion
     assert "RUN_CONCLUSION: ${{ github.event.workflow_run.conclusion }}" in text
     assert "sparse-checkout: |\n            action\n            pytest_gpuperf\n" in text
+    # the results reader's imports: jsonschema, and numpy through the model (tests/test_action_matrix.py runs the
+    # same reader with nothing else importable)
+    assert '/bin/pip" install --quiet "jsonschema==4.26.0" "numpy==2.4.6"' in text
 
 
 def test_ci_matrix_matches_tox_envs() -> None:

@@ -1,4 +1,5 @@
-"""``gpuperf``: compare results files, render reports, the history, a runner's stability, validate baselines.
+"""``gpuperf``: compare results files, render reports and a matrix's comment, the history, a runner's stability,
+validate baselines.
 
 Exit codes (docs/cli.md): 0 ok; 1 ``compare`` found a regression; 2 usage error; 3 invalid input (a results
 or baseline file unreadable or failing its schema, a folder without git history, an unusable history store);
@@ -123,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--format", choices=("table", "markdown", "html", "benchmark-json"), default="table",
                         help="table (default), markdown, html (self-contained page) or benchmark-json")  # fmt: skip
     _output_option(report)
+    _comment_parser(commands)
 
     cli_history.add_parser(commands, fraction=_fraction)
 
@@ -147,6 +149,28 @@ def build_parser() -> argparse.ArgumentParser:
                           help=f"baselines folder (default {DEFAULT_BASELINES})")  # fmt: skip
     _bisect_parser(commands)
     return parser
+
+
+def _comment_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from pytest_gpuperf.report.matrix import COMMENT_LIMIT
+
+    comment = commands.add_parser(
+        "comment",
+        help="one pull-request comment for the results files of several jobs (a GPU matrix)",
+        description="Render one Markdown comment from the results files of several jobs, one per device or "
+        "matrix entry: a row per test, a column per device class, regressions first, each with the command "
+        "that reproduces it and why it got slower; within GitHub's comment limit (docs/cli.md).",
+    )
+    comment.add_argument("results", type=Path, nargs="+", metavar="RESULTS",
+                         help="a results file (pytest --gpuperf-json), or a folder holding results.json")  # fmt: skip
+    comment.add_argument("--job", action="append", default=[], metavar="NAME=CONCLUSION",
+                         help="a job that left no results and how it ended (failure, cancelled, timed_out, ...): "
+                         "its column says so; repeat for each")  # fmt: skip
+    comment.add_argument("--link", default=None, metavar="URL",
+                         help="where the full reports are (the run's artifacts), linked if it is cut")  # fmt: skip
+    comment.add_argument("--limit", type=int, default=COMMENT_LIMIT, metavar="N",
+                         help=f"most UTF-16 code units it may take (default {COMMENT_LIMIT:,}, GitHub's)")  # fmt: skip
+    _output_option(comment)
 
 
 def _bisect_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -208,6 +232,26 @@ def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
     from pytest_gpuperf.report.results_json import load_results
 
     _emit_report(args.format, load_results(args.results), args.output, stdout)
+    return EXIT_OK
+
+
+def _cmd_comment(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from pytest_gpuperf.cli.comment import load_jobs
+    from pytest_gpuperf.report.matrix import render_matrix
+
+    if args.limit < 4096:
+        stderr.write(f"gpuperf comment: error: --limit {args.limit} leaves no room for a table (4096 at least)\n")
+        return EXIT_USAGE
+    try:
+        jobs = load_jobs(args.results, args.job)
+    except ConfigError as exc:
+        stderr.write(f"gpuperf comment: error: {exc}\n")
+        return EXIT_USAGE
+    text = render_matrix(jobs, link=args.link, limit=args.limit)
+    if args.output is None:
+        stdout.write(text)
+    else:
+        write_atomic(args.output, text)
     return EXIT_OK
 
 
@@ -278,6 +322,7 @@ def _cmd_bisect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
 _COMMANDS = {
     "compare": _cmd_compare,
     "report": _cmd_report,
+    "comment": _cmd_comment,
     "history": cli_history.run,
     "stability": _cmd_stability,
     "validate": _cmd_validate,

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import os
 import platform
 import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_gpuperf.model import Environment, device_class
@@ -93,6 +97,57 @@ def expected_capability() -> str:
     return "DEFAULT"
 
 
+# The wheels a CUDA (or ROCm) build of torch loads its BLAS and its Triton from, newest naming first.
+CUBLAS_DISTRIBUTIONS = ("nvidia-cublas", "nvidia-cublas-cu12", "nvidia-cublas-cu11")
+TRITON_DISTRIBUTIONS = ("triton", "pytorch-triton", "pytorch-triton-rocm", "triton-rocm")
+GOVERNOR = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+
+
+def distribution_version(names: Iterable[str]) -> str | None:
+    """The version of the first of ``names`` installed (its metadata only: nothing is imported), else None."""
+    for name in names:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def format_cudnn_version(version: int) -> str:
+    """torch.backends.cudnn.version()'s integer as cuDNN spells it: 90100 -> 9.1.0, 8907 -> 8.9.7.
+
+    cuDNN 9 counts major * 10000 + minor * 100 + patch; cuDNN 8 and older major * 1000 + minor * 100 + patch.
+    """
+    major, rest = divmod(version, 10000 if version >= 10000 else 1000)
+    return f"{major}.{rest // 100}.{rest % 100}"
+
+
+def cpu_governor(path: Path = GOVERNOR) -> str | None:
+    """The frequency governor of the first CPU (``performance``, ``powersave``...), where the kernel exposes it."""
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+def _gpu_libraries() -> dict[str, str]:
+    """cuDNN (as torch loaded it), cuBLAS (its wheel) and ROCm's HIP, where known: they move a GPU's timings."""
+    import torch
+
+    found: dict[str, str] = {}
+    try:
+        cudnn = torch.backends.cudnn.version()
+    except Exception:  # a build without cuDNN, or one whose library cannot load: leave the key out
+        cudnn = None
+    if cudnn:
+        found["cudnn"] = format_cudnn_version(int(cudnn))
+    if (cublas := distribution_version(CUBLAS_DISTRIBUTIONS)) is not None:
+        found["cublas"] = cublas
+    if hip := getattr(torch.version, "hip", None):
+        found["hip"] = str(hip)
+    return found
+
+
 def probe_environment(device: torch.device) -> Environment:
     """Describe the machine and the device the session measures on (without torch: its keys are left out)."""
     cpu = cpu_model()
@@ -109,6 +164,7 @@ def probe_environment(device: torch.device) -> Environment:
         extra.update({k: v for k, v in nvml.items() if k not in {"name", "uuid", "driver"}})
         capability = torch.cuda.get_device_capability(index)
         extra["compute_capability"] = f"{capability[0]}.{capability[1]}"
+        extra.update(_gpu_libraries())
         cuda, driver, gpu_uuid = torch.version.cuda, nvml.get("driver"), nvml.get("uuid")
     else:
         if have_torch():
@@ -116,6 +172,10 @@ def probe_environment(device: torch.device) -> Environment:
 
             extra["torch_threads"] = str(torch.get_num_threads())
         extra["cpu_isa"] = cpu_isa()
+        if (governor := cpu_governor()) is not None:
+            extra["cpu_governor"] = governor
+    if (triton := distribution_version(TRITON_DISTRIBUTIONS)) is not None:
+        extra["triton"] = triton
     if have_torch():
         import torch
 
@@ -136,22 +196,80 @@ def probe_environment(device: torch.device) -> Environment:
     )
 
 
-# Fields whose change can move timings while the device class stays the same.
-_DRIFT_FIELDS = ("torch", "cuda", "driver", "python")
+@dataclass(frozen=True)
+class EnvFact:
+    """One thing an environment records that can move a figure while the device class stays the same."""
+
+    label: str  # as reports name it: "driver", "cuDNN", "power limit"
+    read: Callable[[Environment], str | None]
+    unit: str = ""
+
+
+def _field(name: str) -> Callable[[Environment], str | None]:
+    return lambda env: getattr(env, name)
+
+
+def _extra(key: str) -> Callable[[Environment], str | None]:
+    return lambda env: env.extra.get(key)
+
+
+# What ``environment_changes`` compares, in the order reports list it: the software stack from the driver
+# up, then the GPU's settings (NVML: applications and maximum clocks, whether an administrator locked
+# them, the power limit; never the current clock or temperature, which move with the load), then the
+# host (the CPU, its governor, torch's kernels and threads on it).
+DRIFT_FACTS: tuple[EnvFact, ...] = (
+    EnvFact("driver", _field("driver")),
+    EnvFact("CUDA runtime", _field("cuda")),
+    EnvFact("HIP", _extra("hip")),
+    EnvFact("torch", _field("torch")),
+    EnvFact("cuDNN", _extra("cudnn")),
+    EnvFact("cuBLAS", _extra("cublas")),
+    EnvFact("triton", _extra("triton")),
+    EnvFact("Python", _field("python")),
+    EnvFact("SM applications clock", _extra("sm_app_clock_mhz"), " MHz"),
+    EnvFact("memory applications clock", _extra("mem_app_clock_mhz"), " MHz"),
+    EnvFact("SM max clock", _extra("sm_max_clock_mhz"), " MHz"),
+    EnvFact("clocks locked", _extra("clocks_locked")),
+    EnvFact("power limit", _extra("power_limit_w"), " W"),
+    EnvFact("CPU", _field("cpu_model")),
+    EnvFact("CPU governor", _extra("cpu_governor")),
+    EnvFact("CPU kernels", _extra("cpu_isa")),
+    EnvFact("torch threads", _extra("torch_threads")),
+)
+
+
+@dataclass(frozen=True)
+class EnvChange:
+    """One fact of ``DRIFT_FACTS`` that differs between two environments."""
+
+    label: str
+    before: str
+    after: str
+    unit: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.label} {self.before}{self.unit} -> {self.after}{self.unit}"
+
+
+def environment_changes(before: Environment, after: Environment) -> tuple[EnvChange, ...]:
+    """The facts of ``DRIFT_FACTS`` both environments recorded and that differ, in that order.
+
+    A fact one side did not record (an entry written before it was probed, NVML unavailable on one
+    runner) is no change anyone can state, so it is left out.
+    """
+    changes = []
+    for fact in DRIFT_FACTS:
+        old, new = fact.read(before), fact.read(after)
+        if old is not None and new is not None and old != new:
+            changes.append(EnvChange(fact.label, old, new, fact.unit))
+    return tuple(changes)
 
 
 def describe_drift(baseline: Environment | None, current: Environment) -> str | None:
-    """A note when the baseline was taken on the same device class with other software versions."""
+    """A note when the baseline was taken on the same device class in another environment (``DRIFT_FACTS``)."""
     if baseline is None or baseline.device_class != current.device_class:
         return None
-    changed = [
-        f"{name} {getattr(baseline, name)} -> {getattr(current, name)}"
-        for name in _DRIFT_FIELDS
-        if getattr(baseline, name) != getattr(current, name) and getattr(baseline, name) is not None
-    ]
-    before, now = baseline.extra.get("cpu_isa"), current.extra.get("cpu_isa")
-    if before and now and before != now:  # entries written before it was recorded have none
-        changed.append(f"CPU kernels {before} -> {now}")
+    changed = environment_changes(baseline, current)
     if not changed:
         return None
-    return "environment changed since the baseline: " + ", ".join(changed)
+    return "environment changed since the baseline: " + ", ".join(map(str, changed))

@@ -619,3 +619,6 @@ class SessionResults:
     started_at: str
     compare_ref: str | None = None
     base_provenance: Provenance | None = None
+    # The pytest options a re-run of one of its measurements needs besides the test, the mode and the device:
+    # the settings that differ from their defaults, the -p choices and the project's own options (report/repro.py).
+    repro_args: tuple[str, ...] = ()

@@ -34,6 +34,9 @@ class Option:
     default: Any = None  # when neither the command line nor the ini gives it
     field: str | None = None  # the GpuperfConfig field it sets; "measure.x": MeasureSettings' x
     worker: Callable[[cfg.GpuperfConfig], Any] | None = None  # the resolved value a worker is given
+    # A re-run of a measurement repeats it where it is off its default (``repro_args``): False for the mode
+    # and the device (a repro command names them itself), the reports, the store's URL and display switches.
+    repro: bool = True
 
     @property
     def dest(self) -> str:
@@ -45,13 +48,14 @@ def _path(raw: str) -> Path | None:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("--gpuperf", "measure perf tests and gate them against baselines (without it: one smoke call each)"),
+    Option("--gpuperf", "measure perf tests and gate them against baselines (without it: one smoke call each)",
+           repro=False),
     Option("--gpuperf-update-baseline", "write baselines for the perf tests that ran and passed (implies --gpuperf)",
-           field="update_baseline"),
+           field="update_baseline", repro=False),
     Option("--gpuperf-baseline-dir", f"baseline folder, relative to the rootdir (default: {cfg.DEFAULT_BASELINE_DIR})",
            str, "DIR", ini=True, default=cfg.DEFAULT_BASELINE_DIR),
     Option("--gpuperf-device", "auto (CUDA if available), cpu, cuda or cuda:N (default: auto)", str, "DEVICE",
-           ini=True, default="auto", field="device"),
+           ini=True, default="auto", field="device", repro=False),
     Option("--gpuperf-threshold", f"relative slow-down that fails (default: {modes.DEFAULT_THRESHOLD} against "
            f"baselines, {modes.DEFAULT_COMPARE_REF_THRESHOLD} with --gpuperf-compare-ref)", float, "FRACTION", ini=True,
            field="threshold"),
@@ -75,14 +79,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("--gpuperf-calibrate", "retired, no effect: baseline mode times the machine's reference work beside "
            "every test", str, "MODE", ini=True, default="off", field="calibrate"),
     Option("--gpuperf-compare-ref", "compare against git REF in the same run (worktree + worker process, "
-           "alternating rounds)", str, "REF", field="compare_ref"),
+           "alternating rounds)", str, "REF", field="compare_ref", repro=False),
     Option("--gpuperf-confirm-pairs", "compare-ref: re-measure a suspected regression in N fresh process pairs and "
            f"let their spread decide; 0 = off (default: {cfg.DEFAULT_CONFIRM_PAIRS})", int, "N", ini=True,
            default=cfg.DEFAULT_CONFIRM_PAIRS, field="confirm_pairs"),
     Option("--gpuperf-worker-start-timeout", "compare-ref: most time the worker at REF may take to start and "
            "collect its tests (a test module that hangs at import); past it the perf tests fail with where it hung "
            f"(default: {cfg.DEFAULT_WORKER_START_TIMEOUT_S:g})", float, "SECONDS", ini=True,
-           default=cfg.DEFAULT_WORKER_START_TIMEOUT_S, field="worker_start_timeout_s"),
+           default=cfg.DEFAULT_WORKER_START_TIMEOUT_S, field="worker_start_timeout_s", repro=False),
     Option("--gpuperf-pin-cpu", "measure on one CPU core: auto (compare-ref on the CPU: both sides on the last "
            "core), off, or N", str, "CPU", ini=True, default="auto", field="pin_cpu"),
     Option("--gpuperf-time-limit", "most time one measurement may take, warm-up included; a slow call's budget "
@@ -92,30 +96,31 @@ OPTIONS: tuple[Option, ...] = (
     Option("--gpuperf-strict", "fail measurements that are not comparable (other device class), unstable or not "
            "gated", field="strict"),
     Option("--gpuperf-explain", "print the rules behind every measurement's verdict, not only the failing ones'",
-           field="explain"),
+           field="explain", repro=False),
     Option("--gpuperf-l2-flush", "flush the GPU L2 cache before each timed call (cold-cache timing)",
            field="measure.l2_flush", worker=lambda c: c.measure.l2_flush),
     Option("--gpuperf-cuda-graph", "capture each measured call into a CUDA graph and replay it",
            field="measure.cuda_graph", worker=lambda c: c.measure.cuda_graph),
     Option("--gpuperf-profile", "after timing, capture a short torch.profiler trace per measurement into DIR", _path,
-           "DIR", field="profile_dir"),
+           "DIR", field="profile_dir", repro=False),
     Option("--gpuperf-no-profile-diff", "do not profile confirmed time regressions (head against base or the "
            "baseline's stored profile) nor store a profile with each baseline entry; ini: gpuperf_profile_diff = "
-           "false"),
+           "false", repro=False),
     Option("--gpuperf-nsight", "wrap measured regions in cudaProfilerStart/Stop for nsys --capture-range="
-           "cudaProfilerApi", field="nsight", worker=lambda c: c.nsight),
+           "cudaProfilerApi", field="nsight", worker=lambda c: c.nsight, repro=False),
     Option("--gpuperf-no-nvtx", "do not emit NVTX ranges", worker=lambda c: not c.nvtx),
-    Option("--gpuperf-json", "write results JSON", _path, "PATH", field="json_path"),
-    Option("--gpuperf-markdown", "write a Markdown PR comment", _path, "PATH", field="markdown_path"),
+    Option("--gpuperf-json", "write results JSON", _path, "PATH", field="json_path", repro=False),
+    Option("--gpuperf-markdown", "write a Markdown PR comment", _path, "PATH", field="markdown_path", repro=False),
     Option("--gpuperf-benchmark-json", "write pytest-benchmark compatible JSON", _path, "PATH",
-           field="benchmark_json_path"),
-    Option("--gpuperf-html", "write a self-contained HTML report", _path, "PATH", field="html_path"),
+           field="benchmark_json_path", repro=False),
+    Option("--gpuperf-html", "write a self-contained HTML report", _path, "PATH", field="html_path", repro=False),
     Option("--gpuperf-busy-policy", "what the CPU host guard does when the kernel's counters say the runner is "
            "busy: retake (wait, bounded, for a quiet window; a change still measured busy is unstable), unstable, "
            "or judge (verdicts as the samples say) (default: retake)", str, "POLICY", ini=True, default="retake",
            field="busy_policy", worker=lambda c: c.busy_policy.value),
     Option("--gpuperf-history", "record the session in a history store: sqlite:///PATH, a file path or "
-           "postgresql://... (env GPUPERF_HISTORY beats the ini value; docs/history.md)", str, "URL", ini=True),
+           "postgresql://... (env GPUPERF_HISTORY beats the ini value; docs/history.md)", str, "URL", ini=True,
+           repro=False),  # a store's URL may hold its password: never written into a report
 )  # fmt: skip
 PROFILE_DIFF_INI = "gpuperf_profile_diff"  # a bool ini, the twin of --gpuperf-no-profile-diff
 
@@ -192,7 +197,32 @@ def _build(config: pytest.Config, values: dict[str, Any]) -> cfg.GpuperfConfig:
         profile_diff=not values["gpuperf_no_profile_diff"] and _ini_bool(config, PROFILE_DIFF_INI) and have_torch(),
         nvtx=not values["gpuperf_no_nvtx"],
     )
-    return dataclasses.replace(gp, worker_args=(*_plugin_args(config), *worker_args(gp)))
+    plugins = _plugin_args(config)
+    return dataclasses.replace(gp, worker_args=(*plugins, *worker_args(gp)), repro_args=(*plugins, *repro_args(values)))
+
+
+def repro_args(values: dict[str, Any]) -> tuple[str, ...]:
+    """The resolved options (``_resolve``'s values) of the rows a re-run repeats, where they are off their default.
+
+    Whether set on the command line or in the ini: a developer's checkout may not have the CI's ini.
+    """
+    args = []
+    for o in OPTIONS:
+        value = values.get(o.dest)
+        if not o.repro or value is None or _word(value) == _word(o.default):
+            continue
+        if o.convert is None:
+            args.extend([o.flag] if value else [])
+        else:
+            args.append(f"{o.flag}={_word(value)}")
+    return tuple(args)
+
+
+def _word(value: Any) -> str | None:
+    """A value as a command line gives it: an enum's word, a float's shortest repr."""
+    if value is None:
+        return None
+    return str(getattr(value, "value", value))
 
 
 def worker_args(config: cfg.GpuperfConfig) -> tuple[str, ...]:

@@ -17,7 +17,15 @@ import pytest
 
 from pytest_gpuperf.config import GpuperfConfig, Settings
 from pytest_gpuperf.errors import GpuperfError
-from pytest_gpuperf.model import Environment, Kind, MeasurementResult, Provenance, SessionResults, Verdict
+from pytest_gpuperf.model import (
+    Comparison,
+    Environment,
+    Kind,
+    MeasurementResult,
+    Provenance,
+    SessionResults,
+    Verdict,
+)
 from pytest_gpuperf.modes import EngineKind
 from pytest_gpuperf.plugin.fixture import GpuBench
 from pytest_gpuperf.plugin.outcome import fail
@@ -147,7 +155,7 @@ class GpuperfSession:
         base = Provenance(commit=base_commit, branch=c.compare_ref) if c.compare_ref else None
         return SessionResults(
             results=tuple(self.results), environment=self.environment, provenance=self.provenance, mode=c.mode,
-            started_at=self.started_at, compare_ref=c.compare_ref, base_provenance=base,
+            started_at=self.started_at, compare_ref=c.compare_ref, base_provenance=base, repro_args=c.repro_args,
         )  # fmt: skip
 
     @pytest.hookimpl(trylast=True)
@@ -217,6 +225,7 @@ class GpuperfSession:
     def judge(self, bench: GpuBench) -> None:
         __tracebackhide__ = True
         from pytest_gpuperf.report.failure import failure_message
+        from pytest_gpuperf.report.repro import rerun
         from pytest_gpuperf.verdict import fails
         from pytest_gpuperf.verdict.judge import absolute_failures
 
@@ -227,19 +236,23 @@ class GpuperfSession:
         except GpuperfError as exc:
             fail(str(exc))
         self.results.extend(results)
+        c = self.config
+        again = rerun(c.mode, self.engine.base_commit, c.compare_ref, c.repro_args)
+
+        def message(r: MeasurementResult, only: tuple[Comparison, ...] = ()) -> str:
+            repro = again.command(r.measurement) if again is not None else None
+            return failure_message(r, str(self.device), only, compare_ref=c.compare_ref, repro=repro)
+
         if bench.settings.gate.strict and (missing := missing_baselines(self.config)):
             fail(f"{bench.test_id}: nothing is gated: {missing} (--gpuperf-strict)")
         if bench.settings.plan.writes_baselines:
             # A violated hard bound fails an update run too, and nothing of the test is written.
-            violated = [failure_message(r, str(self.device), only) for r in results if (only := absolute_failures(r))]
+            violated = [message(r, tuple(only)) for r in results if (only := absolute_failures(r))]
             if violated:
                 fail("\n\n".join(violated))
             self.update_baselines(results)
             return
-        ref = self.config.compare_ref
-        if failures := [
-            failure_message(r, str(self.device), compare_ref=ref) for r in results if fails(r, bench.settings.gate)
-        ]:
+        if failures := [message(r) for r in results if fails(r, bench.settings.gate)]:
             fail("\n\n".join(failures))
 
     def update_baselines(self, results: list[MeasurementResult]) -> None:

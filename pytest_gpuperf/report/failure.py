@@ -17,10 +17,12 @@ def explain_lines(c: Comparison, indent: str = "    ") -> list[str]:
 
 
 def failure_message(
-    result: MeasurementResult, device: str, only: Sequence[Comparison] = (), *, compare_ref: str | None = None
-) -> str:
+    result: MeasurementResult, device: str, only: Sequence[Comparison] = (), *, compare_ref: str | None = None,
+    repro: str | None = None,
+) -> str:  # fmt: skip
     """One clear message for the failing comparisons of a measurement (``only``: those), with the deciding rules;
-    ``compare_ref``: the base ref it was judged against (None: a stored baseline)."""
+    ``compare_ref``: the base ref it was judged against (None: a stored baseline); ``repro``: the command that
+    re-runs it (report/repro.py)."""
     key = result.measurement.key
     lines = [f"performance regression in {key}"]
     failing = list(only) or failing_comparisons(result.comparisons, strict=False)
@@ -50,4 +52,6 @@ def failure_message(
     lines.append(where)
     ref = f" ({compare_ref})" if compare_ref is not None else ""
     lines.append(f"  {reference} commit: {commit[:12] if commit else 'unknown'}{ref}")
+    if repro is not None:
+        lines.append(f"  reproduce: {repro}")
     return "\n".join(plain(line) for line in lines)

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from pytest_gpuperf.model import Comparison, MeasurementResult, ProfileDiff, SessionResults, Verdict
+from pytest_gpuperf.report.drift import drift_sentences, session_drift
 from pytest_gpuperf.report.history import STEP_DOWN, STEP_UP, History, Trend, draw_trend, time_scale
 from pytest_gpuperf.report.markdown import TOP_OPS, software
+from pytest_gpuperf.report.repro import Rerun, rerun_of
 from pytest_gpuperf.report.rows import counts_line, headline, ordered, plural, time_comparison
 
 # html.escape after stripping control characters: every string of the page goes through it
@@ -55,7 +57,7 @@ tr.not-comparable td, tr.unstable td { background: #fff4d6; }
 figure { margin: 0.5em 0; } img { max-width: 100%; height: auto; }
 figcaption { font-size: 0.85em; color: #555; }
 section.measurement { border-top: 1px solid #e0e0e0; padding-top: 0.5em; }
-.note { color: #6b4e00; }
+.note { color: #6b4e00; } p.repro code { user-select: all; }
 section.why { margin: 0.5em 0 1em; } section.why h4 { margin: 0.5em 0 0.25em; }
 """
 WHY_BARS = 12  # ops in the bar chart; the table under it lists every row
@@ -353,7 +355,16 @@ def _verdict_figures(result: MeasurementResult, base_label: str) -> str:
     )
 
 
-def _measurement_section(result: MeasurementResult, base_label: str, trend: Trend | None, metric: str) -> str:
+def _repro(result: MeasurementResult, again: Rerun | None) -> str:
+    """The command that re-runs a regression (report/repro.py), for a developer to copy."""
+    if again is None or result.verdict is not Verdict.REGRESSION:
+        return ""
+    return f'<p class="repro">Reproduce: <code>{escape(again.command(result.measurement))}</code></p>'
+
+
+def _measurement_section(
+    result: MeasurementResult, base_label: str, trend: Trend | None, metric: str, again: Rerun | None = None
+) -> str:
     m = result.measurement
     stats = m.stats
     facts = (
@@ -361,7 +372,7 @@ def _measurement_section(result: MeasurementResult, base_label: str, trend: Tren
         f"median {format_time(stats.median_ns)}, min {format_time(stats.min_ns)}, "
         f"IQR {format_time(stats.iqr_ns)}, precision {escape(format_precision(m.precision))}"
     )
-    facts = f"{_verdict_figures(result, base_label)}<p>{facts}</p>"
+    facts = f"{_verdict_figures(result, base_label)}<p>{facts}</p>{_repro(result, again)}"
     unstable = f'<p class="note">unstable: {escape(m.unstable_reason)}</p>' if m.unstable_reason else ""
     why = why_section(result.profile_diff, m.key) if result.profile_diff is not None else ""
     figure = _img(distribution_figure(result, base_label), f"distribution of {m.key}")
@@ -383,7 +394,8 @@ def _context(session: SessionResults) -> str:
         ("started", session.started_at),
         ("mode", session.mode),
     ]
-    return "<ul>" + "".join(f"<li><b>{escape(k)}</b>: {escape(str(v))}</li>" for k, v in items if v) + "</ul>"
+    drift = "".join(f'<p class="note">{escape(s)}</p>' for s in drift_sentences(session_drift(session)))
+    return "<ul>" + "".join(f"<li><b>{escape(k)}</b>: {escape(str(v))}</li>" for k, v in items if v) + "</ul>" + drift
 
 
 def render_html(session: SessionResults, history: History | None = None) -> str:
@@ -394,8 +406,9 @@ def render_html(session: SessionResults, history: History | None = None) -> str:
     base_label = f"base ({session.compare_ref})" if session.compare_ref else "baseline"
     device_class = session.environment.device_class
     trends = {t.key: t for t in (history.trends if history else ()) if t.device_class == device_class}
+    again = rerun_of(session)
     sections = "".join(
-        _measurement_section(r, base_label, trends.get(r.measurement.key), headline(r).statistic)
+        _measurement_section(r, base_label, trends.get(r.measurement.key), headline(r).statistic, again)
         for r in ordered(session.results)
     )
     body = _summary_table(session) if session.results else "<p>No measurements were taken.</p>"

@@ -34,7 +34,7 @@ WHY_ROWS = 10  # rows of a differential profile in the comment; the HTML report 
 # The differential profiles' share of GitHub's 65,536-character comment (UTF-16 code units): the
 # summary table, environment and commits keep the rest, however many tests regressed.
 WHY_BUDGET = 24_000
-_ICON = {
+VERDICT_ICON = {  # the comments' mark of each verdict (this one and report.matrix)
     Verdict.REGRESSION: "🔴",
     Verdict.IMPROVEMENT: "🟢",
     Verdict.UNCHANGED: "⚪",
@@ -61,7 +61,7 @@ def _test(test_id: str) -> str:
 
 
 def _verdict(v: Verdict) -> str:
-    return f"{_ICON[v]} {v.value}"
+    return f"{VERDICT_ICON[v]} {v.value}"
 
 
 def _short(commit: str | None) -> str:
@@ -191,6 +191,11 @@ def _why_table(diff: ProfileDiff) -> list[str]:
 
 def _why(result: MeasurementResult, diff: ProfileDiff, folder: Path | None) -> list[str]:
     """One collapsed section: the heading, the finding, the host/device split, the table, the note and the traces."""
+    return _details(_why_summary(result, diff), why_body(diff, folder))
+
+
+def why_body(diff: ProfileDiff, folder: Path | None) -> list[str]:
+    """A differential profile as Markdown lines: heading, finding, split, table, note, traces."""
     facts = (
         heading(diff),
         explained_heading(diff) if diff.base is not None else None,
@@ -206,7 +211,7 @@ def _why(result: MeasurementResult, diff: ProfileDiff, folder: Path | None) -> l
     traces = [f"{side} {md_code(trace_label(path, folder))}" for side, path in sides if path]
     if traces:
         body += ["", f"Traces (open in [Perfetto]({PERFETTO})): {', '.join(traces)}"]
-    return _details(_why_summary(result, diff), body)
+    return body
 
 
 def why_sections(session: SessionResults, budget: int = WHY_BUDGET, folder: Path | None = None) -> list[str]:

@@ -33,10 +33,13 @@ FORMAT = "pytest-gpuperf-results"
 # profiles (``host_samples_ns``, ``device_samples_ns``) and a note's optional ``topic`` (what it is
 # about, by which the terminal groups notes); 6 the scheduler's accounting of each sample
 # (``scheduling``, ``corrected_round_medians_ns``), a time comparison's change with the run-queue wait
-# taken out (``correction``) and a baseline entry's recorded correction, all optional. Older files are
-# read by adding what they lack (``_upgrade``): no kind recorded is taken from the comparison's name,
-# a bare note is a notice, a note without a topic has none, the rest is empty (a version 4 diff has no
-# explanation rows, a version 5 measurement no scheduling).
+# taken out (``correction``), a baseline entry's recorded correction and the machine's reference
+# (``reference_ns``), all optional, and the pytest arguments a re-run of a measurement needs
+# (``repro_args``: report/repro.py). Older files are read by adding what they lack (``_upgrade``): no
+# kind recorded is taken from the comparison's name, a bare note is a notice, a note without a topic
+# has none, the rest is empty (a version 4 diff has no explanation rows, a version 5 measurement no
+# scheduling, a version 5 file no repro arguments: its repro commands name the test, the mode and the
+# device only).
 SCHEMA_VERSION = 6
 # The most a results file may hold: far above any session's (thousands of measurements make a few
 # MiB), and a bound on what one read takes, so that /dev/zero or a stray dump is refused, not read.
@@ -128,6 +131,7 @@ def _upgrade(document: object) -> object:
     """An older document as the current version (see ``SCHEMA_VERSION``'s history)."""
     if not isinstance(document, dict) or document.get("schema_version") not in (1, 2, 3, 4, 5):
         return document
+    document.setdefault("repro_args", [])
     results = [r for r in document.get("results", ()) if isinstance(r, dict)]
     if document["schema_version"] == 1:
         for result in results:

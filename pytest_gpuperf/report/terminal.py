@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TextIO
 
 from pytest_gpuperf.model import Comparison, Kind, NoteKind, ProfileSummary, SessionResults, Verdict
+from pytest_gpuperf.report.drift import drift_sentences, session_drift
 from pytest_gpuperf.report.rows import (
     Headline,
     counts_line,
@@ -183,6 +184,8 @@ def render_summary(session: SessionResults, tw: Writer) -> None:
         tw.line(text, **markup)
     colour = "red" if any(h.verdict is Verdict.REGRESSION for h in heads) else "green"
     tw.line(f"gpuperf: {counts_line(session)}", bold=True, **{colour: True})
+    for sentence in drift_sentences(session_drift(session)):  # environment strings from a results file: inert
+        tw.line(f"gpuperf: {plain(sentence)}", yellow=True)
 
 
 class PlainWriter:

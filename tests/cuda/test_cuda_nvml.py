@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from pytest_gpuperf.gpu.nvml import HealthMonitor, probe_device
+from pytest_gpuperf.measure.env import probe_environment
 
 pytestmark = pytest.mark.cuda
 
@@ -34,3 +35,12 @@ def test_monitor_polls_during_gpu_work(device: torch.device) -> None:
         pytest.skip(report.notes[0].text)
     assert isinstance(report.data["nvml_polls"], int) and report.data["nvml_polls"] >= 2
     assert "temperature_before_c" in report.data
+
+
+def test_the_environment_records_what_can_move_a_gpus_figures(device: torch.device) -> None:
+    env = probe_environment(device)
+    assert env.cuda == torch.version.cuda and env.driver
+    if torch.backends.cudnn.is_available():
+        assert env.extra["cudnn"].count(".") == 2
+    if "nvml" not in env.extra:  # NVML usable: the settings that drift compares
+        assert {"sm_app_clock_mhz", "power_limit_w", "clocks_locked"} <= set(env.extra)
