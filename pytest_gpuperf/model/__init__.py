@@ -229,12 +229,15 @@ class ProfileSummary:
     activities: tuple[str, ...] = ()
 
 
+OpKind = Literal["operator", "kernel", "function"]  # torch.profiler's operators and kernels; Python's functions
+
+
 @dataclass(frozen=True)
 class OpStat:
-    """One operator or kernel of a profiled call, averaged per measured call."""
+    """One operator, kernel or Python function of a profiled call, averaged per measured call."""
 
-    name: str  # the real name: "aten::mm", a cuBLAS or Triton kernel's name
-    kind: Literal["operator", "kernel"]
+    name: str  # the real name: "aten::mm", a cuBLAS or Triton kernel's name, "pkg/mod.py:12(fn)"
+    kind: OpKind
     calls: float  # occurrences per measured call (2.0: launched twice per call)
     host_ns: float  # self CPU time per measured call (the mean over the profiled calls)
     device_ns: float = 0.0  # self device time per measured call (0 on the CPU)
@@ -281,7 +284,7 @@ class OpChange:
     """
 
     name: str
-    kind: Literal["operator", "kernel"]
+    kind: OpKind
     base: OpStat | None  # None: not in the base's table
     head: OpStat | None  # None: not in the head's table
     on_device: bool  # ranked by device time (CUDA) or host time (CPU)
@@ -341,7 +344,7 @@ class WhyRow:
     """
 
     name: str
-    kind: Literal["operator", "kernel", "rest"]
+    kind: Literal["operator", "kernel", "function", "rest"]
     reading: WhyReading
     role: WhyRole
     delta_ns: float
