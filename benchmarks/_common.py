@@ -5,8 +5,9 @@ The scripts run as ``python benchmarks/NAME.py`` from the repository root, so Py
 ``benchmarks/`` on ``sys.path`` and they import this module and each other by name; the
 project itself is imported as the installed package (``pip install -e .``). Nothing of
 ``tests/`` is on their path: the three test helpers that benchmarks share (the throwaway
-PostgreSQL server, the planted profile regressions, the small GPT whose attention switches) are loaded by file path through
-:func:`shared_test_helper`, so each such use is named here and not a package import.
+PostgreSQL server, the planted profile regressions, the small GPT whose attention switches) are
+loaded by file path through :func:`shared_test_helper`, so each such use is named here and not a
+package import.
 """
 
 from __future__ import annotations

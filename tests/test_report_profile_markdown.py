@@ -142,7 +142,7 @@ def test_without_a_base_profile_the_table_shows_the_heads_time_and_the_note() ->
     rows = _rows(next(old.iter("table")))
     assert rows[0] == ["op", "kind", "time per call", "calls"]
     assert rows[1] == ["aten::addmm", "operator", "180.0 us", "2"]
-    assert "has no stored profile: the head's top operators alone" in _text(old)
+    assert "has no stored profile: the head's top rows alone" in _text(old)
 
 
 def test_a_long_diff_keeps_its_top_rows_and_counts_the_rest() -> None:

@@ -92,7 +92,7 @@ def test_without_a_base_profile_the_heads_ops_and_the_note() -> None:
     block = _why_block(failure_message(regressed(no_base_diff()), "cpu"))
     assert block[0] == "  why (profile of the head alone, CPU time per call):"
     assert block[1] == "    180.0 us aten::addmm (2 calls)"
-    assert block[-1] == f"    {BASE_LABEL} has no stored profile: the head's top operators alone"
+    assert block[-1] == f"    {BASE_LABEL} has no stored profile: the head's top rows alone"
     assert not any(line.lstrip().startswith("+") for line in block)
 
 

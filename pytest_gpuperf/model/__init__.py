@@ -248,10 +248,12 @@ class OpStat:
 
 @dataclass(frozen=True)
 class OpProfile:
-    """A compact torch.profiler table of one measured call: what a baseline entry keeps.
+    """A compact profile table of one measured call: what a differential profile compares and a baseline entry keeps.
 
-    ``host_ns``: CPU time of the whole call (Python, dispatch, launches); ``device_ns``: its summed
-    kernel time, on CUDA only. ``ops``: the top ones by time, a bounded list (a few KB in a baseline file).
+    torch.profiler's rows are operators and kernels; Python's profiler's (a call that runs no torch
+    operator: profiling/capture.py) are functions. ``host_ns``: CPU time of the whole call (Python,
+    dispatch, launches); ``device_ns``: its summed kernel time, on CUDA only. ``ops``: its rows by time
+    (a baseline entry keeps the top ones: a few KB in a baseline file).
     """
 
     device_type: str  # "cpu" or "cuda"
@@ -267,6 +269,11 @@ class OpProfile:
     @property
     def on_device(self) -> bool:
         return self.device_type == "cuda"
+
+    @property
+    def profiler(self) -> Literal["torch", "python"]:
+        """Which profiler took the table: Python's, whose rows are functions, or torch.profiler."""
+        return "python" if any(s.kind == "function" for s in self.ops) else "torch"
 
     @property
     def samples_ns(self) -> tuple[float, ...]:

@@ -45,7 +45,9 @@ def top_rows(rows: Sequence[OpStat], on_cuda: bool, limit: int | None) -> tuple[
         kept += [s for s in by_host[: limit // 3] if (s.kind, s.name) not in chosen and s.host_ns > 0]
     kept_keys = {(s.kind, s.name) for s in kept}
     cut = max((by_main(s) for s in ranked if (s.kind, s.name) not in kept_keys), default=0.0)
-    return tuple(s for s in kept if by_main(s) > 0 or s.host_ns > 0), cut
+    # An operator that took no time is the profiler's bookkeeping; a function that was called is a fact, even where
+    # it left no time once the profiler's cost was taken off (python_profile.py).
+    return tuple(s for s in kept if by_main(s) > 0 or s.host_ns > 0 or s.kind == "function"), cut
 
 
 def stored_table(profile: OpProfile | None, limit: int = STORED_ROWS) -> OpProfile | None:
@@ -54,3 +56,16 @@ def stored_table(profile: OpProfile | None, limit: int = STORED_ROWS) -> OpProfi
         return None
     ops, cut = top_rows(profile.ops, profile.on_device, limit)
     return dataclasses.replace(profile, ops=ops, omitted_below_ns=max(profile.omitted_below_ns, cut))
+
+
+SUMMARY_ROWS = 20  # rows of a capture's summary (``ProfileSummary.top_ops``)
+
+
+def top_by_time(profile: OpProfile, limit: int = SUMMARY_ROWS) -> tuple[tuple[str, float, float], ...]:
+    """(name, time per call ns, share of the call) of ``profile``'s longest rows, on its ranking's time."""
+    total = (profile.device_ns if profile.on_device else profile.host_ns) or 0.0
+    if total <= 0:
+        return ()
+    rows = sorted(profile.ops, key=lambda s: s.device_ns if profile.on_device else s.host_ns, reverse=True)
+    return tuple((s.name, t, min(1.0, t / total)) for s in rows[:limit]
+                 if (t := s.device_ns if profile.on_device else s.host_ns) > 0)  # fmt: skip

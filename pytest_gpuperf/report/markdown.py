@@ -207,7 +207,8 @@ def _why(result: MeasurementResult, diff: ProfileDiff, folder: Path | None) -> l
     sides = (("head", diff.head_trace), ("base", diff.base_trace))
     traces = [f"{side} {md_code(trace_label(path, folder))}" for side, path in sides if path]
     if traces:
-        body += ["", f"Traces (open in [Perfetto]({PERFETTO})): {', '.join(traces)}"]
+        viewer = f"[Perfetto]({PERFETTO})" if diff.head.profiler == "torch" else md_code("python -m pstats")
+        body += ["", f"Traces (open in {viewer}): {', '.join(traces)}"]
     return _details(_why_summary(result, diff), body)
 
 

@@ -70,8 +70,11 @@ def signed_time(ns: float) -> str:
 
 
 def time_basis(diff: ProfileDiff) -> str:
-    """What the rows compare: ``'device time per call'`` (kernels), else ``'CPU time per call'`` (operators)."""
-    return "device time per call" if diff.basis == "device" else "CPU time per call"
+    """What the rows compare: ``'device time per call'`` (kernels), ``'time per call by Python function'`` (a
+    profile by function), else ``'CPU time per call'`` (operators)."""
+    if diff.basis == "device":
+        return "device time per call"
+    return "time per call by Python function" if diff.head.profiler == "python" else "CPU time per call"
 
 
 def heading(diff: ProfileDiff) -> str:
@@ -151,10 +154,15 @@ def headline(diff: ProfileDiff, name: Callable[[str], str] = str) -> str | None:
     return words
 
 
+def trace_viewer(diff: ProfileDiff) -> str:
+    """What opens the diff's traces: Perfetto for torch.profiler's, ``python -m pstats`` for Python's statistics."""
+    return "python -m pstats, or snakeviz" if diff.head.profiler == "python" else PERFETTO
+
+
 def traces_text(diff: ProfileDiff) -> str | None:
     """``traces: head X, base Y (open in https://ui.perfetto.dev)``; None when none was written."""
     sides = [f"{label} {path}" for label, path in (("head", diff.head_trace), ("base", diff.base_trace)) if path]
-    return f"traces: {', '.join(sides)} (open in {PERFETTO})" if sides else None
+    return f"traces: {', '.join(sides)} (open in {trace_viewer(diff)})" if sides else None
 
 
 def interval_text(low: float | None, high: float | None) -> str:
