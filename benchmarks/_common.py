@@ -4,9 +4,10 @@ entries a session wrote busy, and the one way a script uses a helper of ``tests/
 The scripts run as ``python benchmarks/NAME.py`` from the repository root, so Python puts
 ``benchmarks/`` on ``sys.path`` and they import this module and each other by name; the
 project itself is imported as the installed package (``pip install -e .``). Nothing of
-``tests/`` is on their path: the two test helpers that benchmarks share (the throwaway
-PostgreSQL server, the planted profile regressions) are loaded by file path through
-:func:`shared_test_helper`, so each such use is named here and not a package import.
+``tests/`` is on their path: the three test helpers that benchmarks share (the throwaway
+PostgreSQL server, the planted profile regressions, the small GPT whose attention switches) are
+loaded by file path through :func:`shared_test_helper`, so each such use is named here and not a
+package import.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository root
 RESULTS = ROOT / "benchmarks" / "results"  # the figures the docs quote, as the scripts wrote them
-SHARED_TEST_HELPERS = ("postgres_server", "profile_plants")  # the only tests/ modules a benchmark uses
+SHARED_TEST_HELPERS = ("gpt_block", "postgres_server", "profile_plants")  # the only tests/ modules a benchmark uses
 
 
 def shared_test_helper(name: str) -> ModuleType:

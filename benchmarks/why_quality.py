@@ -2,6 +2,7 @@
 
     python benchmarks/why_quality.py --trials 4 [--old-rev REV] [--json out.json]
     python benchmarks/why_quality.py --cases cuda --json why_cuda.json   # the CUDA cases alone
+    python benchmarks/why_quality.py --cases replaced --trials 2 [--old-rev REV]  # the GPT attention switch alone
 
 Workloads (one intra-op thread, about 2 ms a call), each planted at 3% and 5% of its call:
 
@@ -10,6 +11,19 @@ Workloads (one intra-op thread, about 2 ms a call), each planted at 3% and 5% of
 - ``added``: an ``aten::sigmoid`` that the base does not run;
 - ``host``: Python work outside any operator (``[host time outside operators]``);
 - ``unchanged``: the same code on both sides (a confirmed regression there is a false alarm).
+
+Replacements inside a larger model (once a trial, not planted at a share; ``--cases replaced``: these
+alone): a small
+GPT in nanoGPT's shape (tests/gpt_block.py: 2 layers, width 128, 128 tokens, batch 4) whose
+attention switches from ``F.scaled_dot_product_attention`` to the manual matmul, ``masked_fill``
+and ``softmax`` path, as nanoGPT's ``self.flash`` does:
+
+- ``attention``: its forward; ``attention+backward``: forward and backward. The first row is
+  right when it names an operator of the manual path (``aten::bmm``, ``aten::_softmax``,
+  ``aten::masked_fill_``, ``aten::_softmax_backward_data``) with a positive change; also scored:
+  whether the short report (the failure message's three causes and their rest row) shows the removed
+  fused operator and adds up to the measured change, and whether the PR comment's headline names an
+  operator of the manual path.
 
 Each trial times base and head in alternating rounds and judges them as compare-ref's pairs are
 judged (``stats.paired_median_ratio``: the ratio's CI must exclude 1). A confirmed regression
@@ -20,8 +34,11 @@ its ``diff_profiles``) in a subprocess, for the figures beside today's. Printed,
 regressions: the share whose first row names the planted operator with the right sign, the
 share with a wrong-sign row presented as a cause (any row of the short report with a negative
 change, for the old code; a row with the role ``cause`` and a negative change, for the new),
-the share whose causes add up to the measured change within its interval, and the profiling
-seconds spent. ``--json`` writes ``{"cpu": [trials], "cuda": {"figure", "cases"}}`` (null for a part not run).
+the share whose causes add up to the measured change within its interval, the share whose short
+report's rows and rest row sum to the measured change, and the profiling seconds spent. A
+revision with the explanation's rows (``ProfileDiff.rows``) is scored as today's code is, over the
+calls today's code took, with its own short report and headline. ``--json`` writes
+``{"cpu": [trials], "cuda": {"figure", "cases"}}`` (null for a part not run).
 
 CUDA cases (when ``torch.cuda.is_available()``; on the CPU one line says they were skipped), a
 few trials each, timed with a synchronize after each call and explained on CUDA:
@@ -58,7 +75,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from _common import ROOT
+from _common import ROOT, shared_test_helper
 
 try:
     import triton
@@ -68,6 +85,11 @@ except ImportError:  # the triton case is then reported as skipped
 
 OUTSIDE = "[host time outside operators]"
 PLANTS = {"calls": "aten::mm", "slower": "aten::tanh", "added": "aten::sigmoid", "host": OUTSIDE, "unchanged": ""}
+# The replacement cases (a model's attention switched), whether each runs backward too, what the switch adds and removes
+REPLACED = {"attention": False, "attention+backward": True}
+MANUAL_ATTENTION = frozenset({"aten::bmm", "aten::_softmax", "aten::masked_fill_", "aten::_softmax_backward_data"})
+FUSED_ATTENTION = frozenset({"aten::_scaled_dot_product_flash_attention_for_cpu",
+                             "aten::_scaled_dot_product_flash_attention_for_cpu_backward"})  # fmt: skip
 ROUNDS = 21  # alternating rounds a side
 ROUND_S = 0.02  # a round's length
 OLD_TOP = 3  # rows the old failure message showed
@@ -97,7 +119,11 @@ def _timed(fn: Callable[[], object], reps: int = 30) -> float:
 
 
 def workload(shape: str, share: float) -> tuple[Callable[[], object], Callable[[], object]]:
-    """(base, head) for ``shape`` with the head ``share`` slower, sized on this machine."""
+    """(base, head) for ``shape`` with the head ``share`` slower, sized on this machine; a replacement case
+    (``REPLACED``) is the model with its attention switched, whatever that costs."""
+    if shape in REPLACED:
+        gpt = shared_test_helper("gpt_block")
+        return gpt.gpt_step(True, REPLACED[shape], gpt.GptShape()), gpt.gpt_step(False, REPLACED[shape], gpt.GptShape())
     mm_calls = round(1 / share) if shape == "calls" else 25
     small = torch.randn(4096)
 
@@ -184,51 +210,86 @@ def regression(head_rounds: list[float], base_rounds: list[float]) -> tuple[bool
     return low > 1.0, MeasurementResult(measurement=m, comparisons=(timing,))
 
 
-def score_new(diff: Any, planted: str) -> dict[str, Any]:
+def named(name: str | None, planted: str | frozenset[str]) -> bool:
+    return name is not None and (name in planted if isinstance(planted, frozenset) else name == planted)
+
+
+def score_new(diff: Any, planted: str | frozenset[str]) -> dict[str, Any]:
     causes = [r for r in diff.rows if r.role == "cause"]
     first = diff.rows[0] if diff.rows and diff.rows[0].role == "cause" else None
     rest = next((r for r in diff.rows if r.role == "rest"), None)
     return {
-        "first_right": first is not None and first.name == planted and first.delta_ns > 0,
+        "first_right": first is not None and named(first.name, planted) and first.delta_ns > 0,
         "wrong_sign": any(r.delta_ns < 0 for r in causes),
         "adds_up": rest is not None and rest.low_ns is not None and rest.low_ns <= 0 <= rest.high_ns,
+        **short_report(diff, planted),
         "finding": diff.finding,
         "first": None if first is None else [first.name, first.reading, first.delta_ns],
         "calls": diff.head.profiled_calls,
     }
 
 
+def short_report(diff: Any, planted: str | frozenset[str]) -> dict[str, Any]:
+    """What the failure message and the PR comment's title show, by the code that renders them: whether the rows
+    shown and their rest row sum to the measured change, the removed fused op among them, the headline's op."""
+    from pytest_gpuperf.report.why import headline, shown_rows
+
+    shown = [r for r in shown_rows(diff) if r.role in ("cause", "replaced", "rest")]
+    target = diff.measured or diff.profile_change
+    words = headline(diff) or ""
+    lead = words.split(" (")[0].split(" ", 2)[-1] if words else None  # "+2.185 ms aten::bmm (added...": the op
+    return {
+        "shown_adds_up": target is not None and abs(sum(r.delta_ns for r in shown) - target.delta_ns) < 1.0,
+        "removed_shown": any(r.name in FUSED_ATTENTION and r.delta_ns < 0 for r in shown),
+        "headline_right": named(lead, planted),
+        "headline": words,
+        "shown": [[r.name, r.reading, r.role, r.delta_ns] for r in shown],
+    }
+
+
 # -- the old pipeline, in a subprocess on another revision's code -----------------------------------
 
 
-def score_old(diff: Any, planted: str, measured: tuple[float, float, float]) -> dict[str, Any]:
+def score_old(diff: Any, planted: str | frozenset[str], measured: tuple[float, float, float]) -> dict[str, Any]:
     shown = list(diff.changes[:OLD_TOP])
     total = sum(c.delta_ns for c in diff.changes)
     return {
-        "first_right": bool(shown) and shown[0].name == planted and shown[0].delta_ns > 0,
+        "first_right": bool(shown) and named(shown[0].name, planted) and shown[0].delta_ns > 0,
         "wrong_sign": any(c.delta_ns < 0 for c in shown),
         "adds_up": measured[1] <= total <= measured[2],
         "first": [shown[0].name, shown[0].status, shown[0].delta_ns] if shown else None,
     }
 
 
+def planted_of(shape: str) -> str | frozenset[str]:
+    return MANUAL_ATTENTION if shape in REPLACED else PLANTS[shape]
+
+
 def old_worker(cases_path: Path) -> None:
-    """Profile each case with the revision on sys.path (its capture_calls and diff_profiles); print JSON."""
+    """Profile each case with the revision on sys.path (its capture_calls and diff_profiles); print JSON. A revision
+    with the explanation's rows explains the case's measured change and is scored as today's code is."""
     import pytest_gpuperf
+    from pytest_gpuperf.model import MeasuredChange, ProfileDiff
     from pytest_gpuperf.profiling.diff import diff_profiles
     from pytest_gpuperf.profiling.torch_profile import capture_calls
 
     print(f"old pipeline from {pytest_gpuperf.__file__}", file=sys.stderr)
+    explains = "rows" in ProfileDiff.__dataclass_fields__
     cpu = torch.device("cpu")
     out = []
     for case in json.loads(cases_path.read_text()):
         base, head = workload(case["shape"], case["share"])
+        calls = case["new"]["calls"] if explains else 3
         start = time.perf_counter()
-        tables = [capture_calls(fn, (), {}, trace_path=None, label=side, device=cpu, calls=3, detailed=False).table
+        tables = [capture_calls(fn, (), {}, trace_path=None, label=side, device=cpu, calls=calls, detailed=False).table
                   for fn, side in ((head, "head"), (base, "base"))]  # fmt: skip
-        diff = diff_profiles(tables[0], tables[1], base_label="base")
-        seconds = time.perf_counter() - start
-        out.append({**score_old(diff, PLANTS[case["shape"]], tuple(case["measured"])), "seconds": seconds})
+        planted = planted_of(case["shape"])
+        if explains:
+            diff = diff_profiles(tables[0], tables[1], base_label="base", measured=MeasuredChange(*case["measured"]))
+            score = score_new(diff, planted)
+        else:
+            score = score_old(diff_profiles(tables[0], tables[1], base_label="base"), planted, tuple(case["measured"]))
+        out.append({**score, "seconds": time.perf_counter() - start})
     print(json.dumps(out))
 
 
@@ -431,29 +492,36 @@ def share(rows: list[dict[str, Any]], key: str) -> str:
     return f"{sum(bool(r[key]) for r in rows)}/{len(rows)}" if rows else "-"
 
 
+def jobs(args: argparse.Namespace) -> list[tuple[str, float]]:
+    """(shape, share) of each CPU case of one trial: the planted shapes at each share, then the replacements."""
+    shares = [float(s) for s in args.shares.split(",")]
+    planted = [(shape, share) for shape in PLANTS for share in (shares if shape != "unchanged" else [0.0])]
+    return (planted if args.cases != "replaced" else []) + [(shape, 0.0) for shape in REPLACED]
+
+
 def run_cpu(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The planted CPU regressions: each trial printed as it ends, then the shares."""
+    """The planted CPU regressions and the replacements: each trial printed as it ends, then the shares."""
     started = time.perf_counter()
     cases: list[dict[str, Any]] = []
     for trial in range(args.trials):
-        for shape in PLANTS:
-            for planted_share in [float(s) for s in args.shares.split(",")] if shape != "unchanged" else [0.0]:
-                base, head = workload(shape, planted_share or 0.05)
-                if shape == "unchanged":
-                    head = base
-                head_rounds, base_rounds = alternate(base, head)
-                confirmed, result = regression(head_rounds, base_rounds)
-                case: dict[str, Any] = {"shape": shape, "share": planted_share or 0.05, "trial": trial,
-                                        "confirmed": confirmed}  # fmt: skip
-                if confirmed:
-                    diff, seconds = explain_new(base, head, result)
-                    m = diff.measured
-                    case.update(measured=[m.delta_ns, m.low_ns, m.high_ns], new={**score_new(diff, PLANTS[shape]),
-                                "seconds": seconds})  # fmt: skip
-                cases.append(case)
-                new = case.get("new", {})
-                print(f"{shape:9} {planted_share:.0%} trial {trial}: confirmed={confirmed} "
-                      f"{new.get('first')} {new.get('finding')}", flush=True)  # fmt: skip
+        for shape, planted_share in jobs(args):
+            base, head = workload(shape, planted_share or 0.05)
+            if shape == "unchanged":
+                head = base
+            head_rounds, base_rounds = alternate(base, head)
+            confirmed, result = regression(head_rounds, base_rounds)
+            case: dict[str, Any] = {"shape": shape, "share": planted_share or 0.05, "trial": trial,
+                                    "confirmed": confirmed}  # fmt: skip
+            if confirmed:
+                diff, seconds = explain_new(base, head, result)
+                m = diff.measured
+                case.update(measured=[m.delta_ns, m.low_ns, m.high_ns], new={**score_new(diff, planted_of(shape)),
+                            "seconds": seconds})  # fmt: skip
+            cases.append(case)
+            new = case.get("new", {})
+            print(f"{shape:9} {planted_share:.0%} trial {trial}: confirmed={confirmed} "
+                  f"{new.get('first')} {new.get('finding')}" + (f" | {new['headline']}" if shape in REPLACED and new
+                                                                  else ""), flush=True)  # fmt: skip
     planted = [c for c in cases if c["confirmed"] and c["shape"] != "unchanged"]
     if args.old_rev:
         for case, old in zip(planted, run_old(args.old_rev, planted), strict=True):
@@ -468,20 +536,25 @@ def run_cpu(args: argparse.Namespace) -> list[dict[str, Any]]:
         seconds = [r["seconds"] for r in rows]
         print(f"{label}: first row names the planted op, right sign {share(rows, 'first_right')}; "
               f"wrong-sign row as a cause {share(rows, 'wrong_sign')}; adds up within the interval "
-              f"{share(rows, 'adds_up')}; profiling s per regression median {statistics.median(seconds):.2f} "
-              f"max {max(seconds):.2f}")  # fmt: skip
-    for shape in PLANTS:
+              f"{share(rows, 'adds_up')}; short report adds up {share(rows, 'shown_adds_up')}; "
+              f"profiling s per regression median {statistics.median(seconds):.2f} max {max(seconds):.2f}")  # fmt: skip
+    for shape in [*PLANTS, *REPLACED]:
         rows = [c for c in planted if c["shape"] == shape]
-        if rows:
-            old = f", old {share([c['old'] for c in rows], 'first_right')}" if "old" in rows[0] else ""
-            print(f"  {shape:9} new {share([c['new'] for c in rows], 'first_right')}{old}")
+        for label in ("new", "old") if rows else ():
+            scored = [c[label] for c in rows if label in c]
+            if not scored:
+                continue
+            extra = (f"; removed fused op shown {share(scored, 'removed_shown')}; headline names it "
+                     f"{share(scored, 'headline_right')}" if shape in REPLACED else "")  # fmt: skip
+            print(f"  {shape:18} {label}: first row right {share(scored, 'first_right')}{extra}")
     return cases
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", choices=("cpu", "cuda", "all"), default="all",
-                        help="the CPU study, the CUDA cases (skipped without CUDA), or both")  # fmt: skip
+    parser.add_argument("--cases", choices=("cpu", "replaced", "cuda", "all"), default="all",
+                        help="the CPU study (planted shapes and replacements), its replacements alone, the CUDA "
+                        "cases (skipped without CUDA), or all")  # fmt: skip
     parser.add_argument("--trials", type=int, default=4, help="trials per CPU workload and share")
     parser.add_argument("--cuda-trials", type=int, default=CUDA_TRIALS, help="trials per CUDA case")
     parser.add_argument("--shares", default="0.03,0.05")
@@ -499,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
             args.json.write_text(json.dumps({"cpu": cpu, "cuda": cuda}, indent=1))
 
     status = 0
-    if args.cases == "cpu":
+    if args.cases in ("cpu", "replaced"):
         save(None)
     else:
         cases, figure = run_cuda(args.cuda_trials, lambda so_far: save({"figure": None, "cases": so_far}))

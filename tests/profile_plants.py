@@ -1,9 +1,10 @@
-"""Planted regressions for the profile diff's end-to-end tests: each names the operator responsible.
+"""Planted regressions for the profile diff's end-to-end tests: each names the operator (or function) responsible.
 
 ``PLANT`` (an environment variable of the test run) lists the regressions in effect:
 ``extra`` (an extra operation in a model's forward), ``amp`` (autocast off: the
 matmul runs in float32 instead of bfloat16), ``break`` (graph breaks split a
-compiled function), ``custom`` (a custom op does more work).
+compiled function), ``custom`` (a custom op does more work); in the pure-Python suite,
+``slow`` (one function does more work in its own code).
 """
 
 from __future__ import annotations
@@ -85,12 +86,9 @@ def test_steady(gpu_bench):
 
 # Writes each result's differential profile to diffs.json at the end of the session
 # (the reports render it; this reads the engines' result directly).
-DUMP_CONFTEST = """
+# A session's differential profiles in diffs.json, without torch (a suite that does not use it)
+DUMP_HOOK = """
 import json
-
-import torch
-
-torch.set_num_threads(1)
 
 
 def pytest_sessionfinish(session):
@@ -144,3 +142,51 @@ def autocast_is_faster() -> bool:
 
     fastest(True), fastest(False)  # warm-up: the first calls pick kernels
     return fastest(False) > 1.5 * fastest(True)
+
+
+DUMP_CONFTEST = (
+    """
+import torch
+
+torch.set_num_threads(1)
+"""
+    + DUMP_HOOK
+)
+
+# A pure-Python suite (no torch, no numpy): ``PLANT=slow`` makes ``normalize`` do more work in its own code.
+PYTHON_SUITE = """
+import os
+
+SLOW = "slow" in os.environ.get("PLANT", "")
+TEXT = "The quick brown fox, jumps over the lazy dog. " * 150
+
+
+def tokenize(text):
+    return text.split()
+
+
+def normalize(words):
+    out = []
+    for w in words:
+        out.append(w.lower().strip(".,"))
+    if SLOW:
+        total = 0
+        for i in range(len(words) * 40):
+            total += i * i
+    return out
+
+
+def count(words):
+    counts = {}
+    for w in words:
+        counts[w] = counts.get(w, 0) + 1
+    return counts
+
+
+def pipeline():
+    return count(normalize(tokenize(TEXT)))
+
+
+def test_pipeline(gpu_bench):
+    gpu_bench(pipeline)
+"""

@@ -1,4 +1,5 @@
-"""Compare-ref: a regression is profiled at the head here and at the base in its worker, then diffed."""
+"""Compare-ref: a regression is profiled at the head here and at the base in its worker, then diffed (by operator,
+or by Python function where the call runs no torch operator)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from profile_plants import DUMP_CONFTEST, MODELS
+from profile_plants import DUMP_CONFTEST, DUMP_HOOK, MODELS, PYTHON_SUITE
 
 pytestmark = pytest.mark.slow
 
@@ -54,3 +55,25 @@ def test_both_sides_are_profiled_and_the_responsible_operator_comes_first(pytest
         assert trace.parent == root / "out" / "gpuperf-profiles"
         assert "traceEvents" in json.loads(trace.read_text())
     assert found["test_steady"]["diff"] is None
+
+
+def test_a_pure_python_suite_is_explained_by_function_on_both_sides(pytester: pytest.Pytester) -> None:
+    """torch is installed, but the measured call runs no torch operator: both sides are profiled by Python function,
+    the base in its own worktree, and the function with the planted slowdown leads."""
+    root = pytester.path
+    git(root, "init", "-q")
+    git(root, "config", "user.email", "t@example.com")
+    git(root, "config", "user.name", "t")
+    pytester.makeconftest(DUMP_HOOK)
+    pytester.makepyfile(test_pure=PYTHON_SUITE)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    pytester.makepyfile(test_pure=PYTHON_SUITE.replace('"slow" in os.environ.get("PLANT", "")', "True"))
+    git(root, "commit", "-qam", "head: normalize does more")
+    result = pytester.runpytest_subprocess(*ARGS, "--gpuperf-json=out/results.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*why (profile vs ref HEAD~1 (*), time per call by Python function):"])
+    diff = json.loads((root / "diffs.json").read_text())["test_pipeline"]["diff"]
+    assert diff["has_base"] and diff["why"][0] == ["test_pure:normalize", "slower", "cause"]
+    for side in ("head_trace", "base_trace"):  # the statistics of each side's pass, for python -m pstats
+        assert diff[side].endswith(".pstats") and Path(diff[side]).exists()

@@ -1,19 +1,20 @@
-"""A regression's explanation (profiling/explain.py): exact differences first, intervals, rows that add up, the sign."""
+"""A regression's explanation (profiling/explain.py): the rank, intervals, replacements, rows that add up, the sign."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from pytest_gpuperf.model import MeasuredChange, OpProfile, OpStat
+from pytest_gpuperf.model import MeasuredChange, OpProfile, OpStat, WhyRow
 from pytest_gpuperf.profiling.diff import diff_profiles
-from pytest_gpuperf.profiling.explain import REST, explain, mean_difference
+from pytest_gpuperf.profiling.explain import REST, explain, leading, mean_difference
 from pytest_gpuperf.profiling.plan import ProfilePlan
-from pytest_gpuperf.report.why import why_lines
+from pytest_gpuperf.report.why import headline, shown_rows, table_rows, why_lines
 
 RNG = np.random.default_rng(7)
 
@@ -246,3 +247,148 @@ def test_a_kernel_launched_with_a_new_configuration_reads_as_that() -> None:
     assert [(r.name, r.role) for r in diff.rows[:2]] == [(after.name, "cause"), (before.name, "replaced")]
     line = why_lines(diff)[3]
     assert "sm90_gemm [grid 128x1x1, block 256x1x1] (kernel, removed, was 1 call, the same kernel launched" in line
+
+
+# -- what leads: the rank, the replacement, rows that add up (issue: the why led with trivial operators) --------
+
+SDPA = "aten::_scaled_dot_product_flash_attention_for_cpu"
+
+
+def attention_switch(base_cut_us: float = 0.0) -> tuple[OpProfile, OpProfile]:
+    """nanoGPT's attention switched from the fused operator to the manual path, as the issue measured it: many
+    small count changes (copy_, view), the fused op removed, bmm/softmax/masked_fill added."""
+    shared = [op("aten::addmm", 8, noisy(900.0, 0.01)), op("aten::native_layer_norm", 4, noisy(150.0, 0.01))]
+    base = cpu(*shared, op(SDPA, 2, noisy(2524.0, 0.01)), op("aten::copy_", 9, noisy(300.0, 0.02)),
+               op("aten::view", 36, noisy(40.0, 0.01)))  # fmt: skip
+    head = cpu(*shared, op("aten::bmm", 4, noisy(2185.0, 0.01)), op("aten::_softmax", 2, noisy(912.0, 0.01)),
+               op("aten::masked_fill_", 2, noisy(489.0, 0.01)), op("aten::copy_", 23, noisy(1022.0, 0.02)),
+               op("aten::view", 38, noisy(42.0, 0.01)))  # fmt: skip
+    return head, replace(base, omitted_below_ns=base_cut_us * 1e3)
+
+
+def test_the_largest_change_leads_and_a_count_change_annotates_its_row() -> None:
+    head, base = attention_switch()
+    diff = diff_profiles(head, base, base_label="b", measured=measured(head, base))
+    causes = [r for r in diff.rows if r.role == "cause"]
+    assert [r.name for r in causes[:3]] == ["aten::bmm", "aten::_softmax", "aten::copy_"]
+    assert [r.delta_ns for r in causes] == sorted((r.delta_ns for r in causes), reverse=True)
+    copy = [r for r in diff.rows if r.name == "aten::copy_"]
+    assert len(copy) == 1 and copy[0].reading == "calls" and copy[0].exact  # one row, the count its annotation
+    assert copy[0].delta_ns == pytest.approx(head.ops[5].host_ns - base.ops[3].host_ns)  # the op's whole change
+    view = next(r for r in diff.rows if r.name == "aten::view")
+    assert diff.rows.index(view) > diff.rows.index(copy[0])  # 36 -> 38 calls is a fact, and a small one
+
+
+def test_the_removed_operator_follows_the_row_that_replaced_it_and_the_headline_names_both() -> None:
+    head, base = attention_switch()
+    diff = diff_profiles(head, base, base_label="b", measured=measured(head, base))
+    assert [(r.name, r.reading, r.role) for r in diff.rows[:2]] == [
+        ("aten::bmm", "appeared", "cause"),
+        (SDPA, "disappeared", "replaced"),
+    ]
+    words = headline(diff)
+    assert (
+        words is not None
+        and words.startswith("+2.18")
+        and f"ms aten::bmm (added, 4 calls), replacing {SDPA} (-2.5" in words
+    )
+    lines = why_lines(diff)
+    assert "aten::bmm (added, 4 calls)" in lines[2]
+    assert f"{SDPA} (removed, was 2 calls, replaced by the row above)" in lines[3]
+
+
+def test_an_op_under_the_base_tables_cut_is_not_called_added_and_still_leads_by_its_size() -> None:
+    head, base = attention_switch(base_cut_us=20.0)  # the base kept its longest rows: bmm may have been under 20 us
+    diff = diff_profiles(head, base, base_label="b", measured=measured(head, base))
+    bmm = diff.rows[0]
+    assert (bmm.name, bmm.reading, bmm.role, bmm.base_calls) == ("aten::bmm", "grew", "cause", None)
+    assert bmm.low_ns is not None and bmm.low_ns < 2185e3 - 20e3  # the interval allows it 20 us there
+    assert (diff.rows[1].name, diff.rows[1].role) == (SDPA, "replaced")
+    assert "from under the base's cut, now 4 calls" in why_lines(diff)[2]
+
+
+def _adds_up(rows: list[WhyRow], change: MeasuredChange) -> None:
+    assert rows[-1].role == "rest"
+    assert sum(r.delta_ns for r in rows) == pytest.approx(change.delta_ns)
+    shown = sum(r.delta_ns for r in rows[:-1])
+    assert (rows[-1].low_ns, rows[-1].high_ns) == pytest.approx((change.low_ns - shown, change.high_ns - shown))
+
+
+@pytest.mark.parametrize("top", [0, 1, 2, 3, 5, 50])
+def test_the_rows_a_report_shows_and_its_rest_add_up_to_the_measured_change(top: int) -> None:
+    head, base = attention_switch()
+    change = measured(head, base)
+    diff = diff_profiles(head, base, base_label="b", measured=change)
+    shown = leading(diff.rows, top)
+    assert len([r for r in shown if r.role == "cause"]) == min(top, len([r for r in diff.rows if r.role == "cause"]))
+    _adds_up(shown, change)
+    _adds_up(shown_rows(diff, top)[: len(shown)], change)
+    for most in range(2, 12):
+        table = table_rows(diff, most)
+        assert len(table) <= most
+        _adds_up([r for r in table if r.role in ("cause", "replaced", "rest")], change)
+
+
+def test_a_small_removed_wrapper_stays_in_the_rest() -> None:
+    base = cpu(op("aten::mm", 1, noisy(300.0, 0.01)), op("aten::sdpa_wrapper", 1, noisy(6.0, 0.01)),
+               op("aten::fused", 1, noisy(100.0, 0.01)))  # fmt: skip
+    head = cpu(op("aten::mm", 1, noisy(300.0, 0.01)), op("aten::bmm", 1, noisy(200.0, 0.01)),
+               op("aten::eq", 1, noisy(14.0, 0.01)))  # fmt: skip
+    diff = diff_profiles(head, base, base_label="b", measured=measured(head, base))
+    lead = diff.rows[: [r.name for r in diff.rows].index(REST)]
+    assert [(r.name, r.role) for r in lead] == [("aten::bmm", "cause"), ("aten::fused", "replaced"),
+                                                ("aten::eq", "cause")]  # fmt: skip
+    wrapper = next(r for r in diff.rows if r.name == "aten::sdpa_wrapper")
+    assert wrapper.role == "offset"  # 6 us: under a tenth of the leading cause's 200 us
+
+
+def test_a_count_change_and_a_slower_call_of_one_op_are_one_row() -> None:
+    base = cpu(op("aten::mm", 1, noisy(300.0, 0.005)), op("aten::gelu", 1, noisy(100.0, 0.005)))
+    head = cpu(op("aten::mm", 1, noisy(300.0, 0.005)), op("aten::gelu", 2, noisy(300.0, 0.005)))  # 150 us a call
+    diff = diff_profiles(head, base, base_label="b", measured=measured(head, base))
+    gelu = [r for r in diff.rows if r.name == "aten::gelu"]
+    assert len(gelu) == 1 and (gelu[0].reading, gelu[0].role) == ("calls", "cause")
+    assert gelu[0].delta_ns == pytest.approx(200_000.0, rel=0.02)
+    assert gelu[0].low_ns is not None and gelu[0].low_ns < gelu[0].delta_ns < gelu[0].high_ns  # type: ignore[operator]
+
+
+# -- the same on real profiles: a small GPT whose attention switches (tests/gpt_block.py) -----------------------
+
+
+@pytest.mark.parametrize("backward", [False, True], ids=["forward", "forward+backward"])
+def test_a_real_gpt_with_its_attention_switched_leads_with_the_replacement(backward: bool) -> None:
+    import torch
+    from gpt_block import gpt_step
+
+    from pytest_gpuperf.profiling.torch_profile import capture_calls
+
+    cpu_device = torch.device("cpu")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        head, base = (capture_calls(gpt_step(flash, backward), (), {}, trace_path=None, label=side,
+                                    device=cpu_device, calls=8, detailed=False).table
+                      for flash, side in ((False, "head"), (True, "base")))  # fmt: skip
+    finally:
+        torch.set_num_threads(threads)
+    diff = diff_profiles(head, base, base_label="flash")
+    rows = {r.name: r for r in diff.rows}
+    # every operator of both real tables is kept, so each side's absence is a fact, not a cut
+    assert head.omitted_below_ns == base.omitted_below_ns == 0.0
+    assert not [r for r in diff.rows if r.reading in ("grew", "shrank")]
+    assert (rows[SDPA].reading, rows[SDPA].base_calls, rows[SDPA].head_calls) == ("disappeared", 1, 0)
+    assert (rows["aten::bmm"].reading, rows["aten::bmm"].head_calls) == ("appeared", 6 if backward else 2)
+    if backward:
+        assert rows[f"{SDPA}_backward"].reading == "disappeared"
+    assert diff.profile_change is not None
+    sign = 1.0 if diff.profile_change.delta_ns >= 0 else -1.0  # the way the profile moved (a busy host may turn it)
+    causes = [r.delta_ns * sign for r in diff.rows if r.role == "cause"]
+    assert causes == sorted(causes, reverse=True)
+    halves = {"appeared", "disappeared"}
+    for i, row in enumerate(diff.rows):
+        if row.role == "replaced":  # the other half of the cause above it: one on each side only
+            cause = diff.rows[i - 1]
+            assert cause.role == "cause" and {cause.reading, row.reading} == halves
+            assert row.other_half == cause.name
+    for top in range(6):
+        _adds_up(leading(diff.rows, top), diff.profile_change)

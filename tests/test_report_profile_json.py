@@ -75,7 +75,7 @@ def test_the_document_carries_each_rows_status_and_change_for_readers(tmp_path: 
     ("where", "value", "json_path", "message"),
     [
         (("profile_diff", "changes", 0, "kind"), "thread", "profile_diff.changes[0].kind",
-         "'thread' is not one of ['operator', 'kernel']"),
+         "'thread' is not one of ['operator', 'kernel', 'function']"),
         (("profile_diff", "head", "ops", 1, "calls"), -1, "profile_diff.head.ops[1].calls",
          "-1 is less than the minimum of 0"),
         (("profile_diff", "head", "profiled_calls"), 0, "profile_diff.head.profiled_calls",

@@ -80,7 +80,8 @@ def test_each_profiled_regression_is_a_collapsed_section_with_a_real_table() -> 
         "Why test_launch.py::test_small_kernels got slower: host-side, +41.00 us",
         "Why test_mlp.py::test_forward got slower: +412.0 us aten::gelu (added, 1 call)",
         "Why test_mm.py::test_mm[bf16-4096] got slower: +262.0 us "
-        "cutlass::Kernel2<cutlass_80_wmma_tensor…_s161616gemm_bf16_32x32_128x2_tn_align8> (added, 1 call)",
+        "cutlass::Kernel2<cutlass_80_wmma_tensor…_s161616gemm_bf16_32x32_128x2_tn_align8> (added, 1 call), "
+        "replacing sm90_xmma_gemm_bf16bf16_bf16f…egment_k_off_kernel__5x_cublas (-181.0 us)",
         "Why test_old.py::test_y got slower",
     ]
     assert all("open" not in d.attrib for d in sections.values())  # collapsed
@@ -93,7 +94,7 @@ def test_each_profiled_regression_is_a_collapsed_section_with_a_real_table() -> 
         ["aten::copy_", "operator", "+6.125 us", "[+5.954 us, +6.296 us]", "6.000 us", "12.50 us", "1 → 2",
          "calls 1 -> 2"],
         ["rest", "rest", "+21.30 us", "[+8.710 us, +33.89 us]", "", "", "",
-         "of the measured change: the rows below and the profile's noise"],
+         "the measured change less the rows above"],
         ["aten::copy_", "operator", "+375.0 ns", "[-10.94 ns, +760.9 ns]", "6.000 us", "12.50 us", "1 → 2",
          f"slower per call, {noise}"],
     ]  # fmt: skip
@@ -141,7 +142,7 @@ def test_without_a_base_profile_the_table_shows_the_heads_time_and_the_note() ->
     rows = _rows(next(old.iter("table")))
     assert rows[0] == ["op", "kind", "time per call", "calls"]
     assert rows[1] == ["aten::addmm", "operator", "180.0 us", "2"]
-    assert "has no stored profile: the head's top operators alone" in _text(old)
+    assert "has no stored profile: the head's top rows alone" in _text(old)
 
 
 def test_a_long_diff_keeps_its_top_rows_and_counts_the_rest() -> None:

@@ -44,7 +44,7 @@ def test_the_failure_message_names_the_added_op_first_under_the_regression() -> 
         "    5 profiled calls a side",
         "    +412.0 us [+397.9 us, +426.1 us] aten::gelu (added, 1 call)",
         "    +6.125 us [+5.954 us, +6.296 us] aten::copy_ (calls 1 -> 2)",  # the extra call at the time of one
-        "    +21.30 us [+8.710 us, +33.89 us] rest (of the measured change: the rows below and the profile's noise)",
+        "    +21.30 us [+8.710 us, +33.89 us] rest (the measured change less the rows above)",
         "    ... 5 more in the reports",
         "    traces: head gpuperf-profiles/test_mlp.head.json, base gpuperf-profiles/test_mlp.base.json"
         " (open in https://ui.perfetto.dev)",
@@ -82,7 +82,7 @@ def test_a_host_side_slowdown_is_named_as_host_time() -> None:
         "    5 profiled calls a side",
         "    nothing stands out: no operator's change is resolved beyond the profile's noise; the change is spread"
         " over many, the largest below with their intervals",
-        "    +41.00 us [+39.22 us, +42.78 us] rest (of the measured change: the rows below and the profile's noise)",
+        "    +41.00 us [+39.22 us, +42.78 us] rest (the measured change less the rows above)",
         "    +0.000 ns [-207.5 ns, +207.5 ns] aten::mm (operator, unchanged, within the profile's noise)",
         "    device +0.0% (+20.00 ns), host +82.0% (+41.00 us): the slowdown is host-side (launch overhead, Python)",
     ]
@@ -92,7 +92,7 @@ def test_without_a_base_profile_the_heads_ops_and_the_note() -> None:
     block = _why_block(failure_message(regressed(no_base_diff()), "cpu"))
     assert block[0] == "  why (profile of the head alone, CPU time per call):"
     assert block[1] == "    180.0 us aten::addmm (2 calls)"
-    assert block[-1] == f"    {BASE_LABEL} has no stored profile: the head's top operators alone"
+    assert block[-1] == f"    {BASE_LABEL} has no stored profile: the head's top rows alone"
     assert not any(line.lstrip().startswith("+") for line in block)
 
 

@@ -88,3 +88,31 @@ def test_cuda_cases_skip_cleanly_without_cuda(
     figure = "why on CUDA: skipped, torch.cuda.is_available() is False"
     assert capsys.readouterr().out.splitlines() == [f"figure: {figure}"]
     assert json.loads(out.read_text()) == {"cpu": None, "cuda": {"figure": figure, "cases": []}}
+
+
+def cpu_table(*ops: tuple[str, float, list[float]]) -> OpProfile:
+    stats = [OpStat(name, "operator", calls, statistics.fmean(us) * 1e3, host_samples_ns=tuple(u * 1e3 for u in us))
+             for name, calls, us in ops]  # fmt: skip
+    per_call = tuple(sum(s.host_samples_ns[i] for s in stats) for i in range(len(ops[0][2])))
+    return OpProfile("cpu", len(per_call), statistics.fmean(per_call), ops=tuple(stats), host_samples_ns=per_call)
+
+
+def test_a_replacement_case_is_scored_by_what_the_short_report_and_the_headline_show(why: ModuleType) -> None:
+    sdpa = "aten::_scaled_dot_product_flash_attention_for_cpu"
+    shared = ("aten::addmm", 8, [900.0, 905.0, 895.0, 901.0])
+    base = cpu_table(shared, (sdpa, 2, [2500.0, 2510.0, 2490.0, 2505.0]), ("aten::copy_", 9, [300.0, 301, 299, 300]))
+    added = (("aten::bmm", 4, [2200.0, 2190, 2210, 2195]), ("aten::_softmax", 2, [900.0, 905, 895, 900]))
+    head = cpu_table(shared, *added, ("aten::copy_", 23, [1000.0, 1010, 990, 1000]))
+    diff = diff_profiles(head, base, base_label="base", measured=MeasuredChange(1_300e3, 1_200e3, 1_400e3))
+    score = why.score_new(diff, why.MANUAL_ATTENTION)
+    assert score["first_right"] and score["removed_shown"] and score["shown_adds_up"] and score["headline_right"]
+    assert score["headline"].split(" (")[0].endswith("aten::bmm")
+    plain = why.score_new(diff, "aten::copy_")  # a planted op that is not the first row
+    assert not plain["first_right"] and not plain["headline_right"]
+
+
+def test_the_replacement_cases_run_alone_or_after_the_planted_ones(why: ModuleType) -> None:
+    args = why.argparse.Namespace(cases="replaced", shares="0.03,0.05")
+    assert why.jobs(args) == [("attention", 0.0), ("attention+backward", 0.0)]
+    every = why.jobs(why.argparse.Namespace(cases="cpu", shares="0.05"))
+    assert every[0] == ("calls", 0.05) and every[-2:] == why.jobs(args) and ("unchanged", 0.0) in every

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from profile_plants import DUMP_HOOK, PYTHON_SUITE
 
 # Imported by every Python process whose path holds pytester's folder (pytester puts it on PYTHONPATH):
 # the head, the zygote and the re-measure workers all run as on a machine without torch.
@@ -58,3 +59,25 @@ def test_what_needs_torch_says_so_and_how_to_install_it(no_torch: pytest.Pyteste
     no_torch.makepyfile(test_np="from pytest_gpuperf.paths import amp\n\ndef test_amp():\n    pass\n")
     paths = no_torch.runpytest_subprocess("-p", "no:cacheprovider")
     paths.stdout.fnmatch_lines(["*pytest_gpuperf.paths needs torch, which is not installed*[torch]*"])
+
+
+@pytest.mark.slow
+def test_a_pure_python_regression_is_explained_by_function_without_torch(
+    no_torch: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No torch: the baseline entry keeps a profile by Python function, and a planted slowdown in one function is
+    named by the why, in the failure message and the explanation's first row."""
+    no_torch.makepyfile(test_pure=PYTHON_SUITE)
+    no_torch.makeconftest(DUMP_HOOK)
+    args = ("-k", "pipeline", "--gpuperf-remeasure=0", "--gpuperf-threshold=0.25", *SHORT)
+    no_torch.runpytest_subprocess("--gpuperf-update-baseline", *args, timeout=300).assert_outcomes(passed=1)
+    (path,) = (no_torch.path / "baselines").rglob("*.json")
+    stored = json.loads(path.read_text())["entries"]["test_pure.py::test_pipeline::default"]["profile"]
+    assert stored["torch"] is None and {op["kind"] for op in stored["ops"]} == {"function"}
+    monkeypatch.setenv("PLANT", "slow")
+    gate = no_torch.runpytest_subprocess("--gpuperf", *args, timeout=300)
+    gate.assert_outcomes(failed=1)
+    gate.stdout.fnmatch_lines(["*why (profile vs baseline*, time per call by Python function):",
+                               "*+* test_pure:normalize (slower per call)"])  # fmt: skip
+    why = json.loads((no_torch.path / "diffs.json").read_text())["test_pipeline"]["diff"]["why"]
+    assert why[0] == ["test_pure:normalize", "slower", "cause"]

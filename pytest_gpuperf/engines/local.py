@@ -29,6 +29,7 @@ from pytest_gpuperf.model import (
     measurement_key,
 )
 from pytest_gpuperf.profiling.plan import STORED_BUDGET_S, STORED_CALLS
+from pytest_gpuperf.profiling.table import stored_table
 from pytest_gpuperf.report.progress import Progress
 from pytest_gpuperf.report.units import format_time
 from pytest_gpuperf.verdict import Reference, judge, readings
@@ -205,7 +206,7 @@ class LocalEngine:
             reference_ns=chosen.reference_ns or m.reference_ns,
             # peak memory is taken once, by the session's reading: the fresh ones take no call for it
             peak_allocated_bytes=m.peak_allocated_bytes, peak_reserved_bytes=m.peak_reserved_bytes,
-            notes=notes, process_medians_ns=tuple(medians), op_profile=side.profile,
+            notes=notes, process_medians_ns=tuple(medians), op_profile=stored_table(side.profile),
             profile=chosen.profile or m.profile,  # --gpuperf-profile's capture is taken in the first reading only
         )  # fmt: skip
 

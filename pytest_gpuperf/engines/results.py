@@ -61,7 +61,7 @@ def with_profile_diff(
         spent += took
         if head.profile is None:
             return with_note(result, f"no profile diff: {head.problem}")
-        note = f"{base.problem}: the head's top operators alone" if base.profile is None and base.problem else ""
+        note = f"{base.problem}: the head's top rows alone" if base.profile is None and base.problem else ""
         diff = diff_profiles(head.profile, base.profile, base_label=base_label, head_trace=head.trace,
                              base_trace=base.trace, note=note, measured=measured)  # fmt: skip
         calls = plan.next_calls(calls, spent, took, diff.finding)

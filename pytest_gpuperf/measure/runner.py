@@ -566,7 +566,7 @@ class Runner:
         """One untimed torch.profiler pass over ``calls`` calls of ``spec``, for a differential profile (no shapes
         or memory); the trace at ``trace_path`` (None: none written); ``budget_s``: no more calls than fit in it;
         ``warm_call_s``: one call's length where this runner just measured ``spec`` (capture_calls)."""
-        from pytest_gpuperf.profiling.torch_profile import capture_calls
+        from pytest_gpuperf.profiling.capture import capture_calls
 
         deadline = time.perf_counter() + spec.settings.time_limit_s
         timeout = MeasurementTimeout(

@@ -235,12 +235,15 @@ class ProfileSummary:
     activities: tuple[str, ...] = ()
 
 
+OpKind = Literal["operator", "kernel", "function"]  # torch.profiler's operators and kernels; Python's functions
+
+
 @dataclass(frozen=True)
 class OpStat:
-    """One operator or kernel of a profiled call, averaged per measured call."""
+    """One operator, kernel or Python function of a profiled call, averaged per measured call."""
 
-    name: str  # the real name: "aten::mm", a cuBLAS or Triton kernel's name
-    kind: Literal["operator", "kernel"]
+    name: str  # the real name: "aten::mm", a cuBLAS or Triton kernel's name, "pkg/mod.py:12(fn)"
+    kind: OpKind
     calls: float  # occurrences per measured call (2.0: launched twice per call)
     host_ns: float  # self CPU time per measured call (the mean over the profiled calls)
     device_ns: float = 0.0  # self device time per measured call (0 on the CPU)
@@ -251,10 +254,12 @@ class OpStat:
 
 @dataclass(frozen=True)
 class OpProfile:
-    """A compact torch.profiler table of one measured call: what a baseline entry keeps.
+    """A compact profile table of one measured call: what a differential profile compares and a baseline entry keeps.
 
-    ``host_ns``: CPU time of the whole call (Python, dispatch, launches); ``device_ns``: its summed
-    kernel time, on CUDA only. ``ops``: the top ones by time, a bounded list (a few KB in a baseline file).
+    torch.profiler's rows are operators and kernels; Python's profiler's (a call that runs no torch
+    operator: profiling/capture.py) are functions. ``host_ns``: CPU time of the whole call (Python,
+    dispatch, launches); ``device_ns``: its summed kernel time, on CUDA only. ``ops``: its rows by time
+    (a baseline entry keeps the top ones: a few KB in a baseline file).
     """
 
     device_type: str  # "cpu" or "cuda"
@@ -272,6 +277,11 @@ class OpProfile:
         return self.device_type == "cuda"
 
     @property
+    def profiler(self) -> Literal["torch", "python"]:
+        """Which profiler took the table: Python's, whose rows are functions, or torch.profiler."""
+        return "python" if any(s.kind == "function" for s in self.ops) else "torch"
+
+    @property
     def samples_ns(self) -> tuple[float, ...]:
         """Each profiled call's time on the basis the rows are ranked by (device time on CUDA)."""
         return self.device_samples_ns if self.on_device else self.host_samples_ns
@@ -287,7 +297,7 @@ class OpChange:
     """
 
     name: str
-    kind: Literal["operator", "kernel"]
+    kind: OpKind
     base: OpStat | None  # None: not in the base's table
     head: OpStat | None  # None: not in the head's table
     on_device: bool  # ranked by device time (CUDA) or host time (CPU)
@@ -347,7 +357,7 @@ class WhyRow:
     """
 
     name: str
-    kind: Literal["operator", "kernel", "rest"]
+    kind: Literal["operator", "kernel", "function", "rest"]
     reading: WhyReading
     role: WhyRole
     delta_ns: float

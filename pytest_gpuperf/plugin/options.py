@@ -19,7 +19,7 @@ from pytest_gpuperf import modes
 from pytest_gpuperf.errors import ConfigError
 from pytest_gpuperf.model import Statistic
 from pytest_gpuperf.plugin import benchmark_fixture, conftest_options
-from pytest_gpuperf.torch_support import have_torch, require_torch
+from pytest_gpuperf.torch_support import require_torch
 
 
 @dataclass(frozen=True)
@@ -193,8 +193,8 @@ def _build(config: pytest.Config, values: dict[str, Any]) -> cfg.GpuperfConfig:
         baseline_dir=rootdir / raw_dir,  # an absolute folder stays itself
         rootdir=rootdir,
         measure=cfg.MeasureSettings(**measure),
-        # the profiler is torch's: without torch a regression is reported without its differential profile
-        profile_diff=not values["gpuperf_no_profile_diff"] and _ini_bool(config, PROFILE_DIFF_INI) and have_torch(),
+        # without torch, a regression's differential profile is by Python function (profiling/capture.py)
+        profile_diff=not values["gpuperf_no_profile_diff"] and _ini_bool(config, PROFILE_DIFF_INI),
         nvtx=not values["gpuperf_no_nvtx"],
     )
     plugins = _plugin_args(config)

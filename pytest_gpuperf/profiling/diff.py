@@ -2,7 +2,9 @@
 
 Ops of the two ``OpProfile`` tables are matched by kind and name and ranked by how much their
 time per call changed, so the op behind a slowdown comes first whether it got slower, was added
-or is now called twice; ops that merely got faster follow the rest.
+or is now called twice; ops that merely got faster follow the rest. Two tables compare only when
+one profiler took both (the ``same profiler`` rule): a table by operator and one by function
+(profiling/capture.py) share no row, and the head's is listed alone with a note saying why.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pytest_gpuperf.profiling.explain import explain
 
 # Below this share of the head's total, a change is profiler jitter, not a cause.
 NEGLIGIBLE_SHARE = 0.005
+PROFILERS = {"torch": "by operator (torch.profiler)", "python": "by function (Python's profiler)"}
 
 
 def _rank(change: OpChange) -> tuple[bool, float]:
@@ -48,10 +51,15 @@ def diff_profiles(
 ) -> ProfileDiff:
     """Rank the ops of ``head`` against ``base`` (or list the head's alone when there is no base), and explain
     ``measured`` (the gate's change per call; None: the profile's own) with rows that add up to it (explain.py)."""
+    if base is not None and base.profiler != head.profiler:  # the ``same profiler`` rule
+        note = note or (f"{base_label}'s profile is {PROFILERS[base.profiler]}, the head's "
+                        f"{PROFILERS[head.profiler]}: they do not compare (one side runs torch operators, the other "
+                        "none); the head's rows alone")  # fmt: skip
+        base = None
     if base is None:
         rows = [OpChange(s.name, s.kind, None, s, head.on_device) for s in head.ops]
         rows.sort(key=lambda c: c.head_ns, reverse=True)
-        note = note or f"{base_label} has no stored profile: the head's top operators alone"
+        note = note or f"{base_label} has no stored profile: the head's top rows alone"
     else:
         total = (head.device_ns if head.on_device else head.host_ns) or 0.0
         before = {(s.kind, s.name): s for s in base.ops}

@@ -1,18 +1,28 @@
-"""A regression's explanation from two profiles: exact differences first, an interval on every time, rows that add up.
+"""A regression's explanation from two profiles: rows ranked by what they explain, an interval on every time, rows
+that add up.
 
-Each operator (on CUDA: kernel) is matched by kind and name, and its time per measured call is
-compared from each side's profiled calls (a Welch t-interval on the difference of means). The
-rules, in order:
+Each operator (on CUDA: kernel; of a Python profile: function) is matched by kind and name, and its
+time per measured call is compared from each side's profiled calls (a Welch t-interval on the
+difference of means). The rules, in order:
 
-- ``exact-first``: an op added or removed, or called more or fewer times per measured call, is a
-  fact; its row leads, with the time the count change accounts for (count change x time per call);
-  what is left of the op's change is a row of its own, judged like any time difference.
+- ``counts``: an op added or removed, or called more or fewer times per measured call, is a fact
+  (``exact``); what the count change costs is estimated from the time per invocation on both sides
+  (count change x time per call), a tighter estimate than the op's whole time, and what is left of
+  the op's change is judged like any time difference. Where both parts move the measured way they
+  are one row; the count annotates it, it never ranks it.
 - ``interval``: a time difference whose interval includes zero is not a cause; it is listed
   within the rest, as the profile's noise. The intervals are simultaneous over the rows
   (Bonferroni), so thirty unchanged ops do not make one false cause.
 - ``sign``: a resolved change the other way (an op that got faster in a regression) is an
-  offset, never a cause, except as the other half of a replacement (A removed, B added).
-- ``rest``: the causes plus a rest row sum to the measured change per call.
+  offset, never a cause, except as the other half of a replacement.
+- ``rank``: the causes by how much of the measured change each accounts for, largest first.
+- ``replacement``: an op removed (or now under the head's cut) follows the largest cause that
+  was added (or grew from under the base's cut) as the op it replaced (A replaced by B), so
+  the rows shown net out what the change moved; a removal under ``REPLACED_SHARE`` of the
+  leading cause stays in the rest.
+- ``rest``: the causes plus a rest row sum to the measured change per call; a report that shows
+  fewer rows folds the ones it leaves out into its rest row (:func:`leading`), so what it shows
+  still adds up.
 - ``agreement``: where the profile's own total change and the measured one are apart beyond both
   intervals, and the profile's has the other sign or is off by more than ``PROFILER_SCALE``, the
   profile cannot explain the change: one sentence says so instead of the rows.
@@ -23,13 +33,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 from pytest_gpuperf.model import MeasuredChange, OpProfile, OpStat, WhyFinding, WhyReading, WhyRole, WhyRow
 from pytest_gpuperf.profiling.torch_profile import launch_base
@@ -41,9 +51,12 @@ EXPLAINED_SHARE = 0.5  # causes that account for this share of the measured chan
 # all the same. Within this factor, and with the same sign, it still speaks for the measured change
 # (the rest row carries the difference).
 PROFILER_SCALE = 2.0
+# A removed op smaller than this share of the leading cause stays in the rest rather than pairing with a cause: a
+# wrapper's or a small helper's removal is a detail, not the other half of the change.
+REPLACED_SHARE = 0.1
 REST = "[rest]"
-HOST_ROWS = "operator"
-DEVICE_ROWS = "kernel"
+HOST_ROWS = frozenset({"operator", "function"})  # a torch table's operators, a Python profile's functions
+DEVICE_ROWS = frozenset({"kernel"})
 
 
 @dataclass(frozen=True)
@@ -67,8 +80,10 @@ def mean_difference(head: Sequence[float], base: Sequence[float], confidence: fl
     se = math.sqrt(vh + vb)
     if se == 0:
         return estimate, estimate, estimate
+    from scipy.special import stdtrit  # the t quantile, without scipy.stats' import (reports import this module)
+
     df = (vh + vb) ** 2 / (vh**2 / (len(h) - 1) + vb**2 / (len(b) - 1))
-    half = float(stats.t.ppf(0.5 + confidence / 2, df)) * se
+    half = float(stdtrit(df, 0.5 + confidence / 2)) * se
     return estimate, estimate - half, estimate + half
 
 
@@ -92,11 +107,11 @@ class _Side:
 
 
 class _Basis:
-    """Which time the rows compare: device time of kernels on CUDA, host time of operators otherwise."""
+    """Which time the rows compare: device time of kernels on CUDA, host time of operators (functions) otherwise."""
 
     def __init__(self, device: bool) -> None:
         self.device = device
-        self.kind = DEVICE_ROWS if device else HOST_ROWS
+        self.kinds = DEVICE_ROWS if device else HOST_ROWS
         self.name: Literal["host", "device"] = "device" if device else "host"
 
     def samples(self, stat: OpStat) -> tuple[float, ...]:
@@ -178,20 +193,39 @@ def _role(row: WhyRow, sign: float) -> WhyRow:
     return dataclasses.replace(row, role=role)
 
 
-_OTHER_HALF = {"appeared": "disappeared", "disappeared": "appeared"}
+def _merged(rows: list[WhyRow]) -> list[WhyRow]:
+    """An op's count row and the rest of its change as one row where both are causes (the ``counts`` rule)."""
+    if len(rows) != 2 or any(r.role != "cause" for r in rows):
+        return rows
+    counted, left = rows
+
+    def bound(a: float | None, b: float | None) -> float | None:
+        return None if a is None or b is None else a + b
+
+    low, high = bound(counted.low_ns, left.low_ns), bound(counted.high_ns, left.high_ns)
+    return [dataclasses.replace(counted, delta_ns=counted.delta_ns + left.delta_ns, low_ns=low, high_ns=high)]
+
+
+ADDED: frozenset[WhyReading] = frozenset({"appeared", "grew"})  # on the head's side only
+REMOVED: frozenset[WhyReading] = frozenset({"disappeared", "shrank"})  # on the base's side only
+
+
+def _other_half(reading: WhyReading) -> frozenset[WhyReading]:
+    return REMOVED if reading in ADDED else ADDED if reading in REMOVED else frozenset()
 
 
 def _pair_replacements(causes: list[WhyRow], offsets: list[WhyRow]) -> tuple[list[WhyRow], list[WhyRow]]:
-    """Each op that appeared (in a regression) as a cause, followed by the largest op of its kind that disappeared
-    as an offset: A replaced by B. The offsets left over are returned with the rest."""
-    gone = sorted((r for r in offsets if r.reading in _OTHER_HALF), key=lambda r: -abs(r.delta_ns))
+    """Each cause that is an op on one side only, followed by the largest offset of its kind on the other side only
+    (the same kernel at its former launch configuration first): A replaced by B. Offsets under ``REPLACED_SHARE``
+    of the leading cause pair with none; the offsets left over are returned with the rest."""
+    least = REPLACED_SHARE * abs(causes[0].delta_ns) if causes else 0.0
+    gone = sorted((r for r in offsets if r.reading in ADDED | REMOVED and abs(r.delta_ns) >= least),
+                  key=lambda r: -abs(r.delta_ns))  # fmt: skip
     ordered: list[WhyRow] = []
     paired: set[int] = set()
     for row in causes:
         ordered.append(row)
-        other = _OTHER_HALF.get(row.reading)
-        halves = [g for g in gone if g.kind == row.kind and g.reading == other]
-        # the same kernel at its former launch configuration first, else the largest of its kind
+        halves = [g for g in gone if g.kind == row.kind and g.reading in _other_half(row.reading)]
         partner = next((g for g in halves if launch_base(g.name) == launch_base(row.name)), None) or next(
             iter(halves), None
         )
@@ -202,28 +236,25 @@ def _pair_replacements(causes: list[WhyRow], offsets: list[WhyRow]) -> tuple[lis
     return ordered, [r for r in offsets if id(r) not in paired]
 
 
-def _cause_order(row: WhyRow) -> tuple[bool, float]:
-    return not row.exact, -abs(row.delta_ns)
-
-
 def explain(head: OpProfile, base: OpProfile, measured: MeasuredChange | None) -> Explanation:
     """The rows of ``head`` against ``base`` that account for ``measured`` (None: the profile's own total change)."""
     basis = choose_basis(head, base)
     total = mean_difference(basis.totals(head), basis.totals(base), 1 - ALPHA)
     profile_change = None if total[1] is None or total[2] is None else MeasuredChange(*total)  # type: ignore[arg-type]
     target = measured or profile_change or MeasuredChange(total[0], total[0], total[0])
-    before = {(s.kind, s.name): s for s in base.ops if s.kind == basis.kind}
-    after = {(s.kind, s.name): s for s in head.ops if s.kind == basis.kind}
+    before = {(s.kind, s.name): s for s in base.ops if s.kind in basis.kinds}
+    after = {(s.kind, s.name): s for s in head.ops if s.kind in basis.kinds}
     keys = list(dict.fromkeys([*after, *before]))
     confidence = 1 - ALPHA / max(1, len(keys))  # Bonferroni: simultaneous over the rows
     sign = 1.0 if target.delta_ns >= 0 else -1.0
     rows = []
     for kind, name in keys:
         sides = basis.side(before.get((kind, name)), base), basis.side(after.get((kind, name)), head)
-        rows += [_role(row, sign) for row in _op_rows(name, kind, *sides, basis, confidence)]
+        rows += _merged([_role(row, sign) for row in _op_rows(name, kind, *sides, basis, confidence)])
     if measured is not None and profile_change is not None and _apart(measured, profile_change):
         return Explanation((), "disagrees", profile_change, basis.name)
-    causes = sorted((r for r in rows if r.role == "cause"), key=_cause_order)
+    # the ``rank`` rule: by the share of the measured change a cause accounts for, largest first
+    causes = sorted((r for r in rows if r.role == "cause"), key=lambda r: -r.delta_ns * sign)
     offsets = [r for r in rows if r.role == "offset"]
     shown, offsets = _pair_replacements(causes, offsets)
     accounted = sum(r.delta_ns for r in shown)
@@ -233,6 +264,34 @@ def explain(head: OpProfile, base: OpProfile, measured: MeasuredChange | None) -
     within = sorted([*offsets, *(r for r in rows if r.role == "noise")],
                     key=lambda r: (r.delta_ns * sign <= 0, -abs(r.delta_ns)))  # fmt: skip
     return Explanation((*shown, rest, *within), _finding(shown, target, rows), profile_change, basis.name)
+
+
+def leading(rows: Sequence[WhyRow], top: int | None = None, *, most: int | None = None) -> list[WhyRow]:
+    """The rows a report shows before the rest: the first ``top`` causes (all: None), each with the op it replaced,
+    no more rows than ``most`` with the rest row, and that rest row, carrying the causes left out, so that the
+    rows shown and the rest add up to the measured change. [] where there is no rest row (a disagreeing profile)."""
+    ahead = list(itertools.takewhile(lambda r: r.role != "rest", rows))
+    rest = next((r for r in rows if r.role == "rest"), None)
+    if rest is None:
+        return []
+    picked: list[WhyRow] = []
+    causes = 0
+    for i, row in enumerate(ahead):
+        if row.role == "cause":
+            pair = 2 if i + 1 < len(ahead) and ahead[i + 1].role == "replaced" else 1
+            if (top is not None and causes == top) or (most is not None and len(picked) + pair + 1 > most):
+                break
+            causes += 1
+        picked.append(row)
+    left = sum(r.delta_ns for r in ahead[len(picked) :])
+    if not left:
+        return [*picked, rest]
+
+    def shifted(bound: float | None) -> float | None:
+        return None if bound is None else bound + left
+
+    return [*picked, dataclasses.replace(rest, delta_ns=rest.delta_ns + left, low_ns=shifted(rest.low_ns),
+                                         high_ns=shifted(rest.high_ns))]  # fmt: skip
 
 
 def _finding(shown: list[WhyRow], target: MeasuredChange, rows: list[WhyRow]) -> WhyFinding:

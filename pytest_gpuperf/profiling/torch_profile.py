@@ -23,16 +23,13 @@ from pytest_gpuperf.files import export_atomic, write_gitignore
 from pytest_gpuperf.gpu.device import cuda_synchronize
 from pytest_gpuperf.model import OpProfile, OpStat, ProfileSummary
 from pytest_gpuperf.profiling.quiet import quiet_profiler, torch_warnings_stay_warnings
+from pytest_gpuperf.profiling.table import top_rows, typical_calls
 
 if TYPE_CHECKING:
     import torch
 
 TOP_OPS = 20  # kept in the summary; the terminal shows fewer
-TABLE_OPS = 30  # ops an OpProfile keeps (a few KB in a baseline entry)
 PROFILED_CALLS = 5  # a --gpuperf-profile capture; a differential profile's calls grow by plan.ProfilePlan
-# A profiled call more than this much over the median call's time was preempted (or carries the
-# profiler's start-up): it is left out of every row of the table (typical_calls).
-PREEMPTED_FENCE = 0.5
 RANGE_PREFIX = "gpuperf:"
 # The CPU time of a measured call that no operator claims: Python, the user's own code.
 OUTSIDE_OPS = "[host time outside operators]"
@@ -202,7 +199,7 @@ def op_table(
     calls: int,
     on_cuda: bool,
     is_cuda_event: Callable[[Any], bool],
-    limit: int = TABLE_OPS,
+    limit: int | None = None,
     torch_version: str | None = None,
 ) -> OpProfile:
     """The per-call table of a profiler pass (``prof.events()``) over ``calls`` calls, each in a ``gpuperf:`` range.
@@ -212,8 +209,7 @@ def op_table(
     operator's its self CPU time inside the range, and the rest of the range is a row of its own
     (``OUTSIDE_OPS``). A kernel's device time counts in the call its launch started in (kernels are
     asynchronous: the last one may end after its range). Counts are per-call averages. The table keeps
-    the ``limit`` longest rows and, on CUDA, the ``limit // 3`` longest by host time besides: a
-    launch-bound slowdown shows there.
+    every row, or with a ``limit`` the rows ``table.top_rows`` keeps.
     """
     ranges = sorted((e for e in events if str(e.key).startswith(RANGE_PREFIX)), key=lambda e: e.time_range.start)
     starts = [r.time_range.start for r in ranges]
@@ -245,7 +241,7 @@ def op_table(
         rows.append(_stat(OUTSIDE_OPS, "operator", 1.0, outside, []))
     kernels = [sum(t) for t in zip(*(v for (kind, _), v in device.items() if kind == "kernel"), strict=True)]
     kernels = _pick(kernels, kept) if kernels else [0.0] * len(kept)
-    ops, omitted_below_ns = _top_rows(rows, on_cuda, limit)
+    ops, omitted_below_ns = top_rows(rows, on_cuda, limit)
     host_samples = _ns(_pick(totals, kept))
     return OpProfile(
         device_type="cuda" if on_cuda else "cpu",
@@ -278,15 +274,6 @@ def launch_base(name: str) -> str:
     return name.split(LAUNCH, 1)[0]
 
 
-def typical_calls(totals: Sequence[float]) -> list[int]:
-    """The calls whose total is within ``PREEMPTED_FENCE`` of the median's: a preempted call (or the profiler's
-    start-up) is left out of every row at once, so the rows still add up to the calls kept."""
-    if len(totals) < 3:
-        return list(range(len(totals)))
-    fence = statistics.median(totals) * (1 + PREEMPTED_FENCE)
-    return [i for i, total in enumerate(totals) if total <= fence]
-
-
 def _pick(samples: Sequence[float], kept: Sequence[int]) -> list[float]:
     return [samples[i] for i in kept]
 
@@ -304,20 +291,3 @@ def _stat(name: str, kind: Literal["operator", "kernel"], calls: float, host_us:
     host, device = _ns(host_us), _ns(device_us)
     return OpStat(name, kind, calls, _mean(host), _mean(device),
                   host_samples_ns=host, device_samples_ns=device)  # fmt: skip
-
-
-def _top_rows(rows: list[OpStat], on_cuda: bool, limit: int) -> tuple[tuple[OpStat, ...], float]:
-    """The rows kept, and the largest time (the ranking's) among those left out: the table's cut."""
-
-    def by_main(s: OpStat) -> float:
-        return s.device_ns if on_cuda else s.host_ns
-
-    ranked = sorted(rows, key=by_main, reverse=True)
-    kept = ranked[:limit]
-    if on_cuda:
-        chosen = {(s.kind, s.name) for s in kept}
-        by_host = sorted(rows, key=lambda s: s.host_ns, reverse=True)
-        kept += [s for s in by_host[: limit // 3] if (s.kind, s.name) not in chosen and s.host_ns > 0]
-    kept_keys = {(s.kind, s.name) for s in kept}
-    cut = max((by_main(s) for s in ranked if (s.kind, s.name) not in kept_keys), default=0.0)
-    return tuple(s for s in kept if by_main(s) > 0 or s.host_ns > 0), cut

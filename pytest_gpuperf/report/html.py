@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from pytest_gpuperf.model import Comparison, MeasurementResult, ProfileDiff, SessionResults, Verdict
+from pytest_gpuperf.profiling.explain import leading
 from pytest_gpuperf.report.drift import drift_sentences, session_drift
 from pytest_gpuperf.report.history import STEP_DOWN, STEP_UP, History, Trend, draw_trend, time_scale
 from pytest_gpuperf.report.markdown import TOP_OPS, software
@@ -273,7 +274,7 @@ def why_figure(diff: ProfileDiff) -> Figure:
         colours = [_BASE_COLOUR] * len(rows)
         whiskers = None
     else:
-        shown = [r for r in diff.rows if r.role in ("cause", "replaced", "rest")][:WHY_BARS]
+        shown = leading(diff.rows, most=WHY_BARS)  # the bars add up to the measured change
         values = [r.delta_ns for r in shown]
         labels = [row_name(r, _WHY_LABEL) for r in shown]
         starts = [sum(values[:i]) for i in range(len(values))]

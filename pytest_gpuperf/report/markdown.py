@@ -25,6 +25,7 @@ from pytest_gpuperf.report.why import (
     sentence,
     short_name,
     split_text,
+    table_rows,
     why_cells,
 )
 
@@ -184,8 +185,9 @@ def _why_table(diff: ProfileDiff) -> list[str]:
         rest = len(diff.changes) - WHY_ROWS
     else:
         lines = [_row(list(WHY_COLUMNS)), "|---|---|---:|---|---:|---:|---:|---|"]
-        lines += [_row([md_code(row_name(r)), r.kind, *why_cells(r)]) for r in diff.rows[:WHY_ROWS]]
-        rest = len(diff.rows) - WHY_ROWS
+        shown = table_rows(diff, WHY_ROWS)
+        lines += [_row([md_code(row_name(r)), r.kind, *why_cells(r)]) for r in shown]
+        rest = len(diff.rows) - len(shown)
     return lines + (["", f"{rest} more rows in the HTML report and the results JSON."] if rest > 0 else [])
 
 
@@ -210,7 +212,8 @@ def why_body(diff: ProfileDiff, folder: Path | None) -> list[str]:
     sides = (("head", diff.head_trace), ("base", diff.base_trace))
     traces = [f"{side} {md_code(trace_label(path, folder))}" for side, path in sides if path]
     if traces:
-        body += ["", f"Traces (open in [Perfetto]({PERFETTO})): {', '.join(traces)}"]
+        viewer = f"[Perfetto]({PERFETTO})" if diff.head.profiler == "torch" else md_code("python -m pstats")
+        body += ["", f"Traces (open in {viewer}): {', '.join(traces)}"]
     return body
 
 

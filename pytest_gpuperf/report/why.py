@@ -7,12 +7,14 @@ from collections.abc import Callable
 from typing import Literal
 
 from pytest_gpuperf.model import MeasuredChange, OpChange, OpStat, ProfileDiff, WhyRow
+from pytest_gpuperf.profiling.explain import leading
 from pytest_gpuperf.profiling.torch_profile import launch_base
 from pytest_gpuperf.report.units import format_change, format_time
 
 TOP_LINES = 3  # cause rows in the failure message and the terminal, before the rest row
 PERFETTO = "https://ui.perfetto.dev"
 SHORT_NAME = 80
+PARTNER_NAME = 60  # the replaced op's name in a headline, after the cause's
 _SIDE_TEXT = {
     "host": "the slowdown is host-side (launch overhead, Python)",
     "device": "the slowdown is on the device (kernel time)",
@@ -68,8 +70,11 @@ def signed_time(ns: float) -> str:
 
 
 def time_basis(diff: ProfileDiff) -> str:
-    """What the rows compare: ``'device time per call'`` (kernels), else ``'CPU time per call'`` (operators)."""
-    return "device time per call" if diff.basis == "device" else "CPU time per call"
+    """What the rows compare: ``'device time per call'`` (kernels), ``'time per call by Python function'`` (a
+    profile by function), else ``'CPU time per call'`` (operators)."""
+    if diff.basis == "device":
+        return "device time per call"
+    return "time per call by Python function" if diff.head.profiler == "python" else "CPU time per call"
 
 
 def heading(diff: ProfileDiff) -> str:
@@ -127,9 +132,10 @@ def sentence(text: str) -> str:
 
 
 def headline(diff: ProfileDiff, name: Callable[[str], str] = str) -> str | None:
-    """The diff in a few words, for a collapsed section's title: ``host-side, +41.00 us`` or the top row.
+    """The diff in a few words, for a collapsed section's title: ``host-side, +41.00 us`` or the leading cause,
+    with the op it replaced: ``+2.185 ms aten::bmm (added, 4 calls), replacing aten::_scaled_dot_product_…``.
 
-    ``name`` renders the top op's (shortened) name, as code in a page.
+    ``name`` renders an op's (shortened) name, as code in a page.
     """
     if slower_side(diff) == "host" and diff.host_delta_ns is not None:
         return f"host-side, {signed_time(diff.host_delta_ns)}"
@@ -137,16 +143,26 @@ def headline(diff: ProfileDiff, name: Callable[[str], str] = str) -> str | None:
         return None
     if diff.finding == "disagrees":
         return "the profile disagrees with the measurement"
-    top = next((r for r in diff.rows if r.role == "cause"), None)
+    top = next((i for i, r in enumerate(diff.rows) if r.role == "cause"), None)
     if top is None:
         return "nothing stands out"
-    return f"{signed_time(top.delta_ns)} {name(short_name(top.name))} ({reading_text(top)})"
+    row = diff.rows[top]
+    words = f"{signed_time(row.delta_ns)} {name(short_name(row.name))} ({reading_text(row, alone=True)})"
+    after = diff.rows[top + 1] if top + 1 < len(diff.rows) else None
+    if after is not None and after.role == "replaced":
+        words += f", replacing {name(short_name(after.name, PARTNER_NAME))} ({signed_time(after.delta_ns)})"
+    return words
+
+
+def trace_viewer(diff: ProfileDiff) -> str:
+    """What opens the diff's traces: Perfetto for torch.profiler's, ``python -m pstats`` for Python's statistics."""
+    return "python -m pstats, or snakeviz" if diff.head.profiler == "python" else PERFETTO
 
 
 def traces_text(diff: ProfileDiff) -> str | None:
     """``traces: head X, base Y (open in https://ui.perfetto.dev)``; None when none was written."""
     sides = [f"{label} {path}" for label, path in (("head", diff.head_trace), ("base", diff.base_trace)) if path]
-    return f"traces: {', '.join(sides)} (open in {PERFETTO})" if sides else None
+    return f"traces: {', '.join(sides)} (open in {trace_viewer(diff)})" if sides else None
 
 
 def interval_text(low: float | None, high: float | None) -> str:
@@ -170,10 +186,11 @@ def _count_calls(calls: float | None) -> str:
     return f"{text} call" if text == "1" else f"{text} calls"
 
 
-def reading_text(row: WhyRow) -> str:
-    """What a row says, in words: ``added, 1 call``, ``calls 20 -> 21``, ``slower per call``, ``within the noise``."""
+def reading_text(row: WhyRow, *, alone: bool = False) -> str:
+    """What a row says, in words: ``added, 1 call``, ``calls 20 -> 21``, ``slower per call``, ``within the noise``;
+    ``alone``: the row is quoted without its neighbours (a headline), so nothing refers to the row above."""
     if row.role == "rest":
-        return "of the measured change: the rows below and the profile's noise"
+        return "the measured change less the rows above"
     words = {
         "appeared": f"added, {_count_calls(row.head_calls)}",
         "disappeared": f"removed, was {_count_calls(row.base_calls)}",
@@ -184,6 +201,8 @@ def reading_text(row: WhyRow) -> str:
         "slower": "slower per call",
         "faster": "faster per call",
     }[row.reading]
+    if alone:
+        return words
     if row.role == "replaced" and row.other_half and launch_base(row.other_half) == launch_base(row.name):
         words += ", the same kernel launched with the row above's new configuration"
     elif row.role == "replaced":
@@ -219,20 +238,23 @@ def finding_text(diff: ProfileDiff) -> str | None:
     return None
 
 
-def shown_rows(diff: ProfileDiff, top: int = TOP_LINES) -> list[WhyRow]:
-    """The rows a short report shows: the causes (``top`` of them, each with its replaced half), the rest row,
-    and where nothing is resolved the ``top`` largest rows inside the rest."""
-    lead = [r for r in diff.rows if r.role in ("cause", "replaced")]
-    causes = [r for r in lead if r.role == "cause"][:top]
-    picked = [r for r in lead if r in causes or (r.role == "replaced" and _after(lead, r, causes))]
-    rest = [r for r in diff.rows if r.role == "rest"]
+def shown_rows(diff: ProfileDiff, top: int = TOP_LINES, *, most: int | None = None) -> list[WhyRow]:
+    """The rows a short report shows: the leading causes (``top`` of them, each with the op it replaced, no more
+    than ``most`` rows with the rest), the rest row for them (``explain.leading``: the rows shown add up to the
+    measured change), and where nothing is resolved the ``top`` largest rows inside the rest."""
+    picked = leading(diff.rows, top, most=most)
+    if any(r.role == "cause" for r in picked):
+        return picked
     inside = [r for r in diff.rows if r.role in ("offset", "noise")]
-    return picked + rest + (inside[:top] if not causes else [])
+    return picked + inside[:top]
 
 
-def _after(lead: list[WhyRow], row: WhyRow, causes: list[WhyRow]) -> bool:
-    index = lead.index(row)
-    return index > 0 and lead[index - 1] in causes
+def table_rows(diff: ProfileDiff, most: int) -> list[WhyRow]:
+    """At most ``most`` rows of a table that cannot list them all: as many leading causes (with the ops they
+    replaced) as fit with their rest row, then the largest rows inside the rest."""
+    picked = leading(diff.rows, most=most)
+    inside = [r for r in diff.rows if r.role in ("offset", "noise")]
+    return picked + inside[: max(0, most - len(picked))]
 
 
 WHY_COLUMNS = ("op", "kind", "change per call", "interval", "base", "head", "calls", "reading")
