@@ -15,7 +15,7 @@ import os
 import warnings
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -29,6 +29,9 @@ from pytest_gpuperf.plugin.parallel import WorkerInfo
 from pytest_gpuperf.plugin.session import BASE_REF_KEY, EARLY_BASE_KEY, STATE_KEY, GpuperfSession, missing_baselines
 from pytest_gpuperf.report.progress import Progress
 from pytest_gpuperf.report.text import plain
+
+if TYPE_CHECKING:
+    from pytest_gpuperf.history.record import StoreAddress
 
 MARKER = "gpuperf"
 MARKER_PROBLEM_KEY = pytest.StashKey[str]()  # what a test's marker gets wrong, found at collection
@@ -86,6 +89,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}({keywords}): per-test options for gpu_bench measurements "
                             "(pytest-gpuperf)")  # fmt: skip
     gp = options.build_config(config)
+    if gp.enabled:
+        _check_history_address(config)
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
     worker = WorkerInfo.from_workerinput(getattr(config, "workerinput", None))
     session = config.stash[STATE_KEY] = GpuperfSession(
@@ -94,6 +99,26 @@ def pytest_configure(config: pytest.Config) -> None:
     )  # fmt: skip
     benchmark_fixture.install(config)
     config.pluginmanager.register(session, "gpuperf-session")
+
+
+def _check_history_address(config: pytest.Config) -> None:
+    """A history address that is not a store's is a usage error now, naming its setting, not a run lost at the end."""
+    from pytest_gpuperf.errors import StoreAddressError
+    from pytest_gpuperf.history.record import check_address
+
+    address = _history_address(config)
+    if address is None:
+        return
+    try:
+        check_address(address)
+    except StoreAddressError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _history_address(config: pytest.Config) -> StoreAddress | None:
+    from pytest_gpuperf.history.record import history_address
+
+    return history_address(config.getoption("gpuperf_history"), config.getini("gpuperf_history"))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -188,13 +213,13 @@ def _record_history(
     closing: list[tuple[str, bool]], config: pytest.Config, session: SessionResults, *, interrupted: bool
 ) -> None:
     """``--gpuperf-history``: store the session (history/record.py); a store that fails is a warning."""
-    from pytest_gpuperf.history.record import history_url, record_session
+    from pytest_gpuperf.history.record import record_session
 
-    url = history_url(config.getoption("gpuperf_history"), config.getini("gpuperf_history"))
-    if url is None:
+    address = _history_address(config)
+    if address is None:
         return
     try:
-        closing.append((record_session(url, session, interrupted=interrupted), False))
+        closing.append((record_session(address, session, interrupted=interrupted), False))
     except GpuperfError as exc:  # the verdicts and exit code stand; the results file can be ingested later
         _warn(closing, f"gpuperf: the run was not recorded: {exc}")
 
