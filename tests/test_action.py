@@ -524,6 +524,34 @@ def test_from_artifacts_refuses_an_unreadable_artifact_and_posts_the_one_beside_
     assert f"pytest-gpuperf::{bad.name}: " in out and reason in out and "Traceback" not in out
 
 
+@pytest.mark.parametrize(
+    ("document", "reason"),
+    [
+        ('{"format": "pytest-gpuperf-results", "schema_version": 5, "results": [' + "1" * 5000 + "]}",
+         "at $.results[0]: an integer of 5000 digits is out of range"),
+        ('{"format": "pytest-gpuperf-results", "schema_version": 4, "results": 5}', "at $.results: 5 is not of type"),
+        ('{"format": "pytest-gpuperf-results", "schema_version": 1, "results": [{"comparisons": 5}]}',
+         "at $.results[0].comparisons: 5 is not of type"),
+    ],
+)  # fmt: skip
+def test_from_artifacts_refuses_results_no_version_holds_and_posts_the_one_beside_it(
+    github: FakeGitHub, tmp_path: Path, capsys: pytest.CaptureFixture[str], document: str, reason: str
+) -> None:
+    serve_comments(github)
+    github.reply("GET", f"/repos/{REPO}/pulls/7", "pull_request_7.json")
+    github.reply("POST", f"/repos/{REPO}/issues/7/comments", "comment_created.json")
+    folder = artifacts(tmp_path, "gate", 7)
+    bad = folder / "gpuperf-gate-a100-00000000"  # sorted first: refused before the good one is posted
+    shutil.copytree(folder / "gpuperf-gate-l4-1a2b3c4d", bad)
+    (bad / comment.RESULTS).write_text(document)
+    env = github.env(tmp_path, HEAD_SHA=HEAD_SHA, RUN_URL="https://github.com/x", RUN_CONCLUSION="success")
+    assert comment.main(["from-artifacts", str(folder)], env) == 1
+    assert github.requests()[-1][:2] == ("POST", f"/repos/{REPO}/issues/7/comments")  # the readable one
+    out = capsys.readouterr().out
+    assert f"pytest-gpuperf::{bad.name}: results file {bad / comment.RESULTS} {reason}" in out
+    assert "Traceback" not in out
+
+
 def test_from_artifacts_without_results_data_says_nothing_was_measured(github: FakeGitHub, tmp_path: Path) -> None:
     serve_comments(github)
     github.reply("GET", f"/repos/{REPO}/pulls/7", "pull_request_7.json")
