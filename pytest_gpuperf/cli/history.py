@@ -58,8 +58,9 @@ def add_parser(commands: Any, *, fraction: Callable[[str], float]) -> None:
         "ingest",
         help="store results files (pytest --gpuperf-json) and the baselines' git history",
         description="Store each results file as one run. Every file is read first; a file that cannot be "
-        "read (corrupt, an unknown format version) is refused and nothing of it is stored, while the others "
-        "are stored, and the exit code is 3. A run already in the store is not stored again.",
+        "read (corrupt, an unknown format version) or whose run the store refuses is refused and nothing of it "
+        "is stored, while every other file is stored, and the exit code is 3. A run already in the store is not "
+        "stored again.",
     )
     _store_option(ingest)
     ingest.add_argument("files", type=Path, nargs="*", metavar="FILE", help="results files to store")
