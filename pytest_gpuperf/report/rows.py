@@ -112,21 +112,32 @@ def unjudged_line(session: SessionResults) -> str | None:
             parts.append(f"{count_of(total, verdict)} ({named})" if named else count_of(total, verdict))
     return (
         f"{len(unjudged)} of {plural(len(session.results), 'measurement')} could not be judged: {', '.join(parts)}. "
-        f"They are not a pass: {_advice(session, {r.verdict for r in unjudged})}, or make such runs fail with "
+        f"They are not a pass: {_advice(session, unjudged)}, or make such runs fail with "
         "--gpuperf-strict (--gpuperf-explain says why)"
     )
 
 
-def _advice(session: SessionResults, verdicts: set[Verdict]) -> str:
-    """What to do about measurements of ``verdicts`` that could not be judged."""
-    if session.compare_ref:
-        return "run it again on a quieter runner"
+def _advice(session: SessionResults, unjudged: list[MeasurementResult]) -> str:
+    """What to do about the measurements that could not be judged, by why they could not."""
+    verdicts = {r.verdict for r in unjudged}
     advice = []
-    if verdicts - {Verdict.NOT_COMPARABLE}:
-        advice.append("gate a busy runner with --gpuperf-compare-ref, which stays reliable under load")
+    if verdicts - {Verdict.NOT_COMPARABLE}:  # a busy or noisy runner
+        advice.append("run it again on a quieter runner" if session.compare_ref else
+                      "gate a busy runner with --gpuperf-compare-ref, which stays reliable under load")  # fmt: skip
     if Verdict.NOT_COMPARABLE in verdicts:
-        advice.append("record baselines on this device class with --gpuperf-update-baseline")
+        advice.append(_other_device_advice(session, [r for r in unjudged if r.verdict is Verdict.NOT_COMPARABLE]))
     return "; ".join(advice)
+
+
+def _other_device_advice(session: SessionResults, results: list[MeasurementResult]) -> str:
+    """What differs (the device classes) and how to get a reference of this one: a quieter runner would not help."""
+    here = session.environment.device_class
+    there = sorted({r.baseline.environment.device_class for r in results
+                    if r.baseline is not None and r.baseline.environment is not None} - {here})  # fmt: skip
+    differs = f"measured on device class {here}, the reference on {', '.join(there)}" if there else (
+        f"measured on device class {here}, the reference on another")  # fmt: skip
+    where = "compare with a base measured on this device class, or " if session.compare_ref else ""
+    return f"{differs}: {where}record baselines on this device class with --gpuperf-update-baseline"
 
 
 def named(keys: list[str], shown: int = 2) -> str:
