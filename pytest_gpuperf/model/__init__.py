@@ -524,6 +524,9 @@ class BaselineEntry:
     profile: OpProfile | None = None  # the call's profile when written: the base of a later diff
 
 
+CONFIRMATION_STEP = "confirmation"  # the step fresh readings add to a suspected change (verdict/confirmation.py)
+
+
 @dataclass(frozen=True)
 class RuleNote:
     """What one rule of the verdict pipeline said about a comparison, and the verdict after it."""

@@ -10,7 +10,15 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pytest_gpuperf.model import Environment, MeasurementResult, ProfileDiff, Provenance, SessionResults, Verdict
-from pytest_gpuperf.report.rows import counts_line, ordered, plural, split_key, unjudged_line, verdict_counts
+from pytest_gpuperf.report.rows import (
+    counts_line,
+    ordered,
+    plural,
+    split_key,
+    unjudged_line,
+    verdict_counts,
+    verdict_label,
+)
 from pytest_gpuperf.report.text import html_text, md_cell, md_code, md_row, md_text
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 from pytest_gpuperf.report.why import (
@@ -55,8 +63,8 @@ def _test(test_id: str) -> str:
     return md_code(_short_test(test_id))
 
 
-def _verdict(v: Verdict) -> str:
-    return f"{_ICON[v]} {v.value}"
+def _verdict(v: Verdict, label: str | None = None) -> str:
+    return f"{_ICON[v]} {md_text(label or v.value)}"  # a label may name a metric: the test's text
 
 
 def _short(commit: str | None) -> str:
@@ -71,7 +79,17 @@ def _rows(result: MeasurementResult) -> Iterable[str]:
     for c in result.comparisons:
         base, head = (md_text(format_value(v, c.unit)) for v in (c.baseline, c.current))
         change = format_change(c.change)
-        yield md_row([*test, md_text(c.metric), base, head, change, md_text(c.evidence), _verdict(c.verdict)])
+        yield md_row(
+            [
+                *test,
+                md_text(c.metric),
+                base,
+                head,
+                change,
+                md_text(c.evidence),
+                _verdict(c.verdict, verdict_label(c, result)),
+            ]
+        )
 
 
 def _table(session: SessionResults) -> list[str]:
