@@ -24,7 +24,7 @@ from pytest_gpuperf.errors import ConfigError, GpuperfError, GpuperfWarning
 from pytest_gpuperf.model import SessionResults
 from pytest_gpuperf.plugin import benchmark_fixture, conftest_options, options
 from pytest_gpuperf.plugin.fixture import GpuBench
-from pytest_gpuperf.plugin.outcome import fail
+from pytest_gpuperf.plugin.outcome import fail, fail_on_marker_problem, marker_problem
 from pytest_gpuperf.plugin.parallel import WorkerInfo
 from pytest_gpuperf.plugin.session import BASE_REF_KEY, EARLY_BASE_KEY, STATE_KEY, GpuperfSession, missing_baselines
 from pytest_gpuperf.report.progress import Progress
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from pytest_gpuperf.history.record import StoreAddress
 
 MARKER = "gpuperf"
-MARKER_PROBLEM_KEY = pytest.StashKey[str]()  # what a test's marker gets wrong, found at collection
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -133,7 +132,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         try:
             _check_marker(item, session_config)
         except ConfigError as exc:
-            item.stash[MARKER_PROBLEM_KEY] = str(exc)
+            marker_problem(item, str(exc))
 
 
 def _check_marker(item: pytest.Item, session_config: cfg.GpuperfConfig) -> None:
@@ -153,9 +152,7 @@ def _check_marker(item: pytest.Item, session_config: cfg.GpuperfConfig) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """A test whose marker is wrong (found at collection) errors here, before any of its fixtures."""
-    problem = item.stash.get(MARKER_PROBLEM_KEY, None)
-    if problem is not None:
-        fail(problem)
+    fail_on_marker_problem(item)
 
 
 def _test_settings(item: pytest.Item, session_config: cfg.GpuperfConfig) -> cfg.Settings:
