@@ -35,12 +35,14 @@ from typing import BinaryIO
 from pytest_gpuperf.errors import WriteError
 
 __all__ = [
+    "MAX_JSON_BYTES",
     "Content",
     "NotANumber",
     "export_atomic",
     "first_not_a_number",
     "is_temp_file",
     "loads_json",
+    "read_limited",
     "temp_files_of",
     "write_atomic",
     "write_gitignore",
@@ -52,6 +54,10 @@ Content = str | bytes | Callable[[BinaryIO], object]
 _TEMP_NAME = re.compile(r"\.(?P<target>.+)\.[0-9a-f]{16}\.tmp")
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
 MAX_INT_DIGITS = 300  # any int of up to 300 digits still converts to a finite float
+# The most a results or baseline file may hold: far above any session's or module's (thousands of
+# measurements make a few MiB), and a bound on what one read takes, so that /dev/zero or a stray
+# dump is refused at once, not read whole and then refused by its schema.
+MAX_JSON_BYTES = 64 * 1024 * 1024
 
 
 def is_temp_file(path: Path) -> bool:
@@ -222,3 +228,12 @@ def _parse_int(text: str) -> int | NotANumber:
     if digits > MAX_INT_DIGITS:
         return NotANumber(f"an integer of {digits} digits is out of range", integer=True)
     return int(text)
+
+
+def read_limited(path: Path, limit: int = MAX_JSON_BYTES) -> bytes:
+    """The bytes of ``path``, reading no more than ``limit + 1``: a result longer than ``limit`` is too large.
+
+    OSError as ``open`` raises it; the caller names its file and says what too large means for it.
+    """
+    with path.open("rb") as f:
+        return f.read(limit + 1)

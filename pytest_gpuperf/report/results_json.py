@@ -18,7 +18,7 @@ import jsonschema
 import jsonschema.exceptions
 
 from pytest_gpuperf.errors import ResultsError
-from pytest_gpuperf.files import first_not_a_number, loads_json, write_atomic
+from pytest_gpuperf.files import MAX_JSON_BYTES, first_not_a_number, loads_json, read_limited, write_atomic
 from pytest_gpuperf.model import SessionResults
 from pytest_gpuperf.report import codec
 
@@ -35,9 +35,7 @@ FORMAT = "pytest-gpuperf-results"
 # (``_upgrade``): no kind recorded is taken from the comparison's name, a bare note is a notice,
 # a note without a topic has none, the rest is empty (a version 4 diff has no explanation rows).
 SCHEMA_VERSION = 5
-# The most a results file may hold: far above any session's (thousands of measurements make a few
-# MiB), and a bound on what one read takes, so that /dev/zero or a stray dump is refused, not read.
-MAX_BYTES = 64 * 1024 * 1024
+MAX_BYTES = MAX_JSON_BYTES  # the most a results file may hold (files.py)
 _OLDER_VERSIONS = (1, 2, 3, 4)  # read through _upgrade
 
 
@@ -190,8 +188,7 @@ def load_results(path: Path | str) -> SessionResults:
     """
     source = Path(path)
     try:
-        with source.open("rb") as f:
-            raw = f.read(MAX_BYTES + 1)
+        raw = read_limited(source, MAX_BYTES)
     except OSError as exc:
         raise ResultsError(source, f"cannot read: {exc.strerror or exc}") from None
     if len(raw) > MAX_BYTES:
