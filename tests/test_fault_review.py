@@ -180,6 +180,11 @@ def test_an_update_run_with_profile_prints_the_top_operators(pytester: pytest.Py
         ('{"entries": {"t.py::t::default": {"noise": NaN}}}', '$.entries["t.py::t::default"].noise', "NaN"),
         ('{"entries": {"k": {"samples_ns": [1.0, Infinity]}}}', "$.entries.k.samples_ns[1]", "Infinity"),
         ('{"entries": {"k": {"noise": 1e999}}}', "$.entries.k.noise", "number 1e999 is out of range"),
+        (
+            '{"entries": {"k": {"calls": ' + "9" * 5000 + "}}}",
+            "$.entries.k.calls",
+            "an integer of 5000 digits is out of range",
+        ),
     ],
 )
 def test_a_non_finite_number_in_a_baseline_is_refused_with_its_json_path(

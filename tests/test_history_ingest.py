@@ -207,3 +207,88 @@ def test_baseline_versions_stored_under_their_earlier_ids_are_not_stored_again(
             assert store.record(dataclasses.replace(r, run_id=r.earlier_ids[0], earlier_ids=()))
         assert sum(store.record(r) for r in runs_from_baselines(root)) == 0
         assert store.count_runs() == len(runs)
+
+
+REFUSED_TEST = "tests/t.py::test_refused_by_the_database"
+TRIGGERS = {  # a database that refuses one run itself: each backend's own way
+    "sqlite": ("CREATE TRIGGER gpuperf_test_refuse BEFORE INSERT ON gpuperf_values "
+               f"WHEN NEW.test = '{REFUSED_TEST}' BEGIN SELECT RAISE(ABORT, 'refused by a trigger'); END",),
+    "postgresql": ("CREATE FUNCTION gpuperf_test_refuse() RETURNS trigger AS $$ BEGIN "
+                   f"IF NEW.test = '{REFUSED_TEST}' THEN RAISE EXCEPTION 'refused by a trigger'; END IF; "
+                   "RETURN NEW; END $$ LANGUAGE plpgsql",
+                   "CREATE TRIGGER gpuperf_test_refuse BEFORE INSERT ON gpuperf_values FOR EACH ROW "
+                   "EXECUTE FUNCTION gpuperf_test_refuse()"),
+}  # fmt: skip
+
+
+def _sessions(tmp_path: Path, count: int) -> list[Path]:
+    """``count`` results files of distinct runs (each started a day after the one before)."""
+    return [
+        write_results(tmp_path / f"r{i}.json", dataclasses.replace(make_session(), started_at=f"2026-02-{i + 1:02d}"))
+        for i in range(count)
+    ]
+
+
+def _rename_test(path: Path, test_id: str) -> None:
+    doc = json.loads(path.read_text())
+    measurement = doc["results"][0]["measurement"]
+    doc["results"][0]["key"] = f"{test_id}::{measurement['name']}"
+    measurement["test_id"] = test_id
+    path.write_text(json.dumps(doc))
+
+
+def test_every_file_is_tried_when_the_database_refuses_one_and_each_is_reported_by_name(
+    tmp_path: Path, store_url: str
+) -> None:
+    from cli_helpers import run
+
+    files = _sessions(tmp_path, 7)
+    _rename_test(files[2], REFUSED_TEST)
+    with open_store(store_url) as store, store.engine.begin() as conn:
+        for statement in TRIGGERS[conn.dialect.name]:
+            conn.exec_driver_sql(statement)
+    code, out, err = run("history", "ingest", "--history", store_url, *map(str, files))
+    assert code == 3, out + err
+    assert [line for line in out.splitlines() if line.startswith("stored ")] == [
+        f"stored {path}" for path in files if path != files[2]
+    ]
+    assert f"refused results file {files[2]}: not stored: history store " in err and "refused by a trigger" in err
+    assert "6 stored, 0 already stored, 1 refused" in out
+    with open_store(store_url) as store:
+        assert store.count_runs() == 6
+
+
+@pytest.mark.parametrize(
+    ("where", "bad", "reason"),
+    [
+        (("measurement", "test_id"), "tests/t.py::test_\x00nul", "its test holds a NUL character"),
+        (("measurement", "metrics", 0, "unit"), "m\x00s", "its unit holds a NUL character"),
+        (("measurement", "metrics", 0, "name"), "m" * 222,
+         "its statistic is 229 characters long; a history store keeps at most 200"),
+        (("measurement", "metrics", 0, "unit"), "u" * 65,
+         "its unit is 65 characters long; a history store keeps at most 64"),
+        (("measurement", "environment", "extra", "runner"), "gpu\x0007", "holds a NUL character"),
+    ],
+)  # fmt: skip
+def test_text_one_backend_cannot_store_is_refused_on_every_backend_naming_the_file(
+    tmp_path: Path, store_url: str, where: tuple[str | int, ...], bad: str, reason: str
+) -> None:
+    """SQLite would store a NUL or an over-long unit, PostgreSQL not: both refuse the run and hold the same runs."""
+    good, other, broken = _sessions(tmp_path, 3)
+    doc = json.loads(broken.read_text())
+    node = next(r for r in doc["results"] if r["measurement"]["metrics"])
+    if where[-1] == "test_id":
+        node["key"] = f"{bad}::{node['measurement']['name']}"
+    elif where[1] == "environment":
+        node, where = doc, ("environment", "extra", "runner")
+    for part in where[:-1]:
+        node = node[part]
+    node[where[-1]] = bad
+    broken.write_text(json.dumps(doc))
+    with open_store(store_url) as store:
+        outcome = ingest_files(store, [good, broken, other])
+        assert outcome.stored == (good, other)
+        [(path, message)] = outcome.refused
+        assert path == broken and message.startswith(f"results file {broken}") and reason in message
+        assert "\x00" not in message  # shown escaped
+        assert store.count_runs() == 2

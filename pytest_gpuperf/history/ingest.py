@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pytest_gpuperf.errors import GpuperfError, ResultsError, RunError
+from pytest_gpuperf.errors import GpuperfError, ResultsError, RunError, StoreError
 from pytest_gpuperf.history.model import RecordedValue, RunRecord
 from pytest_gpuperf.model import BaselineEntry, Direction, Environment, Kind, MeasurementResult, SessionResults, Verdict
 from pytest_gpuperf.modes import Mode, plan_for
@@ -277,9 +277,10 @@ class IngestOutcome:
 def ingest_files(store: RunSink, paths: Sequence[Path | str], *, runner: str | None = None) -> IngestOutcome:
     """Read every file, then store each readable one as its own transaction.
 
-    A file that cannot be read is refused and none of it is stored; the other files are
-    stored all the same (their run ids are content-derived, so ingesting the whole set again
-    once the bad file is fixed adds only what is new).
+    A file that cannot be read, or whose run the store refuses, is refused and none of it is
+    stored; every other file is tried and stored all the same (their run ids are
+    content-derived, so ingesting the whole set again once the bad file is fixed adds only
+    what is new).
     """
     runs: list[tuple[Path, RunRecord]] = []
     refused: list[tuple[Path, str]] = []
@@ -292,7 +293,12 @@ def ingest_files(store: RunSink, paths: Sequence[Path | str], *, runner: str | N
     stored: list[Path] = []
     already: list[Path] = []
     for path, run in runs:
-        (stored if store.record(run) else already).append(path)
+        try:
+            (stored if store.record(run) else already).append(path)
+        except StoreError as exc:  # the database's own refusal of this run: the next file may still be kept
+            refused.append((path, f"results file {path}: not stored: {exc}"))
+    order = {Path(p): i for i, p in enumerate(paths)}
+    refused.sort(key=lambda item: order.get(item[0], 0))
     return IngestOutcome(tuple(stored), tuple(already), tuple(refused))
 
 

@@ -26,7 +26,7 @@ from pytest_gpuperf.measure.runner import LazyResults
 from pytest_gpuperf.model import BenchmarkInfo, Measurement
 from pytest_gpuperf.plugin.benchmark_options import KNOWN_KEYWORDS, MARKER, MarkerChoice, SessionOptions
 from pytest_gpuperf.plugin.fixture import GpuBench
-from pytest_gpuperf.plugin.outcome import fail
+from pytest_gpuperf.plugin.outcome import fail, marker_problem
 
 MEASUREMENT = "benchmark"  # the measurement's name: apart from gpu_bench's "default" in the same test
 PLUGIN_NAME = "gpuperf-benchmark"
@@ -287,13 +287,14 @@ def _uses_benchmark(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Reject bad ``@pytest.mark.benchmark`` keywords, naming the test; apply --benchmark-only and --benchmark-skip."""
+    """Bad ``@pytest.mark.benchmark`` keywords fail their test alone, named, as a bad ``gpuperf`` marker does;
+    apply --benchmark-only and --benchmark-skip."""
     options = config.stash[BENCHMARK_KEY]
     for item in items:
         try:
             MarkerChoice.from_item(item)
         except ConfigError as exc:
-            raise pytest.UsageError(str(exc)) from None
+            marker_problem(item, str(exc))
         if _uses_benchmark(item):
             if options.skip:
                 item.add_marker(pytest.mark.skip(reason="Skipping benchmark (--benchmark-skip active)."))

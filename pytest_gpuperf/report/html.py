@@ -21,7 +21,7 @@ from pytest_gpuperf.report.drift import drift_sentences, session_drift
 from pytest_gpuperf.report.history import STEP_DOWN, STEP_UP, History, Trend, draw_trend, time_scale
 from pytest_gpuperf.report.markdown import TOP_OPS, software
 from pytest_gpuperf.report.repro import Rerun, rerun_of
-from pytest_gpuperf.report.rows import counts_line, headline, ordered, plural, time_comparison
+from pytest_gpuperf.report.rows import counts_line, headline, ordered, plural, time_comparison, verdict_label
 
 # html.escape after stripping control characters: every string of the page goes through it
 from pytest_gpuperf.report.text import html_text as escape
@@ -224,7 +224,7 @@ def _summary_table(session: SessionResults) -> str:
             f'<td class="num">{format_time(h.baseline_ns) if h.baseline_ns is not None else "-"}</td>',
             f'<td class="num">{format_change(h.change)}</td>',
             f'<td class="num">{escape(format_precision(m.precision))}</td>',
-            f"<td>{escape(h.verdict.value)}</td>",
+            f"<td>{escape(h.verdict_label)}</td>",
         ]
         rows.append(f'<tr class="{_css_class(h.verdict)}">{"".join(cells)}</tr>')
     return _table(("test", "measurement", "now", "baseline", "change", "precision", "verdict"), rows, ' id="summary"')
@@ -241,7 +241,7 @@ def _comparisons(result: MeasurementResult) -> str:
             escape(format_value(c.current, c.unit)),
             escape(format_change(c.change)),
             escape(c.evidence),
-            escape(c.verdict.value),
+            escape(verdict_label(c, result)),
         ]
         tds = "".join(f'<td class="num">{x}</td>' if i in (1, 2, 3) else f"<td>{x}</td>" for i, x in enumerate(cells))
         rows.append(f'<tr class="{_css_class(c.verdict)}">{tds}</tr>')

@@ -10,8 +10,16 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pytest_gpuperf.model import Environment, MeasurementResult, ProfileDiff, Provenance, SessionResults, Verdict
-from pytest_gpuperf.report.rows import counts_line, ordered, plural, split_key, unjudged_line, verdict_counts
-from pytest_gpuperf.report.text import html_text, md_code, md_text
+from pytest_gpuperf.report.rows import (
+    counts_line,
+    ordered,
+    plural,
+    split_key,
+    unjudged_line,
+    verdict_counts,
+    verdict_label,
+)
+from pytest_gpuperf.report.text import html_text, md_cell, md_code, md_row, md_text
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 from pytest_gpuperf.report.why import (
     PERFETTO,
@@ -46,11 +54,6 @@ VERDICT_ICON = {  # the comments' mark of each verdict (this one and report.matr
 }
 
 
-def _cell(markdown: str) -> str:
-    """A table cell of Markdown made by ``md_text``/``md_code``: GFM splits cells at every unescaped pipe."""
-    return markdown.replace("|", "\\|").replace("\n", " ").strip() or " "
-
-
 def _short_test(test_id: str) -> str:
     """``tests/perf/test_mm.py::test_x`` -> ``test_mm.py::test_x`` (the folder adds little)."""
     path, name = split_key(test_id)
@@ -61,33 +64,39 @@ def _test(test_id: str) -> str:
     return md_code(_short_test(test_id))
 
 
-def _verdict(v: Verdict) -> str:
-    return f"{VERDICT_ICON[v]} {v.value}"
+def _verdict(v: Verdict, label: str | None = None) -> str:
+    return f"{VERDICT_ICON[v]} {md_text(label or v.value)}"  # a label may name a metric: the test's text
 
 
 def _short(commit: str | None) -> str:
     return md_code(commit[:12]) if commit else "-"
 
 
-def _row(cells: Iterable[str]) -> str:
-    return "| " + " | ".join(_cell(c) for c in cells) + " |"
-
-
 def _rows(result: MeasurementResult) -> Iterable[str]:
     m = result.measurement
     test = [_test(m.test_id), md_text(m.name)]
     if not result.comparisons:  # nothing to compare with: still show its time
-        yield _row([*test, "time.p50", "-", format_time(m.stats.median_ns), "-", "", _verdict(result.verdict)])
+        yield md_row([*test, "time.p50", "-", format_time(m.stats.median_ns), "-", "", _verdict(result.verdict)])
     for c in result.comparisons:
         base, head = (md_text(format_value(v, c.unit)) for v in (c.baseline, c.current))
         change = format_change(c.change)
-        yield _row([*test, md_text(c.metric), base, head, change, md_text(c.evidence), _verdict(c.verdict)])
+        yield md_row(
+            [
+                *test,
+                md_text(c.metric),
+                base,
+                head,
+                change,
+                md_text(c.evidence),
+                _verdict(c.verdict, verdict_label(c, result)),
+            ]
+        )
 
 
 def _table(session: SessionResults) -> list[str]:
     header = ["test", "measurement", "metric", "base", "head", "change", "evidence", "verdict"]
     rows = [row for result in ordered(session.results) for row in _rows(result)]
-    return [_row(header), "|---|---|---|---:|---:|---:|---|---|", *rows]
+    return [md_row(header), "|---|---|---|---:|---:|---:|---|---|", *rows]
 
 
 def software(env: Environment) -> list[tuple[str, str]]:
@@ -137,7 +146,7 @@ def _noise(session: SessionResults) -> list[str]:
             md_text(m.timer),
             md_text(notes),
         ]
-        lines.append(_row(cells))
+        lines.append(md_row(cells))
     return lines
 
 
@@ -162,7 +171,7 @@ def _profiles(session: SessionResults, folder: Path | None) -> list[str]:
         trace = f" ({md_code(trace_label(profile.trace_path, folder))})" if profile.trace_path else ""
         lines += [f"**{md_code(r.measurement.key)}**{trace}", "", "| operator | time | share |", "|---|---:|---:|"]
         for name, ns, share in profile.top_ops[:TOP_OPS]:
-            lines.append(f"| {_cell(md_code(name))} | {format_time(ns)} | {share * 100:.1f}% |")
+            lines.append(f"| {md_cell(md_code(name))} | {format_time(ns)} | {share * 100:.1f}% |")
     return lines
 
 
@@ -180,13 +189,13 @@ def _why_summary(result: MeasurementResult, diff: ProfileDiff) -> str:
 def _why_table(diff: ProfileDiff) -> list[str]:
     if diff.base is None:
         lines = ["| op | kind | time per call | calls |", "|---|---|---:|---:|"]
-        lines += [_row([md_code(short_name(c.name)), c.kind, *head_cells(c)])
+        lines += [md_row([md_code(short_name(c.name)), c.kind, *head_cells(c)])
                   for c in diff.changes[:WHY_ROWS]]  # fmt: skip
         rest = len(diff.changes) - WHY_ROWS
     else:
-        lines = [_row(list(WHY_COLUMNS)), "|---|---|---:|---|---:|---:|---:|---|"]
+        lines = [md_row(list(WHY_COLUMNS)), "|---|---|---:|---|---:|---:|---:|---|"]
         shown = table_rows(diff, WHY_ROWS)
-        lines += [_row([md_code(row_name(r)), r.kind, *why_cells(r)]) for r in shown]
+        lines += [md_row([md_code(row_name(r)), r.kind, *why_cells(r)]) for r in shown]
         rest = len(diff.rows) - len(shown)
     return lines + (["", f"{rest} more rows in the HTML report and the results JSON."] if rest > 0 else [])
 

@@ -23,6 +23,7 @@ from pytest_gpuperf.report.rows import (
     ordered,
     time_comparison,
     unjudged_line,
+    verdict_label,
 )
 from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
@@ -107,7 +108,7 @@ def _details(h: Headline) -> tuple[tuple[str, dict[str, bool]], ...]:
             continue
         text = (
             f"{_DETAIL}{c.metric}: {format_value(c.current, c.unit)} vs "
-            f"{format_value(c.baseline, c.unit)} ({format_change(c.change)}) {c.verdict.value}"
+            f"{format_value(c.baseline, c.unit)} ({format_change(c.change)}) {verdict_label(c, h.result)}"
         )
         lines.append((plain(f"{text}: {c.note}" if quiet and c.note else text), _markup(c.verdict)))
     reason = h.result.measurement.unstable_reason
@@ -127,7 +128,7 @@ def _row(h: Headline) -> _Row:
         format_time(h.baseline_ns) if h.baseline_ns is not None else "-",
         format_change(h.change),
         format_precision(m.precision),
-        h.verdict.value,
+        plain(h.verdict_label),
     )
     return _Row(plain(m.test_id), cells, _markup(h.verdict), _details(h))
 
