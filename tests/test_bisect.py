@@ -15,7 +15,7 @@ from test_report_helpers import make_session
 from pytest_gpuperf import cli
 from pytest_gpuperf.cli import bisect
 from pytest_gpuperf.cli.bisect import BisectError, Status, Step, StepVerdict, search
-from pytest_gpuperf.cli.bisect.render import step_line
+from pytest_gpuperf.cli.bisect.render import measuring_line, step_line
 from pytest_gpuperf.model import Kind, Verdict
 
 # --- the search, with a probe that answers from a table ------------------------------------------
@@ -243,6 +243,27 @@ def test_candidates_are_the_first_parent_line_after_good(small_repo: Path) -> No
     good = git(small_repo, "rev-parse", "HEAD~4")  # c0
     listed = bisect.candidates(repo, good, git(small_repo, "rev-parse", "HEAD"))
     assert [s for _, s in listed] == ["c1", "c2", "c3", "merge side"]  # not the side branch's commit
+
+
+HOSTILE_SUBJECTS = ["\x1b[31mred\x1b[0m and \x1b]0;window title\x07", "clip \x1b]52;c;cHduZWQ=\x07board",
+                    "bell\x07 \x9b2J c1 \u202eright to left"]  # fmt: skip
+
+
+def test_commit_subjects_reach_the_terminal_without_their_control_characters(small_repo: Path) -> None:
+    for n, subject in enumerate(HOSTILE_SUBJECTS):
+        commit(small_repo, {"f.txt": f"hostile {n}\n"}, subject)
+    repo = bisect.open_repository(small_repo)
+    listed = bisect.candidates(repo, git(small_repo, "rev-parse", "HEAD~3"), git(small_repo, "rev-parse", "HEAD"))
+    assert [s for _, s in listed] == HOSTILE_SUBJECTS  # git keeps them as written
+    steps = [Step(c, s, StepVerdict.SKIP, reason=f"pytest said {s}") for c, s in listed]
+    outcome = bisect.Outcome(listed[0][0], listed[-1][0], tuple(c for c, _ in listed), tuple(steps), Status.RANGE,
+                             tuple(c for c, _ in listed), dict(listed))  # fmt: skip
+    shown = [bisect.render(outcome), *(step_line(1, step, outcome.bad) for step in steps),
+             *(measuring_line(1, c, s) for c, s in listed)]  # fmt: skip
+    for text in shown:
+        assert not any(ch in text for ch in "\x1b\x07\x9b\u202e"), repr(text)
+    assert "red and" in shown[0] and "clip board" in shown[2]
+    assert json.loads(bisect.to_json(outcome))["candidates"][0]["subject"] == HOSTILE_SUBJECTS[0]  # JSON: as is
 
 
 # --- end to end: a perf suite over nine commits, a 3x slowdown planted in one --------------------

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from pytest_gpuperf.baseline.store import BaselineStore, EntryChange
     from pytest_gpuperf.engines.compare_ref.prestart import EarlyBase
-    from pytest_gpuperf.engines.compare_ref.worktree import BaseRef
+    from pytest_gpuperf.engines.compare_ref.refs import BaseRef, HeadCommit  # noqa: F401  (HeadCommit: a stash key's)
     from pytest_gpuperf.engines.protocol import Engine
     from pytest_gpuperf.measure.host import HostGuard
     from pytest_gpuperf.measure.runner import Runner
@@ -39,6 +39,7 @@ STATE_KEY = pytest.StashKey["GpuperfSession"]()
 BENCH_KEY = pytest.StashKey[GpuBench]()
 EARLY_BASE_KEY = pytest.StashKey["EarlyBase"]()  # compare-ref's base worker, started before the conftests load
 BASE_REF_KEY = pytest.StashKey["BaseRef"]()  # compare-ref's ref, resolved to a commit before the conftests load
+BASE_IS_HEAD_KEY = pytest.StashKey["HeadCommit"]()  # compare-ref's ref is the head's own commit (refs.HeadCommit)
 
 
 @dataclass(eq=False)  # a plugin object: pluggy keeps plugins in sets, so it hashes by identity

@@ -41,7 +41,7 @@ from pytest_gpuperf.cli.bisect.model import (
     StepVerdict,
 )
 from pytest_gpuperf.cli.bisect.probe import PytestProbe, child_environment, judge_session
-from pytest_gpuperf.cli.bisect.render import render, step_line, to_json
+from pytest_gpuperf.cli.bisect.render import measuring_line, render, step_line, to_json
 from pytest_gpuperf.cli.bisect.repo import candidates, open_repository, resolve
 from pytest_gpuperf.cli.bisect.search import expected_steps, search
 from pytest_gpuperf.errors import ConfigError
@@ -112,7 +112,7 @@ def run(request: Request, out: Callable[[str], object], cwd: Path | None = None)
     count = 0
 
     def measure(commit: str) -> Step:  # a step takes minutes: say which commit is being measured
-        out(f"step {count + 1}: measuring {commit[:12]} [{subjects.get(commit, '')}] ...\n")
+        out(measuring_line(count + 1, commit, subjects.get(commit, "")) + "\n")
         return probe(commit)
 
     def report(step: Step) -> None:

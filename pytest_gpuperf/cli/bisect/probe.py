@@ -104,7 +104,8 @@ class PytestProbe:
     python: str = sys.executable
 
     def __call__(self, commit: str) -> Step:
-        from pytest_gpuperf.engines.compare_ref.worktree import BaseRef, RefWorktree
+        from pytest_gpuperf.engines.compare_ref.refs import BaseRef
+        from pytest_gpuperf.engines.compare_ref.worktree import RefWorktree
         from pytest_gpuperf.errors import WorkerError
 
         subject = self.subjects.get(commit, "")

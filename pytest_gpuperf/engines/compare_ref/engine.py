@@ -21,7 +21,8 @@ from pytest_gpuperf.engines.compare_ref.confirm import ConfirmationPool, describ
 from pytest_gpuperf.engines.compare_ref.generated import IMPORT_ROOTS
 from pytest_gpuperf.engines.compare_ref.headtree import head_checkout
 from pytest_gpuperf.engines.compare_ref.prestart import BASE_WORKER, EarlyBase, checkout_dir
-from pytest_gpuperf.engines.compare_ref.worktree import BaseRef, RefWorktree
+from pytest_gpuperf.engines.compare_ref.refs import BaseRef
+from pytest_gpuperf.engines.compare_ref.worktree import RefWorktree
 from pytest_gpuperf.engines.results import regressed, with_profile_diff
 from pytest_gpuperf.errors import BaseStartError, WorkerError
 from pytest_gpuperf.measure.profiled import ProfiledSide, profile_here
