@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pytest_gpuperf.model import Comparison, MeasurementResult, ProfileDiff, SessionResults, Verdict
 from pytest_gpuperf.report.history import STEP_DOWN, STEP_UP, History, Trend, draw_trend, time_scale
 from pytest_gpuperf.report.markdown import TOP_OPS, software
-from pytest_gpuperf.report.rows import counts_line, headline, ordered, plural, time_comparison
+from pytest_gpuperf.report.rows import counts_line, headline, ordered, plural, reference_column, time_comparison
 
 # html.escape after stripping control characters: every string of the page goes through it
 from pytest_gpuperf.report.text import html_text as escape
@@ -224,12 +224,13 @@ def _summary_table(session: SessionResults) -> str:
             f"<td>{escape(h.verdict.value)}</td>",
         ]
         rows.append(f'<tr class="{_css_class(h.verdict)}">{"".join(cells)}</tr>')
-    return _table(("test", "measurement", "now", "baseline", "change", "precision", "verdict"), rows, ' id="summary"')
+    reference = reference_column(session)
+    return _table(("test", "measurement", "now", reference, "change", "precision", "verdict"), rows, ' id="summary"')
 
 
-def _comparisons(result: MeasurementResult) -> str:
+def _comparisons(result: MeasurementResult, reference: str) -> str:
     if not result.comparisons:
-        return "<p>No baseline: this measurement is new.</p>"
+        return f"<p>No {reference}: this measurement is new.</p>"
     rows = []
     for c in result.comparisons:
         cells = [
@@ -244,7 +245,7 @@ def _comparisons(result: MeasurementResult) -> str:
         rows.append(f'<tr class="{_css_class(c.verdict)}">{tds}</tr>')
         if c.note:
             rows.append(f'<tr><td colspan="6" class="note">{escape(c.note)}</td></tr>')
-    return _table(("metric", "baseline", "now", "change", "evidence", "verdict"), rows)
+    return _table(("metric", reference, "now", "change", "evidence", "verdict"), rows)
 
 
 def _profile(result: MeasurementResult) -> str:
@@ -353,7 +354,9 @@ def _verdict_figures(result: MeasurementResult, base_label: str) -> str:
     )
 
 
-def _measurement_section(result: MeasurementResult, base_label: str, trend: Trend | None, metric: str) -> str:
+def _measurement_section(
+    result: MeasurementResult, base_label: str, reference: str, trend: Trend | None, metric: str
+) -> str:
     m = result.measurement
     stats = m.stats
     facts = (
@@ -369,7 +372,7 @@ def _measurement_section(result: MeasurementResult, base_label: str, trend: Tren
         f'<section class="measurement {_css_class(result.verdict)}">'
         f"<h3>{escape(m.key)}</h3>{facts}{unstable}"
         f'<figure class="distribution">{figure}</figure>{_trend(result, trend, metric)}'
-        f"{_comparisons(result)}{why}{_profile(result)}</section>"
+        f"{_comparisons(result, reference)}{why}{_profile(result)}</section>"
     )
 
 
@@ -394,8 +397,9 @@ def render_html(session: SessionResults, history: History | None = None) -> str:
     base_label = f"base ({session.compare_ref})" if session.compare_ref else "baseline"
     device_class = session.environment.device_class
     trends = {t.key: t for t in (history.trends if history else ()) if t.device_class == device_class}
+    reference = reference_column(session)
     sections = "".join(
-        _measurement_section(r, base_label, trends.get(r.measurement.key), headline(r).statistic)
+        _measurement_section(r, base_label, reference, trends.get(r.measurement.key), headline(r).statistic)
         for r in ordered(session.results)
     )
     body = _summary_table(session) if session.results else "<p>No measurements were taken.</p>"

@@ -10,7 +10,15 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pytest_gpuperf.model import Environment, MeasurementResult, ProfileDiff, Provenance, SessionResults, Verdict
-from pytest_gpuperf.report.rows import counts_line, ordered, plural, split_key, unjudged_line, verdict_counts
+from pytest_gpuperf.report.rows import (
+    counts_line,
+    ordered,
+    plural,
+    reference_column,
+    split_key,
+    unjudged_line,
+    verdict_counts,
+)
 from pytest_gpuperf.report.text import html_text, md_code, md_text
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 from pytest_gpuperf.report.why import (
@@ -120,7 +128,7 @@ def _commits(session: SessionResults) -> list[str]:
 
 def _noise(session: SessionResults) -> list[str]:
     lines = [
-        "| test | measurement | samples | precision | baseline noise | timer | notes |",
+        f"| test | measurement | samples | precision | {reference_column(session)} noise | timer | notes |",
         "|---|---|---:|---:|---:|---|---|",
     ]
     for r in ordered(session.results):

@@ -59,6 +59,11 @@ def ordered(results: Iterable[MeasurementResult]) -> list[MeasurementResult]:
     return sorted(results, key=lambda r: (_RANK[r.verdict], r.measurement.key))
 
 
+def reference_column(session: SessionResults) -> str:
+    """What a table calls the side a measurement is compared with: the base commit in compare-ref, else the baseline."""
+    return "base" if session.compare_ref else "baseline"
+
+
 def verdict_counts(session: SessionResults) -> Counter[Verdict]:
     return Counter(r.verdict for r in session.results)
 

@@ -20,6 +20,7 @@ from pytest_gpuperf.report.rows import (
     headline,
     named,
     ordered,
+    reference_column,
     time_comparison,
     unjudged_line,
 )
@@ -178,6 +179,7 @@ def render_summary(session: SessionResults, tw: Writer) -> None:
     stat = {h.statistic for h in heads}
     headers = list(HEADERS)
     headers[2] = f"{stat.pop()} now" if len(stat) == 1 else "now"
+    headers[3] = reference_column(session)
     width = int(getattr(tw, "fullwidth", 0) or shutil.get_terminal_size((100, 24)).columns)
     for text, markup in _layout(headers, [_row(h) for h in heads], width):
         tw.line(text, **markup)
