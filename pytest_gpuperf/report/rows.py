@@ -117,15 +117,25 @@ def unjudged_line(session: SessionResults) -> str | None:
             parts.append(f"{count_of(total, verdict)} ({named})" if named else count_of(total, verdict))
     return (
         f"{len(unjudged)} of {plural(len(session.results), 'measurement')} could not be judged: {', '.join(parts)}. "
-        f"They are not a pass: {_advice(session, {r.verdict for r in unjudged})}, or make such runs fail with "
+        f"They are not a pass: {_advice(session, set(reasons))}, or make such runs fail with "
         "--gpuperf-strict (--gpuperf-explain says why)"
     )
 
 
-def _advice(session: SessionResults, verdicts: set[Verdict]) -> str:
-    """What to do about measurements of ``verdicts`` that could not be judged."""
+# The rule that says a reference has the test but no number for it (compare-ref: the base could not run it).
+_NO_REFERENCE_RULE = "reference"
+
+
+def _advice(session: SessionResults, reasons: set[tuple[Verdict, str]]) -> str:
+    """What to do about measurements that could not be judged, for these (verdict, deciding rule) reasons."""
+    verdicts = {verdict for verdict, _ in reasons}
     if session.compare_ref:
-        return "run it again on a quieter runner"
+        advice = []
+        if (Verdict.NOT_GATED, _NO_REFERENCE_RULE) in reasons:  # an import error, a failing test: not the runner's load
+            advice.append(f"the base ({session.compare_ref}) could not run some: each one's note says why")
+        if reasons - {(Verdict.NOT_GATED, _NO_REFERENCE_RULE)}:
+            advice.append("run it again on a quieter runner")
+        return "; ".join(advice)
     advice = []
     if verdicts - {Verdict.NOT_COMPARABLE}:
         advice.append("gate a busy runner with --gpuperf-compare-ref, which stays reliable under load")

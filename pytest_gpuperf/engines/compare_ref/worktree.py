@@ -1,9 +1,10 @@
 """A temporary, detached git worktree of the base revision of ``--gpuperf-compare-ref`` (resolved by refs.py).
 
-The head's generated files (a setuptools-scm ``_version.py``) are copied in, so that the base imports as the
-head does (generated.py). The worktree lies in a scratch folder that records its owner (leftovers.py). It is
-removed by ``close()``, by ``atexit`` as a fallback, and on SIGTERM (turned into
-KeyboardInterrupt so that ``finally`` blocks and pytest's unconfigure run).
+Its submodules are filled at the base's recorded commits (submodules.py) and the head's generated files
+(a setuptools-scm ``_version.py``) are copied in, so that the base imports as the head does (generated.py).
+The worktree lies in a scratch folder that records its owner (leftovers.py). It is removed by ``close()``,
+by ``atexit`` as a fallback, and on SIGTERM (turned into KeyboardInterrupt so that ``finally`` blocks and
+pytest's unconfigure run).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from pytest_gpuperf.engines.compare_ref.generated import carry_generated
 from pytest_gpuperf.engines.compare_ref.refs import BaseRef, resolve_ref
+from pytest_gpuperf.engines.compare_ref.submodules import fill, recorded
 from pytest_gpuperf.errors import WorkerError
 from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.workers.leftovers import REF_PREFIX, WORKTREE_NAME, make_scratch, remove_abandoned, remove_scratch
@@ -36,6 +38,7 @@ class RefWorktree:
         self.commit: str | None = None
         self.repo_root: Path | None = None
         self.carried: tuple[str, ...] = ()  # the head's generated files copied in (generated.py)
+        self.submodules: tuple[str, ...] = ()  # the submodules filled at the base's recorded commits (submodules.py)
         self._tmp: Path | None = None
         self._previous_sigterm: Any = None
         self._closed = False
@@ -52,7 +55,11 @@ class RefWorktree:
         try:
             with git.Repo(base.repo_root) as repo:
                 repo.git.worktree("add", "--detach", str(self.path), self.commit)
+            self.submodules = tuple(fill(base.repo_root, self.path, recorded(base.repo_root, self.commit)))
             self.carried = tuple(carry_generated(base.repo_root, self.path))
+        except WorkerError:
+            self.close()
+            raise
         except git.GitCommandError as exc:
             self.close()
             raise WorkerError(f"could not create a worktree of {plain(self.ref)}: {exc.stderr.strip()}") from None
