@@ -370,3 +370,47 @@ def test_an_interrupted_bisect_cleans_up_and_says_so_in_one_line(tmp_path: Path,
     assert process.returncode == cli.EXIT_INTERRUPTED, out + err
     assert err == f"gpuperf bisect: interrupted ({said})\n"  # one line, no traceback
     assert git(root, "worktree", "list").count("\n") == 0  # the step's worktree removed
+
+
+# --- a perf test newer than GOOD: added at BAD, after the slowdown it measures ---------------------------
+
+PKG = """
+WORK = {work}
+
+
+def spin():
+    total = 0
+    for i in range(WORK):
+        total += i * i
+    return total
+"""
+NEW_PERF_TEST = "from pkg import spin\n\n\ndef test_spin(gpu_bench):\n    gpu_bench(spin)\n"
+
+
+def history_with_a_newer_test(root: Path) -> list[str]:
+    """GOOD (pkg, no perf test), docs, the 3x slowdown, more docs, then the perf test (BAD)."""
+    init(root)
+    made = [commit(root, {"pkg.py": PKG.format(work=20_000), "conftest.py": ""}, "the package")]
+    plan = [
+        ({"README": "docs\n"}, "docs"),
+        ({"pkg.py": PKG.format(work=60_000)}, "make the loop three times longer"),
+        ({"README": "more docs\n"}, "more docs"),
+        ({"test_perf.py": NEW_PERF_TEST}, "add a perf test"),
+    ]
+    return made + [commit(root, files, message) for files, message in plan]
+
+
+@pytest.mark.slow
+def test_a_perf_test_newer_than_every_candidate_still_bisects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    made = history_with_a_newer_test(tmp_path / "repo")
+    report = tmp_path / "bisect.json"
+    code, out, err = run_cli(tmp_path / "repo", monkeypatch, made[0], made[-1], "--json", str(report))
+    assert code == 0, out + err
+    assert "your 1 selected test(s) run where a commit or GOOD lacks them (--base-tests=auto)" in out
+    assert f"first bad commit: {made[2]} make the loop three times longer" in out
+    verdicts = {s["commit"]: s["verdict"] for s in json.loads(report.read_text())["steps"]}
+    assert verdicts[made[2]] == "bad" and verdicts[made[1]] == "good"
+    assert git(tmp_path / "repo", "worktree", "list").count("\n") == 0
+    # each commit's own tests: the test is new at BAD (nothing slower to find), and absent before it
+    code, out, _ = run_cli(tmp_path / "repo", monkeypatch, made[0], made[-1], "--base-tests", "base")
+    assert code == 1 and "is not slower than GOOD" in out

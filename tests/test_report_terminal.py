@@ -71,6 +71,15 @@ def test_the_reference_column_is_the_baseline_in_baseline_mode_and_the_base_in_c
         assert ("<th>baseline</th>" in page) == (column == "baseline")
 
 
+def test_the_title_claims_no_comparison_when_every_measurement_is_new() -> None:
+    session = make_session()
+    new_only = dataclasses.replace(session, results=tuple(
+        dataclasses.replace(r, comparisons=(), baseline=None) for r in session.results))  # fmt: skip
+    tw = RecordingWriter(fullwidth=140)
+    render_summary(new_only, tw)
+    assert tw.lines[0][0] == "=== gpuperf: nothing compared with origin/main ==="
+
+
 def test_regressions_come_first_and_counts_close_the_table() -> None:
     tw = RecordingWriter(fullwidth=140)
     render_summary(make_session(), tw)

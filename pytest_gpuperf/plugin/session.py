@@ -129,7 +129,7 @@ class GpuperfSession:
         return CompareRefEngine(
             c.compare_ref, c.rootdir, runner, self.environment, rules, confirm_pairs=c.confirm_pairs,
             worker_args=c.worker_args, early=self.early_base, resolved=self.base_ref, progress=self.progress,
-            traces=c.traces_dir, start_timeout_s=c.worker_start_timeout_s,
+            traces=c.traces_dir, start_timeout_s=c.worker_start_timeout_s, base_tests=c.base_tests, inifile=c.inifile,
         )  # fmt: skip
 
     def bench(self, item: pytest.Item, settings: Settings) -> GpuBench:

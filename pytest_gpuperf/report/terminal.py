@@ -171,7 +171,9 @@ def _layout(headers: Sequence[str], rows: Sequence[_Row], width: int) -> list[tu
 def render_summary(session: SessionResults, tw: Writer) -> None:
     """Write the measurement table and the counts line to ``tw``."""
     ref = session.compare_ref
-    tw.sep("=", f"gpuperf: compared with {plain(ref)}" if ref else f"gpuperf ({session.mode})")
+    compared = any(c.baseline is not None for r in session.results for c in r.comparisons)
+    title = f"gpuperf: {'compared with' if compared else 'nothing compared with'} {plain(ref)}" if ref else ""
+    tw.sep("=", title or f"gpuperf ({session.mode})")
     if not session.results:
         tw.line("no measurements")
         return
