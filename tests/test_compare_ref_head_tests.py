@@ -281,3 +281,18 @@ def test_a_base_file_that_does_not_parse_stays_the_bases(head_and_base: tuple[Pa
     placed = place_head_tests(head, base, IDS, BaseTests.AUTO)
     assert "tests/test_old.py" not in placed.files
     assert (base / "tests/test_old.py").read_text() == "def test_a(:\n"
+
+
+@pytest.mark.slow
+def test_a_base_that_cannot_load_the_heads_conftest_names_the_copied_files(pytester: pytest.Pytester) -> None:
+    # under head, the head's root conftest (which imports what only the head has) runs on the base's code
+    two_commits(
+        pytester,
+        {"pkg/__init__.py": PKG.format(work=2000), "tests/test_old.py": OLD_TEST},
+        {"pkg/__init__.py": PKG_WITH_FAST_PATH.format(work=2000), "conftest.py": "from pkg import fast_path\n"},
+    )  # fmt: skip
+    result = pytester.runpytest_subprocess(*ARGS, "tests", "--gpuperf-base-tests=head", timeout=300)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    output = result.stdout.str() + result.stderr.str()
+    assert "It ran the head's conftest.py, tests/test_old.py on the base's code (--gpuperf-base-tests=head" in output
+    assert "cannot import name 'fast_path'" in output
