@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from git_repo import git, init
 
-from pytest_gpuperf.engines.compare_ref.refs import BaseRef, resolve_ref
+from pytest_gpuperf.engines.compare_ref.refs import BaseRef, head_commit, resolve_ref
 from pytest_gpuperf.engines.compare_ref.worktree import RefWorktree
 from pytest_gpuperf.errors import ConfigError
 from pytest_gpuperf.report.text import plain
@@ -84,6 +84,19 @@ def test_a_resolved_ref_is_not_resolved_again(repo: Path) -> None:
     with RefWorktree(repo, base) as wt:
         assert wt.commit == base.commit != sha(repo, "main")
         assert wt.path is not None and git(wt.path, "rev-parse", "HEAD") == base.commit
+
+
+def test_the_heads_own_commit_comes_with_the_working_trees_changes(repo: Path) -> None:
+    assert head_commit(resolve_ref(repo, "main")) is None  # another commit
+    clean = head_commit(resolve_ref(repo, "HEAD"))
+    assert clean is not None and clean.changes == ()
+    git(repo, "mv", "f.txt", "renamed file.txt")
+    (repo / "new.py").write_text("x = 1\n")
+    changed = head_commit(resolve_ref(repo, "feat"))
+    assert changed is not None and changed.changes == ("renamed file.txt", "new.py")
+    assert changed.describe() == (
+        "the head's own commit: only the working tree's 2 uncommitted changes (renamed file.txt, new.py) are compared"
+    )
 
 
 # -- through pytest -----------------------------------------------------------------------

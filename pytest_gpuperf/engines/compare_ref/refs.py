@@ -98,9 +98,18 @@ def head_commit(base: BaseRef) -> HeadCommit | None:
         if _commit(repo, "HEAD") != base.commit:
             return None
         status = repo.git.status("--porcelain=v1", "-z", "--untracked-files=normal")
-    entries = [e for e in status.split("\0") if e]
-    # -z: "XY path", a rename's source path follows as its own entry (no status in front)
-    return HeadCommit(base.commit, tuple(e[3:] for e in entries if len(e) > 3 and e[2] == " "))
+    return HeadCommit(base.commit, tuple(_porcelain_paths(status)))
+
+
+def _porcelain_paths(status: str) -> list[str]:
+    """The paths of ``git status --porcelain=v1 -z``: ``XY path``, a rename's or copy's source as the next entry."""
+    entries, paths = iter(status.split("\0")), []
+    for entry in entries:
+        if len(entry) > 3:
+            paths.append(entry[3:])
+            if entry[0] in "RC":
+                next(entries, None)  # the source path of the rename or copy
+    return paths
 
 
 def nothing_to_compare(base: BaseRef, head: HeadCommit) -> str:
