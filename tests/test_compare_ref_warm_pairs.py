@@ -49,7 +49,8 @@ def run(pytester: pytest.Pytester, head: str, *args: str) -> tuple[pytest.RunRes
     root = make_repo(pytester, head_work=20001, extra="\n\ndef test_spin_again(gpu_bench):\n    gpu_bench(spin)\n")
     pytester.makepyfile(test_perf=head)
     git(root, "commit", "-qam", "head")
-    result = pytester.runpytest_subprocess(*ARGS, *args, "--gpuperf-json=results.json")
+    # the code measured lives in the test file, which the head extends: each side runs its own
+    result = pytester.runpytest_subprocess(*ARGS, *args, "--gpuperf-json=results.json", "--gpuperf-base-tests=base")
     assert worktrees(root) == 1
     results = json.loads((root / "results.json").read_text())["results"]
     return result, {r["key"].split("::")[1]: r["comparisons"][0] for r in results}
