@@ -296,3 +296,10 @@ def test_a_base_that_cannot_load_the_heads_conftest_names_the_copied_files(pytes
     output = result.stdout.str() + result.stderr.str()
     assert "It ran the head's conftest.py, tests/test_old.py on the base's code (--gpuperf-base-tests=head" in output
     assert "cannot import name 'fast_path'" in output
+
+
+def test_a_conftest_shared_by_several_files_is_copied_once(head_and_base: tuple[Path, Path]) -> None:
+    head, base = head_and_base
+    placed = place_head_tests(head, base, IDS, BaseTests.HEAD)
+    assert sorted(placed.copied) == sorted(set(placed.copied))
+    assert placed.copied.count("tests/conftest.py") == 1 and placed.copied.count("conftest.py") == 1

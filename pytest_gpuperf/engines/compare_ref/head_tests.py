@@ -159,12 +159,13 @@ def _copy_with_folders(source: Path, target: Path, path: PurePosixPath, placed: 
 
 
 def _copy(source_file: Path, target_file: Path, placed: HeadTests, target: Path, *, replace: bool) -> None:
-    if not source_file.is_file() or (target_file.exists() and not replace):
-        return
+    name = target_file.relative_to(target).as_posix()
+    if not source_file.is_file() or name in placed.copied or (target_file.exists() and not replace):
+        return  # not the head's, copied already for another test file, or the base's to keep
     target_file.parent.mkdir(parents=True, exist_ok=True)
     target_file.unlink(missing_ok=True)  # a link at the base is replaced, never written through
     shutil.copy2(source_file, target_file)
-    placed.copied.append(target_file.relative_to(target).as_posix())
+    placed.copied.append(name)
 
 
 def _inside(root: Path, path: Path) -> bool:
