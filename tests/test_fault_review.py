@@ -311,18 +311,17 @@ def test_a_base_that_cannot_import_its_test_is_not_gated_and_a_test_it_lacks_is_
         base={"test_perf": "import module_that_is_not_there\n\n" + QUICK},
         head={"test_perf": QUICK, "test_added": QUICK.replace("test_a", "test_b")},
     )
-    result = pytester.runpytest_subprocess(*COMPARE, timeout=300)
+    # each side's own tests: a test file the base lacks is new (by default the base would run the head's)
+    result = pytester.runpytest_subprocess(*COMPARE, "--gpuperf-base-tests=base", timeout=300)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([
-        "test_perf.py::test_a",
-        "  default * not gated",
-        "test_added.py::test_b",
-        "  default * new",  # absent from the base: new
+        "test_perf.py::test_a*default * not gated",
+        "test_added.py::test_b*default * new",  # absent from the base: new
         "*1 new, 0 not comparable, 1 not gated",
         "test_perf.py::test_a::default: not gated: test test_perf.py::test_a cannot run at HEAD~1: test_perf.py "
         "could not be collected: ModuleNotFoundError: No module named 'module_that_is_not_there'",
     ], consecutive=False)  # fmt: skip
-    strict = pytester.runpytest_subprocess(*COMPARE, "--gpuperf-strict", timeout=300)
+    strict = pytester.runpytest_subprocess(*COMPARE, "--gpuperf-strict", "--gpuperf-base-tests=base", timeout=300)
     strict.assert_outcomes(passed=1, failed=1)
     strict.stdout.fnmatch_lines(["*FAILED test_perf.py::test_a*"])
 
