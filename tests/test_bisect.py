@@ -230,6 +230,25 @@ def test_cli_exit_codes_for_bad_input(small_repo: Path, monkeypatch: pytest.Monk
     assert "is not inside a git repository" in err.getvalue()
 
 
+def test_a_selection_your_checkout_cannot_collect_is_bad_input(
+    small_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    monkeypatch.chdir(small_repo)
+    err = io.StringIO()
+    assert cli.main(["bisect", "HEAD~3", "HEAD", "--", "-p", "no:cacheprovider"], stdout=io.StringIO(), stderr=err) == 3
+    assert "PYTEST_ARGS select no test in" in err.getvalue()
+    (small_repo / "test_broken.py").write_text("def test_x(:\n")
+    err = io.StringIO()
+    assert cli.main(["bisect", "HEAD~3", "HEAD", "--", "test_broken.py"], stdout=io.StringIO(), stderr=err) == 3
+    assert "the selected tests could not be collected in" in err.getvalue() and "SyntaxError" in err.getvalue()
+    assert git(small_repo, "worktree", "list").count("\n") == 0
+    # --base-tests head needs your selection too
+    assert cli.main(["bisect", "--base-tests", "head", "HEAD~3", "HEAD", "--", "-p", "no:cacheprovider"],
+                    stdout=io.StringIO(), stderr=io.StringIO()) == 3  # fmt: skip
+
+
 def test_cli_keeps_everything_after_the_first_double_dash_for_pytest() -> None:
     own, rest = cli._pytest_args(["bisect", "A", "B", "--json", "f.json", "--", "tests/", "-k", "a or b", "--", "x"])
     assert own == ["bisect", "A", "B", "--json", "f.json"]
