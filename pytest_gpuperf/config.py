@@ -55,6 +55,17 @@ class BusyPolicy(str, Enum):
         return self.value
 
 
+class BaseTests(str, Enum):
+    """Which version of the perf tests compare-ref's base runs (``--gpuperf-base-tests``; docs/configuration.md)."""
+
+    AUTO = "auto"  # the base's own test file where it defines every selected test of it, else the head's
+    HEAD = "head"  # the head's test files, conftest files and pytest configuration for every test
+    BASE = "base"  # the base's own test files: a test the base lacks is new
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class MeasureSettings:
     """How long and how precisely to measure; the runner's knobs."""
@@ -182,6 +193,8 @@ class GpuperfConfig:
     profile_diff: bool = True  # --gpuperf-no-profile-diff / gpuperf_profile_diff = false turn it off
     busy_policy: BusyPolicy = BusyPolicy.RETAKE
     worker_start_timeout_s: float = DEFAULT_WORKER_START_TIMEOUT_S  # compare-ref's wait for the worker at REF
+    base_tests: BaseTests = BaseTests.AUTO  # compare-ref: which version of the tests the base runs
+    inifile: Path | None = None  # the session's pytest configuration file (compare-ref's base may run it)
 
     def __post_init__(self) -> None:
         if DEVICE_SPEC.fullmatch(self.device.strip().lower()) is None:
@@ -202,6 +215,11 @@ class GpuperfConfig:
         except ValueError:
             choices = ", ".join(p.value for p in BusyPolicy)
             raise ConfigError(f"--gpuperf-busy-policy must be one of {choices}, got {self.busy_policy!r}") from None
+        try:
+            object.__setattr__(self, "base_tests", BaseTests(self.base_tests))
+        except ValueError:
+            choices = ", ".join(p.value for p in BaseTests)
+            raise ConfigError(f"--gpuperf-base-tests must be one of {choices}, got {self.base_tests!r}") from None
         if self.remeasures < 0:
             raise ConfigError(f"--gpuperf-remeasure must be >= 0, got {self.remeasures}")
         if self.confirm_pairs < 0 or self.confirm_pairs in (1, 2):

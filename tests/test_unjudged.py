@@ -52,6 +52,16 @@ def test_the_line_counts_what_was_not_judged_why_and_what_to_do() -> None:
     assert "record baselines on this device class with --gpuperf-update-baseline" in elsewhere
 
 
+def test_a_base_that_could_not_run_a_test_is_no_matter_of_a_quieter_runner() -> None:
+    cannot_import = comparison(0, Verdict.NOT_GATED, ("reference", Verdict.NOT_GATED))
+    line = unjudged_line(session(cannot_import, compare_ref="origin/main"))
+    assert line is not None and "1 not gated (reference)" in line
+    assert "the base (origin/main) could not run some: each one's note says why" in line
+    assert "quieter runner" not in line
+    both = unjudged_line(session(cannot_import, comparison(1, Verdict.UNSTABLE, *BUSY), compare_ref="origin/main"))
+    assert both is not None and "could not run some" in both and "run it again on a quieter runner" in both
+
+
 def test_the_pr_comment_says_it_first() -> None:
     lines = render_comment(MIXED).splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("⚠️"))

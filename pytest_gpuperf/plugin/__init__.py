@@ -26,7 +26,14 @@ from pytest_gpuperf.plugin import benchmark_fixture, conftest_options, options
 from pytest_gpuperf.plugin.fixture import GpuBench
 from pytest_gpuperf.plugin.outcome import fail, fail_on_marker_problem, marker_problem
 from pytest_gpuperf.plugin.parallel import WorkerInfo
-from pytest_gpuperf.plugin.session import BASE_REF_KEY, EARLY_BASE_KEY, STATE_KEY, GpuperfSession, missing_baselines
+from pytest_gpuperf.plugin.session import (
+    BASE_IS_HEAD_KEY,
+    BASE_REF_KEY,
+    EARLY_BASE_KEY,
+    STATE_KEY,
+    GpuperfSession,
+    missing_baselines,
+)
 from pytest_gpuperf.report.progress import Progress
 from pytest_gpuperf.report.text import plain
 
@@ -67,12 +74,17 @@ def _start_base_early(early_config: pytest.Config) -> None:
     ref = getattr(ns, "gpuperf_compare_ref", None)
     if ref is None or getattr(ns, "help", False) or getattr(ns, "version", False):
         return
-    from pytest_gpuperf.engines.compare_ref.worktree import resolve_ref
+    from pytest_gpuperf.engines.compare_ref.refs import head_commit, nothing_to_compare, resolve_ref
 
     try:  # once, here: every later use of the ref means this commit
         base = early_config.stash[BASE_REF_KEY] = resolve_ref(Path(early_config.rootpath), ref)
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
+    head = head_commit(base)
+    if head is not None and not head.changes:  # the code compared with itself: nothing would be gated
+        raise pytest.UsageError(nothing_to_compare(base, head))
+    if head is not None:
+        early_config.stash[BASE_IS_HEAD_KEY] = head  # said in the header
     if getattr(ns, "numprocesses", None) or os.environ.get("PYTEST_XDIST_WORKER"):
         return  # under xdist the workers measure, each with its own engine
     from pytest_gpuperf.engines.compare_ref.prestart import start_early
@@ -273,11 +285,13 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     from pytest_gpuperf.report.header import retired_settings, session_header
 
     early = state.early_base
+    head = config.stash.get(BASE_IS_HEAD_KEY, None)
     header = session_header(
         state.config,
         environment=state.environment,
         device=str(state.device) if state.device is not None else None,
         ref_commit=early.worktree.commit if early is not None else None,
+        ref_note=head.describe() if head is not None else None,
     )
     lines = [*([header] if header else []), *retired_settings(state.config)]
     return lines or None

@@ -21,7 +21,15 @@ from pytest_gpuperf.report.drift import drift_sentences, session_drift
 from pytest_gpuperf.report.history import STEP_DOWN, STEP_UP, History, Trend, draw_trend, time_scale
 from pytest_gpuperf.report.markdown import TOP_OPS, software
 from pytest_gpuperf.report.repro import Rerun, rerun_of
-from pytest_gpuperf.report.rows import counts_line, headline, ordered, plural, time_comparison, verdict_label
+from pytest_gpuperf.report.rows import (
+    counts_line,
+    headline,
+    ordered,
+    plural,
+    reference_column,
+    time_comparison,
+    verdict_label,
+)
 
 # html.escape after stripping control characters: every string of the page goes through it
 from pytest_gpuperf.report.text import html_text as escape
@@ -227,12 +235,13 @@ def _summary_table(session: SessionResults) -> str:
             f"<td>{escape(h.verdict_label)}</td>",
         ]
         rows.append(f'<tr class="{_css_class(h.verdict)}">{"".join(cells)}</tr>')
-    return _table(("test", "measurement", "now", "baseline", "change", "precision", "verdict"), rows, ' id="summary"')
+    reference = reference_column(session)
+    return _table(("test", "measurement", "now", reference, "change", "precision", "verdict"), rows, ' id="summary"')
 
 
-def _comparisons(result: MeasurementResult) -> str:
+def _comparisons(result: MeasurementResult, reference: str) -> str:
     if not result.comparisons:
-        return "<p>No baseline: this measurement is new.</p>"
+        return f"<p>No {reference}: this measurement is new.</p>"
     rows = []
     for c in result.comparisons:
         cells = [
@@ -247,7 +256,7 @@ def _comparisons(result: MeasurementResult) -> str:
         rows.append(f'<tr class="{_css_class(c.verdict)}">{tds}</tr>')
         if c.note:
             rows.append(f'<tr><td colspan="6" class="note">{escape(c.note)}</td></tr>')
-    return _table(("metric", "baseline", "now", "change", "evidence", "verdict"), rows)
+    return _table(("metric", reference, "now", "change", "evidence", "verdict"), rows)
 
 
 def _profile(result: MeasurementResult) -> str:
@@ -364,7 +373,12 @@ def _repro(result: MeasurementResult, again: Rerun | None) -> str:
 
 
 def _measurement_section(
-    result: MeasurementResult, base_label: str, trend: Trend | None, metric: str, again: Rerun | None = None
+    result: MeasurementResult,
+    base_label: str,
+    reference: str,
+    trend: Trend | None,
+    metric: str,
+    again: Rerun | None = None,
 ) -> str:
     m = result.measurement
     stats = m.stats
@@ -381,7 +395,7 @@ def _measurement_section(
         f'<section class="measurement {_css_class(result.verdict)}">'
         f"<h3>{escape(m.key)}</h3>{facts}{unstable}"
         f'<figure class="distribution">{figure}</figure>{_trend(result, trend, metric)}'
-        f"{_comparisons(result)}{why}{_profile(result)}</section>"
+        f"{_comparisons(result, reference)}{why}{_profile(result)}</section>"
     )
 
 
@@ -408,8 +422,9 @@ def render_html(session: SessionResults, history: History | None = None) -> str:
     device_class = session.environment.device_class
     trends = {t.key: t for t in (history.trends if history else ()) if t.device_class == device_class}
     again = rerun_of(session)
+    reference = reference_column(session)
     sections = "".join(
-        _measurement_section(r, base_label, trends.get(r.measurement.key), headline(r).statistic, again)
+        _measurement_section(r, base_label, reference, trends.get(r.measurement.key), headline(r).statistic, again)
         for r in ordered(session.results)
     )
     body = _summary_table(session) if session.results else "<p>No measurements were taken.</p>"

@@ -14,6 +14,7 @@ from pytest_gpuperf.report.rows import (
     counts_line,
     ordered,
     plural,
+    reference_column,
     split_key,
     unjudged_line,
     verdict_counts,
@@ -130,7 +131,7 @@ def _commits(session: SessionResults) -> list[str]:
 
 def _noise(session: SessionResults) -> list[str]:
     lines = [
-        "| test | measurement | samples | precision | baseline noise | timer | notes |",
+        f"| test | measurement | samples | precision | {reference_column(session)} noise | timer | notes |",
         "|---|---|---:|---:|---:|---|---|",
     ]
     for r in ordered(session.results):

@@ -105,6 +105,11 @@ def ordered(results: Iterable[MeasurementResult]) -> list[MeasurementResult]:
     return sorted(results, key=lambda r: (_RANK[r.verdict], r.measurement.key))
 
 
+def reference_column(session: SessionResults) -> str:
+    """What a table calls the side a measurement is compared with: the base commit in compare-ref, else the baseline."""
+    return "base" if session.compare_ref else "baseline"
+
+
 def verdict_counts(session: SessionResults) -> Counter[Verdict]:
     return Counter(r.verdict for r in session.results)
 
@@ -158,18 +163,39 @@ def unjudged_line(session: SessionResults) -> str | None:
             parts.append(f"{count_of(total, verdict)} ({named})" if named else count_of(total, verdict))
     return (
         f"{len(unjudged)} of {plural(len(session.results), 'measurement')} could not be judged: {', '.join(parts)}. "
-        f"They are not a pass: {_advice(session, unjudged)}, or make such runs fail with "
+        f"They are not a pass: {_advice(session, unjudged, set(reasons))}, or make such runs fail with "
         "--gpuperf-strict (--gpuperf-explain says why)"
     )
 
 
-def _advice(session: SessionResults, unjudged: list[MeasurementResult]) -> str:
-    """What to do about the measurements that could not be judged, by why they could not."""
-    verdicts = {r.verdict for r in unjudged}
-    advice = []
-    if verdicts - {Verdict.NOT_COMPARABLE}:  # a busy or noisy runner
-        advice.append("run it again on a quieter runner" if session.compare_ref else
-                      "gate a busy runner with --gpuperf-compare-ref, which stays reliable under load")  # fmt: skip
+# The rule that says a reference has the test but no number for it (compare-ref: the base could not run it).
+_NO_REFERENCE_RULE = "reference"
+# Baseline mode: what to do about a measurement a rule left unjudged, by the rule's name (verdict/rules.py and
+# measure/host/cpu/rules.py name them); a rule not listed gets the last advice.
+_RUN_AGAIN = "run it again (the notes say what moved)"
+_BASELINE_ADVICE = {
+    "machine-state": "the machine ran in another state than when the baseline was written: run it again, or write "
+    "the baseline again if it was written in a slower one",
+    "contention": "the correction for the run-queue wait was too uncertain (threads that spin while another waits): "
+    "run again, or give such calls fewer threads than the runner has CPUs",
+    "noisy-baseline": "write the noisy baselines again with --gpuperf-update-baseline",
+    "busy-runner": "write the baselines written busy again with --gpuperf-update-baseline",
+}
+
+
+def _advice(session: SessionResults, unjudged: list[MeasurementResult], reasons: set[tuple[Verdict, str]]) -> str:
+    """What to do about the measurements that could not be judged, by why they could not: their (verdict,
+    deciding rule) ``reasons``."""
+    verdicts = {verdict for verdict, _ in reasons}
+    if session.compare_ref:
+        advice = []
+        if (Verdict.NOT_GATED, _NO_REFERENCE_RULE) in reasons:  # an import error, a failing test: not the runner's load
+            advice.append(f"the base ({session.compare_ref}) could not run some: each one's note says why")
+        if reasons - {(Verdict.NOT_GATED, _NO_REFERENCE_RULE)}:
+            advice.append("run it again on a quieter runner")
+        return "; ".join(advice)
+    advice = list(dict.fromkeys(_BASELINE_ADVICE.get(rule, _RUN_AGAIN) for v, rule in reasons
+                                if v is not Verdict.NOT_COMPARABLE))  # fmt: skip
     if Verdict.NOT_COMPARABLE in verdicts:
         advice.append(_other_device_advice(session, [r for r in unjudged if r.verdict is Verdict.NOT_COMPARABLE]))
     return "; ".join(advice)

@@ -21,6 +21,7 @@ from pytest_gpuperf.report.rows import (
     headline,
     named,
     ordered,
+    reference_column,
     time_comparison,
     unjudged_line,
     verdict_label,
@@ -172,7 +173,9 @@ def _layout(headers: Sequence[str], rows: Sequence[_Row], width: int) -> list[tu
 def render_summary(session: SessionResults, tw: Writer) -> None:
     """Write the measurement table and the counts line to ``tw``."""
     ref = session.compare_ref
-    tw.sep("=", f"gpuperf: compared with {plain(ref)}" if ref else f"gpuperf ({session.mode})")
+    compared = any(c.baseline is not None for r in session.results for c in r.comparisons)
+    title = f"gpuperf: {'compared with' if compared else 'nothing compared with'} {plain(ref)}" if ref else ""
+    tw.sep("=", title or f"gpuperf ({session.mode})")
     if not session.results:
         tw.line("no measurements")
         return
@@ -180,6 +183,7 @@ def render_summary(session: SessionResults, tw: Writer) -> None:
     stat = {h.statistic for h in heads}
     headers = list(HEADERS)
     headers[2] = f"{stat.pop()} now" if len(stat) == 1 else "now"
+    headers[3] = reference_column(session)
     width = int(getattr(tw, "fullwidth", 0) or shutil.get_terminal_size((100, 24)).columns)
     for text, markup in _layout(headers, [_row(h) for h in heads], width):
         tw.line(text, **markup)
