@@ -268,6 +268,16 @@ class Runner:
         return session
 
 
+def find_reached(runner: Runner, package: Path) -> list[str]:
+    """The tests whose timed function reaches the plant: a run of pytest-benchmark alone with the recording
+    plant in a copy of ``package``, timing nothing."""
+    calls = runner.folder / "reach-calls.log"  # beside the session's own log, reach.log
+    calls.unlink(missing_ok=True)
+    recording = planted_copy(package, runner.folder / "recording-site", recording_tail())
+    runner.run(Session("reach", ["-p", "no:gpuperf", "--benchmark-disable"]), recording, {REACH_LOG: str(calls)})
+    return reached_tests(calls.read_text()) if calls.exists() else []
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache", type=Path, required=True, help="download the sdist and make the environment here")
@@ -298,13 +308,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{'yes' if figures['torch_installed'] else 'no'}")  # fmt: skip
     print(f"load: {args.background_load} intermittent neighbours, {args.hogs} hogs; load before: {load()}", flush=True)
 
-    reached: list[str] = []
-    if args.plant:  # which tests reach the plant: recorded by the plant itself, in a run that times nothing
-        reach_log = folder / "reach.log"
-        recording = planted_copy(pydantic_package(python), folder / "recording-site", recording_tail())
-        runner.run(Session("reach", ["-p", "no:gpuperf", "--benchmark-disable"]), recording,
-                   {REACH_LOG: str(reach_log)})  # fmt: skip
-        reached = reached_tests(reach_log.read_text()) if reach_log.exists() else []
+    reached = find_reached(runner, pydantic_package(python)) if args.plant else []
+    if args.plant:
         print(f"{len(reached)} tests reach GenerateSchema.generate_schema in their timed call", flush=True)
     planted_site = planted_copy(pydantic_package(python), folder / "planted-site", planted_tail(args.plant_work))
 

@@ -134,3 +134,23 @@ def test_the_sessions_of_a_tiny_fake_suite(tmp_path: Path) -> None:
     assert list(medians) == ["tests/benchmarks/test_tiny.py::test_sum"] and next(iter(medians.values())) > 0
     assert (tmp_path / "suite" / "gate.log").exists() and gate.rc == 0, (tmp_path / "suite" / "gate.log").read_text()
     assert gate.verdicts == {"tests/benchmarks/test_tiny.py::test_sum": "new"}
+
+
+def test_the_reach_run_finds_the_tests_whose_timed_call_reaches_the_plant(tmp_path: Path) -> None:
+    package = fake_pydantic(tmp_path / "installed")
+    tests = tmp_path / "suite" / "tests" / "benchmarks"
+    tests.mkdir(parents=True)
+    (tests / "test_schemas.py").write_text(textwrap.dedent("""
+        from pydantic._internal._generate_schema import GenerateSchema
+
+        def test_times_schema_generation(benchmark):
+            benchmark(lambda: GenerateSchema().generate_schema(1))
+
+        def test_builds_a_schema_then_times_something_else(benchmark):
+            GenerateSchema().generate_schema(2)
+            benchmark(sum, range(10))
+    """))  # fmt: skip
+    with benchmark_script("pydantic_suite") as script:
+        reached = script.find_reached(script.Runner(Path(sys.executable), tmp_path / "suite"), package)
+    assert reached == ["tests/benchmarks/test_schemas.py::test_times_schema_generation"]
+    assert "2 passed" in (tmp_path / "suite" / "reach.log").read_text()  # the session's log, kept apart
