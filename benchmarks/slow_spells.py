@@ -445,9 +445,13 @@ def binned_logs(readings: Sequence[Reading], settings: Settings) -> dict[int, fl
     return {b: statistics.median(values) for b, values in bins.items()}
 
 
-def correlations(by_name: dict[str, list[Reading]], settings: Settings) -> dict[str, dict[str, float | None]]:
-    """Pearson's correlation of each pair's binned log corrected times, over the bins both have (None
-    with fewer than three such bins or a constant series)."""
+PairMeasure = Callable[[list[float], list[float]], float | None]
+
+
+def pairwise(
+    by_name: dict[str, list[Reading]], settings: Settings, measure: PairMeasure
+) -> dict[str, dict[str, float | None]]:
+    """``measure`` of each pair's binned log corrected times over the bins both have (None with fewer than three)."""
     binned = {name: binned_logs(readings, settings) for name, readings in by_name.items()}
     table: dict[str, dict[str, float | None]] = {}
     for x in binned:
@@ -455,10 +459,25 @@ def correlations(by_name: dict[str, list[Reading]], settings: Settings) -> dict[
         for y in binned:
             common = sorted(binned[x].keys() & binned[y].keys())
             xs, ys = [binned[x][b] for b in common], [binned[y][b] for b in common]
-            # a constant series has no correlation (statistics.correlation can miss it by a rounding error)
-            defined = len(common) >= 3 and max(xs) > min(xs) and max(ys) > min(ys)
-            table[x][y] = statistics.correlation(xs, ys) if defined else None
+            table[x][y] = measure(xs, ys) if len(common) >= 3 else None
     return table
+
+
+def correlation(xs: list[float], ys: list[float]) -> float | None:
+    """Pearson's correlation; None for a constant series (statistics.correlation can miss one by a rounding error)."""
+    return statistics.correlation(xs, ys) if max(xs) > min(xs) and max(ys) > min(ys) else None
+
+
+def reference_spread(xs: list[float], ys: list[float]) -> float | None:
+    """The spread of ``xs`` less ``ys`` over the spread of ``xs`` (standard deviations; None when ``xs`` is
+    constant): below 1, dividing by the second workload's time removes some of the first's variation."""
+    spread = statistics.stdev(xs)
+    return statistics.stdev([x - y for x, y in zip(xs, ys, strict=True)]) / spread if spread > 0 else None
+
+
+def correlations(by_name: dict[str, list[Reading]], settings: Settings) -> dict[str, dict[str, float | None]]:
+    """Pearson's correlation of each pair's binned log corrected times."""
+    return pairwise(by_name, settings, correlation)
 
 
 def over_time(by_name: dict[str, list[Reading]], settings: Settings) -> list[dict[str, Any]]:
@@ -497,6 +516,7 @@ class Analysis:
     spells: list[Spell] = field(default_factory=list)
     co_movement: dict[str, dict[str, float | None]] = field(default_factory=dict)
     correlations: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    reference_spreads: dict[str, dict[str, float | None]] = field(default_factory=dict)
     over_time: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -525,6 +545,7 @@ def analyse(data: dict[str, Any], settings: Settings) -> Analysis:
         analysis.spells.extend(found[name])
     analysis.co_movement = co_movement(by_name, found, settings)
     analysis.correlations = correlations(by_name, settings)
+    analysis.reference_spreads = pairwise(by_name, settings, reference_spread)
     analysis.over_time = over_time(by_name, settings)
     return analysis
 
@@ -572,6 +593,9 @@ def render(data: dict[str, Any], analysis: Analysis) -> str:
     lines += _table(analysis.co_movement, names, width, "5.2f")
     lines += ["", f"correlation of log corrected times in {s.bin_s:g} s bins (quiet readings)"]
     lines += _table(analysis.correlations, names, width, "+5.2f")
+    lines += ["", f"as a reference: the spread of the row's log corrected time in {s.bin_s:g} s bins divided by the "
+              "column's, over its own spread (below 1: the column's time tracks the row's slow spells)"]  # fmt: skip
+    lines += _table(analysis.reference_spreads, names, width, "5.2f")
     lines += ["", f"over time: each {s.step_s:g} s, median quiet corrected time over the level; waited: the share of "
               "readings with a run-queue wait; psi: CPU pressure (some) over the readings"]  # fmt: skip
     lines.append(f"{'from s':>7} " + " ".join(f"{n[:9]:>9}" for n in names) + f" {'waited':>7} {'psi':>5}")
@@ -685,9 +709,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline-quantile", type=float, default=defaults.baseline_quantile, help="the level")
     parser.add_argument("--max-gap-s", type=float, default=defaults.max_gap_s, help="a longer gap breaks a spell")
     parser.add_argument("--step-s", type=float, default=defaults.step_s, help="rows of the over-time table")
+    parser.add_argument("--bin-s", type=float, default=defaults.bin_s, help="bins of the correlation (default 1)")
     args = parser.parse_args(argv)
     settings = Settings(args.threshold, args.min_readings, args.max_wait, args.baseline_quantile, args.max_gap_s,
-                        defaults.bin_s, args.step_s)  # fmt: skip
+                        args.bin_s, args.step_s)  # fmt: skip
     data = load_document(args.from_json) if args.from_json else measure(args)
     analysis = analyse(data, settings)
     if args.json:

@@ -109,6 +109,17 @@ def test_correlation_is_pearsons_of_the_binned_log_times() -> None:
     assert table["x"]["y"] == pytest.approx(expected) and table["y"]["x"] == pytest.approx(expected)
 
 
+def test_a_reference_that_tracks_the_slow_spells_takes_them_out() -> None:
+    x = [0.0, 0.2, 0.1, 0.4, 0.0, 0.3]
+    with benchmark_script("slow_spells") as script:
+        assert script.reference_spread(x, [v + 1.0 for v in x]) == pytest.approx(
+            0.0, abs=1e-12
+        )  # tracks every move: nothing left
+        assert script.reference_spread(x, [0.5] * 6) == pytest.approx(1.0)  # a constant reference changes nothing
+        assert script.reference_spread(x, [-v for v in x]) == pytest.approx(2.0)  # moving the other way doubles it
+        assert script.reference_spread([0.1] * 6, x) is None
+
+
 def test_quantile_is_numpys_linear_interpolation() -> None:
     values = [5.0, 1.0, 3.5, 2.0, 9.0, 4.0, 7.5]
     with benchmark_script("slow_spells") as script:
