@@ -642,6 +642,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "version": VERSION,
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "command": " ".join(["python", *sys.argv]),
+        "executable": sys.executable,  # pydantic's workloads come from the environment it belongs to
         "machine": {
             "cpu": _cpu_model(),
             "cpus": os.cpu_count(),
