@@ -69,7 +69,7 @@ COLUMNS = ("workload", "start_ns", "wall_ns", "wait_ns", "oncpu_ns", "cpu_ns", "
            "psi_some_us", "psi_full_us")  # fmt: skip
 GC_EVERY_S = 1.0
 LOAD_EVERY_S = 5.0
-# times are kept to 100 ns: 0.005% of a reading, and raw readings compress to a third
+TIME_DIGITS = -2  # times kept to 100 ns (round(t, -2)): 0.005% of a reading; the raw readings compress better
 STREAM_CHUNK_BYTES = 256 << 10
 MIN_STREAM_BYTES = 64 << 20  # the buffer's least size where the last-level cache is not known
 
@@ -288,7 +288,7 @@ def take_readings(workloads: Sequence[Workload], seconds: float, interval_ns: in
                 oncpu_after, wait_after, slices_after = counters.thread()
                 some_after, full_after = counters.pressure()
                 times = (began - start, ended - began, wait_after - wait, oncpu_after - oncpu, cpu_after - cpu)
-                row = (index, *(round(t, -2) for t in times), slices_after - slices, counters.steal() - steal,
+                row = (index, *(round(t, TIME_DIGITS) for t in times), slices_after - slices, counters.steal() - steal,
                        some_after - some, full_after - full)  # fmt: skip
                 for name, value in zip(COLUMNS, row, strict=True):
                     columns[name].append(value)
