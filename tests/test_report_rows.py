@@ -57,3 +57,22 @@ def test_a_metric_named_by_a_state_says_what_the_baseline_has_instead() -> None:
     assert row.endswith("new (metric.first_call_s; the baseline has metric.first_call_cached_s instead)"), row
     session = SessionResults((result,), ENV, Provenance(), "baseline", "2026-11-28T00:00:00")
     assert "🆕 new (the baseline has metric.first_call_cached_s instead) |" in render_comment(session)
+
+
+def test_every_report_says_how_much_of_a_busy_runners_time_was_contention() -> None:
+    from pytest_gpuperf.model import Scheduling, WaitSource
+
+    n = 300
+    waits = (1000.0,) * n  # every call waited as long as it worked: the wall clock reads +100%
+    busy = measurement(2000.0, scheduling=Scheduling(WaitSource.SCHEDSTAT, waits, (0.0,) * n, waits, (0.0,) * n,
+                                                       waits, cpus=2))  # fmt: skip
+    result = judged(busy, entry(1000.0))
+    assert time_of(result).verdict is Verdict.UNCHANGED and time_of(result).correction is not None
+    session = SessionResults((result,), ENV, Provenance(), "baseline", "2026-12-07T00:00:00")  # type: ignore[arg-type]
+    said = "1 of 1 measurement waited for a CPU (up to 50% of their time); their verdicts read the times less that wait"
+    assert said in summary(result)
+    assert said in render_comment(session)
+    html = render_html(session)
+    assert said in html and "less wait (50% / 0% waited)" in html
+    quiet = judged(measurement(1000.0), entry(1000.0))
+    assert "waited for a CPU" not in summary(quiet)

@@ -22,6 +22,7 @@ from pytest_gpuperf.report.history import STEP_DOWN, STEP_UP, History, Trend, dr
 from pytest_gpuperf.report.markdown import TOP_OPS, software
 from pytest_gpuperf.report.repro import Rerun, rerun_of
 from pytest_gpuperf.report.rows import (
+    contention_line,
     counts_line,
     headline,
     ordered,
@@ -248,7 +249,7 @@ def _comparisons(result: MeasurementResult, reference: str) -> str:
             escape(c.metric),
             escape(format_value(c.baseline, c.unit)),
             escape(format_value(c.current, c.unit)),
-            escape(format_change(c.change)),
+            escape(format_change(c.change)) + _less_wait(c),
             escape(c.evidence),
             escape(verdict_label(c, result)),
         ]
@@ -257,6 +258,14 @@ def _comparisons(result: MeasurementResult, reference: str) -> str:
         if c.note:
             rows.append(f'<tr><td colspan="6" class="note">{escape(c.note)}</td></tr>')
     return _table(("metric", reference, "now", "change", "evidence", "verdict"), rows)
+
+
+def _less_wait(c: Comparison) -> str:
+    """The change the verdict read, less the run-queue wait, under the wall clock's (where a side waited)."""
+    if c.correction is None:
+        return ""
+    waited = f"{c.correction.wait_share:.0%} / {c.correction.reference_wait_share:.0%} waited"
+    return f'<br><span class="less-wait">{escape(format_change(c.correction.change))} less wait ({waited})</span>'
 
 
 def _profile(result: MeasurementResult) -> str:
@@ -365,6 +374,12 @@ def _verdict_figures(result: MeasurementResult, base_label: str) -> str:
     )
 
 
+def _waited(session: SessionResults) -> str:
+    """How much of a busy runner's time was contention, and that the verdicts read the times less it."""
+    line = contention_line(session)
+    return f'<p class="contention">{escape(line)}</p>' if line else ""
+
+
 def _repro(result: MeasurementResult, again: Rerun | None) -> str:
     """The command that re-runs a regression (report/repro.py), for a developer to copy."""
     if again is None or result.verdict is not Verdict.REGRESSION:
@@ -434,6 +449,7 @@ def render_html(session: SessionResults, history: History | None = None) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>pytest-gpuperf report</title><style>{_STYLE}</style></head><body>"
         f'<h1>pytest-gpuperf</h1><p class="summary">{escape(counts_line(session))}</p>'
+        f"{_waited(session)}"
         f"{_context(session)}<h2>Summary</h2>{body}"
         f"<h2>Measurements</h2>{sections}</body></html>\n"
     )

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pytest_gpuperf.model import Environment, MeasurementResult, ProfileDiff, Provenance, SessionResults, Verdict
 from pytest_gpuperf.report.rows import (
+    contention_line,
     counts_line,
     ordered,
     plural,
@@ -260,6 +261,7 @@ def render_comment(session: SessionResults, folder: Path | None = None) -> str:
         f"{icon} **{counts_line(session)}**{against} "
         f"({plural(len(session.results), 'measurement')} on {md_text(session.environment.device_name)})",
         "",
+        *([f"⏳ {md_text(waited)}", ""] if (waited := contention_line(session)) else []),
     ]
     lines += _table(session) if session.results else ["No measurements were taken."]
     noted = [c for r in ordered(session.results) for c in r.comparisons if c.note]

@@ -212,6 +212,16 @@ def _other_device_advice(session: SessionResults, results: list[MeasurementResul
     return f"{differs}: {where}record baselines on this device class with --gpuperf-update-baseline"
 
 
+def contention_line(session: SessionResults) -> str | None:
+    """``3 of 24 measurements waited for a CPU (up to 61% of their time); their verdicts read the times less that
+    wait`` (model/scheduling.py): how much of a busy runner's time was contention; None: none was."""
+    shares = [c.correction.wait_share for r in session.results for c in r.comparisons if c.correction is not None]
+    if not shares:
+        return None
+    return (f"{len(shares)} of {plural(len(session.results), 'measurement')} waited for a CPU (up to "
+            f"{max(shares):.0%} of their time); their verdicts read the times less that wait")  # fmt: skip
+
+
 def named(keys: list[str], shown: int = 2) -> str:
     """``a, b, +3 more``: the first ``shown`` of ``keys`` and how many more."""
     more = len(keys) - shown

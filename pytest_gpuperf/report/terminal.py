@@ -17,6 +17,7 @@ from pytest_gpuperf.model import Comparison, Kind, NoteKind, ProfileSummary, Ses
 from pytest_gpuperf.report.drift import drift_sentences, session_drift
 from pytest_gpuperf.report.rows import (
     Headline,
+    contention_line,
     counts_line,
     headline,
     named,
@@ -189,6 +190,8 @@ def render_summary(session: SessionResults, tw: Writer) -> None:
         tw.line(text, **markup)
     colour = "red" if any(h.verdict is Verdict.REGRESSION for h in heads) else "green"
     tw.line(f"gpuperf: {counts_line(session)}", bold=True, **{colour: True})
+    if waited := contention_line(session):
+        tw.line(f"gpuperf: {waited}", yellow=True)
     for sentence in drift_sentences(session_drift(session)):  # environment strings from a results file: inert
         tw.line(f"gpuperf: {plain(sentence)}", yellow=True)
 
