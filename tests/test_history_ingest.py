@@ -17,6 +17,7 @@ from pytest_gpuperf.history.ingest import (
     ingest_files,
     legacy_run_identity,
     load_run,
+    measurement_values,
     run_from_session,
     run_identity,
     runner_name,
@@ -292,3 +293,21 @@ def test_text_one_backend_cannot_store_is_refused_on_every_backend_naming_the_fi
         assert path == broken and message.startswith(f"results file {broken}") and reason in message
         assert "\x00" not in message  # shown escaped
         assert store.count_runs() == 2
+
+
+def test_a_measurement_with_scheduler_accounting_records_its_time_less_the_wait() -> None:
+    from pytest_gpuperf.model import MeasurementResult, Scheduling, WaitSource
+    from tests.verdict_helpers import measurement
+
+    n = 300
+    waits = (1000.0,) * n
+    scheduling = Scheduling(WaitSource.SCHEDSTAT, waits, (0.0,) * n, waits, (0.0,) * n, waits, cpus=2)
+    busy = {"cpu_pressure": 0.6, "cpu_steal": 0.0, "cpu_runnable": 5, "cpus": 2}
+    m = measurement(2000.0, scheduling=scheduling, health=busy)
+    values = {v.statistic: v for v in measurement_values(MeasurementResult(m))}
+    assert values["time.p50"].busy is not None  # the wall clock's median was taken busy
+    less = values["time.p50_less_wait"]
+    assert less.value == pytest.approx(1000.0, rel=0.02) and less.busy is None  # the wait taken out: not busy
+    assert values["contention.wait_share"].value == pytest.approx(0.5, abs=0.02)
+    quiet = {v.statistic for v in measurement_values(MeasurementResult(measurement(1000.0)))}
+    assert "time.p50_less_wait" not in quiet  # no accounting recorded (an older file): nothing to take out

@@ -9,7 +9,11 @@ What a run records for every measurement (``measurement_values``):
 - ``metric.NAME`` for each metric, with its unit and direction;
 - the gate's verdict on each statistic it judged, and on the judged time statistic of a
   confirmed regression, its differential profile;
-- on every value, whether the runner was busy while it measured (``busy.busy_evidence``: the
+- where the scheduler's accounting was recorded (model/scheduling.py), ``time.p50_less_wait``, the
+  median with the run-queue wait taken out, which a busy run does not inflate (never marked busy
+  unless its correction is uncertain by 5% or more), and ``contention.wait_share``, the share of
+  the time that waited;
+- on every other value, whether the runner was busy while it measured (``busy.busy_evidence``: the
   contention counters the measurement carries, or its GPU's throttling).
 
 A run's identity (``run_identity``) is a hash of the session's identifying fields (never of a
@@ -47,6 +51,7 @@ SOURCE_SESSION = "session"
 SOURCE_FILE = "results-file"
 SOURCE_BASELINES = "baselines-git"
 _TIME_STATISTICS = ("p50", "mean", "min", "p90", "p99")
+_UNCERTAIN_CORRECTION = 0.05  # a correction for the run-queue wait this uncertain leaves its value busy
 _RUN_FIELDS = {"started_at": "$.started_at", "commit_date": "$.provenance.commit_date"}  # where a file holds them
 
 
@@ -202,6 +207,12 @@ def measurement_values(result: MeasurementResult) -> list[RecordedValue]:
     for metric in m.metrics:
         if math.isfinite(metric.value):
             out.append(value(f"metric.{metric.name}", metric.value, metric.unit, metric.better))
+    if m.scheduling is not None:
+        corrected = m.corrected
+        trusted = corrected.uncertainty < _UNCERTAIN_CORRECTION
+        out.append(dataclasses.replace(value("time.p50_less_wait", corrected.median_ns, "ns", samples=stats.count),
+                                       busy=None if trusted else busy))  # fmt: skip
+        out.append(value("contention.wait_share", corrected.wait_share, "fraction"))
     return out
 
 
