@@ -136,7 +136,10 @@ def sdist(cache: Path) -> Path:
 
 
 def _probe(python: Path, code: str) -> str:
-    return subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    """What ``code`` prints in the environment of ``python``, run from its own folder: from a checkout's root
+    the checkout itself would come first on the import path and hide which one is installed."""
+    return subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True,
+                          cwd=python.parent).stdout.strip()  # fmt: skip
 
 
 def environment(venv: Path) -> Path:
