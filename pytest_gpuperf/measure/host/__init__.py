@@ -17,6 +17,7 @@ from pytest_gpuperf.config import BusyPolicy
 if TYPE_CHECKING:
     import torch
 
+    from pytest_gpuperf.gpu.device_state import DeviceSampler
     from pytest_gpuperf.modes import ModePlan
     from pytest_gpuperf.verdict.rulesets import GuardRules
 
@@ -84,6 +85,13 @@ def guard_for(device: torch.device, *, plan: ModePlan, pin_cpu: str = "auto", pe
     from pytest_gpuperf.measure.host.cpu import CpuHostGuard
 
     return CpuHostGuard(device, plan=plan, pin_cpu=pin_cpu, peak_memory=peak_memory, busy_policy=busy_policy)
+
+
+def device_sampler(guard: HostGuard) -> DeviceSampler | None:
+    """The reader of the device's state beside every sample: the CUDA guard's NVML; a CPU has none to read."""
+    from pytest_gpuperf.measure.host.cuda import CudaHostGuard
+
+    return guard.device_sampler() if isinstance(guard, CudaHostGuard) else None
 
 
 def recorded_rules(device_type: str, *, plan: ModePlan, busy_policy: BusyPolicy = BusyPolicy.RETAKE) -> GuardRules:

@@ -1,4 +1,5 @@
-"""The CUDA host guard: NVML health (throttling, clocks); kernel times do not follow host load."""
+"""The CUDA host guard: NVML health (throttling, clocks) and the device's state beside every sample; kernel
+times do not follow host load."""
 
 from __future__ import annotations
 
@@ -12,16 +13,20 @@ from pytest_gpuperf.verdict.rulesets import GuardRules
 if TYPE_CHECKING:
     import torch
 
-    from pytest_gpuperf.gpu.nvml import HealthMonitor
+    from pytest_gpuperf.gpu.device_state import DeviceSampler
+    from pytest_gpuperf.gpu.nvml import HealthMonitor, Nvml
     from pytest_gpuperf.modes import ModePlan
 
 
 class CudaHostGuard:
+    """``nvml``: the NVML to read (None: the driver's, through nvidia-ml-py)."""
+
     name = "cuda"
     pin_cpu = None
 
-    def __init__(self, device: torch.device) -> None:
+    def __init__(self, device: torch.device, *, nvml: Nvml | None = None) -> None:
         self.device = device
+        self.nvml = nvml
 
     def rules(self, plan: ModePlan) -> GuardRules:
         return GuardRules()  # throttling reaches the verdict as the measurement's unstable_reason (rule "health")
@@ -37,7 +42,14 @@ class CudaHostGuard:
     def health_monitor(self) -> HealthMonitor | None:
         from pytest_gpuperf.gpu.nvml import HealthMonitor
 
-        return HealthMonitor(self.device.index or 0)
+        return HealthMonitor(self.device.index or 0, nvml=self.nvml)
+
+    def device_sampler(self) -> DeviceSampler:
+        """The reader of the device's clocks, power, temperature and energy beside every sample."""
+        from pytest_gpuperf.gpu.device_state import DeviceSampler, StreamMarks
+
+        marks = StreamMarks(self.device) if self.device.type == "cuda" else None  # a CPU device: tests, with a fake
+        return DeviceSampler(self.device.index or 0, nvml=self.nvml, marks=marks)
 
     def reference(self) -> None:
         return None  # kernel times do not follow the host's state
