@@ -97,10 +97,10 @@ def device_sampler(guard: HostGuard) -> DeviceSampler | None:
 def recorded_rules(device_type: str, *, plan: ModePlan, busy_policy: BusyPolicy = BusyPolicy.RETAKE) -> GuardRules:
     """The rules the guard of a ``device_type`` host adds, for measurements judged after their session
     (``gpuperf compare``): the same lists, reading the host state each measurement recorded."""
-    if device_type == "cuda":  # NVML's findings reach the verdict through the measurement's unstable reason
-        from pytest_gpuperf.verdict.rulesets import GuardRules
+    if device_type == "cuda":  # the clocks each side recorded; throttling is the measurement's unstable reason
+        from pytest_gpuperf.measure.host.cuda import cuda_rules
 
-        return GuardRules()
+        return cuda_rules(plan)
     from pytest_gpuperf.measure.host.cpu import guard_rules
 
     return guard_rules(plan, busy_policy)
