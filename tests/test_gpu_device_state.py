@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
-from pytest_gpuperf.gpu.device_state import ENERGY_METRIC, ENERGY_TOLERANCE, DeviceSampler
+from pytest_gpuperf.gpu.device_state import ENERGY_TOLERANCE, DeviceSampler
 from pytest_gpuperf.gpu.nvml import GPU_IDLE, HW_SLOWDOWN, HW_THERMAL_SLOWDOWN, SW_POWER_CAP
-from pytest_gpuperf.model import DeviceState, DeviceSummary, EnergySource
+from pytest_gpuperf.model import ENERGY_METRIC, DeviceState, DeviceSummary, EnergySource
 from tests.nvml_fake import FakeNvml
 
 US = 1_000

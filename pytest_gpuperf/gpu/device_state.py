@@ -32,13 +32,12 @@ from pytest_gpuperf.gpu.nvml import (
     open_device,
     try_query,  # fmt: skip
 )
-from pytest_gpuperf.model import DeviceState, DeviceSummary, EnergySource, Metric, Note, NoteKind
+from pytest_gpuperf.model import ENERGY_METRIC, DeviceState, DeviceSummary, EnergySource, Metric, Note, NoteKind
 
 if TYPE_CHECKING:
     import torch
 
 READ_SHARE = 0.02  # the most of the host's time device-state readings may take
-ENERGY_METRIC = "energy"
 # Energy per call follows the device's time and power: a tenth more is the smallest change worth a verdict,
 # as for the user's own metrics by default.
 ENERGY_TOLERANCE = 0.10

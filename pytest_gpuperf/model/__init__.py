@@ -21,6 +21,7 @@ from typing import Literal
 import numpy as np
 
 # re-exported: a measurement's scheduling accounting and device state are part of the model every room speaks
+from pytest_gpuperf.model.device_state import ENERGY_METRIC as ENERGY_METRIC
 from pytest_gpuperf.model.device_state import DeviceState as DeviceState
 from pytest_gpuperf.model.device_state import DeviceSummary as DeviceSummary
 from pytest_gpuperf.model.device_state import EnergySource as EnergySource

@@ -12,12 +12,19 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+ENERGY_METRIC = "energy"  # the metric a measurement's energy per call is gated as (joules per call)
+
 
 class EnergySource(str, enum.Enum):
     """Where a measurement's energy per call came from."""
 
     COUNTER = "counter"  # NVML's total-energy counter read around every round: the device's own integral
     POWER = "power"  # no counter on this device: power readings integrated over the samples, an estimate
+
+    @property
+    def label(self) -> str:
+        """How the reports say where the energy came from."""
+        return "NVML energy counter" if self is EnergySource.COUNTER else "NVML power readings, an estimate"
 
 
 @dataclass(frozen=True)

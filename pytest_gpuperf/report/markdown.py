@@ -10,7 +10,16 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pytest_gpuperf.model import Environment, MeasurementResult, ProfileDiff, Provenance, SessionResults, Verdict
-from pytest_gpuperf.report.rows import counts_line, ordered, plural, split_key, unjudged_line, verdict_counts
+from pytest_gpuperf.report.rows import (
+    counts_line,
+    energy_comparison,
+    energy_source,
+    ordered,
+    plural,
+    split_key,
+    unjudged_line,
+    verdict_counts,
+)
 from pytest_gpuperf.report.text import html_text, md_code, md_text
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 from pytest_gpuperf.report.why import (
@@ -78,10 +87,12 @@ def _rows(result: MeasurementResult) -> Iterable[str]:
     test = [_test(m.test_id), md_text(m.name)]
     if not result.comparisons:  # nothing to compare with: still show its time
         yield _row([*test, "time.p50", "-", format_time(m.stats.median_ns), "-", "", _verdict(result.verdict)])
+    energy = energy_comparison(result)
     for c in result.comparisons:
         base, head = (md_text(format_value(v, c.unit)) for v in (c.baseline, c.current))
         change = format_change(c.change)
-        yield _row([*test, md_text(c.metric), base, head, change, md_text(c.evidence), _verdict(c.verdict)])
+        evidence = energy_source(result) if c is energy else c.evidence  # where the energy came from
+        yield _row([*test, md_text(c.metric), base, head, change, md_text(evidence), _verdict(c.verdict)])
 
 
 def _table(session: SessionResults) -> list[str]:

@@ -9,7 +9,15 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pytest_gpuperf.model import VERDICT_ORDER, Comparison, Kind, MeasurementResult, SessionResults, Verdict
+from pytest_gpuperf.model import (
+    ENERGY_METRIC,
+    VERDICT_ORDER,
+    Comparison,
+    Kind,
+    MeasurementResult,
+    SessionResults,
+    Verdict,
+)
 
 _RANK = {v: i for i, v in enumerate(VERDICT_ORDER)}
 
@@ -23,6 +31,18 @@ def split_key(test_id: str) -> tuple[str, str]:
 def time_comparison(result: MeasurementResult) -> Comparison | None:
     """The comparison on time (``time.p50`` or whichever statistic the gate used)."""
     return next((c for c in result.comparisons if c.kind is Kind.TIME), None)
+
+
+def energy_comparison(result: MeasurementResult) -> Comparison | None:
+    """The comparison of the energy per call, where it was measured (``--gpuperf-energy``)."""
+    return next((c for c in result.comparisons if c.kind is Kind.METRIC and c.metric == f"metric.{ENERGY_METRIC}"),
+                None)  # fmt: skip
+
+
+def energy_source(result: MeasurementResult) -> str:
+    """``NVML energy counter``: where the energy per call came from, in words ('' where unknown)."""
+    state = result.measurement.device_state
+    return state.energy_source.label if state is not None and state.energy_source is not None else ""
 
 
 @dataclass(frozen=True)
