@@ -78,6 +78,7 @@ class MeasureSettings:
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
     l2_flush: bool = False
     cuda_graph: bool = False
+    energy: bool = False  # the device's energy per call as a gated metric (gpu/device_state.py; CUDA with NVML)
     rounds: int | None = None  # a fixed number of samples (benchmark.pedantic); None: the stopping rule decides
 
     def __post_init__(self) -> None:
@@ -287,6 +288,7 @@ class MarkerOptions:
     time_limit: float | None = None
     l2_flush: bool | None = None
     cuda_graph: bool | None = None
+    energy: bool | None = None
     calibrate: bool | None = None  # retired: accepted for the tests that set it, and ignored
     remeasure: int | None = None
 
@@ -347,6 +349,7 @@ _MARKER_CHECKS: dict[str, Any] = {
     "time_limit": lambda v: seconds_problem(v, positive=True),
     "l2_flush": _flag,
     "cuda_graph": _flag,
+    "energy": _flag,
     "calibrate": _flag,
     "remeasure": _count,
 }
@@ -378,6 +381,7 @@ def resolve(
             time_limit_s=_pick(m.time_limit, base.time_limit_s),
             l2_flush=_pick(m.l2_flush, base.l2_flush),
             cuda_graph=_pick(m.cuda_graph, base.cuda_graph),
+            energy=_pick(m.energy, base.energy),
         )
         threshold = _pick(m.threshold, config.threshold)
         if threshold is None:
@@ -409,9 +413,12 @@ def with_fixed_rounds(settings: Settings, rounds: int) -> Settings:
     return dataclasses.replace(settings, measure=dataclasses.replace(settings.measure, rounds=rounds))
 
 
-def with_call_options(settings: Settings, *, l2_flush: bool | None, cuda_graph: bool | None) -> Settings:
+def with_call_options(
+    settings: Settings, *, l2_flush: bool | None, cuda_graph: bool | None, energy: bool | None = None
+) -> Settings:
     """``settings`` with a single ``gpu_bench.measure(...)`` call's own switches applied."""
-    changes = {name: value for name, value in (("l2_flush", l2_flush), ("cuda_graph", cuda_graph)) if value is not None}
+    given = (("l2_flush", l2_flush), ("cuda_graph", cuda_graph), ("energy", energy))
+    changes = {name: value for name, value in given if value is not None}
     if not changes:
         return settings
     return dataclasses.replace(settings, measure=dataclasses.replace(settings.measure, **changes))

@@ -24,6 +24,7 @@ from pytest_gpuperf.history.ingest import (
     runs_from_baselines,
 )
 from pytest_gpuperf.history.store import SeriesFilter, open_store
+from pytest_gpuperf.model import DeviceState, DeviceSummary
 from pytest_gpuperf.report.results_json import write_results
 
 
@@ -58,6 +59,25 @@ def test_a_results_file_becomes_a_run_with_every_statistic(tmp_path: Path) -> No
         source = next(r.measurement.metric(v.statistic.removeprefix("metric.")) for r in session.results
                       if r.measurement.test_id == v.test and r.measurement.name == v.measurement)  # fmt: skip
         assert source is not None and (v.value, v.unit, v.better) == (source.value, source.unit, source.better)
+
+
+def test_a_gpus_state_while_it_measured_is_kept_beside_its_time(tmp_path: Path, store_url: str) -> None:
+    session = make_session()
+    first = session.results[1]
+    summary = DeviceSummary(sm_clock_mhz=1755.0, mem_clock_mhz=None, power_w=612.5, temperature_c=61.0)
+    measured = dataclasses.replace(first.measurement, device_state=DeviceState(summary=summary))
+    results = (session.results[0], dataclasses.replace(first, measurement=measured), *session.results[2:])
+    session = dataclasses.replace(session, results=results)
+    run = load_run(write_results(tmp_path / "r.json", session))
+    device = {v.statistic: (v.value, v.unit, v.better) for v in run.values
+              if v.test == measured.test_id and v.statistic.startswith("device.")}  # fmt: skip
+    assert device == {"device.sm_clock": (1755.0, "MHz", "higher"), "device.power": (612.5, "W", "lower"),
+                      "device.temperature": (61.0, "°C", "lower")}  # fmt: skip
+    assert not [v for v in run.values if v.test != measured.test_id and v.statistic.startswith("device.")]
+    with open_store(store_url) as store:
+        store.record(run)
+        [series] = store.load_series(SeriesFilter(statistic="device.sm_clock"))
+    assert (series.unit, series.better, series.points[0].value) == ("MHz", "higher", 1755.0)
 
 
 def test_the_profile_diff_of_a_confirmed_regression_is_kept_on_the_judged_statistic() -> None:

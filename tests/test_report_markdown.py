@@ -4,7 +4,7 @@ import dataclasses
 import os
 from pathlib import Path
 
-from test_report_helpers import make_session
+from test_report_helpers import device_session, make_session
 
 from pytest_gpuperf.model import SessionResults
 from pytest_gpuperf.report.markdown import MARKER, render_comment
@@ -62,3 +62,9 @@ def test_empty_session_still_has_marker_and_summary() -> None:
     assert text.startswith(MARKER)
     assert "0 regressions, 0 improvements, 0 unchanged, 0 new, 0 not comparable" in text
     assert "No measurements were taken." in text
+
+
+def test_the_energy_row_says_where_the_energy_came_from() -> None:
+    text = render_comment(device_session())
+    row = next(line for line in text.splitlines() if "`metric.energy`" in line or "metric.energy" in line)
+    assert "| 600.0 mJ | 620.0 mJ | +3.3% | NVML energy counter | ⚪ unchanged |" in row

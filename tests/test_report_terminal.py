@@ -5,10 +5,10 @@ import io
 from pathlib import Path
 
 import pytest
-from test_report_helpers import baseline, make_session, measurement, time_cmp
+from test_report_helpers import baseline, device_session, make_session, measurement, time_cmp
 
 from pytest_gpuperf.config import GateSettings
-from pytest_gpuperf.model import Comparison, MeasurementResult, SessionResults, Verdict
+from pytest_gpuperf.model import Comparison, EnergySource, MeasurementResult, SessionResults, Verdict
 from pytest_gpuperf.report.terminal import PlainWriter, render_summary, shorten_test_id
 from tests.verdict_helpers import compare
 from tests.verdict_helpers import entry as compare_entry
@@ -253,3 +253,16 @@ def test_plain_writer_colours_only_when_asked() -> None:
     coloured = io.StringIO()
     render_summary(make_session(), PlainWriter(coloured, color=True, width=120))
     assert "\x1b[31m" in coloured.getvalue()  # the regression row in red
+
+
+def test_the_energy_per_call_is_a_line_under_its_row_with_where_it_came_from() -> None:
+    tw = RecordingWriter(fullwidth=140)
+    render_summary(device_session(), tw)
+    line = tw.find("energy per call")[0]
+    assert line == "    energy per call: 620.0 mJ vs 600.0 mJ (+3.3%) unchanged (NVML energy counter)"
+    tw = RecordingWriter(fullwidth=140)
+    render_summary(device_session(EnergySource.POWER), tw)
+    assert tw.find("energy per call")[0].endswith("unchanged (NVML power readings, an estimate)")
+    tw = RecordingWriter(fullwidth=140)
+    render_summary(make_session(), tw)
+    assert not [text for text, _ in tw.lines if "energy" in text]

@@ -18,6 +18,7 @@ from pytest_gpuperf.errors import BaselineError, NonFiniteNumberError
 from pytest_gpuperf.files import first_not_a_number, loads_json
 from pytest_gpuperf.model import (
     BaselineEntry,
+    DeviceSummary,
     Environment,
     Metric,
     OpProfile,
@@ -164,6 +165,8 @@ def entry_to_json(entry: BaselineEntry) -> dict[str, Any]:
         c = entry.correction
         raw["correction"] = {"samples_ns": [float(x) for x in c.samples_ns], "wait_share": float(c.wait_share),
                              "uncertainty": float(c.uncertainty), "source": c.source.value}  # fmt: skip
+    if entry.device_state is not None:  # optional: a GPU's entry, where NVML could be read
+        raw["device_state"] = {name: _opt_float(value) for name, value in _fields(entry.device_state).items()}
     result: dict[str, Any] = canonical(raw)
     return result
 
@@ -210,7 +213,12 @@ def decode_entry(d: dict[str, Any], key: str) -> BaselineEntry:
         profile=profile_from_json(d["profile"]) if d.get("profile") is not None else None,
         correction=_correction(d.get("correction")),
         reference_ns={str(kind): float(ns) for kind, ns in d.get("reference_ns", {}).items()},
+        device_state=_device_state(d.get("device_state")),
     )
+
+
+def _device_state(d: Mapping[str, Any] | None) -> DeviceSummary | None:
+    return None if d is None else DeviceSummary(**{name: _opt_float(value) for name, value in d.items()})
 
 
 def _correction(d: Mapping[str, Any] | None) -> RecordedCorrection | None:

@@ -14,7 +14,10 @@ What a run records for every measurement (``measurement_values``):
   unless its correction is uncertain by 5% or more), and ``contention.wait_share``, the share of
   the time that waited;
 - on every other value, whether the runner was busy while it measured (``busy.busy_evidence``: the
-  contention counters the measurement carries, or its GPU's throttling).
+  contention counters the measurement carries, or its GPU's throttling);
+- on a GPU, the device's state while it measured (``device.sm_clock``, ``device.mem_clock`` in MHz,
+  ``device.power`` in W, ``device.temperature`` in °C: the medians NVML read beside the samples),
+  which the change points of its time cite as supporting evidence (``events.py``).
 
 A run's identity (``run_identity``) is a hash of the session's identifying fields (never of a
 file's bytes), so a session recorded by pytest and its results file ingested later, in any format
@@ -40,7 +43,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_gpuperf.errors import GpuperfError, ResultsError, RunError, StoreError
 from pytest_gpuperf.history.model import RecordedValue, RunRecord
-from pytest_gpuperf.model import BaselineEntry, Direction, Environment, Kind, MeasurementResult, SessionResults, Verdict
+from pytest_gpuperf.model import (
+    BaselineEntry,
+    DeviceSummary,
+    Direction,
+    Environment,
+    Kind,
+    MeasurementResult,
+    SessionResults,
+    Verdict,
+)
 from pytest_gpuperf.modes import Mode, plan_for
 
 if TYPE_CHECKING:
@@ -52,6 +64,14 @@ SOURCE_FILE = "results-file"
 SOURCE_BASELINES = "baselines-git"
 _TIME_STATISTICS = ("p50", "mean", "min", "p90", "p99")
 _UNCERTAIN_CORRECTION = 0.05  # a correction for the run-queue wait this uncertain leaves its value busy
+# The device's state a value records (statistic, DeviceSummary field, unit, direction): a faster clock is better,
+# less power and heat are.
+_DEVICE_STATISTICS: tuple[tuple[str, str, str, Direction], ...] = (
+    ("device.sm_clock", "sm_clock_mhz", "MHz", "higher"),
+    ("device.mem_clock", "mem_clock_mhz", "MHz", "higher"),
+    ("device.power", "power_w", "W", "lower"),
+    ("device.temperature", "temperature_c", "°C", "lower"),
+)
 _RUN_FIELDS = {"started_at": "$.started_at", "commit_date": "$.provenance.commit_date"}  # where a file holds them
 
 
@@ -213,7 +233,17 @@ def measurement_values(result: MeasurementResult) -> list[RecordedValue]:
         out.append(dataclasses.replace(value("time.p50_less_wait", corrected.median_ns, "ns", samples=stats.count),
                                        busy=None if trusted else busy))  # fmt: skip
         out.append(value("contention.wait_share", corrected.wait_share, "fraction"))
+    if m.device_state is not None:
+        out.extend(value(statistic, number, unit, better) for statistic, number, unit, better in
+                   device_values(m.device_state.summary))  # fmt: skip
     return out
+
+
+def device_values(summary: DeviceSummary) -> list[tuple[str, float, str, Direction]]:
+    """(statistic, value, unit, direction) of each part of the device's state that was read."""
+    read = ((statistic, getattr(summary, field), unit, better) for statistic, field, unit, better in _DEVICE_STATISTICS)
+    return [(statistic, float(number), unit, better) for statistic, number, unit, better in read
+            if number is not None and math.isfinite(number)]  # fmt: skip
 
 
 def median_interval(
@@ -380,4 +410,7 @@ def _entry_values(entry: BaselineEntry) -> list[RecordedValue]:
     for metric in entry.metrics:
         if math.isfinite(metric.value):
             out.append(RecordedValue(test, name, f"metric.{metric.name}", metric.value, metric.unit, metric.better))
+    if entry.device_state is not None:
+        out.extend(RecordedValue(test, name, statistic, number, unit, better)
+                   for statistic, number, unit, better in device_values(entry.device_state))  # fmt: skip
     return out

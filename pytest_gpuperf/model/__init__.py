@@ -20,7 +20,11 @@ from typing import Literal
 
 import numpy as np
 
-# re-exported: a measurement's scheduling accounting is part of the model every room speaks
+# re-exported: a measurement's scheduling accounting and device state are part of the model every room speaks
+from pytest_gpuperf.model.device_state import ENERGY_METRIC as ENERGY_METRIC
+from pytest_gpuperf.model.device_state import DeviceState as DeviceState
+from pytest_gpuperf.model.device_state import DeviceSummary as DeviceSummary
+from pytest_gpuperf.model.device_state import EnergySource as EnergySource
 from pytest_gpuperf.model.scheduling import Corrected as Corrected
 from pytest_gpuperf.model.scheduling import RecordedCorrection as RecordedCorrection
 from pytest_gpuperf.model.scheduling import Scheduling as Scheduling
@@ -503,6 +507,8 @@ class Measurement:
     scheduling: Scheduling | None = None
     # the round medians of the samples with their run-queue wait taken out (``corrected``), in time order
     corrected_round_medians_ns: tuple[float, ...] = ()
+    # what NVML read beside each sample (model/device_state.py); None: not read (a CPU, no NVML, older files)
+    device_state: DeviceState | None = None
 
     @property
     def key(self) -> str:
@@ -559,6 +565,7 @@ class BaselineEntry:
     profile: OpProfile | None = None  # the call's profile when written: the base of a later diff
     # written under contention: the samples with their run-queue wait taken out (None: none to take out)
     correction: RecordedCorrection | None = None
+    device_state: DeviceSummary | None = None  # the device's clocks and power while it was written (None: not read)
 
     @property
     def corrected(self) -> Corrected:

@@ -50,6 +50,7 @@ class StandaloneBench:
         bytes: float | None = None,
         l2_flush: bool | None = None,
         cuda_graph: bool | None = None,
+        energy: bool | None = None,
     ) -> Measurement:
         label = name or DEFAULT_MEASUREMENT
         if label in self._measurements:

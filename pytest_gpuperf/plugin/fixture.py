@@ -73,15 +73,17 @@ class GpuBench:
     def measure(
         self, fn: Callable[..., object], args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None, *,
         name: str | None = None, items: float | None = None, flops: float | None = None, bytes: float | None = None,
-        l2_flush: bool | None = None, cuda_graph: bool | None = None, lazy_results: LazyResults = LazyResults.REFUSE,
+        l2_flush: bool | None = None, cuda_graph: bool | None = None, energy: bool | None = None,
+        lazy_results: LazyResults = LazyResults.REFUSE,
     ) -> Measurement:  # fmt: skip
         """Measure ``fn(*args, **kwargs)``; in smoke mode call it once.
 
-        ``items``, ``flops`` and ``bytes`` are the work of one call, for throughput.
+        ``items``, ``flops`` and ``bytes`` are the work of one call, for throughput. ``energy``: the device's
+        energy per call as the metric ``energy`` (CUDA with NVML), gated like the others.
         ``lazy_results``: what a call returning a generator or other iterator gets (runner.LazyResults).
         """
         __tracebackhide__ = True
-        settings = with_call_options(self.settings, l2_flush=l2_flush, cuda_graph=cuda_graph)
+        settings = with_call_options(self.settings, l2_flush=l2_flush, cuda_graph=cuda_graph, energy=energy)
         throughput = Throughput(items=items, flops=flops, bytes=bytes)
         if bad := not_finite(throughput):
             fail(f"{self.test_id}: gpu_bench.measure({', '.join(f'{k}={getattr(throughput, k)!r}' for k in bad)}): "

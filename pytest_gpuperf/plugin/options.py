@@ -105,6 +105,8 @@ OPTIONS: tuple[Option, ...] = (
            field="measure.l2_flush", worker=lambda c: c.measure.l2_flush),
     Option("--gpuperf-cuda-graph", "capture each measured call into a CUDA graph and replay it",
            field="measure.cuda_graph", worker=lambda c: c.measure.cuda_graph),
+    Option("--gpuperf-energy", "measure the GPU's energy per call (NVML) and gate it like a metric",
+           field="measure.energy", worker=lambda c: c.measure.energy),
     Option("--gpuperf-profile", "after timing, capture a short torch.profiler trace per measurement into DIR", _path,
            "DIR", field="profile_dir", repro=False),
     Option("--gpuperf-no-profile-diff", "do not profile confirmed time regressions (head against base or the "

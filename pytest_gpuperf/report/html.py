@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from pytest_gpuperf.model import Comparison, MeasurementResult, ProfileDiff, SessionResults, Verdict
+from pytest_gpuperf.model import Comparison, Measurement, MeasurementResult, ProfileDiff, SessionResults, Verdict
 from pytest_gpuperf.profiling.explain import leading
 from pytest_gpuperf.report.drift import drift_sentences, session_drift
 from pytest_gpuperf.report.history import STEP_DOWN, STEP_UP, History, Trend, draw_trend, time_scale
@@ -188,6 +188,52 @@ def _beyond(ax: Any, values: Any, pos: int, edge: float, colour: str, factor: fl
     ax.annotate(text, (edge, pos), ha="left" if right else "right", va="center", fontsize=8, color=colour,
                 xytext=(10 if right else -10, 0), textcoords="offset points", annotation_clip=False)  # fmt: skip
     return len(values)
+
+
+def device_figure(m: Measurement) -> Figure | None:
+    """The samples in the order they were taken, with the SM clock and the power NVML read beside each (one panel
+    each, sharing the axis of samples); None where no clock or power was read."""
+    state = m.device_state
+    if state is None or state.samples != len(m.samples_ns):
+        return None
+    panels = [(values, label) for values, label in ((state.sm_clock_mhz, "SM clock (MHz)"),
+                                                    (state.power_w, "power (W)")) if values]  # fmt: skip
+    if not panels:
+        return None
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.5, 1.2 + 1.3 * (len(panels) + 1)), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(panels) + 1, 1, sharex=True, squeeze=False)[:, 0]
+    factor, unit = time_scale([m.stats.median_ns])
+    order = range(len(m.samples_ns))
+    axes[0].plot(order, [v / factor for v in m.samples_ns], ".", markersize=3, color=_NOW_COLOUR)
+    axes[0].set_ylabel(f"time per call ({unit})", fontsize=8)
+    axes[0].set_ylim(*(v / factor for v in zoom_limits([m.samples_ns], [m.stats.median_ns])))
+    for ax, (values, label) in zip(axes[1:], panels, strict=True):
+        ax.step(order, values, where="post", color=_BASE_COLOUR, linewidth=1)
+        ax.set_ylabel(label, fontsize=8)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    axes[-1].set_xlabel(f"sample, in the order taken ({state.readings} NVML readings; a sample without its own "
+                        "carries the last)")  # fmt: skip
+    return fig
+
+
+def _device(m: Measurement) -> str:
+    """The device's state beside the samples, and its medians, where NVML was read."""
+    state = m.device_state
+    figure = device_figure(m)
+    if state is None or figure is None:
+        return ""
+    summary = state.summary
+    read = (("SM clock", summary.sm_clock_mhz, "MHz"), ("memory clock", summary.mem_clock_mhz, "MHz"),
+            ("power", summary.power_w, "W"), ("temperature", summary.temperature_c, "°C"))  # fmt: skip
+    facts = [f"{name} {value:.0f} {unit}" for name, value, unit in read if value is not None]
+    caption = f"NVML beside the samples, medians: {', '.join(facts)}" if facts else "NVML beside the samples"
+    return (f'<figure class="device">{_img(figure, f"device state of {m.key}")}'
+            f"<figcaption>{escape(caption)}</figcaption></figure>")  # fmt: skip
 
 
 def trend_figure(trend: Trend, now_ns: float | None, metric: str) -> Figure:
@@ -409,7 +455,7 @@ def _measurement_section(
     return (
         f'<section class="measurement {_css_class(result.verdict)}">'
         f"<h3>{escape(m.key)}</h3>{facts}{unstable}"
-        f'<figure class="distribution">{figure}</figure>{_trend(result, trend, metric)}'
+        f'<figure class="distribution">{figure}</figure>{_device(m)}{_trend(result, trend, metric)}'
         f"{_comparisons(result, reference)}{why}{_profile(result)}</section>"
     )
 

@@ -13,6 +13,8 @@ from pytest_gpuperf.model import Environment, MeasurementResult, ProfileDiff, Pr
 from pytest_gpuperf.report.rows import (
     contention_line,
     counts_line,
+    energy_comparison,
+    energy_source,
     ordered,
     plural,
     reference_column,
@@ -79,20 +81,13 @@ def _rows(result: MeasurementResult) -> Iterable[str]:
     test = [_test(m.test_id), md_text(m.name)]
     if not result.comparisons:  # nothing to compare with: still show its time
         yield md_row([*test, "time.p50", "-", format_time(m.stats.median_ns), "-", "", _verdict(result.verdict)])
+    energy = energy_comparison(result)
     for c in result.comparisons:
         base, head = (md_text(format_value(v, c.unit)) for v in (c.baseline, c.current))
         change = format_change(c.change)
-        yield md_row(
-            [
-                *test,
-                md_text(c.metric),
-                base,
-                head,
-                change,
-                md_text(c.evidence),
-                _verdict(c.verdict, verdict_label(c, result)),
-            ]
-        )
+        evidence = energy_source(result) if c is energy else c.evidence  # where the energy came from
+        yield md_row([*test, md_text(c.metric), base, head, change, md_text(evidence),
+                      _verdict(c.verdict, verdict_label(c, result))])  # fmt: skip
 
 
 def _table(session: SessionResults) -> list[str]:

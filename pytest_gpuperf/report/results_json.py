@@ -34,7 +34,9 @@ FORMAT = "pytest-gpuperf-results"
 # about, by which the terminal groups notes); 6 the scheduler's accounting of each sample
 # (``scheduling``, ``corrected_round_medians_ns``), a time comparison's change with the run-queue wait
 # taken out (``correction``), a baseline entry's recorded correction and the machine's reference
-# (``reference_ns``), all optional, and the pytest arguments a re-run of a measurement needs
+# (``reference_ns``), what NVML read beside each sample (a measurement's ``device_state``: clocks,
+# power, temperature, clock-event reasons, how its energy was measured) and a baseline entry's medians
+# of it (its ``device_state``), all optional, and the pytest arguments a re-run of a measurement needs
 # (``repro_args``: report/repro.py). Older files are read by adding what they lack (``_upgrade``): no
 # kind recorded is taken from the comparison's name, a bare note is a notice, a note without a topic
 # has none, the rest is empty (a version 4 diff has no explanation rows, a version 5 measurement no

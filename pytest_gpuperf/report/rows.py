@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from pytest_gpuperf.model import (
     CONFIRMATION_STEP,
+    ENERGY_METRIC,
     VERDICT_ORDER,
     Comparison,
     Kind,
@@ -31,6 +32,18 @@ def split_key(test_id: str) -> tuple[str, str]:
 def time_comparison(result: MeasurementResult) -> Comparison | None:
     """The comparison on time (``time.p50`` or whichever statistic the gate used)."""
     return next((c for c in result.comparisons if c.kind is Kind.TIME), None)
+
+
+def energy_comparison(result: MeasurementResult) -> Comparison | None:
+    """The comparison of the energy per call, where it was measured (``--gpuperf-energy``)."""
+    return next((c for c in result.comparisons if c.kind is Kind.METRIC and c.metric == f"metric.{ENERGY_METRIC}"),
+                None)  # fmt: skip
+
+
+def energy_source(result: MeasurementResult) -> str:
+    """``NVML energy counter``: where the energy per call came from, in words ('' where unknown)."""
+    state = result.measurement.device_state
+    return state.energy_source.label if state is not None and state.energy_source is not None else ""
 
 
 @dataclass(frozen=True)
@@ -187,15 +200,15 @@ def _advice(session: SessionResults, unjudged: list[MeasurementResult], reasons:
     """What to do about the measurements that could not be judged, by why they could not: their (verdict,
     deciding rule) ``reasons``."""
     verdicts = {verdict for verdict, _ in reasons}
+    judged = {(v, rule) for v, rule in reasons if v is not Verdict.NOT_COMPARABLE}
     if session.compare_ref:
         advice = []
-        if (Verdict.NOT_GATED, _NO_REFERENCE_RULE) in reasons:  # an import error, a failing test: not the runner's load
+        if (Verdict.NOT_GATED, _NO_REFERENCE_RULE) in judged:  # an import error, a failing test: not the runner's load
             advice.append(f"the base ({session.compare_ref}) could not run some: each one's note says why")
-        if reasons - {(Verdict.NOT_GATED, _NO_REFERENCE_RULE)}:
+        if judged - {(Verdict.NOT_GATED, _NO_REFERENCE_RULE)}:
             advice.append("run it again on a quieter runner")
-        return "; ".join(advice)
-    advice = list(dict.fromkeys(_BASELINE_ADVICE.get(rule, _RUN_AGAIN) for v, rule in reasons
-                                if v is not Verdict.NOT_COMPARABLE))  # fmt: skip
+    else:
+        advice = list(dict.fromkeys(_BASELINE_ADVICE.get(rule, _RUN_AGAIN) for _, rule in judged))
     if Verdict.NOT_COMPARABLE in verdicts:
         advice.append(_other_device_advice(session, [r for r in unjudged if r.verdict is Verdict.NOT_COMPARABLE]))
     return "; ".join(advice)

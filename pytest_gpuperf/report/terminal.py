@@ -19,6 +19,8 @@ from pytest_gpuperf.report.rows import (
     Headline,
     contention_line,
     counts_line,
+    energy_comparison,
+    energy_source,
     headline,
     named,
     ordered,
@@ -97,15 +99,23 @@ def _markup(verdict: Verdict) -> dict[str, bool]:
 
 
 def _details(h: Headline) -> tuple[tuple[str, dict[str, bool]], ...]:
-    """Lines under a row: its other comparisons that decided or are past their threshold, and why it got slower.
+    """Lines under a row: its other comparisons that decided or are past their threshold, the energy per call
+    where it was measured, and why it got slower.
 
     An unchanged comparison past its threshold carries the note saying why (a floor, a guard):
     without it "+56% unchanged" reads as the gate ignoring its own threshold.
     """
     timing = time_comparison(h.result)
+    energy = energy_comparison(h.result)
     lines = []
     for c in h.result.comparisons:
         quiet = c is not timing and quietly_past(c)
+        if c is energy:
+            source = energy_source(h.result)
+            text = (f"{_DETAIL}energy per call: {format_value(c.current, c.unit)} vs {format_value(c.baseline, c.unit)}"
+                    f" ({format_change(c.change)}) {c.verdict.value}" + (f" ({source})" if source else ""))  # fmt: skip
+            lines.append((plain(f"{text}: {c.note}" if quiet and c.note else text), _markup(c.verdict)))
+            continue
         if not quiet and not any(c is other for other in h.others):
             continue
         text = (

@@ -432,7 +432,8 @@ class CompareRefEngine:
         """The base's side as the entry a store would keep of it (baseline/record.py), every sample kept."""
         final = self._final(m, base)
         measured = dataclasses.replace(
-            final or dataclasses.replace(m, metrics=(), peak_allocated_bytes=None, peak_reserved_bytes=None),
+            final or dataclasses.replace(m, metrics=(), peak_allocated_bytes=None, peak_reserved_bytes=None,
+                                         device_state=None),  # the head's own: nothing of it is the base's
             samples_ns=tuple(base.samples), round_medians_ns=tuple(base.round_medians),
         ) if final is None or not final.samples_ns else final  # fmt: skip
         provenance = Provenance(commit=self.base_commit, branch=self.ref)
