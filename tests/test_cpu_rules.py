@@ -25,9 +25,12 @@ def test_the_kind_that_moved_most_past_its_own_noise_is_named() -> None:
     assert moved is not None and moved.faster is None and moved.slower is not None
     kind, ratio, beyond = moved.slower
     assert kind == "vector.1" and ratio == pytest.approx(1.4) and beyond == pytest.approx(1.12)
-    back = MachineStateChange.between(QUIET, slower(interpreter=1.3))
+    back = MachineStateChange.between(QUIET, slower(interpreter=1.3, memory=1.4))
     assert back is not None and back.slower is None and back.faster is not None
-    assert back.faster[0] == "interpreter.1" and back.faster[2] == pytest.approx(1.3 / 1.1)
+    # beyond their noise: interpreter x1.18, memory x1.12, vector none; the middle kind decides
+    assert back.faster[0] == "memory.1" and back.faster[2] == pytest.approx(1.4 / 1.25)
+    one_kind = MachineStateChange.between(QUIET, slower(vector=1.6))  # one kind wandering: not a slower baseline
+    assert one_kind is not None and one_kind.faster is None
     within = MachineStateChange.between(slower(vector=1.2, memory=1.2, interpreter=1.05), QUIET)
     assert within is not None and within.slower is None and within.faster is None  # each within its own noise
     assert MachineStateChange.between({}, QUIET) is None  # a GPU's, or an older entry: nothing to compare
@@ -52,7 +55,7 @@ def test_a_regression_larger_than_the_machine_explains_stands() -> None:
 
 
 def test_a_pass_against_a_baseline_written_in_a_slower_state_is_not_a_pass() -> None:
-    busy_baseline = entry(1000.0, reference_ns=slower(interpreter=1.35))
+    busy_baseline = entry(1000.0, reference_ns=slower(interpreter=1.35, memory=1.4))
     c = time_of(compare(measurement(1000.0, reference_ns=QUIET), busy_baseline))
     assert c.verdict is Verdict.UNSTABLE and "write it again" in c.note
     same_state = time_of(compare(measurement(1000.0, reference_ns=QUIET), entry(1000.0, reference_ns=QUIET)))

@@ -64,8 +64,9 @@ class MachineStateChange:
     """How the machine's state moved between the baseline and now, by the reference measured beside each.
 
     Each kind's ratio counts only beyond its own noise (reference.NOISE): a kind that read x1.40 with a
-    noise of 25% moved x1.12 beyond it. ``slower``/``faster``: the kind that moved most each way, with its
-    ratio and what of it lies beyond its noise (None: no kind moved past its noise that way).
+    noise of 25% moved x1.12 beyond it. ``slower``: the kind that runs most slowly now; ``faster``: the middle
+    kind's slowdown at the baseline (``_beyond``); each with its ratio and what of it lies beyond its noise
+    (None: not past its noise).
     """
 
     slower: tuple[str, float, float] | None
@@ -77,13 +78,20 @@ class MachineStateChange:
         ratios = {kind: now[kind] / base[kind] for kind in now.keys() & base.keys() if base[kind] > 0 and now[kind] > 0}
         if not ratios:
             return None
-        return cls(_beyond({k: r for k, r in ratios.items()}), _beyond({k: 1.0 / r for k, r in ratios.items()}))
+        return cls(_beyond(ratios, most=True), _beyond({k: 1.0 / r for k, r in ratios.items()}, most=False))
 
 
-def _beyond(ratios: Mapping[str, float]) -> tuple[str, float, float] | None:
-    """The kind whose ratio lies furthest beyond its noise, its ratio and that part (None: none does)."""
+def _beyond(ratios: Mapping[str, float], *, most: bool) -> tuple[str, float, float] | None:
+    """The kind whose ratio lies furthest beyond its noise (``most``), else the middle kind's, with its ratio and
+    that part (None: it lies within its noise).
+
+    Explaining a regression takes the most-moved kind: a test may be bound by that work alone. Taking a
+    pass away (a baseline written in a slower state) takes the middle one: most kinds must have moved, or
+    one kind's wandering would leave every test against that baseline unjudged.
+    """
     beyond = {kind: ratio / (1.0 + NOISE.get(kind, DEFAULT_NOISE)) for kind, ratio in ratios.items()}
-    kind = max(beyond, key=beyond.__getitem__)
+    ordered = sorted(beyond, key=beyond.__getitem__)
+    kind = ordered[-1] if most else ordered[(len(ordered) - 1) // 2]
     return (kind, ratios[kind], beyond[kind]) if beyond[kind] > 1.0 else None
 
 
@@ -94,8 +102,8 @@ class MachineState:
 
     A regression within what the most-slowed kind of work explains (its slowdown beyond its own noise,
     times one plus the threshold) is UNSTABLE; a larger one stands, with the machine's share said. Against
-    a baseline whose reference ran slower than now beyond its noise, an unchanged or faster test is
-    UNSTABLE too: that baseline makes every later run look faster and hides regressions. Time, and
+    a baseline whose reference ran slower than now beyond its noise, for most kinds of work, an unchanged
+    or faster test is UNSTABLE too: that baseline makes every later run look faster and hides regressions. Time, and
     metrics that are durations.
     """
 
