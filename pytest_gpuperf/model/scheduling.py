@@ -51,6 +51,11 @@ _RESIDUE_PAIRS = 4000  # random pairs of samples whose slopes the fit's median i
 LAUNCH_BOUND_SHARE = 0.9
 # A measurement whose samples waited this share of their wall time (median) was contended.
 CONTENDED_SHARE = 0.01
+# A measurement that waited this share of its time or more shared its CPU with more than one other task (two
+# sharing one fairly wait half their time): its time on a CPU was cut into short slices between other work,
+# whose caches it inherited, and the correction alone cannot make a change the wall clock does not show
+# (verdict/rules.py, the contention rule).
+MOSTLY_WAITED = 0.65
 
 
 class WaitSource(str, enum.Enum):
