@@ -43,7 +43,9 @@ def test_the_line_counts_what_was_not_judged_why_and_what_to_do() -> None:
     assert line is not None
     counts = "2 unstable (busy-runner), 1 not gated (noisy-baseline)"
     assert line.startswith(f"3 of 4 measurements could not be judged: {counts}")
-    assert "--gpuperf-compare-ref, which stays reliable under load" in line and "--gpuperf-strict" in line
+    # the advice follows the rule that decided: a baseline written busy or noisy is written again
+    assert "write the baselines written busy again with --gpuperf-update-baseline" in line
+    assert "write the noisy baselines again" in line and "--gpuperf-strict" in line
     compare_ref = session(comparison(0, Verdict.UNSTABLE, *BUSY), compare_ref="main")
     assert "--gpuperf-compare-ref" not in (unjudged_line(compare_ref) or "")
     assert unjudged_line(session(comparison(0, Verdict.UNCHANGED))) is None
