@@ -112,7 +112,7 @@ def test_exception_in_function_propagates_unchanged() -> None:
 
 def test_non_finite_timing_is_a_measurement_error(monkeypatch: pytest.MonkeyPatch) -> None:
     class NanTimer(WallTimer):
-        def time_blocks(self, call, calls, samples, between=None):  # type: ignore[no-untyped-def]
+        def time_blocks(self, call, calls, samples, between=None, deadline_ns=None, observer=None):  # type: ignore[no-untyped-def]
             return [math.nan] * samples
 
     monkeypatch.setattr("pytest_gpuperf.measure.runner.timer_for", lambda device, **_: NanTimer())
@@ -332,3 +332,34 @@ def test_a_cpu_reads_no_device_state_and_says_energy_was_not_measured() -> None:
     assert "energy requested but not measured: NVML reads a CUDA device's energy, not cpu's" in [
         n.text for n in m.notes
     ]
+
+
+def test_time_waiting_for_a_cpu_does_not_count_against_the_time_limit() -> None:
+    import os
+    import subprocess
+    import sys
+
+    before = os.sched_getaffinity(0)
+    core = min(before)
+    os.sched_setaffinity(0, {core})
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    os.sched_setaffinity(hog.pid, {core})
+    time.sleep(0.2)
+
+    def spin() -> None:  # 20 ms of work: longer than a scheduler slice, so the hog takes turns with it
+        end = time.thread_time() + 0.02
+        while time.thread_time() < end:
+            pass
+
+    try:
+        spec = MeasureSpec(fn=spin, test_id="t", settings=MeasureSettings(min_time_s=0.0, max_time_s=0.3,
+                                                                          time_limit_s=5.0))  # fmt: skip
+        prepared = _runner().prepare(spec)
+        prepared.run_to_completion()
+    finally:
+        hog.kill()
+        hog.wait()
+        os.sched_setaffinity(0, before)
+    assert prepared.waited_s > 0.05  # the hog held the core about half the time
+    assert prepared.deadline == pytest.approx(prepared.started + 5.0 + prepared.waited_s)
+    assert prepared.elapsed_s() < time.perf_counter() - prepared.started - 0.05

@@ -211,7 +211,9 @@ class PreparedMeasurement:
         self.device = runner.options.device
         self.rule = stopping_rule(spec.settings)
         self.started = time.perf_counter()
-        self.deadline = self.started + spec.settings.time_limit_s  # time.perf_counter seconds
+        # seconds the calls waited for a CPU (the scheduler's accounting): the time limit bounds the test's own
+        # time, so a busy runner's waits extend it, up to the limit once more (a stuck call waits for nothing)
+        self.waited_s = 0.0
         self.stop: Stop | None = None  # why run_to_completion stopped
         self.timer: Timer = timer_for(self.device, head_start=runner.options.head_start)
         self.samples: list[float] = []
@@ -257,8 +259,20 @@ class PreparedMeasurement:
             self.sampler.start()
 
     def elapsed_s(self) -> float:
-        """Seconds since this measurement began (its warm-up included): what the time limit bounds."""
-        return time.perf_counter() - self.started
+        """Seconds since this measurement began (its warm-up included), less what its calls waited for a CPU:
+        what the time limit bounds."""
+        return time.perf_counter() - self.started - self.waited_s
+
+    @property
+    def deadline(self) -> float:
+        """The time limit's end (time.perf_counter seconds), later by what the calls waited for a CPU."""
+        return self.started + self.spec.settings.time_limit_s + self.waited_s
+
+    def _waited(self, scheduling: Scheduling | None, calls: int) -> None:
+        """Count the caller's run-queue wait of ``scheduling``'s blocks (``calls`` a block) against the limit."""
+        if scheduling is not None:
+            waited = sum(scheduling.caller_wait_ns) * calls / 1e9
+            self.waited_s = min(self.waited_s + waited, self.spec.settings.time_limit_s)
 
     def _limited(self, phase: str) -> contextlib.AbstractContextManager[None]:
         """The hard stop at the time limit around the calls of ``phase``."""
@@ -268,10 +282,13 @@ class PreparedMeasurement:
         limit = self.spec.settings.time_limit_s
         return MeasurementTimeout(
             self.spec.test_id,
-            f"measurement {self.spec.name!r} ran past its {limit:g} s time limit during the {phase}: "
+            f"measurement {self.spec.name!r} ran past its {limit:g} s time limit{self._extended()} during the {phase}: "
             "a call did not return in time (is it stuck?). A longer limit: --gpuperf-time-limit=SECONDS "
             "or @pytest.mark.gpuperf(time_limit=SECONDS)",
         )
+
+    def _extended(self) -> str:
+        return f" (and the {self.waited_s:.3g} s its calls waited for a CPU)" if self.waited_s >= 0.001 else ""
 
     def _make_call(self) -> Callable[[], object]:
         spec = self.spec
@@ -304,9 +321,13 @@ class PreparedMeasurement:
         spent = 0.0
         call = self._first_call()
         label = f"{self.spec.test_id}::{self.spec.name} warmup"
+        accounting = BlockAccounting()
         with nvtx_range(label, enabled=self.runner.options.nvtx), self._limited("warm-up"):
             while True:
-                total = self.timer.time_blocks(call, calls, 1, self.spec.before_block)[0]
+                accounting.begin_round()
+                since = accounting.blocks()
+                total = self.timer.time_blocks(call, calls, 1, self.spec.before_block, observer=accounting)[0]
+                self._waited(accounting.scheduling(1, since=since), 1)
                 call = self._call
                 self._check(total)
                 check_deadline(self.deadline, lambda: self._timeout("warm-up"))  # where no signal stops a call
@@ -402,6 +423,7 @@ class PreparedMeasurement:
         self.total_calls += len(totals) * self.calls_per_sample
         self.round_medians.append(statistics.median(per_call))
         scheduling = self.accounting.scheduling(self.calls_per_sample, tuple(launched), since=accounted)
+        self._waited(scheduling, self.calls_per_sample)
         self.last_corrected = list(correct(per_call, scheduling).samples_ns)
         self.corrected_round_medians.append(statistics.median(self.last_corrected))
         # Track drift: the next round's size follows what the function costs now.
