@@ -262,6 +262,8 @@ class BaselineStore:
             merged[entry.key] = new
             decoded[entry.key] = codec.decode_entry(new, entry.key)
             changes.append(EntryChange(entry.key, path, kind))
+        if existing is not None and all(change.kind == "unchanged" for change in changes):
+            return changes  # nothing to write: the file keeps its bytes, whatever version and layout it was written in
         document = {
             "schema_version": migrate.CURRENT_VERSION,
             "device_class": device_class,
