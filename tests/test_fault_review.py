@@ -220,6 +220,21 @@ def test_a_missing_baselines_folder_is_said_and_fails_under_strict(pytester: pyt
     assert "nothing gated" not in again.stdout.str()
 
 
+def test_a_baselines_folder_left_with_only_lock_files_is_said_as_missing(pytester: pytest.Pytester) -> None:
+    """A branch switch takes the tracked baseline files away; git leaves the store's ignored lock files and folders."""
+    pytester.makepyfile(test_p=MM)
+    pytester.runpytest_subprocess("--gpuperf-update-baseline", *FAST)
+    folder = pytester.path / "baselines"
+    locks = [p for p in folder.rglob(".*.lock") if p.stat().st_size == 0]
+    assert locks
+    for tracked in [*folder.rglob("*.json"), folder / ".gitignore"]:
+        tracked.unlink()
+    result = pytester.runpytest_subprocess("--gpuperf", *FAST)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["gpuperf: nothing gated: the baselines folder *baselines holds no baseline file, so "
+                                 "every test is new; record baselines with --gpuperf-update-baseline*"])  # fmt: skip
+
+
 @pytest.mark.parametrize("bidi", ["\u202e", "\u202a", "\u202b", "\u202c", "\u202d", "\u2066", "\u2067", "\u2068",
                                   "\u2069", "\u200e", "\u200f", "\u061c"])  # fmt: skip
 def test_bidi_formatting_characters_are_stripped_from_ids_in_every_report(bidi: str) -> None:

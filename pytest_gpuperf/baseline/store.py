@@ -135,6 +135,10 @@ class BaselineStore:
                 found.append(entry)
         return found
 
+    def holds_files(self) -> bool:
+        """Whether any baseline file is under the root (the lock files sessions leave are none)."""
+        return any(self._baseline_files(folder) for folder in self._device_dirs())
+
     def iter_entries(self) -> Iterator[tuple[str, Path, BaselineEntry]]:
         """(device class, file, entry) for every entry under the root, in a stable order.
         Raises BaselineError at the first invalid file; validate_tree lists them all."""
