@@ -6,11 +6,30 @@ it, so every string from the tests or the pull request goes through ``report.tex
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from pathlib import Path
 
-from pytest_gpuperf.model import Environment, MeasurementResult, ProfileDiff, Provenance, SessionResults, Verdict
-from pytest_gpuperf.report.rows import counts_line, ordered, plural, split_key, unjudged_line, verdict_counts
+from pytest_gpuperf.model import (
+    Comparison,
+    Environment,
+    MeasurementResult,
+    ProfileDiff,
+    Provenance,
+    SessionResults,
+    Verdict,
+)
+from pytest_gpuperf.report.notes import note_groups
+from pytest_gpuperf.report.rows import (
+    counts_line,
+    ordered,
+    plural,
+    split_key,
+    time_comparison,
+    unjudged_line,
+    verdict_counts,
+)
+from pytest_gpuperf.report.rows import headline as result_headline
 from pytest_gpuperf.report.text import html_text, md_code, md_text
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 from pytest_gpuperf.report.why import (
@@ -78,7 +97,7 @@ def _rows(result: MeasurementResult) -> Iterable[str]:
     test = [_test(m.test_id), md_text(m.name)]
     if not result.comparisons:  # nothing to compare with: still show its time
         yield _row([*test, "time.p50", "-", format_time(m.stats.median_ns), "-", "", _verdict(result.verdict)])
-    for c in result.comparisons:
+    for c in _shown(result):
         base, head = (md_text(format_value(v, c.unit)) for v in (c.baseline, c.current))
         change = format_change(c.change)
         yield _row([*test, md_text(c.metric), base, head, change, md_text(c.evidence), _verdict(c.verdict)])
@@ -87,7 +106,29 @@ def _rows(result: MeasurementResult) -> Iterable[str]:
 def _table(session: SessionResults) -> list[str]:
     header = ["test", "measurement", "metric", "base", "head", "change", "evidence", "verdict"]
     rows = [row for result in ordered(session.results) for row in _rows(result)]
-    return [_row(header), "|---|---|---|---:|---:|---:|---|---|", *rows]
+    left = sum(len(r.comparisons) - len(_shown(r)) for r in session.results)
+    more = ["", f"{plural(left, 'unchanged memory or metric comparison')}: in the HTML report and the results JSON."]
+    return [_row(header), "|---|---|---|---:|---:|---:|---|---|", *rows, *(more if left else [])]
+
+
+def _shown(result: MeasurementResult) -> list[Comparison]:
+    """A measurement's rows: its time, and its other comparisons that decided something (``Headline.others``)."""
+    h = result_headline(result)
+    timing = time_comparison(result)
+    return [c for c in result.comparisons if c is timing or any(c is other for other in h.others)]
+
+
+def _notes(session: SessionResults) -> list[str]:
+    """A bullet a kind of note (``notes.note_groups``): how many measurements, the first, the first one's note."""
+    groups = note_groups(session, math.inf)  # the comparisons' own thresholds: the session's is not in the results
+    lines = []
+    for group in groups:
+        who = md_code(group.keys[0]) + (f" and {len(group.keys) - 1} more" if len(group.keys) > 1 else "")
+        label = f"**{md_text(group.label)}**: " if group.label and len(group.keys) > 1 else ""
+        lines.append(f"- {label}{who}: {md_text(group.text)}")
+    if any(len(group.keys) > 1 for group in groups):
+        lines.append("- every measurement's notes: the HTML report and the results JSON")
+    return lines
 
 
 def software(env: Environment) -> list[tuple[str, str]]:
@@ -252,9 +293,8 @@ def render_comment(session: SessionResults, folder: Path | None = None) -> str:
         "",
     ]
     lines += _table(session) if session.results else ["No measurements were taken."]
-    noted = [c for r in ordered(session.results) for c in r.comparisons if c.note]
-    if noted:
-        lines += ["", *[f"- {md_code(c.key)} {md_text(c.metric)}: {md_text(c.note)}" for c in noted]]
+    if notes := _notes(session):
+        lines += ["", *notes]
     lines.append("")
     lines += why_sections(session, folder=folder)
     lines += _details("Environment", _environment(session.environment))
