@@ -10,9 +10,9 @@ The kinds (``note_groups``):
   or, without one, of its exact text.
 
 A kind's line names how many measurements it concerns, the first of them, and the first one's note;
-the terminal keeps a line to ``LINE_LIMIT`` characters, shortening the note in its middle (``cut``) and naming
-no measurement of a group where the note would get too little room. Every note in full is in
-``--gpuperf-explain`` and the reports (``FULL_NOTES``).
+the terminal keeps a line to ``LINE_LIMIT`` characters, shortening the note between its start and its
+end (``cut``) and naming no measurement of a group where the note would get too little room. Every
+note in full is in ``--gpuperf-explain`` and the reports (``FULL_NOTES``).
 """
 
 from __future__ import annotations
@@ -67,15 +67,37 @@ _GAP = " … "
 
 
 def cut(text: str, limit: int = LINE_LIMIT) -> str:
-    """``text`` in at most ``limit`` characters: where it is longer, its start and its end, cut at words, with an
-    ellipsis between. A note says what was found first and what to do last; the evidence between is what gives way."""
+    """``text`` in at most ``limit`` characters, with an ellipsis where words give way.
+
+    A note says what was found first and what to do last, in clauses joined by "; " (one a rule):
+    a longer one keeps its leading clauses that fit and its last one (the evidence between gives
+    way, at words), else its start and end. Every note in full: ``FULL_NOTES``."""
     if len(text) <= limit:
         return text
+    *leading, last = text.split("; ")
     room = limit - len(_GAP)
-    head, tail = text[: room - room // 2], text[len(text) - room // 2 :]
-    head = head[: head.rfind(" ")] if " " in head else head
-    tail = tail[tail.find(" ") + 1 :] if " " in tail else tail
-    return f"{head.rstrip(' ,;:(')}{_GAP}{tail}"
+    if leading and len(last) <= room // 2:
+        head = leading[0]
+        for clause in leading[1:]:
+            if len(head) + 2 + len(clause) > room - len(last):
+                break
+            head += "; " + clause
+        return f"{_head(head, room - len(last))}{_GAP}{last}"
+    return f"{_head(text, room - room // 3)}{_GAP}{_tail(text, room // 3)}"
+
+
+def _head(text: str, room: int) -> str:
+    """The start of ``text`` in at most ``room`` characters, ending at a word."""
+    if len(text) <= room:
+        return text
+    head = text[:room]
+    return (head[: head.rfind(" ")] if " " in head else head).rstrip(" ,;:(")
+
+
+def _tail(text: str, room: int) -> str:
+    """The end of ``text`` in at most ``room`` characters, starting at a word."""
+    tail = text[len(text) - room :]
+    return tail[tail.find(" ") + 1 :] if " " in tail else tail
 
 
 def wrapped(text: str, prefix: str = "gpuperf: ") -> list[str]:
