@@ -1,4 +1,4 @@
-"""Synthetic noisy neighbours for the detection benchmark: busy for seconds, then idle.
+"""Synthetic noisy neighbours for the benchmarks: busy for seconds, then idle; or CPU hogs, busy throughout.
 
 A shared 2-core runner has noisy phases in which processes a few seconds apart
 run up to 1.7x apart, and they come and go on their own: a run cannot choose
@@ -13,7 +13,14 @@ them on a 2-core machine make anything from no load to both cores busy. The
 phases come from a seeded generator, so a run's load is reproducible in kind,
 not in timing against the sessions.
 
-    python benchmarks/background_load.py --seed 1     # one process, until killed
+The second kind, ``hog``, is a process that spins a full core the whole time (``while True:
+pass``): no idle phases and no memory traffic, the steady CPU contention of a runner whose
+other jobs never pause (a compile, a data loader). N hogs on a 2-core machine keep N cores'
+worth of work queued beside the measured process; the scheduler sees all of it as run-queue
+wait. ``BackgroundLoad(n, kind="hog")`` starts them, as the other scripts' ``--hogs N`` do.
+
+    python benchmarks/background_load.py --seed 1     # one intermittent process, until killed
+    python benchmarks/background_load.py --kind hog   # one hog, until killed
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+KINDS = ("intermittent", "hog")
 BUSY_S = (0.5, 3.0)
 IDLE_S = (1.0, 6.0)
 ARRAY_BYTES = 64 << 20
@@ -44,23 +52,39 @@ def run_forever(seed: int) -> None:
             data, scratch = scratch, data
 
 
-def describe(processes: int) -> dict[str, object]:
+def spin_forever() -> None:
+    """A full core, forever: the hog (pure Python, so it starts in milliseconds and touches no memory)."""
+    while True:
+        pass
+
+
+def describe(processes: int, kind: str = "intermittent") -> dict[str, object]:
     """What a results file records about the load (nothing when there was none)."""
-    return {"processes": processes, "busy_s": list(BUSY_S), "idle_s": list(IDLE_S), "array_bytes": ARRAY_BYTES}
+    if kind == "hog":
+        return {"processes": processes, "kind": kind}
+    return {"processes": processes, "kind": kind, "busy_s": list(BUSY_S), "idle_s": list(IDLE_S),
+            "array_bytes": ARRAY_BYTES}  # fmt: skip
 
 
 class BackgroundLoad:
-    """``processes`` load processes for the length of a ``with`` block (none when 0)."""
+    """``processes`` load processes of ``kind`` (:data:`KINDS`) for the length of a ``with`` block (none when 0)."""
 
-    def __init__(self, processes: int, seed: int = 0) -> None:
+    def __init__(self, processes: int, seed: int = 0, kind: str = "intermittent") -> None:
+        if kind not in KINDS:
+            raise ValueError(f"unknown kind of background load {kind!r}: one of {', '.join(KINDS)}")
         self.processes = processes
         self.seed = seed
+        self.kind = kind
         self._procs: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def pids(self) -> list[int]:
+        return [proc.pid for proc in self._procs]
 
     def __enter__(self) -> BackgroundLoad:
         for i in range(self.processes):
             seed = str(self.seed * 1000 + i)
-            self._procs.append(subprocess.Popen([sys.executable, __file__, "--seed", seed]))
+            self._procs.append(subprocess.Popen([sys.executable, __file__, "--seed", seed, "--kind", self.kind]))
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -78,8 +102,11 @@ class BackgroundLoad:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--kind", choices=KINDS, default="intermittent", help="busy-then-idle, or a core throughout")
     args = parser.parse_args(argv)
-    run_forever(args.seed)  # until terminated (BackgroundLoad.__exit__)
+    if args.kind == "hog":  # until terminated (BackgroundLoad.__exit__)
+        spin_forever()
+    run_forever(args.seed)
     return 0
 
 

@@ -294,6 +294,8 @@ def _load(value: object) -> str:
 def _load_line(load: object) -> list[str]:
     if not isinstance(load, dict) or not load.get("processes"):
         return []
+    if load.get("kind") == "hog":
+        return [f"CPU hogs: {load['processes']} process(es) spinning a full core throughout"]
     return [
         f"Synthetic background load: {load['processes']} process(es), each busy {load['busy_s']} s "
         f"then idle {load['idle_s']} s (uniform), streaming a {int(load['array_bytes']) >> 20} MiB array"
@@ -349,6 +351,7 @@ def table(sessions: Sequence[Session], info: dict[str, object]) -> str:
         f"torch {info['torch']}; load average (1/5/15 min) at start {_load(info.get('loadavg_start'))}, "
         f"at end {_load(info.get('loadavg_end'))}",
         *_load_line(info.get("background_load")),
+        *_load_line(info.get("hogs")),
         "",
         "| tool | trials | "
         + " | ".join("false alarms (0%)" if level == 0 else f"caught {level}%" for level in LEVELS)
@@ -412,6 +415,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="run N synthetic noisy-neighbour processes throughout (background_load.py)",
     )
     parser.add_argument(
+        "--hogs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run N processes spinning a full core throughout (background_load.py, kind hog): busy all session",
+    )
+    parser.add_argument(
         "--results-dir",
         type=Path,
         default=None,
@@ -436,6 +446,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     info = machine()
     if args.background_load:
         info["background_load"] = describe(args.background_load)
+    if args.hogs:
+        info["hogs"] = describe(args.hogs, kind="hog")
     work = Path(tempfile.mkdtemp(prefix="gpuperf-detection-"))
     log = work / "sessions.log"
     plain, repo = work / "plain", work / "repo"
@@ -447,7 +459,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                "pytest-benchmark": (trial_pytest_benchmark, plain)}  # fmt: skip
     sessions: list[Session] = []
     try:
-        with BackgroundLoad(args.background_load):
+        with BackgroundLoad(args.background_load), BackgroundLoad(args.hogs, kind="hog"):
             for trial in range(args.trials):
                 for tool in tools:  # interleaved so slow drift in machine load hits every tool alike
                     fn, root = runners[tool]

@@ -4,6 +4,7 @@
     python benchmarks/gpu_checks.py compare_ref --out DIR   # compare-ref on CUDA: unchanged passes, +5% caught
     python benchmarks/gpu_checks.py benchmark --out DIR     # the `benchmark` fixture, one function syncing itself
     python benchmarks/gpu_checks.py history --out DIR       # a run recorded into SQLite; its stored environment
+    python benchmarks/gpu_checks.py device_state --out DIR  # clocks and power per sample, energy per call vs NVML
     python benchmarks/gpu_checks.py fidelity --json F --out DIR  # gpu_fidelity.py's JSON: large kernels within 1.5%
 
 Each prints its figure as the last line (``figure: ...``), leaves its pytest log and results in
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -27,6 +29,12 @@ from pathlib import Path
 # between back-to-back kernels (which CUPTI leaves out and events include) is under 0.6% of it.
 LARGE_KERNEL_MS = 0.5
 LARGE_TOLERANCE = 0.015
+
+# Device state: what NVML may plausibly read beside a sample, and how close the energy per call must come to
+# NVML's own counter read around a loop of the same calls (issue 54).
+PLAUSIBLE_SM_MHZ = (100.0, 4000.0)
+PLAUSIBLE_TEMPERATURE_C = (0.0, 120.0)
+ENERGY_TOLERANCE = 0.10
 
 # Errors a CUDA context in a forked worker would show (torch's own messages).
 FORK_ERRORS = ("Cannot re-initialize CUDA in forked subprocess", "CUDA error", "CUDA driver error")
@@ -75,11 +83,64 @@ def test_synced(benchmark):
 """
 
 
-def pytest_run(root: Path, out: Path, name: str, *args: str, timeout: float) -> tuple[int, str]:
-    """``python -m pytest ARGS`` in ``root``; its output is saved as ``out/NAME.log``."""
+DEVICE_STATE = """
+import json, os, time
+
+import torch
+
+DEVICE = "{device}"
+DTYPE = torch.bfloat16 if DEVICE.startswith("cuda") else torch.float32
+A = torch.randn({n}, {n}, device=DEVICE, dtype=DTYPE) / {n} ** 0.5
+SYNC = torch.cuda.synchronize if DEVICE.startswith("cuda") else (lambda: None)
+
+
+def product():
+    return A @ A
+
+
+def counter():
+    # NVML's total-energy counter of this GPU in mJ, read as the plugin reads it; None without one
+    if not DEVICE.startswith("cuda"):
+        return None
+    from pytest_gpuperf.gpu.nvml import NvmlQueryError, PynvmlBackend
+
+    api = PynvmlBackend()
+    try:
+        api.init()
+        return api.total_energy_mj(api.device_handle(torch.device(DEVICE).index or 0))
+    except NvmlQueryError:
+        return None
+
+
+def test_energy(gpu_bench):
+    before = counter()
+    m = gpu_bench.measure(product, energy=True)
+    after = counter()
+    # the reference: the counter read around a loop of the same call, the device busy throughout
+    SYNC()
+    start, t0, calls = counter(), time.perf_counter(), 0
+    while time.perf_counter() - t0 < {seconds}:
+        for _ in range(10):
+            product()
+        calls += 10
+        SYNC()
+    end, seconds = counter(), time.perf_counter() - t0
+    both = lambda a, b: None if a is None or b is None else b - a
+    reference = {{"loop_calls": calls, "loop_s": seconds, "loop_mj": both(start, end),
+                  "measurement_mj": both(before, after), "measurement_calls": m.warmup_calls + m.total_calls}}
+    with open(os.environ["GPUPERF_ENERGY_REFERENCE"], "w") as out:
+        json.dump(reference, out)
+"""
+
+
+def pytest_run(
+    root: Path, out: Path, name: str, *args: str, timeout: float, env: dict[str, str] | None = None
+) -> tuple[int, str]:
+    """``python -m pytest ARGS`` in ``root``, ``env`` added to the environment; its output saved as ``out/NAME.log``."""
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE", *args]
     try:
-        done = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout, check=False)
+        done = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout, check=False,
+                              env={**os.environ, **(env or {})})  # fmt: skip
         rc, log = done.returncode, done.stdout + done.stderr
     except subprocess.TimeoutExpired as stopped:  # keep what it printed: the log says how far it got
         rc, log = 124, f"{_text(stopped.stdout)}{_text(stopped.stderr)}\nstopped at its limit of {timeout:.0f}s"
@@ -182,6 +243,78 @@ def history(args: argparse.Namespace, work: Path) -> tuple[bool, str]:
     return ok, f"history: run {run_id[:12]} with {values} values in {device_class}; stored {shown}"
 
 
+def device_state(args: argparse.Namespace, work: Path) -> tuple[bool, str]:
+    """A large matmul measured with ``energy=True``: clock, power and temperature beside every sample and plausible,
+    the energy per call within 10% of NVML's counter read around a loop of the same call, both kept in the history
+    and drawn in the HTML report. On the CPU: nothing read, and the energy said not measured."""
+    (work / "test_energy.py").write_text(DEVICE_STATE.format(device=args.device, n=args.n or 8192,
+                                                             seconds=args.reference_s))  # fmt: skip
+    results, page, store = args.out / "device_state.json", args.out / "device_state.html", args.out / "device.sqlite"
+    reference_file = args.out / "energy_reference.json"
+    store.unlink(missing_ok=True)
+    rc, log = pytest_run(work, args.out, "device_state_pytest", "--gpuperf", f"--gpuperf-device={args.device}",
+                         f"--gpuperf-max-time={args.max_time}", f"--gpuperf-json={results}", f"--gpuperf-html={page}",
+                         f"--gpuperf-history=sqlite:///{store}", timeout=args.timeout,
+                         env={"GPUPERF_ENERGY_REFERENCE": str(reference_file)})  # fmt: skip
+    if rc != 0 or not results.exists() or not reference_file.exists():
+        return False, f"device state run failed (pytest exit {rc}): {log.strip().splitlines()[-1:]}"
+    (result,) = json.loads(results.read_text())["results"]
+    m = result["measurement"]
+    with sqlite3.connect(store) as db:
+        stored = {row[0] for row in db.execute("SELECT statistic FROM gpuperf_values")}
+    drawn = '<figure class="device">' in page.read_text()
+    energy = next((x for x in m["metrics"] if x["name"] == "energy"), None)
+    state = m["device_state"]
+    if not args.device.startswith("cuda"):
+        said = any(n["text"].startswith("energy requested but not measured") for n in m["notes"])
+        return state is None and energy is None and said, f"device state on cpu: none read, energy not measured " \
+            f"({'said so' if said else 'NOT said'})"  # fmt: skip
+    if state is None:
+        return False, f"device state on {args.device}: none recorded; notes: {[n['text'] for n in m['notes']]}"
+    return _judge_device_state(m, state, energy, json.loads(reference_file.read_text()), stored, drawn)
+
+
+def _span(values: list[float]) -> str:
+    return f"{min(values):.0f}-{max(values):.0f}" if values else "not read"
+
+
+def _judge_device_state(m: dict, state: dict, energy: dict | None, reference: dict, stored: set[str],
+                        drawn: bool) -> tuple[bool, str]:  # fmt: skip
+    """Whether what NVML read beside the samples is complete and plausible, and the energy per call matches the
+    counter's reference; the figure line says what was read."""
+    from pytest_gpuperf.gpu.nvml import decode_reasons
+
+    n = len(m["samples_ns"])
+    sm, power, temperature = state["sm_clock_mhz"], state["power_w"], state["temperature_c"]
+    complete = all(len(v) == n for v in (sm, power, temperature, state["reasons"]))
+    low, high = PLAUSIBLE_TEMPERATURE_C
+    plausible = (all(PLAUSIBLE_SM_MHZ[0] <= v <= PLAUSIBLE_SM_MHZ[1] for v in sm) and all(v > 0 for v in power)
+                 and all(low <= v <= high for v in temperature))  # fmt: skip
+    seen = 0
+    for r in state["reasons"]:
+        seen |= r
+    facts = (f"{n} samples, {state['readings']} NVML readings at {state['reading_ns'] / 1e3:.0f} us each; SM clock "
+             f"{_span(sm)} MHz (median {state['summary']['sm_clock_mhz']}), power {_span(power)} W, temperature "
+             f"{_span(temperature)} C; reasons seen: {', '.join(decode_reasons(seen)) or 'none'}")  # fmt: skip
+    per_call_j = (reference["loop_mj"] / 1e3 / reference["loop_calls"]) if reference["loop_mj"] else None
+    whole_j = (reference["measurement_mj"] / 1e3 / reference["measurement_calls"]) if reference["measurement_mj"] \
+        else None  # fmt: skip
+    kept = {"device.sm_clock", "device.power", "metric.energy"} <= stored
+    if energy is None or per_call_j is None:
+        counter = "read" if per_call_j is not None else "not readable"
+        return False, (f"{facts}; energy per call {'not measured' if energy is None else 'measured'}, NVML counter "
+                       f"{counter}; history {'kept' if kept else 'NOT kept'} it")  # fmt: skip
+    off = energy["value"] / per_call_j - 1
+    power_j = sum(p * t / 1e9 for p, t in zip(power, m["samples_ns"], strict=True)) / n if power else None
+    figure = (f"{facts}; energy per call {energy['value']:.4g} J ({state['energy_source']}) vs {per_call_j:.4g} J by "
+              f"the counter around {reference['loop_calls']} calls ({off:+.1%}, "
+              f"{'within' if abs(off) <= ENERGY_TOLERANCE else 'OUTSIDE'} {ENERGY_TOLERANCE:.0%}); power readings x "
+              f"time {power_j:.4g} J; counter around the whole measurement {whole_j or float('nan'):.4g} J per call "
+              f"(warm-up and the gaps between rounds included); history {'kept' if kept else 'NOT kept'} it, "
+              f"HTML {'drew' if drawn else 'did NOT draw'} it")  # fmt: skip
+    return complete and plausible and abs(off) <= ENERGY_TOLERANCE and kept and drawn, figure
+
+
 def machine(args: argparse.Namespace, work: Path) -> tuple[bool, str]:
     """The versions and the NVML probe as the plugin records them (machine.json); ok when NVML answered."""
     import torch
@@ -231,6 +364,7 @@ CHECKS = {
     "compare_ref": compare_ref,
     "benchmark": benchmark,
     "history": history,
+    "device_state": device_state,
     "fidelity": fidelity,
 }
 
@@ -242,8 +376,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cuda", help='"cuda", "cuda:N" or "cpu" (a smoke run)')
     p.add_argument("--n", type=int, default=None,
                    help="matrix size (default: compare_ref 2048, a chain of 20 such matmuls is about 0.5 ms on an "
-                        "H100; benchmark and history 8192, one matmul of about 1.5 ms, so a synchronize's "
-                        "wake-up is a small part of it)")  # fmt: skip
+                        "H100; benchmark, history and device_state 8192, one matmul of about 1.5 ms, so a "
+                        "synchronize's wake-up is a small part of it)")  # fmt: skip
     p.add_argument("--base-reps", type=int, default=20, help="compare_ref: matmuls per call in the base")
     p.add_argument("--head-reps", type=int, default=21, help="compare_ref: in the head's slowed test (21: +5%%)")
     p.add_argument("--threshold", type=float, default=0.03, help="compare_ref: --gpuperf-threshold")
@@ -251,6 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--min-ratio", type=float, default=0.97, help="benchmark: synced / plain at least this")
     p.add_argument("--max-ratio", type=float, default=1.5, help="benchmark: synced / plain at most this")
     p.add_argument("--json", type=Path, default=None, help="fidelity: gpu_fidelity.py's --json file")
+    p.add_argument("--reference-s", type=float, default=1.5,
+                   help="device_state: seconds of the loop NVML's energy counter is read around")  # fmt: skip
     p.add_argument("--timeout", type=float, default=600, help="the pytest run's own limit, seconds")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -7,16 +7,20 @@
 #                             caught and confirmed, no CUDA error from a fork (benchmarks/gpu_checks.py)
 #   benchmark_fixture    35s  the `benchmark` fixture on CUDA, one function calling torch.cuda.synchronize()
 #   history              25s  a run recorded with --gpuperf-history into SQLite; the stored GPU environment
-#   why_cuda             60s  benchmarks/why_quality.py --cases cuda: planted cuBLAS-path, extra-launch, Triton
+#   device_state         25s  a bf16 8192^3 matmul with --gpuperf-energy: SM clock, power, temperature and
+#                             clock-event reasons beside every sample and plausible, energy per call within 10%
+#                             of NVML's counter read around a loop of the same call, kept in the history and
+#                             drawn in the HTML report (gpu_checks.py device_state)
+#   why_cuda             55s  benchmarks/why_quality.py --cases cuda: planted cuBLAS-path, extra-launch, Triton
 #                             and host-only regressions named right, device and host time apart
-#   fidelity             55s  benchmarks/gpu_fidelity.py --max-time 1.5: runner vs CUPTI kernel times, large
+#   fidelity             50s  benchmarks/gpu_fidelity.py --max-time 1.5: runner vs CUPTI kernel times, large
 #                             kernels (>= 0.5 ms) within 1.5%, the others stated (gpu_checks.py fidelity)
-#   examples_record      80s  examples/ recorded as this GPU's baselines (--gpuperf-max-time=1 in all three)
-#   examples_rerun       45s  rerun unchanged: no false alarm
+#   examples_record      75s  examples/ recorded as this GPU's baselines (--gpuperf-max-time=1 in all three)
+#   examples_rerun       40s  rerun unchanged: no false alarm
 #   examples_planted     40s  planted AMP, checkpointing and kernel regressions: each caught
 #   full_suite     optional  the CPU suite with CUDA visible, only in what is left (at least 60s); cut at
 #                             its limit it says "partial", not FAILED (FULL_SUITE=0 leaves it out)
-# The limits add up to 520s inside BUDGET (default 540s, about 9 minutes), which leaves a 10-minute
+# The limits add up to 525s inside BUDGET (default 540s, about 9 minutes), which leaves a 10-minute
 # command room for the wheels' install and the archive; a step that ends early leaves its time to
 # the later ones, and a step is cut to what is left of the budget. A failing step does not stop
 # the later ones. Each step ends with one line: its name, ok or FAILED, and its figure (the log's
@@ -131,15 +135,16 @@ step cuda_tests 95 "$PY" -m pytest tests/cuda -v -rs -p no:cacheprovider --confc
 gpu_step compare_ref 70 "${CHECKS[@]}" compare_ref --timeout 65
 gpu_step benchmark_fixture 35 "${CHECKS[@]}" benchmark --timeout 30
 gpu_step history 25 "${CHECKS[@]}" history --timeout 20
-step why_cuda 60 "$PY" benchmarks/why_quality.py --cases cuda --cuda-trials 2 --json "$RUN/why_cuda.json"
-gpu_step fidelity 55 bash -c "$PY benchmarks/gpu_fidelity.py --max-time 1.5 --json $RUN/fidelity.json && \
+gpu_step device_state 25 "${CHECKS[@]}" device_state --timeout 22
+step why_cuda 55 "$PY" benchmarks/why_quality.py --cases cuda --cuda-trials 2 --json "$RUN/why_cuda.json"
+gpu_step fidelity 50 bash -c "$PY benchmarks/gpu_fidelity.py --max-time 1.5 --json $RUN/fidelity.json && \
     $PY benchmarks/gpu_checks.py fidelity --json $RUN/fidelity.json --out $RUN"
 if [ "${EXAMPLES:-1}" = 1 ]; then
 # --gpuperf-max-time=1 (default 2): the examples' 18 measurements and a torch.compile fit their limits
-gpu_step examples_record 80 "$PY" -m pytest examples --gpuperf --gpuperf-update-baseline -p no:cacheprovider -q \
+gpu_step examples_record 75 "$PY" -m pytest examples --gpuperf --gpuperf-update-baseline -p no:cacheprovider -q \
     --gpuperf-max-time=1 \
     --gpuperf-json="$RUN/examples_record.json"
-gpu_step examples_rerun 45 "$PY" -m pytest examples --gpuperf -p no:cacheprovider -q -rs --gpuperf-max-time=1 \
+gpu_step examples_rerun 40 "$PY" -m pytest examples --gpuperf -p no:cacheprovider -q -rs --gpuperf-max-time=1 \
     --gpuperf-json="$RUN/examples_rerun.json" --gpuperf-markdown="$RUN/examples_rerun.md"
 [ "$CUDA" = 1 ] && tar czf "$RUN/baselines.tgz" baselines
 # Planted regressions against the baselines just recorded: each must fail its test (exit 1).

@@ -55,6 +55,17 @@ class BusyPolicy(str, Enum):
         return self.value
 
 
+class BaseTests(str, Enum):
+    """Which version of the perf tests compare-ref's base runs (``--gpuperf-base-tests``; docs/configuration.md)."""
+
+    AUTO = "auto"  # the base's own test file where it defines every selected test of it, else the head's
+    HEAD = "head"  # the head's test files, conftest files and pytest configuration for every test
+    BASE = "base"  # the base's own test files: a test the base lacks is new
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class MeasureSettings:
     """How long and how precisely to measure; the runner's knobs."""
@@ -67,6 +78,7 @@ class MeasureSettings:
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
     l2_flush: bool = False
     cuda_graph: bool = False
+    energy: bool = False  # the device's energy per call as a gated metric (gpu/device_state.py; CUDA with NVML)
     rounds: int | None = None  # a fixed number of samples (benchmark.pedantic); None: the stopping rule decides
 
     def __post_init__(self) -> None:
@@ -182,6 +194,8 @@ class GpuperfConfig:
     profile_diff: bool = True  # --gpuperf-no-profile-diff / gpuperf_profile_diff = false turn it off
     busy_policy: BusyPolicy = BusyPolicy.RETAKE
     worker_start_timeout_s: float = DEFAULT_WORKER_START_TIMEOUT_S  # compare-ref's wait for the worker at REF
+    base_tests: BaseTests = BaseTests.AUTO  # compare-ref: which version of the tests the base runs
+    inifile: Path | None = None  # the session's pytest configuration file (compare-ref's base may run it)
 
     def __post_init__(self) -> None:
         if DEVICE_SPEC.fullmatch(self.device.strip().lower()) is None:
@@ -202,6 +216,11 @@ class GpuperfConfig:
         except ValueError:
             choices = ", ".join(p.value for p in BusyPolicy)
             raise ConfigError(f"--gpuperf-busy-policy must be one of {choices}, got {self.busy_policy!r}") from None
+        try:
+            object.__setattr__(self, "base_tests", BaseTests(self.base_tests))
+        except ValueError:
+            choices = ", ".join(p.value for p in BaseTests)
+            raise ConfigError(f"--gpuperf-base-tests must be one of {choices}, got {self.base_tests!r}") from None
         if self.remeasures < 0:
             raise ConfigError(f"--gpuperf-remeasure must be >= 0, got {self.remeasures}")
         if self.confirm_pairs < 0 or self.confirm_pairs in (1, 2):
@@ -269,6 +288,7 @@ class MarkerOptions:
     time_limit: float | None = None
     l2_flush: bool | None = None
     cuda_graph: bool | None = None
+    energy: bool | None = None
     calibrate: bool | None = None  # retired: accepted for the tests that set it, and ignored
     remeasure: int | None = None
 
@@ -329,6 +349,7 @@ _MARKER_CHECKS: dict[str, Any] = {
     "time_limit": lambda v: seconds_problem(v, positive=True),
     "l2_flush": _flag,
     "cuda_graph": _flag,
+    "energy": _flag,
     "calibrate": _flag,
     "remeasure": _count,
 }
@@ -360,6 +381,7 @@ def resolve(
             time_limit_s=_pick(m.time_limit, base.time_limit_s),
             l2_flush=_pick(m.l2_flush, base.l2_flush),
             cuda_graph=_pick(m.cuda_graph, base.cuda_graph),
+            energy=_pick(m.energy, base.energy),
         )
         threshold = _pick(m.threshold, config.threshold)
         if threshold is None:
@@ -391,9 +413,12 @@ def with_fixed_rounds(settings: Settings, rounds: int) -> Settings:
     return dataclasses.replace(settings, measure=dataclasses.replace(settings.measure, rounds=rounds))
 
 
-def with_call_options(settings: Settings, *, l2_flush: bool | None, cuda_graph: bool | None) -> Settings:
+def with_call_options(
+    settings: Settings, *, l2_flush: bool | None, cuda_graph: bool | None, energy: bool | None = None
+) -> Settings:
     """``settings`` with a single ``gpu_bench.measure(...)`` call's own switches applied."""
-    changes = {name: value for name, value in (("l2_flush", l2_flush), ("cuda_graph", cuda_graph)) if value is not None}
+    given = (("l2_flush", l2_flush), ("cuda_graph", cuda_graph), ("energy", energy))
+    changes = {name: value for name, value in given if value is not None}
     if not changes:
         return settings
     return dataclasses.replace(settings, measure=dataclasses.replace(settings.measure, **changes))

@@ -97,11 +97,20 @@ class HistoryError(GpuperfError):
 
 
 class StoreError(GpuperfError):
-    """The performance history's store cannot be opened, migrated, read or written; ``url`` hides any password."""
+    """The performance history's store cannot be opened, migrated, read or written; ``url`` hides any password.
 
-    def __init__(self, url: str, message: str) -> None:
+    ``setting`` names where the address came from (``--history``, ``GPUPERF_HISTORY``), where known.
+    """
+
+    def __init__(self, url: str, message: str, *, setting: str | None = None) -> None:
         self.url = url
-        super().__init__(f"history store {url}: {message}")
+        self.setting = setting
+        prefix = f"{setting}: " if setting else ""
+        super().__init__(f"{prefix}history store {url}: {message}")
+
+
+class StoreAddressError(StoreError):
+    """A store address that is not one, or that cannot be read one way only: a usage error naming ``setting``."""
 
 
 class RunError(GpuperfError, ValueError):

@@ -8,12 +8,19 @@ under its lock; a report has no lock, so nothing can tell a dead writer's from a
 live one's). A symbolic link is written through. A device or FIFO is written into,
 as a shell redirection would, from content made whole first; a FIFO without a
 reader is an error, not a wait. A folder or socket at the path is a WriteError.
+
+The JSON files it reads back (results, baselines) are parsed by :func:`loads_json`: a
+number no float holds (NaN, Infinity, ``1e999``, an integer of thousands of digits, which
+Python's ``int`` refuses with a bare ValueError past 4,300) becomes a :class:`NotANumber`
+that :func:`first_not_a_number` finds with its JSON path, so each reader's error can name it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import json
+import math
 import os
 import re
 import secrets
@@ -21,18 +28,36 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from pytest_gpuperf.errors import WriteError
 
-__all__ = ["Content", "export_atomic", "is_temp_file", "temp_files_of", "write_atomic", "write_gitignore"]
+__all__ = [
+    "MAX_JSON_BYTES",
+    "Content",
+    "NotANumber",
+    "export_atomic",
+    "first_not_a_number",
+    "is_temp_file",
+    "loads_json",
+    "read_limited",
+    "temp_files_of",
+    "write_atomic",
+    "write_gitignore",
+]
 
 Content = str | bytes | Callable[[BinaryIO], object]
 """Text (written as UTF-8), bytes, or a function that writes the content to a binary file."""
 
 _TEMP_NAME = re.compile(r"\.(?P<target>.+)\.[0-9a-f]{16}\.tmp")
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+MAX_INT_DIGITS = 300  # any int of up to 300 digits still converts to a finite float
+# The most a results or baseline file may hold: far above any session's or module's (thousands of
+# measurements make a few MiB), and a bound on what one read takes, so that /dev/zero or a stray
+# dump is refused at once, not read whole and then refused by its schema.
+MAX_JSON_BYTES = 64 * 1024 * 1024
 
 
 def is_temp_file(path: Path) -> bool:
@@ -155,3 +180,60 @@ def _fsync(path: Path, flags: int) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+@dataclass(frozen=True)
+class NotANumber:
+    """Stands in for a number no float holds while parsing, so the error can name its JSON path."""
+
+    problem: str  # "NaN is not a JSON number", "number 1e999 is out of range", ...
+    integer: bool = False  # an integer too long, rather than NaN, an infinity or an overflowing float
+
+
+def loads_json(text: str) -> object:
+    """``json.loads``, with every number no float holds as a :class:`NotANumber`.
+
+    json.JSONDecodeError and RecursionError (nested too deeply) pass through to the caller.
+    """
+    return json.loads(text, parse_float=_parse_float, parse_int=_parse_int, parse_constant=_reject_constant)
+
+
+def first_not_a_number(value: object, where: str = "$") -> tuple[str, NotANumber] | None:
+    """The JSON path and placeholder of the first :class:`NotANumber` in a parsed document (None: there is none)."""
+    if isinstance(value, NotANumber):
+        return where, value
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        inner = (f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}" if key.isidentifier()
+                 else f"{where}[{json.dumps(key)}]")  # fmt: skip
+        found = first_not_a_number(item, inner)
+        if found:
+            return found
+    return None
+
+
+def _reject_constant(name: str) -> NotANumber:
+    return NotANumber(f"{name} is not a JSON number")
+
+
+def _parse_float(text: str) -> float | NotANumber:
+    value = float(text)
+    if not math.isfinite(value):
+        return NotANumber(f"number {text[:40]} is out of range")
+    return value
+
+
+def _parse_int(text: str) -> int | NotANumber:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        return NotANumber(f"an integer of {digits} digits is out of range", integer=True)
+    return int(text)
+
+
+def read_limited(path: Path, limit: int = MAX_JSON_BYTES) -> bytes:
+    """The bytes of ``path``, reading no more than ``limit + 1``: a result longer than ``limit`` is too large.
+
+    OSError as ``open`` raises it; the caller names its file and says what too large means for it.
+    """
+    with path.open("rb") as f:
+        return f.read(limit + 1)

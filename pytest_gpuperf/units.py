@@ -8,8 +8,10 @@ import math
 
 _TIME_UNITS = (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0))
 _BYTE_UNITS = (("GiB", 1024.0**3), ("MiB", 1024.0**2), ("KiB", 1024.0), ("B", 1.0))
+_ENERGY_UNITS = (("J", 1.0), ("mJ", 1e-3), ("uJ", 1e-6), ("nJ", 1e-9))
 _TIME_UNIT_NAMES = {"ns", "nanoseconds"}
 _BYTE_UNIT_NAMES = {"b", "bytes", "byte"}
+_ENERGY_UNIT_NAMES = {"j", "joules"}
 
 
 def _digits(value: float) -> str:
@@ -21,8 +23,8 @@ def _digits(value: float) -> str:
 def _scaled(value: float, units: tuple[tuple[str, float], ...]) -> str:
     if not math.isfinite(value):
         return str(value)
-    # Round first so 999.96 us is shown as 1.000 ms, not 1000.0 us; the last unit has factor 1.
-    name, factor = next((n, f) for n, f in units if abs(value) >= f * 0.99995 or f == 1.0)
+    # Round first so 999.96 us is shown as 1.000 ms, not 1000.0 us; below the last unit, the last one.
+    name, factor = next((n, f) for n, f in units if abs(value) >= f * 0.99995 or (n, f) == units[-1])
     return f"{_digits(value / factor)} {name}"
 
 
@@ -39,8 +41,13 @@ def format_bytes(n: float) -> str:
     return _scaled(value, _BYTE_UNITS)
 
 
+def format_energy(joules: float) -> str:
+    """``0.0123`` -> ``'12.30 mJ'``: an energy in joules, the prefix picked from the magnitude."""
+    return _scaled(float(joules), _ENERGY_UNITS)
+
+
 def format_value(value: float | None, unit: str) -> str:
-    """A comparison's value in its own unit: times and bytes scaled, others as given."""
+    """A comparison's value in its own unit: times, bytes and energies (joules) scaled, others as given."""
     if value is None:
         return "-"
     key = unit.strip().lower()
@@ -48,6 +55,8 @@ def format_value(value: float | None, unit: str) -> str:
         return format_time(value)
     if key in _BYTE_UNIT_NAMES:
         return format_bytes(value)
+    if key in _ENERGY_UNIT_NAMES:
+        return format_energy(value)
     number = f"{value:.4g}"
     return f"{number} {unit}".rstrip() if unit else number
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +15,9 @@ class FakeNvml:
 
     ``unsupported`` names methods that raise NvmlQueryError (as NVML does for
     application clocks on consumer GPUs); ``init_error`` makes ``init`` fail
-    like a machine without the driver.
+    like a machine without the driver. The energy counter holds ``energy`` mJ; with
+    ``energy_clock`` (seconds) it also grows at ``power`` from the fake's creation on,
+    as a device drawing that power would.
     """
 
     gpu_name: str = "NVIDIA Fake GPU"
@@ -34,6 +37,9 @@ class FakeNvml:
         }
     )
     power_limit: int = 700_000
+    power: int = 300_000  # mW
+    energy: int = 0  # mJ
+    energy_clock: Callable[[], float] | None = None
     temperature: int = 40
     persistence: bool = True
     reasons: int = 0
@@ -41,6 +47,11 @@ class FakeNvml:
     init_error: str | None = None
     initialized: int = 0
     reason_reads: int = 0
+    power_reads: int = 0
+    _created: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        self._created = self.energy_clock() if self.energy_clock is not None else 0.0
 
     def _check(self, method: str) -> None:
         if method in self.unsupported:
@@ -95,3 +106,14 @@ class FakeNvml:
         self._check("clock_event_reasons")
         self.reason_reads += 1
         return self.reasons
+
+    def power_mw(self, handle: Any) -> int:
+        self._check("power_mw")
+        self.power_reads += 1
+        return self.power
+
+    def total_energy_mj(self, handle: Any) -> int:
+        self._check("total_energy_mj")
+        if self.energy_clock is None:
+            return self.energy
+        return self.energy + int(self.power * (self.energy_clock() - self._created))

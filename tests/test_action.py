@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -523,6 +524,34 @@ def test_from_artifacts_refuses_an_unreadable_artifact_and_posts_the_one_beside_
     assert f"pytest-gpuperf::{bad.name}: " in out and reason in out and "Traceback" not in out
 
 
+@pytest.mark.parametrize(
+    ("document", "reason"),
+    [
+        ('{"format": "pytest-gpuperf-results", "schema_version": 5, "results": [' + "1" * 5000 + "]}",
+         "at $.results[0]: an integer of 5000 digits is out of range"),
+        ('{"format": "pytest-gpuperf-results", "schema_version": 4, "results": 5}', "at $.results: 5 is not of type"),
+        ('{"format": "pytest-gpuperf-results", "schema_version": 1, "results": [{"comparisons": 5}]}',
+         "at $.results[0].comparisons: 5 is not of type"),
+    ],
+)  # fmt: skip
+def test_from_artifacts_refuses_results_no_version_holds_and_posts_the_one_beside_it(
+    github: FakeGitHub, tmp_path: Path, capsys: pytest.CaptureFixture[str], document: str, reason: str
+) -> None:
+    serve_comments(github)
+    github.reply("GET", f"/repos/{REPO}/pulls/7", "pull_request_7.json")
+    github.reply("POST", f"/repos/{REPO}/issues/7/comments", "comment_created.json")
+    folder = artifacts(tmp_path, "gate", 7)
+    bad = folder / "gpuperf-gate-a100-00000000"  # sorted first: refused before the good one is posted
+    shutil.copytree(folder / "gpuperf-gate-l4-1a2b3c4d", bad)
+    (bad / comment.RESULTS).write_text(document)
+    env = github.env(tmp_path, HEAD_SHA=HEAD_SHA, RUN_URL="https://github.com/x", RUN_CONCLUSION="success")
+    assert comment.main(["from-artifacts", str(folder)], env) == 1
+    assert github.requests()[-1][:2] == ("POST", f"/repos/{REPO}/issues/7/comments")  # the readable one
+    out = capsys.readouterr().out
+    assert f"pytest-gpuperf::{bad.name}: results file {bad / comment.RESULTS} {reason}" in out
+    assert "Traceback" not in out
+
+
 def test_from_artifacts_without_results_data_says_nothing_was_measured(github: FakeGitHub, tmp_path: Path) -> None:
     serve_comments(github)
     github.reply("GET", f"/repos/{REPO}/pulls/7", "pull_request_7.json")
@@ -945,3 +974,66 @@ def test_gate_that_selects_nothing_reports_nothing_measured(tmp_path: Path) -> N
     text = Path(env["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8")
     assert "Gate **failed** (pytest exit code 5: no tests were collected)" in text
     assert "No perf test measured in this run." in text
+
+
+# --- the comment workflow as it runs: its own install line in a clean venv ----------------------
+
+COMMENT_WORKFLOW = ROOT / ".github" / "workflows" / "gpuperf-comment.yml"
+
+
+def workflow_step_run(text: str, holding: str) -> str:
+    """The shell script of the workflow step whose ``run:`` holds ``holding``, as the runner gets it.
+
+    A literal block (``|``) keeps its lines; a folded one (``>-``) joins them with spaces.
+    """
+    for block in re.finditer(r"^(\s*)(?:- )?run: (?:([|>]-?)\n((?:\1\s+.*\n?)+)|(.+))", text, re.M):
+        lines = [line.strip() for line in block.group(3).splitlines()] if block.group(3) else [block.group(4)]
+        script = "\n".join(lines) if (block.group(2) or "|").startswith("|") else " ".join(lines)
+        if holding in script:
+            return script
+    raise AssertionError(f"no run block holds {holding!r}")
+
+
+def requirements(script: str) -> list[str]:
+    """The quoted requirements (``"name==version"``) a ``pip install`` line names."""
+    return re.findall(r'"([A-Za-z0-9_.\[\]-]+==[0-9.]+)"', script)
+
+
+def test_the_comment_workflow_posts_with_only_what_its_own_install_line_installs(
+    github: FakeGitHub, tmp_path: Path
+) -> None:
+    """The workflow's steps, read from its file and run as written: a sparse checkout, a fresh venv, from-artifacts."""
+    text = COMMENT_WORKFLOW.read_text()
+    sparse = re.search(r"sparse-checkout: \|\n((?:\s+\S+\n)+)", text)
+    assert sparse
+    checkout = tmp_path / "checkout"
+    for folder in sparse.group(1).split():  # only what the sparse checkout brings
+        shutil.copytree(ROOT / folder, checkout / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    runner_temp = tmp_path / "runner-temp"
+    runner_temp.mkdir()
+    artifacts(tmp_path, "gate", 7).rename(runner_temp / "gpuperf-artifacts")
+    install = workflow_step_run(text, "-m venv")
+    on_runner = {**os.environ, "RUNNER_TEMP": str(runner_temp)}
+    done = subprocess.run(["bash", "-e", "-c", install], cwd=checkout, env=on_runner, capture_output=True, text=True,
+                          timeout=600, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    serve_comments(github)
+    github.reply("GET", f"/repos/{REPO}/pulls/7", "pull_request_7.json")
+    github.reply("POST", f"/repos/{REPO}/issues/7/comments", "comment_created.json")
+    env = github.env(tmp_path, RUNNER_TEMP=str(runner_temp), HEAD_SHA=HEAD_SHA, RUN_URL="https://github.com/x",
+                     RUN_CONCLUSION="success")  # fmt: skip
+    post = workflow_step_run(text, "comment.py from-artifacts")
+    done = subprocess.run(["bash", "-e", "-c", post], cwd=checkout, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    method, path, sent = github.requests()[-1]
+    assert (method, path) == ("POST", f"/repos/{REPO}/issues/7/comments")
+    rebuilt = body.Outcome("gate", None, real_report(), "https://github.com/x", verdict=body.run_line("success"))
+    assert sent["body"] == body.comment_body(rebuilt)  # the report, rebuilt in the clean venv
+
+
+def test_the_docs_comment_workflow_installs_what_this_repositorys_does() -> None:
+    wanted = requirements(workflow_step_run(COMMENT_WORKFLOW.read_text(), "-m venv"))
+    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "docs" / "action.md").read_text(), re.S)
+    [documented] = [b for b in blocks if "comment.py from-artifacts" in b]
+    assert wanted and requirements(workflow_step_run(documented, "-m venv")) == wanted

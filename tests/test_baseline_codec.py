@@ -18,6 +18,8 @@ from pytest_gpuperf.baseline.record import entry_from_measurement, thin_evenly
 from pytest_gpuperf.errors import BaselineError, NonFiniteNumberError
 from pytest_gpuperf.model import (
     BaselineEntry,
+    DeviceState,
+    DeviceSummary,
     Environment,
     Measurement,
     Metric,
@@ -182,6 +184,20 @@ def test_entry_from_measurement_thins_samples_but_keeps_full_stats() -> None:
     assert len(entry.round_medians_ns) == 100
     assert entry.metrics == m.metrics and entry.calibration_ns == m.calibration_ns
     assert entry.noise == 0.0123456789 and entry.environment == ENV
+
+
+def test_an_entry_keeps_the_devices_state_as_its_medians_and_one_without_keeps_its_bytes() -> None:
+    from dataclasses import replace
+
+    summary = DeviceSummary(sm_clock_mhz=1755.0, mem_clock_mhz=2619.0, power_w=612.345678, temperature_c=None)
+    m = replace(make_measurement(n=8), device_state=DeviceState(sm_clock_mhz=(1755.0,) * 8, summary=summary))
+    entry = entry_from_measurement(m, ENV, Provenance(), noise=None, recorded_at=None)
+    assert entry.device_state == summary
+    data = entry_to_json(entry)
+    assert data["device_state"] == {"sm_clock_mhz": 1755.0, "mem_clock_mhz": 2619.0, "power_w": 612.346,
+                                    "temperature_c": None}  # fmt: skip
+    assert rounded(entry).device_state == DeviceSummary(1755.0, 2619.0, 612.346, None)
+    assert "device_state" not in entry_to_json(make_entry())  # a CPU's entry, or one written before it was kept
 
 
 def test_entry_from_measurement_limits() -> None:

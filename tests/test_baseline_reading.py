@@ -167,7 +167,9 @@ def test_the_stored_profile_makes_no_unprofiled_call_where_the_session_just_meas
     made: list[int] = []
     engine, _ = engine_with_fresh_readings(tmp_path, measurement(404e6))
     spec, settings = engine._specs[KEY]
-    engine._specs[KEY] = (dataclasses.replace(spec, fn=lambda: made.append(1)), settings)
+    one = torch.ones(1)
+    # a call that runs a torch operator: profiled by operator (a plain-Python one is by function, capture.py)
+    engine._specs[KEY] = (dataclasses.replace(spec, fn=lambda: (made.append(1), one + 1)), settings)
     here = measurement(400e6)  # the session's reading: 0.4 s a call
     kept = engine._baseline_reading(here, GateSettings(threshold=0.10))
     assert kept.op_profile is not None and kept.op_profile.profiled_calls == 2  # the calls that fit in 1 s

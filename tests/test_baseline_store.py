@@ -596,3 +596,86 @@ def test_update_where_the_folder_cannot_be_made_names_the_file(tmp_path: Path) -
     with pytest.raises(BaselineError, match="cannot update it") as info:
         store.update(CLASS, [entry()])
     assert info.value.path == store.file_for(CLASS, MODULE)
+
+
+# -- links and devices where a baseline file belongs; files too large to be one -------------------
+
+
+def test_a_dangling_link_where_a_baseline_file_belongs_is_refused_and_nothing_is_written_outside(
+    tmp_path: Path,
+) -> None:
+    store = BaselineStore(tmp_path / "baselines")
+    path = store.file_for(CLASS, MODULE)
+    path.parent.mkdir(parents=True)
+    outside = tmp_path / "outside" / "planted.json"
+    outside.parent.mkdir()
+    path.symlink_to(outside)  # as a clone checks out a committed link
+    with pytest.raises(BaselineError, match=r"is a symbolic link \(to '.*planted\.json'\)") as info:
+        store.update(CLASS, [entry()])
+    assert info.value.path == path
+    assert not outside.exists()
+    with pytest.raises(BaselineError, match="is a symbolic link"):
+        store.load(CLASS, node_id(entry()), "default")
+    assert [e.path for e in store.validate_tree()] == [path]
+
+
+def test_a_link_to_a_device_is_refused_not_read_as_no_baseline(tmp_path: Path) -> None:
+    store = BaselineStore(tmp_path / "baselines")
+    store.update(CLASS, [entry()])
+    path = store.file_for(CLASS, MODULE)
+    path.unlink()
+    path.symlink_to("/dev/zero")
+    with pytest.raises(BaselineError, match=r"is a symbolic link \(to '/dev/zero'\)"):
+        store.load(CLASS, node_id(entry()), "default")
+    with pytest.raises(BaselineError, match="is a symbolic link"):
+        store.load_other_classes(node_id(entry()), "default")
+
+
+def test_a_linked_device_class_folder_is_refused(tmp_path: Path) -> None:
+    elsewhere = BaselineStore(tmp_path / "elsewhere")
+    elsewhere.update(CLASS, [entry()])
+    store = BaselineStore(tmp_path / "baselines")
+    store.root.mkdir()
+    (store.root / CLASS).symlink_to(elsewhere.root / CLASS)
+    with pytest.raises(BaselineError, match="is a symbolic link") as info:
+        store.load(CLASS, node_id(entry()), "default")
+    assert info.value.path == store.root / CLASS
+    with pytest.raises(BaselineError, match="is a symbolic link"):
+        store.update(CLASS, [entry(median=2000.0)])
+    assert elsewhere.load(CLASS, node_id(entry()), "default") == stored(entry())  # untouched
+
+
+def test_a_fifo_where_a_baseline_file_belongs_is_refused_by_name(tmp_path: Path) -> None:
+    store = BaselineStore(tmp_path / "baselines")
+    path = store.file_for(CLASS, MODULE)
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    with pytest.raises(BaselineError, match="is a device or FIFO, not a baseline file"):
+        store.load(CLASS, node_id(entry()), "default")
+
+
+def test_a_baseline_file_larger_than_the_cap_is_refused_without_being_read_whole(tmp_path: Path) -> None:
+    from pytest_gpuperf.files import MAX_JSON_BYTES
+
+    store = BaselineStore(tmp_path / "baselines")
+    path = store.file_for(CLASS, MODULE)
+    path.parent.mkdir(parents=True)
+    with path.open("wb") as f:
+        f.truncate(MAX_JSON_BYTES + 1)  # sparse: costs no disk
+    with pytest.raises(BaselineError, match=r"cannot be read: larger than 64 MiB, the most a baseline file may hold"):
+        store.load(CLASS, node_id(entry()), "default")
+    assert [e.path for e in store.validate_tree()] == [path]
+
+
+def test_a_session_whose_baseline_is_a_link_to_a_device_fails_naming_it_not_new(pytester: pytest.Pytester) -> None:
+    from perf_project import SHORT, make_project
+
+    make_project(pytester)
+    pytester.runpytest_subprocess("--gpuperf-update-baseline", *SHORT).assert_outcomes(passed=2)
+    [path] = (pytester.path / "baselines").glob("*/*.json")
+    path.unlink()
+    path.symlink_to("/dev/zero")
+    result = pytester.runpytest_subprocess("--gpuperf", *SHORT, "--gpuperf-threshold=5")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([f"*baseline file *{path.name}: is a symbolic link (to '/dev/zero')*"])
+    result.stdout.no_fnmatch_line("*1 new*")

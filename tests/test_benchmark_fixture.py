@@ -325,3 +325,47 @@ def test_a_benchmark_call_returning_a_lazy_result_is_timed_as_pytest_benchmark_t
         "returns a generator: as with pytest-benchmark, only the call" in n for n in notes["test_generator_creation"]
     )
     assert any("returns an iterator (map)" in n for n in notes["test_map_creation"])
+
+
+# -- pytest-codspeed installed beside it (a dev dependency, as in projects that run both) ------------------
+
+CODSPEED_SUITE = """
+import os
+
+WORK = int(os.environ.get("WORK", "3000"))
+
+def test_sum(benchmark):
+    benchmark(lambda: sum(range(WORK)))
+"""
+
+
+@pytest.mark.parametrize(("args", "env", "named"), [
+    (["--codspeed", "--gpuperf"], {}, "pytest-codspeed (--codspeed)"),
+    (["--gpuperf"], {"CODSPEED_ENV": "1"}, "pytest-codspeed (CODSPEED_ENV (set by CodSpeed's runner))"),
+    (["--codspeed", "--gpuperf-update-baseline"], {}, "pytest-codspeed (--codspeed)"),
+])  # fmt: skip
+def test_gpuperf_with_codspeed_turned_on_is_a_usage_error_naming_both(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: list[str], env: dict[str, str], named: str
+) -> None:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    pytester.makepyfile(test_bench=CODSPEED_SUITE)
+    result = pytester.runpytest_subprocess(*args, *FAST)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines([f"*pytest-gpuperf (--gpuperf) and {named} both measure the benchmark fixture*"
+                                 "pytest --gpuperf*pytest --codspeed without --gpuperf*"])  # fmt: skip
+    result.stdout.no_fnmatch_line("*passed*")
+
+
+def test_gpuperf_gates_benchmark_tests_with_codspeed_installed_and_off(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CODSPEED_ENV", raising=False)
+    pytester.makepyfile(test_bench=CODSPEED_SUITE)
+    written = pytester.runpytest_subprocess("--gpuperf-update-baseline", "--gpuperf-busy-policy=judge", *FAST)
+    written.assert_outcomes(passed=1)
+    monkeypatch.setenv("WORK", "300000")  # a hundred times the work: the gate must see it
+    result = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-busy-policy=judge", *FAST)
+    result.stdout.fnmatch_lines(["*the benchmark fixture measures through pytest-gpuperf*"])
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*performance regression in test_bench.py::test_sum::benchmark*"])

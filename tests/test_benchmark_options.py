@@ -159,7 +159,9 @@ def test_benchmark_only_with_disable_is_a_usage_error(selection: pytest.Pytester
     result.stderr.fnmatch_lines(["*Can't have both --benchmark-only and --benchmark-disable*"])
 
 
-def test_unknown_marker_keyword_is_a_usage_error_naming_the_test(pytester: pytest.Pytester) -> None:
+def test_a_bad_marker_keyword_fails_its_test_alone_naming_it_as_a_bad_gpuperf_marker_does(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makepyfile(
         test_typo="""
         import pytest
@@ -167,11 +169,29 @@ def test_unknown_marker_keyword_is_a_usage_error_naming_the_test(pytester: pytes
         @pytest.mark.benchmark(max_tme=1)
         def test_typo(benchmark):
             benchmark(abs, -1)
+
+        @pytest.mark.benchmark(max_time="abc")
+        def test_text(benchmark):
+            benchmark(abs, -1)
+
+        @pytest.mark.gpuperf(remeasure=2.5)
+        def test_gpuperf_marker(benchmark):
+            benchmark(abs, -1)
+
+        def test_fine(benchmark):
+            benchmark(abs, -1)
     """
     )
     result = pytester.runpytest_subprocess("--gpuperf", *FAST)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*test_typo.py::test_typo: unknown @pytest.mark.benchmark keyword(s) max_tme*"])
+    result.assert_outcomes(passed=1, errors=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_typo.py::test_typo: unknown @pytest.mark.benchmark keyword(s) max_tme*",
+            "*test_typo.py::test_text: @pytest.mark.benchmark(max_time=...) must be a positive number, got 'abc'*",
+            "*test_typo.py::test_gpuperf_marker: @pytest.mark.gpuperf(remeasure=...)*",
+        ],
+        consecutive=False,
+    )
 
 
 def test_ignored_options_under_filterwarnings_error_are_notes_not_a_crash(pytester: pytest.Pytester) -> None:

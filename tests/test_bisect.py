@@ -15,7 +15,7 @@ from test_report_helpers import make_session
 from pytest_gpuperf import cli
 from pytest_gpuperf.cli import bisect
 from pytest_gpuperf.cli.bisect import BisectError, Status, Step, StepVerdict, search
-from pytest_gpuperf.cli.bisect.render import step_line
+from pytest_gpuperf.cli.bisect.render import measuring_line, step_line
 from pytest_gpuperf.model import Kind, Verdict
 
 # --- the search, with a probe that answers from a table ------------------------------------------
@@ -230,6 +230,25 @@ def test_cli_exit_codes_for_bad_input(small_repo: Path, monkeypatch: pytest.Monk
     assert "is not inside a git repository" in err.getvalue()
 
 
+def test_a_selection_your_checkout_cannot_collect_is_bad_input(
+    small_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    monkeypatch.chdir(small_repo)
+    err = io.StringIO()
+    assert cli.main(["bisect", "HEAD~3", "HEAD", "--", "-p", "no:cacheprovider"], stdout=io.StringIO(), stderr=err) == 3
+    assert "PYTEST_ARGS select no test in" in err.getvalue()
+    (small_repo / "test_broken.py").write_text("def test_x(:\n")
+    err = io.StringIO()
+    assert cli.main(["bisect", "HEAD~3", "HEAD", "--", "test_broken.py"], stdout=io.StringIO(), stderr=err) == 3
+    assert "the selected tests could not be collected in" in err.getvalue() and "SyntaxError" in err.getvalue()
+    assert git(small_repo, "worktree", "list").count("\n") == 0
+    # --base-tests head needs your selection too
+    assert cli.main(["bisect", "--base-tests", "head", "HEAD~3", "HEAD", "--", "-p", "no:cacheprovider"],
+                    stdout=io.StringIO(), stderr=io.StringIO()) == 3  # fmt: skip
+
+
 def test_cli_keeps_everything_after_the_first_double_dash_for_pytest() -> None:
     own, rest = cli._pytest_args(["bisect", "A", "B", "--json", "f.json", "--", "tests/", "-k", "a or b", "--", "x"])
     assert own == ["bisect", "A", "B", "--json", "f.json"]
@@ -243,6 +262,27 @@ def test_candidates_are_the_first_parent_line_after_good(small_repo: Path) -> No
     good = git(small_repo, "rev-parse", "HEAD~4")  # c0
     listed = bisect.candidates(repo, good, git(small_repo, "rev-parse", "HEAD"))
     assert [s for _, s in listed] == ["c1", "c2", "c3", "merge side"]  # not the side branch's commit
+
+
+HOSTILE_SUBJECTS = ["\x1b[31mred\x1b[0m and \x1b]0;window title\x07", "clip \x1b]52;c;cHduZWQ=\x07board",
+                    "bell\x07 \x9b2J c1 \u202eright to left"]  # fmt: skip
+
+
+def test_commit_subjects_reach_the_terminal_without_their_control_characters(small_repo: Path) -> None:
+    for n, subject in enumerate(HOSTILE_SUBJECTS):
+        commit(small_repo, {"f.txt": f"hostile {n}\n"}, subject)
+    repo = bisect.open_repository(small_repo)
+    listed = bisect.candidates(repo, git(small_repo, "rev-parse", "HEAD~3"), git(small_repo, "rev-parse", "HEAD"))
+    assert [s for _, s in listed] == HOSTILE_SUBJECTS  # git keeps them as written
+    steps = [Step(c, s, StepVerdict.SKIP, reason=f"pytest said {s}") for c, s in listed]
+    outcome = bisect.Outcome(listed[0][0], listed[-1][0], tuple(c for c, _ in listed), tuple(steps), Status.RANGE,
+                             tuple(c for c, _ in listed), dict(listed))  # fmt: skip
+    shown = [bisect.render(outcome), *(step_line(1, step, outcome.bad) for step in steps),
+             *(measuring_line(1, c, s) for c, s in listed)]  # fmt: skip
+    for text in shown:
+        assert not any(ch in text for ch in "\x1b\x07\x9b\u202e"), repr(text)
+    assert "red and" in shown[0] and "clip board" in shown[2]
+    assert json.loads(bisect.to_json(outcome))["candidates"][0]["subject"] == HOSTILE_SUBJECTS[0]  # JSON: as is
 
 
 # --- end to end: a perf suite over nine commits, a 3x slowdown planted in one --------------------
@@ -349,3 +389,47 @@ def test_an_interrupted_bisect_cleans_up_and_says_so_in_one_line(tmp_path: Path,
     assert process.returncode == cli.EXIT_INTERRUPTED, out + err
     assert err == f"gpuperf bisect: interrupted ({said})\n"  # one line, no traceback
     assert git(root, "worktree", "list").count("\n") == 0  # the step's worktree removed
+
+
+# --- a perf test newer than GOOD: added at BAD, after the slowdown it measures ---------------------------
+
+PKG = """
+WORK = {work}
+
+
+def spin():
+    total = 0
+    for i in range(WORK):
+        total += i * i
+    return total
+"""
+NEW_PERF_TEST = "from pkg import spin\n\n\ndef test_spin(gpu_bench):\n    gpu_bench(spin)\n"
+
+
+def history_with_a_newer_test(root: Path) -> list[str]:
+    """GOOD (pkg, no perf test), docs, the 3x slowdown, more docs, then the perf test (BAD)."""
+    init(root)
+    made = [commit(root, {"pkg.py": PKG.format(work=20_000), "conftest.py": ""}, "the package")]
+    plan = [
+        ({"README": "docs\n"}, "docs"),
+        ({"pkg.py": PKG.format(work=60_000)}, "make the loop three times longer"),
+        ({"README": "more docs\n"}, "more docs"),
+        ({"test_perf.py": NEW_PERF_TEST}, "add a perf test"),
+    ]
+    return made + [commit(root, files, message) for files, message in plan]
+
+
+@pytest.mark.slow
+def test_a_perf_test_newer_than_every_candidate_still_bisects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    made = history_with_a_newer_test(tmp_path / "repo")
+    report = tmp_path / "bisect.json"
+    code, out, err = run_cli(tmp_path / "repo", monkeypatch, made[0], made[-1], "--json", str(report))
+    assert code == 0, out + err
+    assert "your 1 selected test(s) run where a commit or GOOD lacks them (--base-tests=auto)" in out
+    assert f"first bad commit: {made[2]} make the loop three times longer" in out
+    verdicts = {s["commit"]: s["verdict"] for s in json.loads(report.read_text())["steps"]}
+    assert verdicts[made[2]] == "bad" and verdicts[made[1]] == "good"
+    assert git(tmp_path / "repo", "worktree", "list").count("\n") == 0
+    # each commit's own tests: the test is new at BAD (nothing slower to find), and absent before it
+    code, out, _ = run_cli(tmp_path / "repo", monkeypatch, made[0], made[-1], "--base-tests", "base")
+    assert code == 1 and "is not slower than GOOD" in out

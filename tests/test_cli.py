@@ -166,6 +166,34 @@ def test_module_entry_point_in_a_subprocess(files: tuple[Path, Path]) -> None:
 NOT_A_NUMBER = "NaN or infinity is not a number a results file may hold"
 
 
+HEADER = '"format": "pytest-gpuperf-results", "schema_version": '
+
+
+@pytest.mark.parametrize(
+    ("document", "json_path", "message"),
+    [
+        ('{' + HEADER + '5, "results": [{"calls": ' + "7" * 5000 + '}]}', "$.results[0].calls",
+         "an integer of 5000 digits is out of range: not a number a results file may hold"),
+        ('{' + HEADER + '4, "results": 5}', "$.results", "5 is not of type 'array'"),
+        ('{' + HEADER + '4, "results": null}', "$.results", "None is not of type 'array'"),
+        ('{' + HEADER + '1, "results": [{"comparisons": 5}]}', "$.results[0].comparisons",
+         "5 is not of type 'array'"),
+        ('{' + HEADER + '3, "results": ["x", {"measurement": []}]}', "$.results[0]", "'x' is not of type 'object'"),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("command", ["compare", "report", "stability"])
+def test_a_results_file_no_version_could_hold_exits_3_naming_file_and_path(
+    files: tuple[Path, Path], document: str, json_path: str, message: str, command: str
+) -> None:
+    """Checked before an older version is upgraded: an upgrade never walks what it cannot (no TypeError)."""
+    base, head = files
+    head.write_text(document)
+    code, _, err = run(command, *([str(base)] if command == "compare" else []), str(head))
+    assert code == EXIT_INVALID_INPUT, err
+    assert f"results file {head} at {json_path}: {message}" in err
+    assert "Traceback" not in err
+
+
 @pytest.mark.parametrize(
     ("where", "value", "message"),
     [

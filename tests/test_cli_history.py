@@ -178,7 +178,7 @@ SECRETS = ("pw-qu3ry-secret", "ssl-s3cret-pw")
 def test_a_password_given_as_a_query_parameter_is_never_printed(tmp_path: Path, postgres_server: str) -> None:
     from postgres_server import fresh_database
 
-    from pytest_gpuperf.history.record import record_session
+    from pytest_gpuperf.history.record import StoreAddress, record_session
 
     good = write_results(tmp_path / "good.json", make_session())
     bad = tmp_path / "bad.json"
@@ -190,7 +190,8 @@ def test_a_password_given_as_a_query_parameter_is_never_printed(tmp_path: Path, 
         assert "password=***" in out and "sslpassword=***" in out
         code, out2, err2 = run("history", "changes", "--history", url, "--since", "nonsense")
         assert code == EXIT_INVALID_INPUT and "password=***" in err2
-        line = record_session(url, dataclasses.replace(make_session(), started_at="2026-02-02T00:00:00+00:00"))
+        later = dataclasses.replace(make_session(), started_at="2026-02-02T00:00:00+00:00")
+        line = record_session(StoreAddress(url, "GPUPERF_HISTORY"), later)
         assert line.startswith("gpuperf: recorded run ") and "password=***" in line
         texts = [out, err, out2, err2, line]
     unreachable = _query_password_url(plain, port=1)
@@ -211,6 +212,8 @@ def test_a_password_given_as_a_query_parameter_is_never_printed(tmp_path: Path, 
          "postgresql://db/perf?PASSWORD=***&api_token=***&application_name=ok"),
         ("mysql://u:s3cr3t@h/db?password=s3cr3t", "mysql://u:***@h/db?password=***"),
         ("mysql://u:s3cr@t@h/db", "mysql://u:***@h/db"),
+        ("mysql://u@x:s3cr3t@h/db", "mysql://u@x:***@h/db"),  # an unencoded '@' in the user name
+        ("mysql://u:s3 cr3t@h/db", "mysql://u:***@h/db"),
     ],
 )  # fmt: skip
 def test_redact_hides_every_credential_an_address_can_carry(address: str, shown: str) -> None:
@@ -230,13 +233,42 @@ def test_a_libpq_keyword_string_is_refused_not_taken_for_a_file(
     good = write_results(tmp_path / "good.json", make_session())
     for keywords in ("host=127.0.0.1 dbname=perf user=perf password=kw-s3cret", "dbname = perf password=kw-s3cret"):
         code, out, err = run("history", "ingest", "--history", keywords, str(good))
-        assert code == EXIT_INVALID_INPUT, err
-        assert "key=value settings are not a store address: give postgresql://" in err
+        assert code == EXIT_USAGE, err
+        assert "--history: history store (a keyword string): key=value settings are not a store address: " in err
         assert "kw-s3cret" not in out + err
     code, _, err = run("history", "ingest", "--history", "postgresql:/perf@db/perf?password=kw-s3cret", str(good))
-    assert code == EXIT_INVALID_INPUT and "not a database address: write postgresql://" in err
+    assert code == EXIT_USAGE and "not a database address: write postgresql://" in err
     assert "kw-s3cret" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["good.json"]  # no file named after the settings
+
+
+@pytest.mark.parametrize(
+    ("address", "secret", "rule"),
+    [
+        ("postgresql://perf:Pa@ss9Secret@127.0.0.1:55432/perf", "ss9Secret", "one '@' only, the one before the host"),
+        ("postgresql://perf:p@ss/9Secret@db/perf", "9Secret", "one '@' only, the one before the host"),
+        ("postgresql://pe@rf:9Secret@db/perf", "9Secret", "one '@' only, the one before the host"),
+        ("postgresql://perf:x9Secret@[::1:55432/perf", "x9Secret", "an IPv6 host is written whole in brackets"),
+        ("postgresql://perf:x9Secret@db:5o32/perf", "x9Secret", "the port after the host's ':' is a whole number"),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("through", ["option", "environment"])
+def test_an_address_that_reads_more_than_one_way_is_a_usage_error_naming_the_rule_and_no_credential(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, address: str, secret: str, rule: str, through: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    good = write_results(tmp_path / "good.json", make_session())
+    for command in (["ingest", str(good)], ["changes"], ["dashboard", "--out", "site"]):
+        if through == "option":
+            code, out, err = run("history", *command, "--history", address)
+        else:
+            monkeypatch.setenv("GPUPERF_HISTORY", address)
+            code, out, err = run("history", *command)
+        assert code == EXIT_USAGE, out + err
+        setting = "--history" if through == "option" else "GPUPERF_HISTORY"
+        assert f"error: {setting}: history store postgresql://" in err and f"malformed address: {rule}" in err
+        assert secret not in out + err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.json"]
 
 
 @pytest.mark.parametrize("command", [["changes"], ["dashboard", "--out", "site"]])
@@ -293,7 +325,7 @@ def test_ingest_refuses_each_bad_file_by_name_and_stores_the_others(tmp_path: Pa
 @pytest.mark.parametrize("where", ["metric", "extra_info"])
 def test_a_session_with_a_nan_or_infinite_value_is_recorded_without_it(store_url: str, where: str) -> None:
     """Recording never fails on a non-finite value: a NaN metric is not stored, a NaN in the run's JSON is null."""
-    from pytest_gpuperf.history.record import record_session
+    from pytest_gpuperf.history.record import StoreAddress, record_session
     from pytest_gpuperf.history.store import SeriesFilter
     from pytest_gpuperf.model import BenchmarkInfo
 
@@ -309,7 +341,7 @@ def test_a_session_with_a_nan_or_infinite_value_is_recorded_without_it(store_url
     results = list(session.results)
     results[at] = dataclasses.replace(first, measurement=changed)
     session = dataclasses.replace(session, results=tuple(results))
-    line = record_session(store_url, session)
+    line = record_session(StoreAddress(store_url, "--gpuperf-history"), session)
     assert line.startswith("gpuperf: recorded run ")
     with open_store(store_url) as store:
         assert store.count_runs() == 1

@@ -94,6 +94,20 @@ def test_strict_fails_the_cli_compare_on_what_could_not_be_judged(tmp_path: Path
     assert main(["compare", str(base), str(head), "--strict"], stdout=out, stderr=err) == 1
 
 
+def test_files_from_another_device_class_say_what_differs_and_how_to_record_a_baseline(tmp_path: Path) -> None:
+    elsewhere = dataclasses.replace(BASE_SESSION, environment=dataclasses.replace(ENV, device_class="cpu-x86"))
+    base = write_results(tmp_path / "base.json", elsewhere)
+    head = write_results(tmp_path / "head.json", HEAD_SESSION)
+    code, out, _ = run("compare", str(base), str(head))
+    last = out.strip().splitlines()[-1]
+    assert code == 0 and "could not be judged: 3 not comparable (reference)" in last, out
+    assert (
+        f"measured on device class {ENV.device_class}, the reference on cpu-x86: compare with a base measured "
+        "on this device class, or record baselines on this device class with --gpuperf-update-baseline" in last
+    )
+    assert "quieter runner" not in last
+
+
 def test_the_recorded_host_state_is_judged_as_the_session_judged_it(tmp_path: Path) -> None:
     """Two unchanged runs on a busy runner: the session called the move unstable, and so does the CLI."""
     base_m, head_m = measurement(1000.0), measurement(1300.0, health=BUSY)  # +30% while the runner was busy

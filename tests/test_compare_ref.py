@@ -102,7 +102,9 @@ def test_compare_ref_fails_a_regression_passes_unchanged_and_marks_new(pytester:
     # four times the work: on a shared VM the same code can run up to ~2x apart in two
     # processes (core placement), so a smaller change would make this test flaky
     root = make_repo(pytester, head_work=80000, extra=UNCHANGED_TEST + NEW_TEST)
-    result = pytester.runpytest_subprocess(*ARGS, "--gpuperf-confirm-pairs=3", "--gpuperf-json=results.json")
+    # the code measured lives in the test file: each side runs its own (the head's would measure the head's code)
+    result = pytester.runpytest_subprocess(*ARGS, "--gpuperf-confirm-pairs=3", "--gpuperf-json=results.json",
+                                           "--gpuperf-base-tests=base")  # fmt: skip
     assert result.ret == 1, result.stdout.str()
     result.assert_outcomes(failed=1, passed=2)
     cpus = os.sched_getaffinity(0)

@@ -49,7 +49,8 @@ def run(pytester: pytest.Pytester, head: str, *args: str) -> tuple[pytest.RunRes
     root = make_repo(pytester, head_work=20001, extra="\n\ndef test_spin_again(gpu_bench):\n    gpu_bench(spin)\n")
     pytester.makepyfile(test_perf=head)
     git(root, "commit", "-qam", "head")
-    result = pytester.runpytest_subprocess(*ARGS, *args, "--gpuperf-json=results.json")
+    # the code measured lives in the test file, which the head extends: each side runs its own
+    result = pytester.runpytest_subprocess(*ARGS, *args, "--gpuperf-json=results.json", "--gpuperf-base-tests=base")
     assert worktrees(root) == 1
     results = json.loads((root / "results.json").read_text())["results"]
     return result, {r["key"].split("::")[1]: r["comparisons"][0] for r in results}
@@ -136,3 +137,53 @@ def test_a_pair_that_broke_is_started_again_for_the_next_suspected_test(
     assert second["verdict"] == "unchanged", second
     assert "3 fresh process pairs" in second["evidence"], second
     assert slots(pytester.path) == ["slot-0", "slot-1", "slot-2", "slot-3"]
+
+
+# A model whose depth the head quadruples, measured by compare_autocast: two measurements of one test
+# (amp.fp32 and amp.bf16, bf16 autocast on the CPU), both suspected, each confirmed in the same pairs.
+AMP_MODEL = """
+import torch
+
+DEPTH = {depth}
+
+
+def make_model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(*(torch.nn.Linear(64, 64) for _ in range(DEPTH)))
+"""
+
+AMP_TEST = """
+import torch
+from model import make_model
+from pytest_gpuperf.paths.amp import compare_autocast
+
+INPUTS = (torch.randn(32, 64),)
+
+
+def test_forward(gpu_bench):
+    compare_autocast(gpu_bench, make_model(), INPUTS, dtypes=("bf16",), speedup_tolerance=None)
+"""
+
+
+def test_every_measurement_of_a_test_with_several_is_confirmed_in_fresh_pairs(pytester: pytest.Pytester) -> None:
+    root = pytester.path
+    git(root, "init", "-q")
+    git(root, "config", "user.email", "t@example.com")
+    git(root, "config", "user.name", "t")
+    pytester.makeconftest("import torch\ntorch.set_num_threads(1)\n")
+    pytester.makepyfile(model=AMP_MODEL.format(depth=4), test_amp=AMP_TEST)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    pytester.makepyfile(model=AMP_MODEL.format(depth=16))
+    git(root, "commit", "-qam", "head: four times deeper")
+    result = pytester.runpytest_subprocess(*ARGS, "--gpuperf-confirm-pairs=3", "--gpuperf-json=results.json")
+    assert worktrees(root) == 1
+    results = json.loads((root / "results.json").read_text())["results"]
+    times = {r["key"].rsplit("::", 1)[1]: r["comparisons"][0] for r in results}
+    assert set(times) == {"amp.fp32", "amp.bf16"}, times
+    for name, time_result in times.items():
+        assert time_result["metric"] == "time.p50", time_result
+        # each measurement read by the fresh pairs, none "not measured" at either checkout
+        assert "not measured" not in time_result["note"], (name, time_result)
+        assert "fresh process pairs (ratios" in time_result["evidence"], (name, time_result)
+    assert result.ret == 1, result.stdout.str()

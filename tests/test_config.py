@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gpuperf.config import GpuperfConfig, MarkerOptions, MeasureSettings, resolve
+from pytest_gpuperf.config import GpuperfConfig, MarkerOptions, MeasureSettings, resolve, with_call_options
 from pytest_gpuperf.errors import ConfigError
 from pytest_gpuperf.model import Statistic
 
@@ -30,6 +30,18 @@ def test_marker_overrides_apply_on_top_of_session() -> None:
     # calibrate is retired: accepted (a suite that set it still collects) and changes nothing
     retired = resolve(GpuperfConfig(enabled=True), MarkerOptions.from_kwargs({"calibrate": True}, test_id="t"))
     assert retired == resolve(GpuperfConfig(enabled=True))
+
+
+def test_energy_is_asked_by_the_session_a_marker_or_one_call() -> None:
+    session = GpuperfConfig(enabled=True, measure=MeasureSettings(energy=True))
+    assert resolve(session).measure.energy is True
+    off = MarkerOptions.from_kwargs({"energy": False}, test_id="t")
+    assert resolve(session, off).measure.energy is False
+    on = resolve(GpuperfConfig(enabled=True), MarkerOptions.from_kwargs({"energy": True}, test_id="t"))
+    assert on.measure.energy is True
+    assert with_call_options(resolve(session), l2_flush=None, cuda_graph=None, energy=False).measure.energy is False
+    with pytest.raises(ConfigError, match=r"gpuperf\(energy=\.\.\.\) must be True or False"):
+        MarkerOptions.from_kwargs({"energy": "yes"}, test_id="t")
 
 
 def test_the_mode_decides_the_defaults_in_one_place() -> None:

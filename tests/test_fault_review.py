@@ -183,6 +183,11 @@ def test_an_update_run_with_profile_prints_the_top_operators(pytester: pytest.Py
         ('{"entries": {"t.py::t::default": {"noise": NaN}}}', '$.entries["t.py::t::default"].noise', "NaN"),
         ('{"entries": {"k": {"samples_ns": [1.0, Infinity]}}}', "$.entries.k.samples_ns[1]", "Infinity"),
         ('{"entries": {"k": {"noise": 1e999}}}', "$.entries.k.noise", "number 1e999 is out of range"),
+        (
+            '{"entries": {"k": {"calls": ' + "9" * 5000 + "}}}",
+            "$.entries.k.calls",
+            "an integer of 5000 digits is out of range",
+        ),
     ],
 )
 def test_a_non_finite_number_in_a_baseline_is_refused_with_its_json_path(
@@ -331,19 +336,18 @@ def test_a_base_that_cannot_import_its_test_is_not_gated_and_a_test_it_lacks_is_
         base={"test_perf": "import module_that_is_not_there\n\n" + QUICK},
         head={"test_perf": QUICK, "test_added": QUICK.replace("test_a", "test_b")},
     )
-    result = pytester.runpytest_subprocess(*COMPARE, timeout=300)
+    # each side's own tests: a test file the base lacks is new (by default the base would run the head's)
+    result = pytester.runpytest_subprocess(*COMPARE, "--gpuperf-base-tests=base", timeout=300)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([
-        "test_perf.py::test_a",
-        "  default * not gated",
-        "test_added.py::test_b",
-        "  default * new",  # absent from the base: new
+        "test_perf.py::test_a*default * not gated",
+        "test_added.py::test_b*default * new",  # absent from the base: new
         "*1 new, 0 not comparable, 1 not gated",
         # the notes' line: the note's start and end (every note in full: --gpuperf-explain)
         "test_perf.py::test_a::default: not gated: test test_perf.py::test_a cannot run at HEAD~1*"
         "No module named 'module_that_is_not_there'",
     ], consecutive=False)  # fmt: skip
-    strict = pytester.runpytest_subprocess(*COMPARE, "--gpuperf-strict", timeout=300)
+    strict = pytester.runpytest_subprocess(*COMPARE, "--gpuperf-strict", "--gpuperf-base-tests=base", timeout=300)
     strict.assert_outcomes(passed=1, failed=1)
     strict.stdout.fnmatch_lines(["*FAILED test_perf.py::test_a*"])
 
@@ -367,7 +371,7 @@ def test_a_base_missing_from_a_shallow_clone_gets_a_hint_to_fetch_more_history(t
     import subprocess
     from pathlib import Path
 
-    from pytest_gpuperf.engines.compare_ref.worktree import resolve_ref
+    from pytest_gpuperf.engines.compare_ref.refs import resolve_ref
     from pytest_gpuperf.errors import ConfigError
 
     def git(cwd: Path, *args: str) -> None:
@@ -382,12 +386,12 @@ def test_a_base_missing_from_a_shallow_clone_gets_a_hint_to_fetch_more_history(t
         git(origin, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", f"c{n}")
     shallow = Path(str(tmp_path)) / "shallow"
     git(Path(str(tmp_path)), "clone", "-q", "--depth=1", f"file://{origin}", str(shallow))
-    with pytest.raises(ConfigError, match=r"HEAD~1: no such commit.*shallow clone.*git fetch --deepen=50 origin.*"
-                                          r"fetch-depth: 0"):  # fmt: skip
+    with pytest.raises(ConfigError, match=r"HEAD~1: no such commit.*shallow clone.*git fetch --deepen=1 origin "
+                                          r"[0-9a-f]{40}; in actions/checkout, fetch-depth: 0"):  # fmt: skip
         resolve_ref(shallow, "HEAD~1")
     with pytest.raises(ConfigError) as full:
         resolve_ref(origin, "no-such-branch")
-    assert "shallow" not in str(full.value) and "git fetch origin -- no-such-branch" in str(full.value)
+    assert "shallow" not in str(full.value) and "has no remote to fetch it from" in str(full.value)
 
 
 def test_a_json_error_reads_once_at_its_place() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -127,3 +129,28 @@ def test_cold(gpu_bench):
         ]
     )
     assert result.stdout.str().count("l2_flush requested but inactive") == 1
+
+
+def test_energy_asked_on_the_cpu_is_a_note_not_a_metric(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_e="""
+import pytest
+
+@pytest.mark.gpuperf(energy=True)
+def test_marked(gpu_bench):
+    gpu_bench(sum, range(100))
+
+def test_called(gpu_bench):
+    m = gpu_bench.measure(sum, (range(100),), energy=True)
+    assert m.metric("energy") is None
+"""
+    )
+    results = pytester.path / "r.json"
+    run = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-device=cpu", "--gpuperf-max-time=0.1",
+                                        "--gpuperf-min-time=0.02", f"--gpuperf-json={results}", "-p",
+                                        "no:cacheprovider")  # fmt: skip
+    run.assert_outcomes(passed=2)
+    said = "energy requested but not measured: NVML reads a CUDA device's energy, not cpu's"
+    for r in json.loads(results.read_text())["results"]:
+        assert said in [n["text"] for n in r["measurement"]["notes"]]
+        assert r["measurement"]["device_state"] is None

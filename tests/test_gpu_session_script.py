@@ -20,8 +20,8 @@ import torch
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_session.sh"
 CHECKS = SCRIPT.with_name("gpu_checks.py")
 # issue 47's items, most important first: the order a run cut short still covers the most of
-STEPS = ["machine", "cuda_tests", "compare_ref", "benchmark_fixture", "history", "why_cuda", "fidelity",
-         "examples_record", "examples_rerun", "examples_planted", "full_suite"]  # fmt: skip
+STEPS = ["machine", "cuda_tests", "compare_ref", "benchmark_fixture", "history", "device_state", "why_cuda",
+         "fidelity", "examples_record", "examples_rerun", "examples_planted", "full_suite"]  # fmt: skip
 GPU_STEPS = [step for step in STEPS if step not in ("cuda_tests", "why_cuda")]
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the run without CUDA")
@@ -133,6 +133,46 @@ def test_the_history_check_saves_the_environment_as_stored(tmp_path: Path) -> No
     with sqlite3.connect(tmp_path / "out" / "history.sqlite") as db:
         (stored,) = db.execute("SELECT environment FROM gpuperf_runs").fetchone()
     assert saved["environment"] == json.loads(stored)
+
+
+def test_the_device_state_check_on_the_cpu_reads_nothing_and_says_energy_was_not_measured(tmp_path: Path) -> None:
+    done = check(tmp_path, "device_state", "--reference-s", "0.1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[1] == "figure: device state on cpu: none read, energy not measured (said so)"
+    assert {"device_state.json", "device_state.html", "device.sqlite", "energy_reference.json",
+            "device_state_pytest.log"} <= {p.name for p in (tmp_path / "out").iterdir()}  # fmt: skip
+
+
+def _gpu_reading(energy_j: float, *, sm: float = 1980.0) -> tuple[dict, dict, dict | None, dict]:  # type: ignore[type-arg]
+    """What a results file and the energy reference of a CUDA run hold: 4 samples of 1.5 ms at 600 W."""
+    state = {"sm_clock_mhz": [sm, sm, 1965.0, sm], "mem_clock_mhz": [2619.0] * 4, "power_w": [600.0] * 4,
+             "temperature_c": [50.0, 51.0, 52.0, 52.0], "reasons": [0, 4, 4, 0], "readings": 2,
+             "reading_ns": 40_000.0, "summary": {"sm_clock_mhz": 1980.0}, "energy_source": "counter"}  # fmt: skip
+    m = {"samples_ns": [1.5e6] * 4, "device_state": state}
+    reference = {"loop_calls": 1000, "loop_s": 1.5, "loop_mj": 900_000, "measurement_mj": 2_000_000,
+                 "measurement_calls": 1500}  # fmt: skip
+    return m, state, {"name": "energy", "value": energy_j}, reference
+
+
+def test_the_device_state_check_holds_energy_to_ten_percent_of_the_counter_and_readings_to_plausible() -> None:
+    from benchmark_scripts import benchmark_script
+
+    with benchmark_script("gpu_checks") as checks:
+        judged = checks._judge_device_state
+    stored, drawn = {"device.sm_clock", "device.power", "metric.energy"}, True
+    ok, figure = judged(*_gpu_reading(0.93), stored, drawn)
+    assert ok, figure
+    assert figure.startswith("4 samples, 2 NVML readings at 40 us each; SM clock 1965-1980 MHz (median 1980.0), power "
+                             "600-600 W, temperature 50-52 C; reasons seen: sw_power_cap; energy per call 0.93 J "
+                             "(counter) vs 0.9 J by the counter around 1000 calls (+3.3%, within 10%)")  # fmt: skip
+    assert not judged(*_gpu_reading(1.0), stored, drawn)[0]  # +11%
+    assert "OUTSIDE 10%" in judged(*_gpu_reading(1.0), stored, drawn)[1]
+    assert not judged(*_gpu_reading(0.9, sm=0.0), stored, drawn)[0]  # a clock of 0 MHz
+    assert not judged(*_gpu_reading(0.9), {"device.sm_clock"}, drawn)[0]  # energy not kept
+    assert not judged(*_gpu_reading(0.9), stored, False)[0]  # not drawn
+    m, state, _, reference = _gpu_reading(0.9)
+    ok, figure = judged(m, state, None, reference, stored, drawn)
+    assert not ok and "energy per call not measured" in figure
 
 
 def test_the_compare_ref_check_catches_the_planted_slowdown_and_passes_the_unchanged(tmp_path: Path) -> None:

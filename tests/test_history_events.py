@@ -56,6 +56,15 @@ def test_statistics_a_commit_apart_are_one_event_under_the_median() -> None:
     assert {c.key.statistic for c in event.with_supporting()} == {"time.p50", "time.mean", "time.p90", "time.p99"}
 
 
+def test_a_gpus_clock_supports_the_time_it_explains_and_leads_no_event_alone() -> None:
+    p50, clock, power = _series("time.p50"), _series("device.sm_clock"), _series("device.power")
+    # the time rose where the clock fell (a regression of a "higher is better" series); later the clock alone moved
+    found = [_change(p50, 8, 0.12), _change(clock, 8, 0.11), _change(power, 8, -0.2), _change(clock, 15, 0.1)]
+    [event] = group_events(found, [p50, clock, power])
+    assert event.key.statistic == "time.p50" and event.first_bad == commit(8)
+    assert [s.key.statistic for s in event.supporting] == ["device.sm_clock"]
+
+
 def test_opposite_directions_far_places_and_families_stay_apart() -> None:
     p50, p90 = _series("time.p50"), _series("time.p90")
     memory = _series("memory.peak_allocated")

@@ -17,12 +17,14 @@ from pytest_gpuperf.history.ingest import (
     ingest_files,
     legacy_run_identity,
     load_run,
+    measurement_values,
     run_from_session,
     run_identity,
     runner_name,
     runs_from_baselines,
 )
 from pytest_gpuperf.history.store import SeriesFilter, open_store
+from pytest_gpuperf.model import DeviceState, DeviceSummary
 from pytest_gpuperf.report.results_json import write_results
 
 
@@ -57,6 +59,25 @@ def test_a_results_file_becomes_a_run_with_every_statistic(tmp_path: Path) -> No
         source = next(r.measurement.metric(v.statistic.removeprefix("metric.")) for r in session.results
                       if r.measurement.test_id == v.test and r.measurement.name == v.measurement)  # fmt: skip
         assert source is not None and (v.value, v.unit, v.better) == (source.value, source.unit, source.better)
+
+
+def test_a_gpus_state_while_it_measured_is_kept_beside_its_time(tmp_path: Path, store_url: str) -> None:
+    session = make_session()
+    first = session.results[1]
+    summary = DeviceSummary(sm_clock_mhz=1755.0, mem_clock_mhz=None, power_w=612.5, temperature_c=61.0)
+    measured = dataclasses.replace(first.measurement, device_state=DeviceState(summary=summary))
+    results = (session.results[0], dataclasses.replace(first, measurement=measured), *session.results[2:])
+    session = dataclasses.replace(session, results=results)
+    run = load_run(write_results(tmp_path / "r.json", session))
+    device = {v.statistic: (v.value, v.unit, v.better) for v in run.values
+              if v.test == measured.test_id and v.statistic.startswith("device.")}  # fmt: skip
+    assert device == {"device.sm_clock": (1755.0, "MHz", "higher"), "device.power": (612.5, "W", "lower"),
+                      "device.temperature": (61.0, "°C", "lower")}  # fmt: skip
+    assert not [v for v in run.values if v.test != measured.test_id and v.statistic.startswith("device.")]
+    with open_store(store_url) as store:
+        store.record(run)
+        [series] = store.load_series(SeriesFilter(statistic="device.sm_clock"))
+    assert (series.unit, series.better, series.points[0].value) == ("MHz", "higher", 1755.0)
 
 
 def test_the_profile_diff_of_a_confirmed_regression_is_kept_on_the_judged_statistic() -> None:
@@ -207,3 +228,106 @@ def test_baseline_versions_stored_under_their_earlier_ids_are_not_stored_again(
             assert store.record(dataclasses.replace(r, run_id=r.earlier_ids[0], earlier_ids=()))
         assert sum(store.record(r) for r in runs_from_baselines(root)) == 0
         assert store.count_runs() == len(runs)
+
+
+REFUSED_TEST = "tests/t.py::test_refused_by_the_database"
+TRIGGERS = {  # a database that refuses one run itself: each backend's own way
+    "sqlite": ("CREATE TRIGGER gpuperf_test_refuse BEFORE INSERT ON gpuperf_values "
+               f"WHEN NEW.test = '{REFUSED_TEST}' BEGIN SELECT RAISE(ABORT, 'refused by a trigger'); END",),
+    "postgresql": ("CREATE FUNCTION gpuperf_test_refuse() RETURNS trigger AS $$ BEGIN "
+                   f"IF NEW.test = '{REFUSED_TEST}' THEN RAISE EXCEPTION 'refused by a trigger'; END IF; "
+                   "RETURN NEW; END $$ LANGUAGE plpgsql",
+                   "CREATE TRIGGER gpuperf_test_refuse BEFORE INSERT ON gpuperf_values FOR EACH ROW "
+                   "EXECUTE FUNCTION gpuperf_test_refuse()"),
+}  # fmt: skip
+
+
+def _sessions(tmp_path: Path, count: int) -> list[Path]:
+    """``count`` results files of distinct runs (each started a day after the one before)."""
+    return [
+        write_results(tmp_path / f"r{i}.json", dataclasses.replace(make_session(), started_at=f"2026-02-{i + 1:02d}"))
+        for i in range(count)
+    ]
+
+
+def _rename_test(path: Path, test_id: str) -> None:
+    doc = json.loads(path.read_text())
+    measurement = doc["results"][0]["measurement"]
+    doc["results"][0]["key"] = f"{test_id}::{measurement['name']}"
+    measurement["test_id"] = test_id
+    path.write_text(json.dumps(doc))
+
+
+def test_every_file_is_tried_when_the_database_refuses_one_and_each_is_reported_by_name(
+    tmp_path: Path, store_url: str
+) -> None:
+    from cli_helpers import run
+
+    files = _sessions(tmp_path, 7)
+    _rename_test(files[2], REFUSED_TEST)
+    with open_store(store_url) as store, store.engine.begin() as conn:
+        for statement in TRIGGERS[conn.dialect.name]:
+            conn.exec_driver_sql(statement)
+    code, out, err = run("history", "ingest", "--history", store_url, *map(str, files))
+    assert code == 3, out + err
+    assert [line for line in out.splitlines() if line.startswith("stored ")] == [
+        f"stored {path}" for path in files if path != files[2]
+    ]
+    assert f"refused results file {files[2]}: not stored: history store " in err and "refused by a trigger" in err
+    assert "6 stored, 0 already stored, 1 refused" in out
+    with open_store(store_url) as store:
+        assert store.count_runs() == 6
+
+
+@pytest.mark.parametrize(
+    ("where", "bad", "reason"),
+    [
+        (("measurement", "test_id"), "tests/t.py::test_\x00nul", "its test holds a NUL character"),
+        (("measurement", "metrics", 0, "unit"), "m\x00s", "its unit holds a NUL character"),
+        (("measurement", "metrics", 0, "name"), "m" * 222,
+         "its statistic is 229 characters long; a history store keeps at most 200"),
+        (("measurement", "metrics", 0, "unit"), "u" * 65,
+         "its unit is 65 characters long; a history store keeps at most 64"),
+        (("measurement", "environment", "extra", "runner"), "gpu\x0007", "holds a NUL character"),
+    ],
+)  # fmt: skip
+def test_text_one_backend_cannot_store_is_refused_on_every_backend_naming_the_file(
+    tmp_path: Path, store_url: str, where: tuple[str | int, ...], bad: str, reason: str
+) -> None:
+    """SQLite would store a NUL or an over-long unit, PostgreSQL not: both refuse the run and hold the same runs."""
+    good, other, broken = _sessions(tmp_path, 3)
+    doc = json.loads(broken.read_text())
+    node = next(r for r in doc["results"] if r["measurement"]["metrics"])
+    if where[-1] == "test_id":
+        node["key"] = f"{bad}::{node['measurement']['name']}"
+    elif where[1] == "environment":
+        node, where = doc, ("environment", "extra", "runner")
+    for part in where[:-1]:
+        node = node[part]
+    node[where[-1]] = bad
+    broken.write_text(json.dumps(doc))
+    with open_store(store_url) as store:
+        outcome = ingest_files(store, [good, broken, other])
+        assert outcome.stored == (good, other)
+        [(path, message)] = outcome.refused
+        assert path == broken and message.startswith(f"results file {broken}") and reason in message
+        assert "\x00" not in message  # shown escaped
+        assert store.count_runs() == 2
+
+
+def test_a_measurement_with_scheduler_accounting_records_its_time_less_the_wait() -> None:
+    from pytest_gpuperf.model import MeasurementResult, Scheduling, WaitSource
+    from tests.verdict_helpers import measurement
+
+    n = 300
+    waits = (1000.0,) * n
+    scheduling = Scheduling(WaitSource.SCHEDSTAT, waits, (0.0,) * n, waits, (0.0,) * n, waits, cpus=2)
+    busy = {"cpu_pressure": 0.6, "cpu_steal": 0.0, "cpu_runnable": 5, "cpus": 2}
+    m = measurement(2000.0, scheduling=scheduling, health=busy)
+    values = {v.statistic: v for v in measurement_values(MeasurementResult(m))}
+    assert values["time.p50"].busy is not None  # the wall clock's median was taken busy
+    less = values["time.p50_less_wait"]
+    assert less.value == pytest.approx(1000.0, rel=0.02) and less.busy is None  # the wait taken out: not busy
+    assert values["contention.wait_share"].value == pytest.approx(0.5, abs=0.02)
+    quiet = {v.statistic for v in measurement_values(MeasurementResult(measurement(1000.0)))}
+    assert "time.p50_less_wait" not in quiet  # no accounting recorded (an older file): nothing to take out

@@ -10,7 +10,7 @@ from perf_project import GATE, make_project
 from postgres_server import fresh_database
 
 from pytest_gpuperf.history.ingest import ingest_files
-from pytest_gpuperf.history.record import history_url
+from pytest_gpuperf.history.record import StoreAddress, history_address
 from pytest_gpuperf.history.store import open_store
 
 
@@ -60,9 +60,12 @@ def test_the_environment_variable_and_the_ini_value_name_the_store(pytester: pyt
     pytester.runpytest_subprocess("--gpuperf", *GATE)
     assert len(runs(str(env_store))) == 1  # the variable beats the ini file
     assert len(runs(str(pytester.path / "from-ini.db"))) == 1
-    assert history_url(None, "ini.db", {"GPUPERF_HISTORY": "env.db"}) == "env.db"
-    assert history_url("opt.db", "ini.db", {"GPUPERF_HISTORY": "env.db"}) == "opt.db"
-    assert history_url(None, "", {}) is None
+    assert history_address(None, "ini.db", {"GPUPERF_HISTORY": "env.db"}) == StoreAddress("env.db", "GPUPERF_HISTORY")
+    assert history_address("opt.db", "ini.db", {"GPUPERF_HISTORY": "env.db"}) == StoreAddress(
+        "opt.db", "--gpuperf-history"
+    )
+    assert history_address(None, "ini.db", {}) == StoreAddress("ini.db", "gpuperf_history (ini)")
+    assert history_address(None, "", {}) is None
 
 
 @pytest.mark.parametrize(
@@ -127,3 +130,29 @@ def test_an_interrupted_session_is_not_recorded(pytester: pytest.Pytester) -> No
                                  "partial"])  # fmt: skip
     assert "recorded run" not in result.stdout.str()
     assert not (pytester.path / "perf-history.db").exists() or runs(url) == []
+
+
+MALFORMED = [  # (address, the secret that must never show, the rule the error names)
+    ("postgresql://perf:Pa@ss9Secret@127.0.0.1:55432/perf", "ss9Secret", "one '@' only"),
+    ("postgresql://perf:x9Secret@[::1:55432/perf", "x9Secret", "an IPv6 host is written whole in brackets"),
+]
+
+
+@pytest.mark.parametrize(("address", "secret", "rule"), MALFORMED)
+@pytest.mark.parametrize("through", ["option", "environment"])
+def test_a_malformed_address_is_a_usage_error_naming_the_setting_and_showing_no_credential(
+    pytester: pytest.Pytester, address: str, secret: str, rule: str, through: str
+) -> None:
+    make_project(pytester)
+    if through == "environment":
+        pytester._monkeypatch.setenv("GPUPERF_HISTORY", address)
+        args: tuple[str, ...] = ("--gpuperf-update-baseline", *GATE)
+    else:
+        args = ("--gpuperf-update-baseline", f"--gpuperf-history={address}", *GATE)
+    result = pytester.runpytest_subprocess(*args)
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, output
+    setting = "GPUPERF_HISTORY" if through == "environment" else "--gpuperf-history"
+    assert f"{setting}: history store postgresql://perf:***@" in output and rule in output
+    assert "Traceback" not in output and "Pa@" not in output
+    assert secret not in output

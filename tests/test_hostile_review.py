@@ -157,21 +157,26 @@ def test_a_bad_marker_fails_only_its_own_test_and_the_file_runs(pytester: pytest
 
 @pytest.mark.parametrize(
     ("ref", "hint"),
-    [("--upload-pack=touch /tmp/x", "git fetch origin -- '--upload-pack=touch /tmp/x')"),
-     ("main; rm -rf ~", "git fetch origin -- 'main; rm -rf ~')"),
-     ("no-such-branch", "git fetch origin -- no-such-branch)")],
+    [("--upload-pack=touch /tmp/x", "('--upload-pack=touch /tmp/x' is no branch, tag or commit hash a remote could "
+                                    "have, so no fetch can bring it)"),
+     ("main; rm -rf ~", "('main; rm -rf ' is no branch, tag or commit hash a remote could have, so no fetch can "
+                        "bring it)"),
+     ("no-such-branch", "(a branch of origin: git fetch origin +refs/heads/no-such-branch:refs/remotes/origin/"
+                        "no-such-branch, then compare with --gpuperf-compare-ref=origin/no-such-branch; a tag: git "
+                        "fetch origin tag no-such-branch)")],
 )  # fmt: skip
 def test_the_fetch_hint_for_an_unknown_ref_is_a_command_safe_to_copy(tmp_path: Path, ref: str, hint: str) -> None:
     from git_repo import git, init
 
-    from pytest_gpuperf.engines.compare_ref.worktree import resolve_ref
+    from pytest_gpuperf.engines.compare_ref.refs import resolve_ref
     from pytest_gpuperf.errors import ConfigError
 
-    init(tmp_path)
-    git(tmp_path, "commit", "-q", "--allow-empty", "-m", "c0")
+    init(tmp_path / "origin")
+    git(tmp_path / "origin", "commit", "-q", "--allow-empty", "-m", "c0")
+    git(tmp_path, "clone", "-q", str(tmp_path / "origin"), "clone")
     with pytest.raises(ConfigError) as info:
-        resolve_ref(tmp_path, ref)
-    assert str(info.value).endswith(f"(fetch it first, e.g. {hint}")
+        resolve_ref(tmp_path / "clone", ref)
+    assert str(info.value).endswith(hint)
 
 
 E_TESTS = """

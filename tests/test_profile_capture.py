@@ -15,7 +15,7 @@ from git_repo import git, init
 
 from pytest_gpuperf.config import GpuperfConfig, resolve
 from pytest_gpuperf.measure.runner import HOST_TIME_METRIC, MeasureSpec, Runner, RunnerOptions
-from pytest_gpuperf.measure.timers import WallTimer
+from pytest_gpuperf.measure.timers import BlockObserver, WallTimer
 from pytest_gpuperf.profiling.diff import diff_profiles
 from pytest_gpuperf.profiling.quiet import without_chatter
 from pytest_gpuperf.profiling.torch_profile import OUTSIDE_OPS, capture_calls, op_table
@@ -171,10 +171,16 @@ class LaunchTimer(WallTimer):
     def __init__(self) -> None:
         self.calls = 0
 
-    def time_blocks(self, call: Callable[[], object], calls: int, samples: int, between: object = None,
-                    deadline_ns: float | None = None) -> list[float]:  # fmt: skip
+    def time_blocks(
+        self, call: Callable[[], object], calls: int, samples: int, between: object = None,
+        deadline_ns: float | None = None, observer: BlockObserver | None = None,
+    ) -> list[float]:  # fmt: skip
         self.calls = calls
         self._samples = samples
+        for _ in range(samples):
+            if observer is not None:
+                observer.before_block()
+                observer.after_block(1_000_000.0)
         return [1_000_000.0] * samples
 
     def host_block_ns(self) -> list[float]:

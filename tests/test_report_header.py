@@ -133,6 +133,8 @@ def test_a_smoke_session_has_no_header(pytester: pytest.Pytester) -> None:
 def test_the_compare_ref_header_names_the_base_commit(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_plain=NO_TORCH_TEST.replace('assert "torch" not in sys.modules', "pass"))
     sha = _repo(pytester.path)
-    result = pytester.runpytest_subprocess("--gpuperf-compare-ref=HEAD", "-p", "no:cacheprovider")
+    with git.Repo(pytester.path) as repo:
+        repo.index.commit("second")
+    result = pytester.runpytest_subprocess("--gpuperf-compare-ref=HEAD~1", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([f"gpuperf: compare-ref mode on device auto (*) against HEAD ({sha[:12]})"])
+    result.stdout.fnmatch_lines([f"gpuperf: compare-ref mode on device auto (*) against HEAD~1 ({sha[:12]})"])

@@ -9,9 +9,14 @@ from __future__ import annotations
 import dataclasses
 
 from pytest_gpuperf.model import (
+    ENERGY_METRIC,
     BaselineEntry,
     Comparison,
+    DeviceState,
+    DeviceSummary,
+    EnergySource,
     Environment,
+    Kind,
     Measurement,
     MeasurementResult,
     Metric,
@@ -247,6 +252,25 @@ def plain_session(measurements: list[Measurement], prov: Provenance, started: st
         mode="baseline",
         started_at=started,
     )
+
+
+def device_session(source: EnergySource = EnergySource.COUNTER) -> SessionResults:
+    """One GPU measurement with the device's state beside its samples and its energy per call, against a baseline."""
+    m = timed("tests/perf/test_mm.py::test_energy", 1_000_000.0)
+    n = len(m.samples_ns)
+    state = DeviceState(
+        sm_clock_mhz=tuple(1980.0 - 15 * (i % 4) for i in range(n)), mem_clock_mhz=(2619.0,) * n,
+        power_w=tuple(600.0 + i for i in range(n)), temperature_c=(61.0,) * n, reasons=(4,) * n, readings=n // 2,
+        reading_ns=30_000.0, summary=DeviceSummary(1957.0, 2619.0, 619.0, 61.0), energy_source=source,
+    )  # fmt: skip
+    m = dataclasses.replace(m, metrics=(Metric(ENERGY_METRIC, 0.62, unit="J", better="lower"),), device_state=state)
+    before = Metric(ENERGY_METRIC, 0.6, unit="J", better="lower")
+    base = dataclasses.replace(baseline(m, 1_000_000.0), metrics=(before,), device_state=state.summary)
+    energy = Comparison(key=m.key, metric=f"metric.{ENERGY_METRIC}", verdict=Verdict.UNCHANGED, current=0.62,
+                        baseline=0.6, unit="J", change=0.62 / 0.6 - 1, threshold=0.1, kind=Kind.METRIC)  # fmt: skip
+    result = MeasurementResult(m, (time_cmp(m, base, Verdict.UNCHANGED), energy), base)
+    return SessionResults(results=(result,), environment=ENV, provenance=HEAD, mode="baseline",
+                          started_at="2026-01-02T00:00:00+00:00")  # fmt: skip
 
 
 BASE_SESSION = plain_session(

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from chromium import browser, run_chromium
 from matplotlib import image as mpl_image
-from test_report_helpers import ENV, make_session
+from test_report_helpers import ENV, device_session, make_session
 
 from pytest_gpuperf.baseline import BaselineStore, entry_from_measurement
 from pytest_gpuperf.history.baselines_view import baseline_history, trends
@@ -20,6 +20,7 @@ from pytest_gpuperf.model import Measurement, MeasurementResult, Provenance, Ses
 from pytest_gpuperf.report import write_reports
 from pytest_gpuperf.report.html import (
     central_range,
+    device_figure,
     distribution_figure,
     render_html,
     trend_figure,
@@ -233,3 +234,18 @@ def test_page_and_comment_list_the_same_software_the_numbers_were_measured_with(
     ):
         assert f"<li><b>{name}</b>: {value}</li>" in page
         assert f"- **{name}**: {value}" in comment
+
+
+def test_clock_and_power_are_drawn_beside_the_samples_where_nvml_read_them() -> None:
+    session = device_session()
+    page = render_html(session)
+    assert page.count('<figure class="device">') == 1
+    assert "NVML beside the samples, medians: SM clock 1957 MHz, memory clock 2619 MHz, power 619 W, " \
+           "temperature 61 °C" in page  # fmt: skip
+    figure = device_figure(session.results[0].measurement)
+    assert figure is not None
+    assert [ax.get_ylabel() for ax in figure.axes] == ["time per call (ms)", "SM clock (MHz)", "power (W)"]
+    assert "20 NVML readings" in figure.axes[-1].get_xlabel()  # 40 samples, half of them read
+    without = dataclasses.replace(session.results[0].measurement, device_state=None)
+    assert device_figure(without) is None
+    assert '<figure class="device">' not in render_html(make_session())

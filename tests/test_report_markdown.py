@@ -4,7 +4,7 @@ import dataclasses
 import os
 from pathlib import Path
 
-from test_report_helpers import baseline, make_session, measurement, time_cmp
+from test_report_helpers import baseline, device_session, make_session, measurement, time_cmp
 
 from pytest_gpuperf.model import Comparison, Kind, MeasurementResult, Note, RuleNote, SessionResults, Verdict
 from pytest_gpuperf.report.markdown import MARKER, render_comment
@@ -96,3 +96,9 @@ def test_notes_of_one_kind_are_one_bullet_and_unchanged_memory_no_row() -> None:
     ]
     assert sum(line.startswith("| `test_suite.py::") for line in main) == 40
     assert "40 unchanged memory or metric comparisons: in the HTML report and the results JSON." in text
+
+
+def test_the_energy_row_says_where_the_energy_came_from() -> None:
+    text = render_comment(device_session())
+    row = next(line for line in text.splitlines() if "`metric.energy`" in line or "metric.energy" in line)
+    assert "| 600.0 mJ | 620.0 mJ | +3.3% | NVML energy counter | ⚪ unchanged |" in row

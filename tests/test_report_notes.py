@@ -43,7 +43,8 @@ def test_a_note_without_clauses_keeps_its_start_and_end_at_words() -> None:
 
 
 def test_a_long_closing_line_is_wrapped_under_the_limit_at_words() -> None:
-    text = "nothing gated: the baselines folder " + "/very/long" * 10 + " does not exist, so every test is new; record one"
+    folder = "/very/long" * 10
+    text = f"nothing gated: the baselines folder {folder} does not exist, so every test is new; record one"
     lines = wrapped(text)
     assert len(lines) == 2 and all(len(line) <= LINE_LIMIT for line in lines)
     assert lines[0].startswith("gpuperf: nothing gated") and lines[1].startswith(" " * len("gpuperf: "))

@@ -57,3 +57,18 @@ def test_inert_where_nobody_reads_it(pytester: pytest.Pytester, args: tuple[str,
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
     assert result.ret == 0, result.stdout.str()  # -q -q prints no outcome line to parse
     assert "confirming" not in result.stdout.str()
+
+
+@pytest.mark.slow
+def test_a_real_session_shows_its_re_measures_as_they_run(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plugin's own Progress, made when the session is configured, writes while the test runs."""
+    from test_fresh_remeasure import GATE, PERF_TEST
+
+    pytester.makepyfile(test_perf=PERF_TEST)
+    pytester.runpytest_subprocess("--gpuperf-update-baseline", *GATE).assert_outcomes(passed=1)
+    monkeypatch.setenv("SLOW", "1")  # four times the work in every process: a suspected regression, re-measured
+    result = pytester.runpytest_subprocess("--gpuperf", *GATE)
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines(["gpuperf: re-measuring test_perf.py::test_*::default: 1 of *"])

@@ -9,7 +9,16 @@ import pytest
 from test_report_helpers import make_session
 
 from pytest_gpuperf.errors import GpuperfError
-from pytest_gpuperf.model import BenchmarkInfo, Measurement, Note, NoteKind, SessionResults
+from pytest_gpuperf.model import (
+    BenchmarkInfo,
+    DeviceState,
+    DeviceSummary,
+    EnergySource,
+    Measurement,
+    Note,
+    NoteKind,
+    SessionResults,
+)
 from pytest_gpuperf.report.results_json import (
     SCHEMA_VERSION,
     ResultsError,
@@ -216,3 +225,21 @@ def test_repro_args_round_trip_and_a_version_5_file_reads_without_them(tmp_path:
     (tmp_path / "v6.json").write_text(json.dumps(doc))
     with pytest.raises(ResultsError, match="'repro_args' is a required property"):
         load_results(tmp_path / "v6.json")
+
+
+def test_the_device_state_round_trips_with_the_baseline_entrys_summary(tmp_path: Path) -> None:
+    session = make_session()
+    first = session.results[1]
+    assert first.baseline is not None
+    n = len(first.measurement.samples_ns)
+    state = DeviceState(sm_clock_mhz=(1980.0,) * n, power_w=(650.5,) * n, reasons=(4,) * n, readings=2,
+                        reading_ns=42_000.0, summary=DeviceSummary(sm_clock_mhz=1980.0, power_w=650.5),
+                        energy_source=EnergySource.COUNTER)  # fmt: skip
+    measurement = dataclasses.replace(first.measurement, device_state=state)
+    baseline = dataclasses.replace(first.baseline, device_state=DeviceSummary(sm_clock_mhz=1755.0))
+    results = (session.results[0], dataclasses.replace(first, measurement=measurement, baseline=baseline),
+               *session.results[2:])  # fmt: skip
+    session = dataclasses.replace(session, results=results)
+    path = write_results(tmp_path / "r.json", session)
+    assert load_results(path) == session
+    assert json.loads(path.read_text())["results"][1]["measurement"]["device_state"]["energy_source"] == "counter"

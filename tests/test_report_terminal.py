@@ -5,10 +5,10 @@ import io
 from pathlib import Path
 
 import pytest
-from test_report_helpers import baseline, make_session, measurement, time_cmp
+from test_report_helpers import baseline, device_session, make_session, measurement, time_cmp
 
 from pytest_gpuperf.config import GateSettings
-from pytest_gpuperf.model import Comparison, MeasurementResult, SessionResults, Verdict
+from pytest_gpuperf.model import Comparison, EnergySource, MeasurementResult, SessionResults, Verdict
 from pytest_gpuperf.report.terminal import PlainWriter, render_summary, shorten_test_id
 from tests.verdict_helpers import compare
 from tests.verdict_helpers import entry as compare_entry
@@ -37,7 +37,8 @@ def test_table_has_headers_units_and_verdict_colours() -> None:
     render_summary(make_session(), tw)
     assert tw.lines[0][0] == "=== gpuperf: compared with origin/main ==="
     header, markup = tw.lines[1]
-    assert header.split() == ["test", "measurement", "p50", "now", "baseline", "change", "precision", "verdict"]
+    # compare-ref: the column holds the base commit's figures, not a recorded baseline's
+    assert header.split() == ["test", "measurement", "p50", "now", "base", "change", "precision", "verdict"]
     assert markup == {"bold": True}
 
     reg, reg_markup = tw.find("test_matmul[fp16-4096]")
@@ -53,6 +54,30 @@ def test_table_has_headers_units_and_verdict_colours() -> None:
     assert "3.000 GiB vs 2.000 GiB (+50.0%) regression" in memory
     assert memory_markup == {"red": True}
     assert tw.find("unstable: GPU clock throttled")[1] == {"yellow": True}
+
+
+def test_the_reference_column_is_the_baseline_in_baseline_mode_and_the_base_in_compare_ref() -> None:
+    from pytest_gpuperf.report.html import render_html
+    from pytest_gpuperf.report.markdown import render_comment
+
+    for session, column in ((dataclasses.replace(make_session(), compare_ref=None, mode="baseline"), "baseline"),
+                            (make_session(), "base")):  # fmt: skip
+        tw = RecordingWriter(fullwidth=140)
+        render_summary(session, tw)
+        assert tw.lines[1][0].split()[4] == column
+        page = render_html(session)
+        assert f"<th>now</th><th>{column}</th>" in page and f"<th>metric</th><th>{column}</th>" in page
+        assert f"| {column} noise |" in render_comment(session)
+        assert ("<th>baseline</th>" in page) == (column == "baseline")
+
+
+def test_the_title_claims_no_comparison_when_every_measurement_is_new() -> None:
+    session = make_session()
+    new_only = dataclasses.replace(session, results=tuple(
+        dataclasses.replace(r, comparisons=(), baseline=None) for r in session.results))  # fmt: skip
+    tw = RecordingWriter(fullwidth=140)
+    render_summary(new_only, tw)
+    assert tw.lines[0][0] == "=== gpuperf: nothing compared with origin/main ==="
 
 
 def test_regressions_come_first_and_counts_close_the_table() -> None:
@@ -228,3 +253,16 @@ def test_plain_writer_colours_only_when_asked() -> None:
     coloured = io.StringIO()
     render_summary(make_session(), PlainWriter(coloured, color=True, width=120))
     assert "\x1b[31m" in coloured.getvalue()  # the regression row in red
+
+
+def test_the_energy_per_call_is_a_line_under_its_row_with_where_it_came_from() -> None:
+    tw = RecordingWriter(fullwidth=140)
+    render_summary(device_session(), tw)
+    line = tw.find("energy per call")[0]
+    assert line == "    energy per call: 620.0 mJ vs 600.0 mJ (+3.3%) unchanged (NVML energy counter)"
+    tw = RecordingWriter(fullwidth=140)
+    render_summary(device_session(EnergySource.POWER), tw)
+    assert tw.find("energy per call")[0].endswith("unchanged (NVML power readings, an estimate)")
+    tw = RecordingWriter(fullwidth=140)
+    render_summary(make_session(), tw)
+    assert not [text for text, _ in tw.lines if "energy" in text]

@@ -49,6 +49,10 @@ def test_format_value_by_unit() -> None:
     assert format_value(1.25, "x") == "1.25 x"
     assert format_value(3.0, "") == "3"
     assert format_value(None, "ns") == "-"
+    assert format_value(0.0123, "J") == "12.30 mJ"  # the energy per call, in joules
+    assert format_value(1.5, "J") == "1.500 J"
+    assert format_value(2e-7, "J") == "200.0 nJ"
+    assert format_value(0.0, "J") == "0.000 nJ"  # below the smallest prefix: in the smallest
 
 
 def test_change_and_precision() -> None:

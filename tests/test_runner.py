@@ -14,10 +14,13 @@ import torch
 
 from pytest_gpuperf.config import MeasureSettings, Mode
 from pytest_gpuperf.errors import MeasurementError, MeasurementTimeout
+from pytest_gpuperf.gpu.nvml import HW_SLOWDOWN
+from pytest_gpuperf.measure.host.cuda import CudaHostGuard
 from pytest_gpuperf.measure.runner import MeasureSpec, Runner, RunnerOptions
-from pytest_gpuperf.measure.timers import CPU_MIN_SAMPLE_NS, WallTimer
-from pytest_gpuperf.model import Throughput
+from pytest_gpuperf.measure.timers import CPU_MIN_SAMPLE_NS, BlockObservers, WallTimer
+from pytest_gpuperf.model import EnergySource, Throughput
 from pytest_gpuperf.modes import plan_for
+from tests.nvml_fake import FakeNvml
 
 FAST = MeasureSettings(warmup_time_s=0.01, min_time_s=0.03, max_time_s=0.3, target_precision=0.05)
 
@@ -32,6 +35,25 @@ def test_wall_timer_times_blocks_and_runs_between_outside() -> None:
     assert len(totals) == 4
     assert calls == ["b", "c", "c", "c"] * 4
     assert all(t >= 0 for t in totals)
+
+
+def test_observers_enclose_one_another_around_each_block() -> None:
+    seen: list[str] = []
+
+    class Observer:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def before_block(self) -> None:
+            seen.append(f"{self.name} before")
+
+        def after_block(self, block_ns: float) -> None:
+            seen.append(f"{self.name} after")
+
+    WallTimer().time_blocks(
+        lambda: seen.append("call"), 1, 2, observer=BlockObservers(Observer("outer"), Observer("inner"))
+    )
+    assert seen == ["outer before", "inner before", "call", "inner after", "outer after"] * 2
 
 
 def test_fast_function_is_grouped_into_timeable_samples() -> None:
@@ -260,3 +282,53 @@ def test_a_lazy_result_is_a_measurement_error_and_nothing_is_measured(
         gc.collect()
     assert ran == []
     assert not [w for w in caught if "never awaited" in str(w.message)]
+
+
+# --- the device's state beside the samples (NVML, through its fake on the CPU) --------------------------
+
+
+def _nvml_runner(fake: FakeNvml) -> Runner:
+    """A runner with the CUDA guard reading ``fake``: its per-sample readings and energy, timed on the CPU."""
+    cpu = torch.device("cpu")
+    return Runner(RunnerOptions(device=cpu, guard=CudaHostGuard(cpu, nvml=fake)))
+
+
+def _matmul() -> torch.Tensor:
+    x = torch.ones(32, 32)
+    return x @ x
+
+
+def test_the_device_state_is_read_beside_every_sample_and_energy_gated_where_asked() -> None:
+    fake = FakeNvml(energy_clock=time.perf_counter)  # a device drawing 300 W, its counter on the runner's clock
+    spec = MeasureSpec(fn=_matmul, test_id="t", settings=dataclasses.replace(FAST, energy=True))
+    m = _nvml_runner(fake).measure(spec)
+    state = m.device_state
+    assert state is not None and state.samples == len(m.samples_ns)
+    assert 1 <= state.readings <= len(m.samples_ns)
+    assert state.sm_clock_mhz == (1980.0,) * len(m.samples_ns)
+    assert state.summary.power_w == 300.0 and state.energy_source is EnergySource.COUNTER
+    energy = m.metric("energy")
+    assert energy is not None and energy.unit == "J" and energy.better == "lower"
+    # the counter's mean power over the rounds (300 W) times the mean time per call
+    assert energy.value == pytest.approx(300 * m.stats.mean_ns / 1e9, rel=0.02)
+    assert m.unstable_reason is None
+
+
+def test_energy_is_a_metric_only_where_asked() -> None:
+    m = _nvml_runner(FakeNvml()).measure(MeasureSpec(fn=_matmul, test_id="t", settings=FAST))
+    assert m.device_state is not None and m.metric("energy") is None
+
+
+def test_a_hardware_slowdown_in_the_samples_readings_makes_the_measurement_unstable() -> None:
+    m = _nvml_runner(FakeNvml(reasons=HW_SLOWDOWN)).measure(MeasureSpec(fn=_matmul, test_id="t", settings=FAST))
+    n = len(m.samples_ns)
+    assert m.unstable_reason == f"GPU clocks were slowed during {n} of {n} samples: hw_slowdown"
+
+
+def test_a_cpu_reads_no_device_state_and_says_energy_was_not_measured() -> None:
+    spec = MeasureSpec(fn=_matmul, test_id="t", settings=dataclasses.replace(FAST, energy=True))
+    m = _runner().measure(spec)
+    assert m.device_state is None and m.metric("energy") is None
+    assert "energy requested but not measured: NVML reads a CUDA device's energy, not cpu's" in [
+        n.text for n in m.notes
+    ]

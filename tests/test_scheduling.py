@@ -68,12 +68,15 @@ def test_waits_the_process_caused_itself_stay_in_the_time() -> None:
     assert corrected.low_ns[0] == pytest.approx(1000.0)
 
 
-def test_without_a_wait_counter_off_cpu_time_beyond_the_least_stands_for_it() -> None:
-    s = accounting([50.0, 50.0, 550.0], source=WaitSource.CPU_TIME)  # the call sleeps 50 ns of its own
+def test_without_a_wait_counter_the_wait_lies_between_the_off_cpu_time_beyond_the_least_and_all_of_it() -> None:
+    s = accounting([50.0, 50.0, 550.0], source=WaitSource.CPU_TIME)  # 50 ns off the CPU in the least of them
     corrected = correct([1000.0, 1000.0, 1500.0], s)
-    assert corrected.samples_ns[:2] == (1000.0, 1000.0)
-    assert corrected.high_ns[2] == pytest.approx(1000.0)
+    assert corrected.high_ns == pytest.approx((1000.0, 1000.0, 1000.0))  # the call's own 50 ns kept
+    assert corrected.low_ns == pytest.approx((950.0, 950.0, 950.0))  # all of it a wait
     assert corrected.source is WaitSource.CPU_TIME
+    # steady contention: every sample waited 500 ns; how much of it the call's own is not known
+    steady = correct([1500.0] * 3, accounting([500.0] * 3, source=WaitSource.CPU_TIME))
+    assert steady.high_ns[0] == 1500.0 and steady.low_ns[0] == 1000.0 and steady.uncertainty > 0.15
 
 
 def test_a_device_s_samples_are_corrected_only_where_the_host_kept_it_waiting() -> None:

@@ -43,13 +43,25 @@ def test_the_line_counts_what_was_not_judged_why_and_what_to_do() -> None:
     assert line is not None
     counts = "2 unstable (busy-runner), 1 not gated (noisy-baseline)"
     assert line.startswith(f"3 of 4 measurements could not be judged: {counts}")
-    assert "--gpuperf-compare-ref, which stays reliable under load" in line and "--gpuperf-strict" in line
+    # the advice follows the rule that decided: a baseline written busy or noisy is written again
+    assert "write the baselines written busy again with --gpuperf-update-baseline" in line
+    assert "write the noisy baselines again" in line and "--gpuperf-strict" in line
     compare_ref = session(comparison(0, Verdict.UNSTABLE, *BUSY), compare_ref="main")
     assert "--gpuperf-compare-ref" not in (unjudged_line(compare_ref) or "")
     assert unjudged_line(session(comparison(0, Verdict.UNCHANGED))) is None
     elsewhere = unjudged_line(session(comparison(0, Verdict.NOT_COMPARABLE, ("reference", Verdict.NOT_COMPARABLE))))
     assert elsewhere is not None and "--gpuperf-compare-ref" not in elsewhere
     assert "record baselines on this device class with --gpuperf-update-baseline" in elsewhere
+
+
+def test_a_base_that_could_not_run_a_test_is_no_matter_of_a_quieter_runner() -> None:
+    cannot_import = comparison(0, Verdict.NOT_GATED, ("reference", Verdict.NOT_GATED))
+    line = unjudged_line(session(cannot_import, compare_ref="origin/main"))
+    assert line is not None and "1 not gated (reference)" in line
+    assert "the base (origin/main) could not run some: each one's note says why" in line
+    assert "quieter runner" not in line
+    both = unjudged_line(session(cannot_import, comparison(1, Verdict.UNSTABLE, *BUSY), compare_ref="origin/main"))
+    assert both is not None and "could not run some" in both and "run it again on a quieter runner" in both
 
 
 def test_the_pr_comment_says_it_first() -> None:

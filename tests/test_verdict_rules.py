@@ -94,12 +94,22 @@ def test_a_slowdown_stands_on_a_busy_runner_when_more_than_the_contention_explai
 
 
 def test_a_baseline_written_under_contention_keeps_its_corrected_samples_for_the_gate() -> None:
-    # written while every call waited 2 us; gated quiet with 30% more work: the wall clock reads faster
-    written = busy(1000.0, wait=2000.0, seed=2)
+    # written while every call waited 1.5 us (60% of its time); gated quiet with 30% more work: the wall clock
+    # reads faster
+    written = busy(1000.0, wait=1500.0, seed=2)
     base = entry(samples_ns=written.samples_ns, correction=recorded_correction(written))
     c = time_of(compare(measurement(1300.0), base))
     assert c.change is not None and c.change < -0.4  # the wall clock: "faster"
     assert c.verdict is Verdict.REGRESSION and "the wall clock's" in c.note and "hid it" in c.note
+
+
+def test_a_change_only_the_correction_shows_is_not_judged_where_a_side_waited_most_of_its_time() -> None:
+    # written while every call waited 4x its work (80% of the time: the CPU shared with several tasks), gated
+    # quiet at the same wall clock: only the correction reads +400%, from a fifth of the baseline's time
+    written = busy(1000.0, wait=4000.0, seed=2)
+    base = entry(samples_ns=written.samples_ns, correction=recorded_correction(written))
+    c = time_of(compare(measurement(5000.0), base))
+    assert c.verdict is Verdict.UNSTABLE and "waited most of its time" in c.note
 
 
 def test_a_correction_too_uncertain_to_rule_out_the_wall_clocks_change_is_unstable() -> None:

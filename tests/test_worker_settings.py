@@ -69,12 +69,12 @@ def test_the_base_worker_gets_the_heads_resolved_settings_not_its_checkouts_ini(
 
 def test_worker_args_carry_every_measurement_setting_from_the_option_table() -> None:
     measure = MeasureSettings(warmup_time_s=0.2, min_time_s=0.1, max_time_s=2.0, target_precision=0.01,
-                              time_limit_s=600.0, l2_flush=True, cuda_graph=True)  # fmt: skip
+                              time_limit_s=600.0, l2_flush=True, cuda_graph=True, energy=True)  # fmt: skip
     config = GpuperfConfig(measure=measure, calibrate="on", nvtx=False, nsight=True, busy_policy="judge")
     assert worker_args(config) == (
         "--gpuperf-warmup-time=0.2", "--gpuperf-min-time=0.1", "--gpuperf-max-time=2.0",
         "--gpuperf-target-precision=0.01", "--gpuperf-time-limit=600.0",
-        "--gpuperf-l2-flush", "--gpuperf-cuda-graph", "--gpuperf-nsight", "--gpuperf-no-nvtx",
+        "--gpuperf-l2-flush", "--gpuperf-cuda-graph", "--gpuperf-energy", "--gpuperf-nsight", "--gpuperf-no-nvtx",
         "--gpuperf-busy-policy=judge",
     )  # fmt: skip
     plain = worker_args(GpuperfConfig(calibrate="on", compare_ref="main"))

@@ -17,8 +17,10 @@ from typing import Any
 
 from pytest_gpuperf.baseline import migrate, plausible, schema
 from pytest_gpuperf.errors import BaselineError, NonFiniteNumberError
+from pytest_gpuperf.files import first_not_a_number, loads_json
 from pytest_gpuperf.model import (
     BaselineEntry,
+    DeviceSummary,
     Environment,
     Metric,
     OpProfile,
@@ -31,7 +33,6 @@ from pytest_gpuperf.model import (
 )
 
 SIGNIFICANT_DIGITS = 6
-MAX_INT_DIGITS = 300  # any int of up to 300 digits still converts to a finite float
 
 
 def round_number(value: float) -> float:
@@ -166,6 +167,8 @@ def entry_to_json(entry: BaselineEntry) -> dict[str, Any]:
         c = entry.correction
         raw["correction"] = {"samples_ns": [float(x) for x in c.samples_ns], "wait_share": float(c.wait_share),
                              "uncertainty": float(c.uncertainty), "source": c.source.value}  # fmt: skip
+    if entry.device_state is not None:  # optional: a GPU's entry, where NVML could be read
+        raw["device_state"] = {name: _opt_float(value) for name, value in _fields(entry.device_state).items()}
     result: dict[str, Any] = canonical(raw)
     return result
 
@@ -212,7 +215,12 @@ def decode_entry(d: dict[str, Any], key: str) -> BaselineEntry:
         profile=profile_from_json(d["profile"]) if d.get("profile") is not None else None,
         correction=_correction(d.get("correction")),
         reference_ns={str(kind): float(ns) for kind, ns in d.get("reference_ns", {}).items()},
+        device_state=_device_state(d.get("device_state")),
     )
+
+
+def _device_state(d: Mapping[str, Any] | None) -> DeviceSummary | None:
+    return None if d is None else DeviceSummary(**{name: _opt_float(value) for name, value in d.items()})
 
 
 def _correction(d: Mapping[str, Any] | None) -> RecordedCorrection | None:
@@ -227,43 +235,6 @@ def where_in_text(exc: json.JSONDecodeError) -> str:
     return f"{exc.msg.removesuffix(' at')} at line {exc.lineno} column {exc.colno}"
 
 
-@dataclasses.dataclass(frozen=True)
-class _NotANumber:
-    """Stands in for NaN, Infinity or an overflowing number while parsing, so the error can name its JSON path."""
-
-    problem: str
-
-
-def _reject_constant(name: str) -> _NotANumber:
-    return _NotANumber(f"{name} is not a JSON number")
-
-
-def _parse_float(text: str) -> float | _NotANumber:
-    value = float(text)
-    if not math.isfinite(value):
-        return _NotANumber(f"number {text} is out of range")
-    return value
-
-
-def _first_not_a_number(value: object, where: str = "$") -> tuple[str, str] | None:
-    """The JSON path and problem of the first ``_NotANumber`` in a parsed document (None: there is none)."""
-    if isinstance(value, _NotANumber):
-        return where, value.problem
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, item in items:
-        found = _first_not_a_number(item, f"{where}[{key}]" if isinstance(key, int) else f"{where}[{json.dumps(key)}]"
-                                    if not key.isidentifier() else f"{where}.{key}")  # fmt: skip
-        if found:
-            return found
-    return None
-
-
-def _parse_int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise ValueError(f"an integer of {len(text)} digits is out of range")
-    return int(text)
-
-
 def parse_json(text: str | bytes, path: Path) -> object:
     """The JSON value of a file's content; BaselineError for anything that is not JSON."""
     if isinstance(text, bytes):
@@ -276,8 +247,8 @@ def parse_json(text: str | bytes, path: Path) -> object:
     if not text.strip():
         raise BaselineError(path, "the file is empty (an interrupted copy or a bad merge?)")
     try:
-        document = json.loads(text, parse_float=_parse_float, parse_int=_parse_int, parse_constant=_reject_constant)
-        found = _first_not_a_number(document)
+        document = loads_json(text)
+        found = first_not_a_number(document)
     except json.JSONDecodeError as exc:
         raise BaselineError(path, f"not valid JSON: {where_in_text(exc)} (truncated, or a merge conflict?)") from None
     except ValueError as exc:
@@ -285,7 +256,7 @@ def parse_json(text: str | bytes, path: Path) -> object:
     except RecursionError:
         raise BaselineError(path, "not valid JSON: nested too deeply") from None
     if found is not None:
-        raise BaselineError(path, f"not valid JSON: {found[1]}", json_path=found[0])
+        raise BaselineError(path, f"not valid JSON: {found[1].problem}", json_path=found[0])
     return document
 
 

@@ -93,4 +93,5 @@ def entry_from_measurement(
         recorded_at=recorded_at,
         profile=m.op_profile,
         correction=recorded_correction(m, max_samples),
+        device_state=m.device_state.summary if m.device_state is not None else None,
     )

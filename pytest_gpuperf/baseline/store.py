@@ -3,11 +3,18 @@
 Reads validate every file (schema, plausibility, location). Updates lock the file, re-read, merge and
 replace it atomically, so concurrent sessions and xdist workers lose nothing; a corrupt file is never
 overwritten. Files are updated one by one: an update of two modules can fail after writing the first.
+
+Baseline files and their device-class folders are regular files and folders: a symbolic link (a
+dangling one would make an update write wherever it points, one to ``/dev/zero`` would read as no
+baseline) or a device or FIFO where a file belongs is refused by name (``_regular_file``), and a
+file is read no further than ``files.MAX_JSON_BYTES``, as a results file is.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +24,7 @@ from pytest_gpuperf.baseline import atomic, codec, migrate, schema
 from pytest_gpuperf.baseline.naming import device_class_dir, module_file_name, module_of
 from pytest_gpuperf.baseline.record import entry_from_measurement
 from pytest_gpuperf.errors import BaselineError, NonFiniteNumberError
+from pytest_gpuperf.files import MAX_JSON_BYTES, read_limited
 from pytest_gpuperf.model import BaselineEntry, measurement_key
 from pytest_gpuperf.model import device_class as classes
 
@@ -63,14 +71,15 @@ class BaselineStore:
 
     @staticmethod
     def _baseline_files(folder: Path) -> list[Path]:
-        return sorted(p for p in folder.iterdir() if p.suffix == ".json" and not p.name.startswith(".") and p.is_file())
+        """Every ``*.json`` of ``folder`` but hidden ones: links and other non-files too, to be refused by name."""
+        return sorted(p for p in folder.iterdir() if p.suffix == ".json" and not p.name.startswith(".")
+                      and (p.is_symlink() or not p.is_dir()))  # fmt: skip
 
     def _parse_file(self, path: Path, raw: bytes | None = None, *, earlier: _ParsedFile | None = None) -> _ParsedFile:
         if raw is None:
-            try:
-                raw = path.read_bytes()
-            except OSError as exc:
-                raise BaselineError(path, f"cannot read it: {exc.strerror or exc}") from None
+            raw = _read(path)
+            if raw is None:
+                raise BaselineError(path, "cannot read it: there is no such file")
         document = codec.parse_document(raw, path, validated=earlier.document["entries"] if earlier else None)
         self._check_location(path, document)
         return _ParsedFile(raw.decode("utf-8"), document, codec.decode_entries(document))
@@ -104,11 +113,11 @@ class BaselineStore:
         with kernels also an entry of its model's older class that recorded them (migrate.current_class)."""
         key = measurement_key(test_id, name)
         path = self.file_for(device_class, test_id)
-        if path.is_file() and key in self._cached(path).entries:
+        if _regular_file(path) and key in self._cached(path).entries:
             return self._cached(path).entries[key]
         legacy, kernels = classes.split(device_class)
         legacy_path = self.file_for(legacy, test_id)
-        if kernels is None or not legacy_path.is_file():
+        if kernels is None or not _regular_file(legacy_path):
             return None
         entry = self._cached(legacy_path).entries.get(key)
         if entry is None or migrate.current_class(entry, legacy) != device_class:
@@ -124,7 +133,7 @@ class BaselineStore:
         found = []
         for folder in self._device_dirs():
             path = folder / file_name
-            if folder.name == skip or not path.is_file():
+            if folder.name == skip or not _regular_file(path):
                 continue
             entry = self._cached(path).entries.get(key)
             if entry is None:
@@ -220,6 +229,7 @@ class BaselineStore:
 
     def _update_file(self, device_class: str, module: str, entries: list[BaselineEntry]) -> list[EntryChange]:
         path = self.file_for(device_class, module)
+        _regular_file(path)  # a link is refused before anything is written, or its folder made
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._write_gitignore()
@@ -231,12 +241,9 @@ class BaselineStore:
 
     def _reread(self, path: Path) -> _ParsedFile | None:
         """The file as it is now (call under its lock); the cached parse if the bytes are the same."""
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
+        raw = _read(path)
+        if raw is None:
             return None
-        except OSError as exc:
-            raise BaselineError(path, f"cannot read it: {exc.strerror or exc}") from None
         cached = self._cache.get(path)
         if cached is not None and cached.text.encode("utf-8") == raw:
             return cached  # no other process wrote it since: no need to validate again
@@ -288,6 +295,8 @@ class BaselineStore:
         user's own lines are kept. An unwritable folder leaves it as it is: the entries matter, this does not.
         """
         path = self.root / ".gitignore"
+        if path.is_symlink():  # the user's; never written through
+            return
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -303,3 +312,43 @@ class BaselineStore:
         kept = text if not text or text.endswith("\n") else text + "\n"
         with contextlib.suppress(OSError, BaselineError), atomic.locked(path, self.lock_timeout_s):
             atomic.write(path, kept + "".join(f"{line}\n" for line in added))
+
+
+def _regular_file(path: Path) -> bool:
+    """Whether a baseline file is at ``path`` (False: nothing is); BaselineError for a link or anything else there.
+
+    Its device-class folder must not be a link either. Read through a link, a baseline could come
+    from anywhere (``/dev/zero`` reads as no baseline at all); written through a dangling one, an
+    update would create a file outside the repository.
+    """
+    for candidate in (path.parent, path):
+        if candidate.is_symlink():
+            raise BaselineError(candidate, f"is a symbolic link (to {os.readlink(candidate)!r}): baseline files and "
+                                "their folders must be the files themselves; replace the link with what it points to, "
+                                "or remove it")  # fmt: skip
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):  # nothing there (a file where a folder belongs: said on update)
+        return False
+    except OSError as exc:
+        raise BaselineError(path, f"cannot read it: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        what = "a folder" if stat.S_ISDIR(mode) else "a device or FIFO" if not stat.S_ISSOCK(mode) else "a socket"
+        raise BaselineError(path, f"is {what}, not a baseline file; remove it")
+    return True
+
+
+def _read(path: Path) -> bytes | None:
+    """The bytes of the baseline file at ``path`` (None: there is none), read no further than MAX_JSON_BYTES."""
+    if not _regular_file(path):
+        return None
+    try:
+        raw = read_limited(path, MAX_JSON_BYTES)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise BaselineError(path, f"cannot read it: {exc.strerror or exc}") from None
+    if len(raw) > MAX_JSON_BYTES:
+        raise BaselineError(path, f"cannot be read: larger than {MAX_JSON_BYTES // 2**20} MiB, the most a baseline "
+                            "file may hold")  # fmt: skip
+    return raw

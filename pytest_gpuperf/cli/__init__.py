@@ -25,7 +25,7 @@ from typing import TextIO
 from pytest_gpuperf import __version__
 from pytest_gpuperf.cli import history as cli_history
 from pytest_gpuperf.cli.history import DEFAULT_BASELINES
-from pytest_gpuperf.config import BusyPolicy
+from pytest_gpuperf.config import BaseTests, BusyPolicy
 from pytest_gpuperf.errors import ConfigError, GpuperfError, NoChanges
 from pytest_gpuperf.files import write_atomic
 from pytest_gpuperf.model import SessionResults, Statistic
@@ -191,6 +191,10 @@ def _bisect_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
                         help="keep each step's pytest output as DIR/<commit>.log")  # fmt: skip
     bisect.add_argument("--step-timeout", type=float, default=None, metavar="SECONDS",
                         help="skip a commit whose run takes longer (default: no limit)")  # fmt: skip
+    bisect.add_argument("--base-tests", choices=("auto", "head", "base"), default="auto",
+                        help="the tests each commit and GOOD run: auto (your checkout's test file where one lacks "
+                        "it or a selected test of it), head (yours everywhere), base (each commit's own) "
+                        "(default: auto)")  # fmt: skip
 
 
 def _emit_report(name: str, session: SessionResults, output: Path | None, stdout: TextIO) -> None:
@@ -310,7 +314,7 @@ def _cmd_bisect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
         stderr.write(f"gpuperf bisect: error: {exc}\n")
         return EXIT_USAGE
     request = bisect.Request(args.good, args.bad, tuple(args.pytest_args), args.json_path, args.log_dir,
-                             args.step_timeout)  # fmt: skip
+                             args.step_timeout, BaseTests(args.base_tests))  # fmt: skip
 
     def out(text: str) -> None:
         stdout.write(text)

@@ -58,8 +58,9 @@ def add_parser(commands: Any, *, fraction: Callable[[str], float]) -> None:
         "ingest",
         help="store results files (pytest --gpuperf-json) and the baselines' git history",
         description="Store each results file as one run. Every file is read first; a file that cannot be "
-        "read (corrupt, an unknown format version) is refused and nothing of it is stored, while the others "
-        "are stored, and the exit code is 3. A run already in the store is not stored again.",
+        "read (corrupt, an unknown format version) or whose run the store refuses is refused and nothing of it "
+        "is stored, while every other file is stored, and the exit code is 3. A run already in the store is not "
+        "stored again.",
     )
     _store_option(ingest)
     ingest.add_argument("files", type=Path, nargs="*", metavar="FILE", help="results files to store")
@@ -156,16 +157,24 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def _open(args: argparse.Namespace, stderr: TextIO, *, create: bool = False) -> HistoryStore | None:
-    """The store of ``--history`` or GPUPERF_HISTORY; only ``ingest`` creates one (``create``)."""
-    from pytest_gpuperf.history.record import history_url
+    """The store of ``--history`` or GPUPERF_HISTORY; only ``ingest`` creates one (``create``).
+
+    None, the error written, where there is no address or it is not a store's: a usage error.
+    """
+    from pytest_gpuperf.errors import StoreAddressError
+    from pytest_gpuperf.history.record import history_address
     from pytest_gpuperf.history.store import open_store
 
-    url = history_url(args.history, None)
-    if url is None:
+    address = history_address(args.history, None, option_name="--history")
+    if address is None:
         stderr.write(f"gpuperf history {args.history_command}: error: no store: give --history URL or set "
                      "GPUPERF_HISTORY\n")  # fmt: skip
         return None
-    return open_store(url, create=create)
+    try:
+        return open_store(address.text, create=create, setting=address.setting)
+    except StoreAddressError as exc:
+        stderr.write(f"gpuperf history {args.history_command}: error: {exc}\n")
+        return None
 
 
 def _cmd_ingest(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:

@@ -69,6 +69,8 @@ class Nvml(Protocol):
     def temperature_c(self, handle: Any) -> int: ...
     def persistence_mode(self, handle: Any) -> bool: ...
     def clock_event_reasons(self, handle: Any) -> int: ...
+    def power_mw(self, handle: Any) -> int: ...
+    def total_energy_mj(self, handle: Any) -> int: ...
 
 
 T = TypeVar("T")
@@ -145,6 +147,13 @@ class PynvmlBackend:
     def persistence_mode(self, handle: Any) -> bool:
         return bool(self._query("nvmlDeviceGetPersistenceMode", handle) == self._lib().NVML_FEATURE_ENABLED)
 
+    def power_mw(self, handle: Any) -> int:
+        return int(self._query("nvmlDeviceGetPowerUsage", handle))
+
+    def total_energy_mj(self, handle: Any) -> int:
+        # Volta and later: millijoules since the driver was last loaded
+        return int(self._query("nvmlDeviceGetTotalEnergyConsumption", handle))
+
     def clock_event_reasons(self, handle: Any) -> int:
         # The "event" name replaced "throttle" in driver 535 / nvidia-ml-py 12.535.
         name = "nvmlDeviceGetCurrentClocksEventReasons"
@@ -217,7 +226,8 @@ def clocks_look_locked(app_sm: int | None, default_app_sm: int | None, reasons: 
     return "no" if reasons is not None else "unknown"
 
 
-def _try(fn: Callable[..., T], *args: Any) -> T | None:
+def try_query(fn: Callable[..., T], *args: Any) -> T | None:
+    """``fn(*args)``, or None where NVML cannot answer it."""
     try:
         return fn(*args)
     except NvmlQueryError:
@@ -227,16 +237,16 @@ def _try(fn: Callable[..., T], *args: Any) -> T | None:
 def probe_device(index: int, *, nvml: Nvml | None = None) -> dict[str, str]:
     """Identity, clocks and settings of CUDA device ``index``; without NVML ``{"nvml": "unavailable: <why>"}``."""
     api = nvml if nvml is not None else PynvmlBackend()
-    handle, unavailable = _open(api, index)
+    handle, unavailable = open_device(api, index)
     if unavailable is not None:
         return {"nvml": unavailable}
     try:
         return _probe(api, handle)
     finally:
-        _try(api.shutdown)
+        try_query(api.shutdown)
 
 
-def _open(api: Nvml, index: int) -> tuple[Any, str | None]:
+def open_device(api: Nvml, index: int) -> tuple[Any, str | None]:
     """``api`` initialized and the handle of CUDA device ``index``, or why not ("unavailable: ...")."""
     try:
         api.init()
@@ -245,7 +255,7 @@ def _open(api: Nvml, index: int) -> tuple[Any, str | None]:
     try:
         return api.device_handle(index), None
     except NvmlQueryError as exc:
-        _try(api.shutdown)
+        try_query(api.shutdown)
         return None, f"unavailable for CUDA device {index}: {exc}"
 
 
@@ -256,10 +266,10 @@ def _probe(api: Nvml, handle: Any) -> dict[str, str]:
         if value is not None:
             out[key] = str(value)
 
-    put("name", _try(api.name, handle))
-    put("uuid", _try(api.uuid, handle))
-    put("driver", _try(api.driver_version))
-    cuda = _try(api.cuda_driver_version)
+    put("name", try_query(api.name, handle))
+    put("uuid", try_query(api.uuid, handle))
+    put("driver", try_query(api.driver_version))
+    cuda = try_query(api.cuda_driver_version)
     put("cuda_driver_version", format_cuda_version(cuda) if cuda is not None else None)
     clocks: dict[str, int | None] = {}
     for domain in ("sm", "mem"):
@@ -270,14 +280,14 @@ def _probe(api: Nvml, handle: Any) -> dict[str, str]:
             ("default_applications", "default_app_clock"),
         ):
             key = f"{domain}_{label}_mhz"
-            clocks[key] = _try(api.clock_mhz, handle, domain, kind)
+            clocks[key] = try_query(api.clock_mhz, handle, domain, kind)
             put(key, clocks[key])
-    limit = _try(api.power_limit_mw, handle)
+    limit = try_query(api.power_limit_mw, handle)
     put("power_limit_w", f"{limit / 1000:g}" if limit is not None else None)
-    put("temperature_c", _try(api.temperature_c, handle))
-    persistence = _try(api.persistence_mode, handle)
+    put("temperature_c", try_query(api.temperature_c, handle))
+    persistence = try_query(api.persistence_mode, handle)
     put("persistence_mode", None if persistence is None else ("on" if persistence else "off"))
-    reasons = _try(api.clock_event_reasons, handle)
+    reasons = try_query(api.clock_event_reasons, handle)
     put("clock_event_reasons", None if reasons is None else ",".join(decode_reasons(reasons)) or "none")
     out["clocks_locked"] = clocks_look_locked(clocks["sm_app_clock_mhz"], clocks["sm_default_app_clock_mhz"], reasons)
     return out
@@ -333,15 +343,15 @@ class HealthMonitor:
             self.stop()
         self._reset()
         self._started = True
-        self._handle, unavailable = _open(self._api, self.device_index)
+        self._handle, unavailable = open_device(self._api, self.device_index)
         if unavailable is not None:
             self._unavailable = f"NVML {unavailable}"
             return
-        self._temp_before = _try(self._api.temperature_c, self._handle)
-        app = _try(self._api.clock_mhz, self._handle, "sm", "applications")
-        default = _try(self._api.clock_mhz, self._handle, "sm", "default_applications")
+        self._temp_before = try_query(self._api.temperature_c, self._handle)
+        app = try_query(self._api.clock_mhz, self._handle, "sm", "applications")
+        default = try_query(self._api.clock_mhz, self._handle, "sm", "default_applications")
         self._locked_at_start = clocks_look_locked(app, default, None)
-        self._reference_sm = app if app else _try(self._api.clock_mhz, self._handle, "sm", "max")
+        self._reference_sm = app if app else try_query(self._api.clock_mhz, self._handle, "sm", "max")
         self._poll()
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="gpuperf-nvml-health", daemon=True)
@@ -360,7 +370,7 @@ class HealthMonitor:
             with self._lock:
                 self._poll_error = f"clock-event reasons unavailable: {exc}"
             return False
-        sm = _try(self._api.clock_mhz, self._handle, "sm", "current")
+        sm = try_query(self._api.clock_mhz, self._handle, "sm", "current")
         with self._lock:
             self._polls += 1
             self._seen |= reasons
@@ -391,8 +401,8 @@ class HealthMonitor:
             self._thread = None
         if self._poll_error is None:
             self._poll()
-        temp_after = _try(self._api.temperature_c, self._handle)
-        _try(self._api.shutdown)
+        temp_after = try_query(self._api.temperature_c, self._handle)
+        try_query(self._api.shutdown)
         self._report = self._build(temp_after)
         return self._report
 

@@ -6,7 +6,8 @@ are, one regression is five rows, five alerts. Here they become one event, named
 measurement's **gated statistic** (the one the gate judges: ``time.p50`` for times,
 ``memory.peak_allocated`` for peak memory, a metric's own value for a metric), with the
 others attached as ``supporting`` evidence. Families never merge: a time change and a memory
-change at the same commit are two events.
+change at the same commit are two events. A GPU's recorded state (``device.sm_clock`` and the
+rest) belongs to the time's family: a clock that dropped where the time rose supports its event.
 
 Two change points of one family are the same event when they point the same way and their
 commit ranges (``last_good`` to ``first_bad``) overlap or lie within :data:`PLACEMENT_SLACK`
@@ -28,11 +29,15 @@ from pytest_gpuperf.history.model import ChangePoint, Series, SeriesKey
 # of one step often disagree by a commit (``a..b`` against ``b..c``).
 PLACEMENT_SLACK = 1
 _GATED = {"time": "time.p50", "memory": "memory.peak_allocated"}
+# The device's state while a test ran (a GPU's clocks, power, temperature) explains its time and is not the code's:
+# its change points only support the time's, never lead an event of their own.
+_SUPPORTS = {"device": "time"}
 
 
 def family(statistic: str) -> str:
-    """The statistics that describe one quantity: ``time``, ``memory``, or a metric on its own."""
+    """The statistics that describe one quantity: ``time`` (with the device's state), ``memory``, or a metric."""
     head = statistic.partition(".")[0]
+    head = _SUPPORTS.get(head, head)
     return head if head in _GATED else statistic
 
 

@@ -9,8 +9,15 @@ What a run records for every measurement (``measurement_values``):
 - ``metric.NAME`` for each metric, with its unit and direction;
 - the gate's verdict on each statistic it judged, and on the judged time statistic of a
   confirmed regression, its differential profile;
-- on every value, whether the runner was busy while it measured (``busy.busy_evidence``: the
-  contention counters the measurement carries, or its GPU's throttling).
+- where the scheduler's accounting was recorded (model/scheduling.py), ``time.p50_less_wait``, the
+  median with the run-queue wait taken out, which a busy run does not inflate (never marked busy
+  unless its correction is uncertain by 5% or more), and ``contention.wait_share``, the share of
+  the time that waited;
+- on every other value, whether the runner was busy while it measured (``busy.busy_evidence``: the
+  contention counters the measurement carries, or its GPU's throttling);
+- on a GPU, the device's state while it measured (``device.sm_clock``, ``device.mem_clock`` in MHz,
+  ``device.power`` in W, ``device.temperature`` in °C: the medians NVML read beside the samples),
+  which the change points of its time cite as supporting evidence (``events.py``).
 
 A run's identity (``run_identity``) is a hash of the session's identifying fields (never of a
 file's bytes), so a session recorded by pytest and its results file ingested later, in any format
@@ -34,9 +41,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pytest_gpuperf.errors import GpuperfError, ResultsError, RunError
+from pytest_gpuperf.errors import GpuperfError, ResultsError, RunError, StoreError
 from pytest_gpuperf.history.model import RecordedValue, RunRecord
-from pytest_gpuperf.model import BaselineEntry, Direction, Environment, Kind, MeasurementResult, SessionResults, Verdict
+from pytest_gpuperf.model import (
+    BaselineEntry,
+    DeviceSummary,
+    Direction,
+    Environment,
+    Kind,
+    MeasurementResult,
+    SessionResults,
+    Verdict,
+)
 from pytest_gpuperf.modes import Mode, plan_for
 
 if TYPE_CHECKING:
@@ -47,6 +63,15 @@ SOURCE_SESSION = "session"
 SOURCE_FILE = "results-file"
 SOURCE_BASELINES = "baselines-git"
 _TIME_STATISTICS = ("p50", "mean", "min", "p90", "p99")
+_UNCERTAIN_CORRECTION = 0.05  # a correction for the run-queue wait this uncertain leaves its value busy
+# The device's state a value records (statistic, DeviceSummary field, unit, direction): a faster clock is better,
+# less power and heat are.
+_DEVICE_STATISTICS: tuple[tuple[str, str, str, Direction], ...] = (
+    ("device.sm_clock", "sm_clock_mhz", "MHz", "higher"),
+    ("device.mem_clock", "mem_clock_mhz", "MHz", "higher"),
+    ("device.power", "power_w", "W", "lower"),
+    ("device.temperature", "temperature_c", "°C", "lower"),
+)
 _RUN_FIELDS = {"started_at": "$.started_at", "commit_date": "$.provenance.commit_date"}  # where a file holds them
 
 
@@ -202,7 +227,23 @@ def measurement_values(result: MeasurementResult) -> list[RecordedValue]:
     for metric in m.metrics:
         if math.isfinite(metric.value):
             out.append(value(f"metric.{metric.name}", metric.value, metric.unit, metric.better))
+    if m.scheduling is not None:
+        corrected = m.corrected
+        trusted = corrected.uncertainty < _UNCERTAIN_CORRECTION
+        out.append(dataclasses.replace(value("time.p50_less_wait", corrected.median_ns, "ns", samples=stats.count),
+                                       busy=None if trusted else busy))  # fmt: skip
+        out.append(value("contention.wait_share", corrected.wait_share, "fraction"))
+    if m.device_state is not None:
+        out.extend(value(statistic, number, unit, better) for statistic, number, unit, better in
+                   device_values(m.device_state.summary))  # fmt: skip
     return out
+
+
+def device_values(summary: DeviceSummary) -> list[tuple[str, float, str, Direction]]:
+    """(statistic, value, unit, direction) of each part of the device's state that was read."""
+    read = ((statistic, getattr(summary, field), unit, better) for statistic, field, unit, better in _DEVICE_STATISTICS)
+    return [(statistic, float(number), unit, better) for statistic, number, unit, better in read
+            if number is not None and math.isfinite(number)]  # fmt: skip
 
 
 def median_interval(
@@ -277,9 +318,10 @@ class IngestOutcome:
 def ingest_files(store: RunSink, paths: Sequence[Path | str], *, runner: str | None = None) -> IngestOutcome:
     """Read every file, then store each readable one as its own transaction.
 
-    A file that cannot be read is refused and none of it is stored; the other files are
-    stored all the same (their run ids are content-derived, so ingesting the whole set again
-    once the bad file is fixed adds only what is new).
+    A file that cannot be read, or whose run the store refuses, is refused and none of it is
+    stored; every other file is tried and stored all the same (their run ids are
+    content-derived, so ingesting the whole set again once the bad file is fixed adds only
+    what is new).
     """
     runs: list[tuple[Path, RunRecord]] = []
     refused: list[tuple[Path, str]] = []
@@ -292,7 +334,12 @@ def ingest_files(store: RunSink, paths: Sequence[Path | str], *, runner: str | N
     stored: list[Path] = []
     already: list[Path] = []
     for path, run in runs:
-        (stored if store.record(run) else already).append(path)
+        try:
+            (stored if store.record(run) else already).append(path)
+        except StoreError as exc:  # the database's own refusal of this run: the next file may still be kept
+            refused.append((path, f"results file {path}: not stored: {exc}"))
+    order = {Path(p): i for i, p in enumerate(paths)}
+    refused.sort(key=lambda item: order.get(item[0], 0))
     return IngestOutcome(tuple(stored), tuple(already), tuple(refused))
 
 
@@ -363,4 +410,7 @@ def _entry_values(entry: BaselineEntry) -> list[RecordedValue]:
     for metric in entry.metrics:
         if math.isfinite(metric.value):
             out.append(RecordedValue(test, name, f"metric.{metric.name}", metric.value, metric.unit, metric.better))
+    if entry.device_state is not None:
+        out.extend(RecordedValue(test, name, statistic, number, unit, better)
+                   for statistic, number, unit, better in device_values(entry.device_state))  # fmt: skip
     return out

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from pytest_gpuperf.errors import RunError
 from pytest_gpuperf.model import Direction, Verdict
+from pytest_gpuperf.model.storable import STATISTIC_MAX_CHARS, UNIT_MAX_CHARS, first_unstorable, unstorable
 from pytest_gpuperf.modes import Mode
 
 
@@ -102,6 +103,7 @@ class RunRecord:
             text = getattr(self, name)
             if text is not None and parse_time(text) is None:
                 raise RunError(f"{name} {text!r} is not an ISO 8601 time", field=name)
+        _check_storable(self)
         seen: set[tuple[str, str, str]] = set()
         for value in self.values:
             key = (value.test, value.measurement, value.statistic)
@@ -110,6 +112,30 @@ class RunRecord:
                                f"({value.statistic} twice): one run holds each measurement once",
                                field=f"{value.test}::{value.measurement}")  # fmt: skip
             seen.add(key)
+
+
+# The run's texts with the most a store keeps of each (None: no limit of its own), and its JSON.
+_RUN_TEXTS = {"commit": 64, "branch": None, "started_at": 40, "commit_date": 40, "runner": None, "device_class": None}
+_VALUE_TEXTS = {"test": None, "measurement": None, "statistic": STATISTIC_MAX_CHARS, "unit": UNIT_MAX_CHARS}
+
+
+def _check_storable(run: RunRecord) -> None:
+    """RunError for any text of ``run`` one backend could store and another not (``model/storable.py``)."""
+    for name, limit in _RUN_TEXTS.items():
+        text = getattr(run, name)
+        if isinstance(text, str) and (reason := unstorable(text, limit=limit)):
+            raise RunError(f"{name} {text[:80]!r} {reason}", field=name)
+    if found := first_unstorable(run.environment):
+        raise RunError(f"the environment's text at {found[0]} {found[1]}", field="environment")
+    for value in run.values:
+        where = f"{value.test}::{value.measurement}"
+        for name, limit in _VALUE_TEXTS.items():
+            text = getattr(value, name)
+            if isinstance(text, str) and (reason := unstorable(text, limit=limit)):
+                raise RunError(f"measurement {where[:200]!r}: its {name} {reason}", field=where)
+        if value.profile_diff is not None and (found := first_unstorable(value.profile_diff)):
+            raise RunError(f"measurement {where[:200]!r}: its profile diff's text at {found[0]} {found[1]}",
+                           field=where)  # fmt: skip
 
 
 def parse_time(text: str) -> _dt.datetime | None:

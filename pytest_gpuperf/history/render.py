@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pytest_gpuperf.history.model import ChangePoint
-from pytest_gpuperf.report.text import md_code, md_text, plain
+from pytest_gpuperf.report.text import md_code, md_row, md_text, plain
 from pytest_gpuperf.report.units import format_change, format_value
 
 FORMATS = ("table", "markdown", "json")
@@ -113,31 +113,16 @@ def render_markdown(changes: Sequence[ChangePoint], short: TooShort = _ENOUGH) -
             return md_text(short.line().strip()) + "\n"
         return "No change points.\n" + note
     lines = [
-        "| Series | Kind | Change | 95% CI | Commits | Before | After | p | Runs after | Also seen in |",
+        md_row(["Series", "Kind", "Change", "95% CI", "Commits", "Before", "After", "p", "Runs after", "Also seen in"]),
         "|---|---|---:|---:|---|---:|---:|---:|---:|---|",
     ]
     for c in changes:
         k = c.key
         where = f"({md_text(k.device_class)}, {md_text(k.branch)})"
         series = f"{md_code(k.test)} {md_code(k.measurement)} {md_code(k.statistic)} {where}"
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    series,
-                    c.kind_label,
-                    format_change(c.change),
-                    _interval(c),
-                    md_code(_range(c)),
-                    format_value(c.before, c.unit),
-                    format_value(c.after, c.unit),
-                    c.p_text,
-                    str(c.runs_after),
-                    md_text(_also(c)),
-                ]
-            )
-            + " |"
-        )
+        cells = [series, c.kind_label, format_change(c.change), _interval(c), md_code(_range(c))]
+        cells += [md_text(format_value(c.before, c.unit)), md_text(format_value(c.after, c.unit))]  # units: the user's
+        lines.append(md_row([*cells, c.p_text, str(c.runs_after), md_text(_also(c))]))
     pending = _pending_note(changes)
     return "\n".join(lines) + "\n" + (f"\n{md_text(pending.strip())}\n" if pending else "") + note
 

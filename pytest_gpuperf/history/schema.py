@@ -4,7 +4,8 @@
 ``gpuperf_values`` one row per statistic of each measurement in it. Times and commit dates
 are ISO 8601 strings in UTC, so they sort as text on both databases. The schema's version
 is Alembic's, in ``gpuperf_alembic_version`` (migrations/); a change here needs a new
-revision there.
+revision there. The text limits every backend keeps alike are declared in
+``model/storable.py``; runs are checked against them when built (``model.RunRecord``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from sqlalchemy import (
     Table,
     Text,
 )
+
+from pytest_gpuperf.model.storable import STATISTIC_MAX_CHARS, UNIT_MAX_CHARS
 
 VERSION_TABLE = "gpuperf_alembic_version"
 
@@ -52,9 +55,9 @@ values = Table(
     Column("run_id", String(64), ForeignKey("gpuperf_runs.run_id", ondelete="CASCADE"), primary_key=True),
     Column("test", Text, primary_key=True),
     Column("measurement", Text, primary_key=True),
-    Column("statistic", String(200), primary_key=True),
+    Column("statistic", String(STATISTIC_MAX_CHARS), primary_key=True),
     Column("value", Float, nullable=False),
-    Column("unit", String(64), nullable=False),
+    Column("unit", String(UNIT_MAX_CHARS), nullable=False),
     Column("better", String(8), nullable=False),
     Column("ci_low", Float, nullable=True),
     Column("ci_high", Float, nullable=True),

@@ -36,14 +36,15 @@ NO_BRANCH = "(no branch)"  # the series' branch for runs on a detached HEAD or o
 _MIGRATION_LOCK = 0x67707066  # PostgreSQL advisory lock held while one process migrates ("gppf")
 
 
-def open_store(url: str, *, create: bool = True) -> HistoryStore:
+def open_store(url: str, *, create: bool = True, setting: str | None = None) -> HistoryStore:
     """Connect to ``url`` (see ``url.py``), migrate it to this version's schema, and return the store.
 
     Raises StoreError, with the password hidden, when the store cannot be reached, is not a
     database, or was written by a newer version; with ``create=False`` (reading only), when
-    a SQLite store does not exist.
+    a SQLite store does not exist. An address that is not one is a StoreAddressError naming
+    ``setting``, where the address came from.
     """
-    parsed = parse_url(url)
+    parsed = parse_url(url, setting=setting)
     store = HistoryStore(create_engine(parsed, create=create), redact(parsed), secrets(parsed))
     try:
         store.migrate()

@@ -8,7 +8,11 @@ password of ``user:password@``, and any query parameter named like a secret:
 ``***``: every message names a store through :func:`redact`.
 
 A libpq keyword string (``host=db user=perf password=...``) is neither a URL nor a path:
-it is refused, without echoing it, rather than taken for a SQLite file's name.
+it is refused, without echoing it, rather than taken for a SQLite file's name. An address
+whose parts could be read more than one way (an unencoded ``@`` in the password, a broken
+IPv6 bracket) is refused as malformed, naming the rule it breaks (:func:`ambiguity`): read
+wrongly, part of the password would be taken for the host and shown. Every refusal is a
+StoreAddressError naming the setting the address came from.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_gpuperf.errors import StoreError
+from pytest_gpuperf.errors import StoreAddressError, StoreError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL, Engine
@@ -32,39 +36,91 @@ MASK = "***"
 # A libpq keyword/value pair (``password=...``, ``host = db``): the start of a connection string, not a file name.
 _KEYWORD_PAIR = re.compile(r"(?:^|\s)[A-Za-z_]+\s*=")
 # In text that is not a parsed URL: the password of ``user:password@``, and a secret parameter's value.
-_USERINFO_PASSWORD = re.compile(r"(://[^:/@?#\s]*:)\S*@")  # to the last @: a password may hold one
+# The user name ends at the first ':' (it may hold an unencoded '@'); the password runs to the last '@'.
+_USERINFO_PASSWORD = re.compile(r"(://[^:/?#\s]*?:).*@", re.S)
 _SECRET_PARAMETER = re.compile(r"((?:^|[?&;\s])[^=&;?#\s]*(?:pass|secret|token|key|cred|auth)[^=&;?#\s]*\s*=\s*)"
                                r"(?:'[^']*'|[^&;#\s]*)", re.IGNORECASE)  # fmt: skip
 
 
-def parse_url(text: str) -> URL:
-    """``text`` as a SQLAlchemy URL; a plain path is a SQLite file. StoreError on anything else."""
+def parse_url(text: str, *, setting: str | None = None) -> URL:
+    """``text`` as a SQLAlchemy URL; a plain path is a SQLite file.
+
+    StoreAddressError, naming ``setting`` (where the address came from), on anything else: an
+    address that is not a store's, or one that does not read one way only (:func:`ambiguity`).
+    """
     from sqlalchemy.engine import URL, make_url
     from sqlalchemy.exc import ArgumentError
 
+    def refuse(shown: str, message: str) -> StoreAddressError:
+        return StoreAddressError(shown, message, setting=setting)
+
     if not text.strip():
-        raise StoreError("''", "empty store address: give sqlite:///PATH, a file path or postgresql://...")
+        raise refuse("''", "empty store address: give sqlite:///PATH, a file path or postgresql://...")
     if not _SCHEME.match(text) and not text.startswith("sqlite:"):
         if text.split(":", 1)[0].lower() in _POSTGRES_SCHEMES:  # "postgresql:/db", "postgres:db": a mistyped URL
-            raise StoreError(redact(text), "not a database address: write postgresql://USER@HOST/DB")
+            raise refuse(redact(text), "not a database address: write postgresql://USER@HOST/DB")
         if _KEYWORD_PAIR.search(text):
-            raise StoreError(
+            raise refuse(
                 "(a keyword string)",
                 "key=value settings are not a store address: give postgresql://USER@HOST/DB (the password "
                 "in GPUPERF_HISTORY or ~/.pgpass), or a SQLite file's path",
             )
         return URL.create("sqlite", database=str(Path(text).expanduser().absolute()))
+    scheme = text.split("://", 1)[0].lower() if "://" in text else "sqlite"
+    if scheme in _POSTGRES_SCHEMES and (rule := ambiguity(text)) is not None:
+        raise refuse(redact(text), f"malformed address: {rule}")
     try:
         url = make_url(text)
-    except ArgumentError:
-        raise StoreError(redact(text), "not a database address") from None
+    except (ArgumentError, ValueError):  # ValueError: a port that is not a number
+        raise refuse(redact(text), "not a database address") from None
     if url.drivername in _POSTGRES_SCHEMES:
         return url.set(drivername="postgresql+psycopg")
     if url.drivername == "sqlite":
         if not url.database or url.database == ":memory:":
-            raise StoreError(redact(text), "a history store needs a file: sqlite:///PATH")
+            raise refuse(redact(text), "a history store needs a file: sqlite:///PATH")
         return url
-    raise StoreError(redact(text), f"unsupported database {url.drivername!r}: use sqlite:///PATH or postgresql://...")
+    raise refuse(redact(text), f"unsupported database {url.drivername!r}: use sqlite:///PATH or postgresql://...")
+
+
+# The rules an address must keep to be read one way only; each message names its rule.
+UNENCODED_AT = ("one '@' only, the one before the host: write an '@' in the user name, password or database "
+                "as %40")  # fmt: skip
+IPV6_BRACKETS = "an IPv6 host is written whole in brackets, [::1] or [::1]:5432"
+NUMERIC_PORT = "the port after the host's ':' is a whole number"
+WHOLE = "postgresql://USER:PASSWORD@HOST:PORT/DATABASE?PARAMETERS, with nothing after the host but these"
+# SQLAlchemy's own pattern (sqlalchemy.engine.url._parse_url), kept here because make_url
+# percent-decodes the user name, password and database: an '@' it would read there is only
+# visible in the raw parts. Hand-written because no library exposes them.
+_PARTS = re.compile(
+    r"""(?P<name>[\w+]+)://
+        (?:(?P<username>[^:/]*)(?::(?P<password>[^@]*))?@)?
+        (?:(?:\[(?P<ipv6host>[^/?]+)\]|(?P<ipv4host>[^/:?]+))?(?::(?P<port>[^/?]*))?)?
+        (?:/(?P<database>[^?]*))?
+        (?:\?(?P<query>.*))?""",
+    re.X | re.S,
+)
+
+
+def ambiguity(text: str) -> str | None:
+    """The rule a network address breaks, where its parts could be read more than one way; None if it reads one way.
+
+    A password with an unencoded ``@`` (``perf:Pa@ss@host``) is read as the password ``Pa``
+    and the host ``ss@host``: the connection fails and, worse, a message that names the host
+    would show the rest of the password. Such an address is refused whole instead.
+    """
+    match = _PARTS.match(text)
+    if match is None:
+        return None  # not a URL at all: make_url refuses it
+    if match.end() != len(text):  # make_url would drop the rest without a word
+        return IPV6_BRACKETS if "[" in text or "]" in text else WHOLE
+    parts = {name: value or "" for name, value in match.groupdict().items()}
+    if any("@" in parts[name] for name in ("username", "ipv4host", "ipv6host", "port", "database")):
+        return UNENCODED_AT
+    if "[" in parts["ipv4host"] or "]" in parts["ipv4host"] or "[" in parts["ipv6host"] or "]" in parts["port"]:
+        return IPV6_BRACKETS
+    if parts["port"] and not parts["port"].isdigit():
+        return NUMERIC_PORT
+    return None
 
 
 def redact(url: object) -> str:

@@ -29,7 +29,7 @@ from pytest_gpuperf.measure.allocator import settle_allocator
 from pytest_gpuperf.measure.sched import BlockAccounting
 from pytest_gpuperf.measure.stopping import LIMIT_MARGIN, Progress, Stop, StoppingRule
 from pytest_gpuperf.measure.time_limit import check_deadline, hard_limit, signals_usable
-from pytest_gpuperf.measure.timers import Timer, timer_for
+from pytest_gpuperf.measure.timers import BlockObserver, BlockObservers, Timer, timer_for
 from pytest_gpuperf.model import Measurement, Metric, Note, NoteKind, ProfileSummary, Scheduling, Throughput, correct
 from pytest_gpuperf.modes import Mode, plan_for
 from pytest_gpuperf.stats import relative_precision
@@ -37,6 +37,7 @@ from pytest_gpuperf.stats import relative_precision
 if TYPE_CHECKING:
     import torch
 
+    from pytest_gpuperf.gpu.device_state import DeviceReport, DeviceSampler
     from pytest_gpuperf.measure.host import HostGuard, Interleaved
     from pytest_gpuperf.profiling.torch_profile import ProfileCapture
 
@@ -232,8 +233,16 @@ class PreparedMeasurement:
         if self._flusher is not None and self._flusher.active:
             # the flush buffer is the harness's memory, not the measured function's
             self.memory.exclude(self._flusher.nbytes, self._flusher.reserved_bytes)
+        from pytest_gpuperf.measure.host import device_sampler
+
         self.guard = runner.guard
         self.health = self.guard.health_monitor()
+        self.sampler: DeviceSampler | None = device_sampler(
+            self.guard
+        )  # the device's clocks, power and energy beside every sample
+        if spec.settings.energy and self.sampler is None:
+            self.notes.append(Note(f"energy requested but not measured: NVML reads a CUDA device's energy, "
+                                   f"not {self.device.type}'s"))  # fmt: skip
         self.reference: Interleaved | None = self.guard.reference() if runner.options.reference else None
         if self.guard.pin_cpu is not None:
             self.notes.append(Note(f"rounds pinned to CPU {self.guard.pin_cpu}", NoteKind.ROUTINE))
@@ -244,6 +253,8 @@ class PreparedMeasurement:
         self.memory.reset()
         if self.health is not None:
             self.health.start()
+        if self.sampler is not None:
+            self.sampler.start()
 
     def elapsed_s(self) -> float:
         """Seconds since this measurement began (its warm-up included): what the time limit bounds."""
@@ -370,10 +381,15 @@ class PreparedMeasurement:
         ):
             self.accounting.begin_round()
             accounted = self.accounting.blocks()
+            observer: BlockObserver = self.accounting
+            if self.sampler is not None:  # its NVML reads outside the accounting's, which would charge them as waits
+                self.sampler.begin_round()
+                observer = BlockObservers(self.sampler, self.accounting)
             totals = self.timer.time_blocks(
-                self._call, self.calls_per_sample, count, self._between(), deadline_ns=deadline_ns,
-                observer=self.accounting,
+                self._call, self.calls_per_sample, count, self._between(), deadline_ns=deadline_ns, observer=observer,
             )  # fmt: skip
+            if self.sampler is not None:
+                self.sampler.end_round()
         self.measured_s += time.perf_counter() - t0
         if capture.note:
             self.notes.append(Note(capture.note))
@@ -449,6 +465,8 @@ class PreparedMeasurement:
             unstable = report.unstable_reason
             self.notes.extend(report.notes)
             health = dict(report.data)
+        sampled = self._device_report()
+        unstable = sampled.unstable_reason or unstable  # the samples' own readings say which ones slowed
         precision = self.precision()
         target = self.spec.settings.target_precision
         shortfall = self.rule.shortfall_note(len(self.samples))
@@ -475,7 +493,7 @@ class PreparedMeasurement:
             peak_allocated_bytes=peak_allocated,
             peak_reserved_bytes=self.memory.peak_reserved(),
             throughput=self.spec.throughput,
-            metrics=(*self.spec.metrics, *self._host_time()),
+            metrics=(*self.spec.metrics, *self._host_time(), *((sampled.energy,) if sampled.energy else ())),
             warmup_calls=self.warmup_calls,
             total_calls=self.total_calls,
             wall_time_s=time.perf_counter() - self.started,
@@ -485,7 +503,18 @@ class PreparedMeasurement:
             profile=profile,
             scheduling=self._scheduling(),
             corrected_round_medians_ns=tuple(self.corrected_round_medians),
+            device_state=sampled.state,
         )
+
+    def _device_report(self) -> DeviceReport:
+        """What the device sampler read beside the samples (its notes kept); an empty report where there is none."""
+        from pytest_gpuperf.gpu.device_state import DeviceReport
+
+        if self.sampler is None:
+            return DeviceReport()
+        report = self.sampler.finish(self.samples, energy=self.spec.settings.energy)
+        self.notes.extend(report.notes)
+        return report
 
     def _scheduling(self) -> Scheduling | None:
         """Every block's accounting, per call; on a device, with the host's launch time of each sample."""

@@ -76,11 +76,11 @@ Block = tuple[float, float, float, float, float, float]
 class BlockAccounting:
     """Reads the scheduler's accounting around each block of a round; ``scheduling()`` gives it per call.
 
-    ``tasks``: the folder of the process's threads (a test's own); None: CPU time only.
+    ``tasks``: the folder of the process's threads (``TASKS`` when made; a test's own); None: CPU time only.
     Use from the measuring thread: the caller is the thread that calls ``before_block``.
     """
 
-    tasks: str | None = TASKS
+    tasks: str | None = field(default_factory=lambda: TASKS)
     cpus: int = field(default_factory=available_cpus)
     source: WaitSource = field(default=WaitSource.SCHEDSTAT, init=False)
     _fds: dict[int, int] = field(default_factory=dict, init=False)

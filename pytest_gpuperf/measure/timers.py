@@ -41,6 +41,22 @@ class BlockObserver(Protocol):
         """``block_ns``: the host's time between the block's clock reads (its wall time; on CUDA, its launches)."""
 
 
+class BlockObservers:
+    """Several observers around each block: the first one's reads enclose the others' (it is called first before
+    the block and last after it), so an observer whose reads take time goes first, outside what the next one sees."""
+
+    def __init__(self, *observers: BlockObserver) -> None:
+        self.observers = observers
+
+    def before_block(self) -> None:
+        for observer in self.observers:
+            observer.before_block()
+
+    def after_block(self, block_ns: float) -> None:
+        for observer in reversed(self.observers):
+            observer.after_block(block_ns)
+
+
 class Timer(Protocol):
     name: str
     min_sample_ns: int

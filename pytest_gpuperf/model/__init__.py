@@ -20,12 +20,17 @@ from typing import Literal
 
 import numpy as np
 
-# re-exported: a measurement's scheduling accounting is part of the model every room speaks
+# re-exported: a measurement's scheduling accounting and device state are part of the model every room speaks
+from pytest_gpuperf.model.device_state import ENERGY_METRIC as ENERGY_METRIC
+from pytest_gpuperf.model.device_state import DeviceState as DeviceState
+from pytest_gpuperf.model.device_state import DeviceSummary as DeviceSummary
+from pytest_gpuperf.model.device_state import EnergySource as EnergySource
 from pytest_gpuperf.model.scheduling import Corrected as Corrected
 from pytest_gpuperf.model.scheduling import RecordedCorrection as RecordedCorrection
 from pytest_gpuperf.model.scheduling import Scheduling as Scheduling
 from pytest_gpuperf.model.scheduling import WaitSource as WaitSource
 from pytest_gpuperf.model.scheduling import correct, uncorrected
+from pytest_gpuperf.model.storable import METRIC_NAME_MAX_CHARS, UNIT_MAX_CHARS, unstorable
 from pytest_gpuperf.modes import Mode
 
 DEFAULT_MEASUREMENT = "default"
@@ -199,6 +204,37 @@ class Metric:
     minimum: float | None = None
     maximum: float | None = None
     description: str = ""
+
+
+_METRIC_NUMBERS = ("value", "tolerance", "absolute_tolerance", "minimum", "maximum")
+
+
+def metric_problems(metric: Metric) -> list[str]:
+    """What is wrong with ``metric`` as declared, each naming its argument; empty: nothing.
+
+    Its value, tolerances and bounds must be numbers (``tolerance="0.1"`` would reach the
+    verdict's arithmetic) and finite (:func:`not_finite`); its name and unit text every history
+    store keeps alike (``model/storable.py``), so a run never stores on one backend and not another.
+    """
+    problems = []
+    for name in _METRIC_NUMBERS:
+        given = getattr(metric, name)
+        if given is not None and (isinstance(given, bool) or not isinstance(given, numbers.Real)):
+            problems.append(f"{name}={given!r} is not a number")
+    if not problems and (bad := not_finite(metric)):
+        given = ", ".join(f"{k}={getattr(metric, k)!r}" for k in bad)
+        problems.append(f"{given} is not a finite number; NaN and infinities satisfy no bound and cannot be "
+                        "stored (no bound: None)")  # fmt: skip
+    for name, limit in (("name", METRIC_NAME_MAX_CHARS), ("unit", UNIT_MAX_CHARS)):
+        text = getattr(metric, name)
+        if not isinstance(text, str) or (name == "name" and not text):
+            problems.append(f"{name}={text!r} is not a non-empty string" if name == "name" else
+                            f"{name}={text!r} is not a string")  # fmt: skip
+        elif reason := unstorable(text, limit=limit):
+            problems.append(f"{name} {reason}")
+    if metric.better not in ("higher", "lower"):
+        problems.append(f"better={metric.better!r} is neither 'higher' nor 'lower'")
+    return problems
 
 
 def not_finite(value: Metric | Throughput) -> list[str]:
@@ -471,6 +507,8 @@ class Measurement:
     scheduling: Scheduling | None = None
     # the round medians of the samples with their run-queue wait taken out (``corrected``), in time order
     corrected_round_medians_ns: tuple[float, ...] = ()
+    # what NVML read beside each sample (model/device_state.py); None: not read (a CPU, no NVML, older files)
+    device_state: DeviceState | None = None
 
     @property
     def key(self) -> str:
@@ -527,6 +565,7 @@ class BaselineEntry:
     profile: OpProfile | None = None  # the call's profile when written: the base of a later diff
     # written under contention: the samples with their run-queue wait taken out (None: none to take out)
     correction: RecordedCorrection | None = None
+    device_state: DeviceSummary | None = None  # the device's clocks and power while it was written (None: not read)
 
     @property
     def corrected(self) -> Corrected:
@@ -534,6 +573,9 @@ class BaselineEntry:
         if self.correction is not None:
             return self.correction.as_corrected()
         return uncorrected(self.samples_ns)
+
+
+CONFIRMATION_STEP = "confirmation"  # the step fresh readings add to a suspected change (verdict/confirmation.py)
 
 
 @dataclass(frozen=True)

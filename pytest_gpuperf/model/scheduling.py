@@ -19,8 +19,9 @@ uncontended runner: :func:`correct` computes it, with the bracket the accounting
   for a while (a fraction of a millisecond on x86 runners). Its cost per preemption is fitted
   from the measurement's own samples (those preempted more against those preempted less,
   ``_refill_cost``) and taken out too; the bracket allows half of it either way;
-* where no wait counter exists (``WaitSource.CPU_TIME``), the off-CPU time beyond the least
-  that any sample of the measurement showed stands for the wait: an estimate, said so;
+* where no wait counter exists (``WaitSource.CPU_TIME``), the wait lies between the off-CPU time
+  beyond the least that any sample of the measurement showed (the call's own sleeping) and all
+  of it: exact for a CPU-bound call on a runner quiet at times, wide under steady contention;
 * on CUDA the samples are the device's: the host's wait slowed a block only where the host
   could not keep the device busy (launch-bound blocks); elsewhere nothing is corrected.
 
@@ -50,6 +51,11 @@ _RESIDUE_PAIRS = 4000  # random pairs of samples whose slopes the fit's median i
 LAUNCH_BOUND_SHARE = 0.9
 # A measurement whose samples waited this share of their wall time (median) was contended.
 CONTENDED_SHARE = 0.01
+# A measurement that waited this share of its time or more shared its CPU with more than one other task (two
+# sharing one fairly wait half their time): its time on a CPU was cut into short slices between other work,
+# whose caches it inherited, and the correction alone cannot make a change the wall clock does not show
+# (verdict/rules.py, the contention rule).
+MOSTLY_WAITED = 0.65
 
 
 class WaitSource(str, enum.Enum):
@@ -198,10 +204,12 @@ def _floats(values: np.ndarray) -> tuple[float, ...]:
 
 def _wait_bracket(wall: np.ndarray, s: Scheduling) -> tuple[np.ndarray, np.ndarray]:
     """Per sample, the least and the most waiting that could have stretched the call (module docstring)."""
-    if s.source is WaitSource.CPU_TIME:  # off-CPU time beyond the least any sample showed
+    if s.source is WaitSource.CPU_TIME:
+        # off-CPU time: at least what goes beyond the least any sample showed (the call's own sleeping), at most
+        # all of it (a CPU-bound call sleeps none); under steady contention every sample waited, and the bracket
+        # is as wide as that least
         off = np.asarray(s.caller_wait_ns, dtype=float)
-        inferred = np.maximum(off - off.min(), 0.0)
-        return inferred, inferred
+        return np.maximum(off - off.min(), 0.0), off
     longest = np.asarray(s.longest_wait_ns, dtype=float)
     total = np.asarray(s.threads_wait_ns, dtype=float)
     cpu = np.asarray(s.threads_cpu_ns, dtype=float)

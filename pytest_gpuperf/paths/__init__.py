@@ -46,6 +46,7 @@ class Bench(Protocol):
         bytes: float | None = None,
         l2_flush: bool | None = None,
         cuda_graph: bool | None = None,
+        energy: bool | None = None,
     ) -> Measurement: ...
 
     def metric(

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from pytest_gpuperf.model import DEFAULT_MEASUREMENT, Direction, Measurement, Metric, Throughput, not_finite
+from pytest_gpuperf.model import DEFAULT_MEASUREMENT, Direction, Measurement, Metric, Throughput, metric_problems
 from pytest_gpuperf.paths._torch import elapsed_ns
 
 
@@ -50,6 +50,7 @@ class StandaloneBench:
         bytes: float | None = None,
         l2_flush: bool | None = None,
         cuda_graph: bool | None = None,
+        energy: bool | None = None,
     ) -> Measurement:
         label = name or DEFAULT_MEASUREMENT
         if label in self._measurements:
@@ -97,10 +98,10 @@ class StandaloneBench:
         target = measurement if measurement is not None else next(reversed(self._measurements))
         if target not in self._measurements:
             raise KeyError(f"metric {name!r}: no measurement named {target!r}")
-        new = Metric(name, float(value), unit, better, tolerance, absolute_tolerance, minimum, maximum, description)
-        if bad := not_finite(new):
-            given = ", ".join(f"{k}={getattr(new, k)!r}" for k in bad)
-            raise ValueError(f"metric {name!r}: {given} is not a finite number")
+        number = value if isinstance(value, (str, bytes, bool)) else float(value)
+        new = Metric(name, number, unit, better, tolerance, absolute_tolerance, minimum, maximum, description)
+        if problems := metric_problems(new):
+            raise ValueError(f"metric {name!r}: {'; '.join(problems)}")
         m = self._measurements[target]
         kept = tuple(x for x in m.metrics if x.name != name)
         self._measurements[target] = dataclasses.replace(m, metrics=(*kept, new))

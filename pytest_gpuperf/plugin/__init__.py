@@ -15,7 +15,7 @@ import os
 import warnings
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,14 +24,23 @@ from pytest_gpuperf.errors import ConfigError, GpuperfError, GpuperfWarning
 from pytest_gpuperf.model import SessionResults
 from pytest_gpuperf.plugin import benchmark_fixture, conftest_options, options
 from pytest_gpuperf.plugin.fixture import GpuBench
-from pytest_gpuperf.plugin.outcome import fail
+from pytest_gpuperf.plugin.outcome import fail, fail_on_marker_problem, marker_problem
 from pytest_gpuperf.plugin.parallel import WorkerInfo
-from pytest_gpuperf.plugin.session import BASE_REF_KEY, EARLY_BASE_KEY, STATE_KEY, GpuperfSession, missing_baselines
+from pytest_gpuperf.plugin.session import (
+    BASE_IS_HEAD_KEY,
+    BASE_REF_KEY,
+    EARLY_BASE_KEY,
+    STATE_KEY,
+    GpuperfSession,
+    missing_baselines,
+)
 from pytest_gpuperf.report.progress import Progress
 from pytest_gpuperf.report.text import plain
 
+if TYPE_CHECKING:
+    from pytest_gpuperf.history.record import StoreAddress
+
 MARKER = "gpuperf"
-MARKER_PROBLEM_KEY = pytest.StashKey[str]()  # what a test's marker gets wrong, found at collection
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -65,12 +74,17 @@ def _start_base_early(early_config: pytest.Config) -> None:
     ref = getattr(ns, "gpuperf_compare_ref", None)
     if ref is None or getattr(ns, "help", False) or getattr(ns, "version", False):
         return
-    from pytest_gpuperf.engines.compare_ref.worktree import resolve_ref
+    from pytest_gpuperf.engines.compare_ref.refs import head_commit, nothing_to_compare, resolve_ref
 
     try:  # once, here: every later use of the ref means this commit
         base = early_config.stash[BASE_REF_KEY] = resolve_ref(Path(early_config.rootpath), ref)
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
+    head = head_commit(base)
+    if head is not None and not head.changes:  # the code compared with itself: nothing would be gated
+        raise pytest.UsageError(nothing_to_compare(base, head))
+    if head is not None:
+        early_config.stash[BASE_IS_HEAD_KEY] = head  # said in the header
     if getattr(ns, "numprocesses", None) or os.environ.get("PYTEST_XDIST_WORKER"):
         return  # under xdist the workers measure, each with its own engine
     from pytest_gpuperf.engines.compare_ref.prestart import start_early
@@ -86,6 +100,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}({keywords}): per-test options for gpu_bench measurements "
                             "(pytest-gpuperf)")  # fmt: skip
     gp = options.build_config(config)
+    if gp.enabled:
+        _check_history_address(config)
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
     worker = WorkerInfo.from_workerinput(getattr(config, "workerinput", None))
     session = config.stash[STATE_KEY] = GpuperfSession(
@@ -94,6 +110,26 @@ def pytest_configure(config: pytest.Config) -> None:
     )  # fmt: skip
     benchmark_fixture.install(config)
     config.pluginmanager.register(session, "gpuperf-session")
+
+
+def _check_history_address(config: pytest.Config) -> None:
+    """A history address that is not a store's is a usage error now, naming its setting, not a run lost at the end."""
+    from pytest_gpuperf.errors import StoreAddressError
+    from pytest_gpuperf.history.record import check_address
+
+    address = _history_address(config)
+    if address is None:
+        return
+    try:
+        check_address(address)
+    except StoreAddressError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _history_address(config: pytest.Config) -> StoreAddress | None:
+    from pytest_gpuperf.history.record import history_address
+
+    return history_address(config.getoption("gpuperf_history"), config.getini("gpuperf_history"))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -108,7 +144,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         try:
             _check_marker(item, session_config)
         except ConfigError as exc:
-            item.stash[MARKER_PROBLEM_KEY] = str(exc)
+            marker_problem(item, str(exc))
 
 
 def _check_marker(item: pytest.Item, session_config: cfg.GpuperfConfig) -> None:
@@ -128,9 +164,7 @@ def _check_marker(item: pytest.Item, session_config: cfg.GpuperfConfig) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """A test whose marker is wrong (found at collection) errors here, before any of its fixtures."""
-    problem = item.stash.get(MARKER_PROBLEM_KEY, None)
-    if problem is not None:
-        fail(problem)
+    fail_on_marker_problem(item)
 
 
 def _test_settings(item: pytest.Item, session_config: cfg.GpuperfConfig) -> cfg.Settings:
@@ -188,13 +222,13 @@ def _record_history(
     closing: list[tuple[str, bool]], config: pytest.Config, session: SessionResults, *, interrupted: bool
 ) -> None:
     """``--gpuperf-history``: store the session (history/record.py); a store that fails is a warning."""
-    from pytest_gpuperf.history.record import history_url, record_session
+    from pytest_gpuperf.history.record import record_session
 
-    url = history_url(config.getoption("gpuperf_history"), config.getini("gpuperf_history"))
-    if url is None:
+    address = _history_address(config)
+    if address is None:
         return
     try:
-        closing.append((record_session(url, session, interrupted=interrupted), False))
+        closing.append((record_session(address, session, interrupted=interrupted), False))
     except GpuperfError as exc:  # the verdicts and exit code stand; the results file can be ingested later
         _warn(closing, f"gpuperf: the run was not recorded: {exc}")
 
@@ -253,11 +287,13 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     from pytest_gpuperf.report.header import retired_settings, session_header
 
     early = state.early_base
+    head = config.stash.get(BASE_IS_HEAD_KEY, None)
     header = session_header(
         state.config,
         environment=state.environment,
         device=str(state.device) if state.device is not None else None,
         ref_commit=early.worktree.commit if early is not None else None,
+        ref_note=head.describe() if head is not None else None,
     )
     lines = [*([header] if header else []), *retired_settings(state.config)]
     return lines or None

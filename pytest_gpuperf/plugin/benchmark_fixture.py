@@ -2,7 +2,8 @@
 
 Registered as a plugin (``install``) under ``--gpuperf``, where pytest-benchmark's plugin is blocked
 before it is configured, and in any session without pytest-benchmark (then each call runs once, as in
-smoke mode). Without ``--gpuperf`` an installed pytest-benchmark is left alone.
+smoke mode). Without ``--gpuperf`` an installed pytest-benchmark is left alone, as is pytest-codspeed when
+``--codspeed`` turns it on; ``--gpuperf`` with ``--codspeed`` is a usage error naming both.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import functools
 import gc
 import importlib
 import json
+import os
 import sys
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,11 +28,13 @@ from pytest_gpuperf.measure.runner import LazyResults
 from pytest_gpuperf.model import BenchmarkInfo, Measurement
 from pytest_gpuperf.plugin.benchmark_options import KNOWN_KEYWORDS, MARKER, MarkerChoice, SessionOptions
 from pytest_gpuperf.plugin.fixture import GpuBench
-from pytest_gpuperf.plugin.outcome import fail
+from pytest_gpuperf.plugin.outcome import fail, marker_problem
 
 MEASUREMENT = "benchmark"  # the measurement's name: apart from gpu_bench's "default" in the same test
 PLUGIN_NAME = "gpuperf-benchmark"
 _PYTEST_BENCHMARK = "pytest_benchmark.plugin"
+_CODSPEED = "codspeed"  # pytest-codspeed's plugin, by its entry point's name
+CODSPEED_ENV = "CODSPEED_ENV"  # set by CodSpeed's runner: pytest-codspeed turns itself on
 _UNUSED = "Benchmark fixture was not used at all in this test!"
 
 
@@ -52,11 +56,29 @@ def benchmark_plugin_names(manager: pytest.PytestPluginManager) -> list[str]:
             if getattr(plugin, "__name__", None) == _PYTEST_BENCHMARK]  # fmt: skip
 
 
+def codspeed_enabled(config: pytest.Config) -> str | None:
+    """How pytest-codspeed is turned on in this session (``--codspeed``, or ``CODSPEED_ENV`` set); None: it is off."""
+    if not config.pluginmanager.has_plugin(_CODSPEED):
+        return None
+    if config.getoption("codspeed", default=False):
+        return "--codspeed"
+    return f"{CODSPEED_ENV} (set by CodSpeed's runner)" if os.environ.get(CODSPEED_ENV) is not None else None
+
+
 def take_over(config: pytest.Config) -> None:
     """Block pytest-benchmark's plugin before it is configured; its options stay parsed, for us to read.
 
     Called before ``pytest_configure``: a plugin blocked while that hook runs would still be configured.
+    pytest-codspeed, turned on, would take the fixture back when the session starts and measure every
+    ``benchmark`` test itself, gating none: the two are refused together, naming both.
     """
+    if (codspeed := codspeed_enabled(config)) is not None:
+        raise pytest.UsageError(
+            f"pytest-gpuperf (--gpuperf) and pytest-codspeed ({codspeed}) both measure the benchmark fixture: "
+            "pytest-codspeed would take it and pytest-gpuperf would gate nothing. Run one of them: pytest --gpuperf "
+            "(pytest-gpuperf measures and gates the benchmark tests; add -p no:codspeed where CODSPEED_ENV is set), "
+            "or pytest --codspeed without --gpuperf (CodSpeed's measurements, no gate)"
+        )
     names = benchmark_plugin_names(config.pluginmanager)
     for name in names:
         config.pluginmanager.set_blocked(name)
@@ -66,9 +88,11 @@ def take_over(config: pytest.Config) -> None:
 
 
 def install(config: pytest.Config) -> None:
-    """Register this module as the plugin providing ``benchmark``, unless pytest-benchmark is active."""
+    """Register this module as the plugin providing ``benchmark`` unless pytest-benchmark or pytest-codspeed is on."""
     if benchmark_plugin_names(config.pluginmanager):
         return  # pytest-benchmark runs this session, untouched
+    if codspeed_enabled(config) is not None:
+        return  # pytest-codspeed measures this session (without --gpuperf: take_over refuses the two together)
     config.stash[BENCHMARK_KEY] = SessionOptions.from_config(config)
     config.addinivalue_line(
         "markers",
@@ -287,13 +311,14 @@ def _uses_benchmark(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Reject bad ``@pytest.mark.benchmark`` keywords, naming the test; apply --benchmark-only and --benchmark-skip."""
+    """Bad ``@pytest.mark.benchmark`` keywords fail their test alone, named, as a bad ``gpuperf`` marker does;
+    apply --benchmark-only and --benchmark-skip."""
     options = config.stash[BENCHMARK_KEY]
     for item in items:
         try:
             MarkerChoice.from_item(item)
         except ConfigError as exc:
-            raise pytest.UsageError(str(exc)) from None
+            marker_problem(item, str(exc))
         if _uses_benchmark(item):
             if options.skip:
                 item.add_marker(pytest.mark.skip(reason="Skipping benchmark (--benchmark-skip active)."))

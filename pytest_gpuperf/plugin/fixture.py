@@ -18,6 +18,7 @@ from pytest_gpuperf.model import (
     Metric,
     Note,
     Throughput,
+    metric_problems,
     not_finite,
 )
 from pytest_gpuperf.plugin.outcome import fail, fail_on
@@ -72,15 +73,17 @@ class GpuBench:
     def measure(
         self, fn: Callable[..., object], args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None, *,
         name: str | None = None, items: float | None = None, flops: float | None = None, bytes: float | None = None,
-        l2_flush: bool | None = None, cuda_graph: bool | None = None, lazy_results: LazyResults = LazyResults.REFUSE,
+        l2_flush: bool | None = None, cuda_graph: bool | None = None, energy: bool | None = None,
+        lazy_results: LazyResults = LazyResults.REFUSE,
     ) -> Measurement:  # fmt: skip
         """Measure ``fn(*args, **kwargs)``; in smoke mode call it once.
 
-        ``items``, ``flops`` and ``bytes`` are the work of one call, for throughput.
+        ``items``, ``flops`` and ``bytes`` are the work of one call, for throughput. ``energy``: the device's
+        energy per call as the metric ``energy`` (CUDA with NVML), gated like the others.
         ``lazy_results``: what a call returning a generator or other iterator gets (runner.LazyResults).
         """
         __tracebackhide__ = True
-        settings = with_call_options(self.settings, l2_flush=l2_flush, cuda_graph=cuda_graph)
+        settings = with_call_options(self.settings, l2_flush=l2_flush, cuda_graph=cuda_graph, energy=energy)
         throughput = Throughput(items=items, flops=flops, bytes=bytes)
         if bad := not_finite(throughput):
             fail(f"{self.test_id}: gpu_bench.measure({', '.join(f'{k}={getattr(throughput, k)!r}' for k in bad)}): "
@@ -149,10 +152,10 @@ class GpuBench:
                  f"(asked for {target!r}; measured: {known})")  # fmt: skip
         if better not in ("higher", "lower"):
             fail(f"{self.test_id}: gpu_bench.metric(better=...) must be 'higher' or 'lower', got {better!r}")
-        new = Metric(name=name, value=float(value), unit=unit, better=better, tolerance=tolerance,
+        new = Metric(name=name, value=_number(value), unit=unit, better=better, tolerance=tolerance,
                      absolute_tolerance=absolute_tolerance, minimum=minimum, maximum=maximum,
                      description=description)  # fmt: skip
-        self._check_finite(new, target)
+        self._check_metric(new, target)
         kept = tuple(m for m in self._measurements[target].metrics if m.name != name)
         self._replace(target, metrics=(*kept, new))
         return new
@@ -166,7 +169,7 @@ class GpuBench:
             fail(str(exc))
         own = dataclasses.replace(measurement, test_id=self.test_id)
         for m in own.metrics:
-            self._check_finite(m, own.name)
+            self._check_metric(m, own.name)
         if remeasure is not None and self._remember is not None:
             test_id = self.test_id
 
@@ -177,13 +180,11 @@ class GpuBench:
         self._store(own)
         return own
 
-    def _check_finite(self, metric: Metric, measurement: str | None) -> None:
-        """Fail the test on a metric with a NaN or infinite value, bound or tolerance (model.not_finite)."""
+    def _check_metric(self, metric: Metric, measurement: str | None) -> None:
+        """Fail the test on a metric a verdict or a store cannot use, naming each argument (model.metric_problems)."""
         __tracebackhide__ = True
-        if bad := not_finite(metric):
-            given = ", ".join(f"{k}={getattr(metric, k)!r}" for k in bad)
-            fail(f"{self.test_id}: metric {metric.name!r} of measurement {measurement!r}: {given} is not a finite "
-                 "number; NaN and infinities satisfy no bound and cannot be stored (no bound: None)")  # fmt: skip
+        if problems := metric_problems(metric):
+            fail(f"{self.test_id}: metric {metric.name!r} of measurement {measurement!r}: {'; '.join(problems)}")
 
     def _new_name(self, name: str | None) -> str:
         label = name if name is not None else DEFAULT_MEASUREMENT
@@ -212,3 +213,13 @@ def _explain_oom(exc: BaseException, device: torch.device) -> None:
     tracker.release()
     if hasattr(exc, "add_note"):  # Python >= 3.11; older versions keep the bare error
         exc.add_note(f"pytest-gpuperf: out of memory while measuring on {device}\n{report}")
+
+
+def _number(value: Any) -> Any:
+    """A metric's value as a float where it is a number (a 0-d tensor, numpy's), else as given: refused by name."""
+    if isinstance(value, (str, bytes, bool)):
+        return value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return value

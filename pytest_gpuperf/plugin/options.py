@@ -80,6 +80,10 @@ OPTIONS: tuple[Option, ...] = (
            "every test", str, "MODE", ini=True, default="off", field="calibrate"),
     Option("--gpuperf-compare-ref", "compare against git REF in the same run (worktree + worker process, "
            "alternating rounds)", str, "REF", field="compare_ref", repro=False),
+    Option("--gpuperf-base-tests", "compare-ref: the tests the base runs: auto (its own test file where it defines "
+           "every selected test of it, else the head's), head (the head's test and conftest files and pytest "
+           "configuration, for every test), base (its own; a test it lacks is new) (default: auto)", str, "WHICH",
+           ini=True, default=cfg.BaseTests.AUTO.value, field="base_tests"),
     Option("--gpuperf-confirm-pairs", "compare-ref: re-measure a suspected regression in N fresh process pairs and "
            f"let their spread decide; 0 = off (default: {cfg.DEFAULT_CONFIRM_PAIRS})", int, "N", ini=True,
            default=cfg.DEFAULT_CONFIRM_PAIRS, field="confirm_pairs"),
@@ -101,6 +105,8 @@ OPTIONS: tuple[Option, ...] = (
            field="measure.l2_flush", worker=lambda c: c.measure.l2_flush),
     Option("--gpuperf-cuda-graph", "capture each measured call into a CUDA graph and replay it",
            field="measure.cuda_graph", worker=lambda c: c.measure.cuda_graph),
+    Option("--gpuperf-energy", "measure the GPU's energy per call (NVML) and gate it like a metric",
+           field="measure.energy", worker=lambda c: c.measure.energy),
     Option("--gpuperf-profile", "after timing, capture a short torch.profiler trace per measurement into DIR", _path,
            "DIR", field="profile_dir", repro=False),
     Option("--gpuperf-no-profile-diff", "do not profile confirmed time regressions (head against base or the "
@@ -192,6 +198,7 @@ def _build(config: pytest.Config, values: dict[str, Any]) -> cfg.GpuperfConfig:
         enabled=bool(values["gpuperf"]) or session["update_baseline"] or bool(values["gpuperf_compare_ref"]),
         baseline_dir=rootdir / raw_dir,  # an absolute folder stays itself
         rootdir=rootdir,
+        inifile=Path(config.inipath) if config.inipath is not None else None,
         measure=cfg.MeasureSettings(**measure),
         # without torch, a regression's differential profile is by Python function (profiling/capture.py)
         profile_diff=not values["gpuperf_no_profile_diff"] and _ini_bool(config, PROFILE_DIFF_INI),

@@ -11,6 +11,25 @@ import pytest
 
 from pytest_gpuperf.errors import BaseStartError, GpuperfError
 
+MARKER_PROBLEM_KEY = pytest.StashKey[str]()  # what a test's markers get wrong, found at collection
+
+
+def marker_problem(item: pytest.Item, message: str) -> None:
+    """Keep what a test's marker (``gpuperf`` or ``benchmark``) gets wrong: that test fails alone, at its setup.
+
+    The other tests of its file and session still run: one typo in a marker does not hold the suite back.
+    """
+    previous = item.stash.get(MARKER_PROBLEM_KEY, None)
+    item.stash[MARKER_PROBLEM_KEY] = f"{previous}; {message}" if previous else message
+
+
+def fail_on_marker_problem(item: pytest.Item) -> None:
+    """At the test's setup, before any of its fixtures: fail it for what :func:`marker_problem` kept."""
+    __tracebackhide__ = True
+    problem = item.stash.get(MARKER_PROBLEM_KEY, None)
+    if problem is not None:
+        fail(problem)
+
 
 def fail(message: str) -> NoReturn:
     """Fail the running test with ``message`` alone: no traceback, no chained exception."""

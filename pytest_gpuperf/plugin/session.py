@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from pytest_gpuperf.baseline.store import BaselineStore, EntryChange
     from pytest_gpuperf.engines.compare_ref.prestart import EarlyBase
-    from pytest_gpuperf.engines.compare_ref.worktree import BaseRef
+    from pytest_gpuperf.engines.compare_ref.refs import BaseRef, HeadCommit  # noqa: F401  (HeadCommit: a stash key's)
     from pytest_gpuperf.engines.protocol import Engine
     from pytest_gpuperf.measure.host import HostGuard
     from pytest_gpuperf.measure.runner import Runner
@@ -48,6 +48,7 @@ STATE_KEY = pytest.StashKey["GpuperfSession"]()
 BENCH_KEY = pytest.StashKey[GpuBench]()
 EARLY_BASE_KEY = pytest.StashKey["EarlyBase"]()  # compare-ref's base worker, started before the conftests load
 BASE_REF_KEY = pytest.StashKey["BaseRef"]()  # compare-ref's ref, resolved to a commit before the conftests load
+BASE_IS_HEAD_KEY = pytest.StashKey["HeadCommit"]()  # compare-ref's ref is the head's own commit (refs.HeadCommit)
 
 
 @dataclass(eq=False)  # a plugin object: pluggy keeps plugins in sets, so it hashes by identity
@@ -137,7 +138,7 @@ class GpuperfSession:
         return CompareRefEngine(
             c.compare_ref, c.rootdir, runner, self.environment, rules, confirm_pairs=c.confirm_pairs,
             worker_args=c.worker_args, early=self.early_base, resolved=self.base_ref, progress=self.progress,
-            traces=c.traces_dir, start_timeout_s=c.worker_start_timeout_s,
+            traces=c.traces_dir, start_timeout_s=c.worker_start_timeout_s, base_tests=c.base_tests, inifile=c.inifile,
         )  # fmt: skip
 
     def bench(self, item: pytest.Item, settings: Settings) -> GpuBench:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pytest_gpuperf.config import GpuperfConfig, Mode
 from pytest_gpuperf.model import Environment
+from pytest_gpuperf.report.text import plain
 
 UNKNOWN_CLASS = "<device class>"  # the baselines' sub-folder, named once the device is probed
 COMMIT_DIGITS = 12
@@ -27,8 +28,11 @@ def render_header(
     baseline_folder: str | None = None,
     ref: str | None = None,
     ref_commit: str | None = None,
+    ref_note: str | None = None,
 ) -> str | None:
     """``gpuperf: baseline mode on cuda:0 (NVIDIA H100 80GB HBM3, sm clocks 1980 MHz) against baselines/...``.
+
+    ``ref_note``: what the compare-ref commit is beyond its hash (the head's own commit, say).
 
     ``device``: resolved (``cuda:0``) or, before it is probed (``device_name`` None), as requested
     (``auto``). A smoke session (nothing compared) has no header: None.
@@ -39,8 +43,10 @@ def render_header(
     if mode is Mode.COMPARE_REF:
         if not ref:
             raise ValueError("a compare-ref header needs the ref")
-        commit = f" ({ref_commit[:COMMIT_DIGITS]})" if ref_commit else ""
-        return f"gpuperf: {where} against {ref}{commit}"
+        facts = [ref_commit[:COMMIT_DIGITS]] if ref_commit else []
+        facts += [ref_note] if ref_note else []
+        commit = f" ({', '.join(facts)})" if facts else ""
+        return f"gpuperf: {where} against {plain(ref)}{commit}"
     if baseline_folder is None:
         raise ValueError(f"a {mode} mode header needs the baseline folder")
     verb = "writing" if mode is Mode.UPDATE else "against"
@@ -75,6 +81,7 @@ def session_header(
     environment: Environment | None = None,
     device: str | None = None,
     ref_commit: str | None = None,
+    ref_note: str | None = None,
 ) -> str | None:
     """The header for a session from what is known now; nothing here starts torch.
 
@@ -107,6 +114,7 @@ def session_header(
         baseline_folder=(folder / (device_class or UNKNOWN_CLASS)).as_posix(),
         ref=config.compare_ref,
         ref_commit=commit,
+        ref_note=ref_note,
     )
 
 

@@ -15,13 +15,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from pytest_gpuperf.model import Comparison, MeasurementResult, ProfileDiff, SessionResults, Verdict
+from pytest_gpuperf.model import Comparison, Measurement, MeasurementResult, ProfileDiff, SessionResults, Verdict
 from pytest_gpuperf.profiling.explain import leading
 from pytest_gpuperf.report.drift import drift_sentences, session_drift
 from pytest_gpuperf.report.history import STEP_DOWN, STEP_UP, History, Trend, draw_trend, time_scale
 from pytest_gpuperf.report.markdown import TOP_OPS, software
 from pytest_gpuperf.report.repro import Rerun, rerun_of
-from pytest_gpuperf.report.rows import counts_line, headline, ordered, plural, time_comparison, unjudged_line
+from pytest_gpuperf.report.rows import (
+    contention_line,
+    counts_line,
+    headline,
+    ordered,
+    plural,
+    reference_column,
+    time_comparison,
+    unjudged_line,
+    verdict_label,
+)
 
 # html.escape after stripping control characters: every string of the page goes through it
 from pytest_gpuperf.report.text import html_text as escape
@@ -183,6 +193,52 @@ def _beyond(ax: Any, values: Any, pos: int, edge: float, colour: str, factor: fl
     return len(values)
 
 
+def device_figure(m: Measurement) -> Figure | None:
+    """The samples in the order they were taken, with the SM clock and the power NVML read beside each (one panel
+    each, sharing the axis of samples); None where no clock or power was read."""
+    state = m.device_state
+    if state is None or state.samples != len(m.samples_ns):
+        return None
+    panels = [(values, label) for values, label in ((state.sm_clock_mhz, "SM clock (MHz)"),
+                                                    (state.power_w, "power (W)")) if values]  # fmt: skip
+    if not panels:
+        return None
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.5, 1.2 + 1.3 * (len(panels) + 1)), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(panels) + 1, 1, sharex=True, squeeze=False)[:, 0]
+    factor, unit = time_scale([m.stats.median_ns])
+    order = range(len(m.samples_ns))
+    axes[0].plot(order, [v / factor for v in m.samples_ns], ".", markersize=3, color=_NOW_COLOUR)
+    axes[0].set_ylabel(f"time per call ({unit})", fontsize=8)
+    axes[0].set_ylim(*(v / factor for v in zoom_limits([m.samples_ns], [m.stats.median_ns])))
+    for ax, (values, label) in zip(axes[1:], panels, strict=True):
+        ax.step(order, values, where="post", color=_BASE_COLOUR, linewidth=1)
+        ax.set_ylabel(label, fontsize=8)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    axes[-1].set_xlabel(f"sample, in the order taken ({state.readings} NVML readings; a sample without its own "
+                        "carries the last)")  # fmt: skip
+    return fig
+
+
+def _device(m: Measurement) -> str:
+    """The device's state beside the samples, and its medians, where NVML was read."""
+    state = m.device_state
+    figure = device_figure(m)
+    if state is None or figure is None:
+        return ""
+    summary = state.summary
+    read = (("SM clock", summary.sm_clock_mhz, "MHz"), ("memory clock", summary.mem_clock_mhz, "MHz"),
+            ("power", summary.power_w, "W"), ("temperature", summary.temperature_c, "°C"))  # fmt: skip
+    facts = [f"{name} {value:.0f} {unit}" for name, value, unit in read if value is not None]
+    caption = f"NVML beside the samples, medians: {', '.join(facts)}" if facts else "NVML beside the samples"
+    return (f'<figure class="device">{_img(figure, f"device state of {m.key}")}'
+            f"<figcaption>{escape(caption)}</figcaption></figure>")  # fmt: skip
+
+
 def trend_figure(trend: Trend, now_ns: float | None, metric: str) -> Figure:
     """The baseline's versions over the commits that changed it, and this run's value after them."""
     values = list(trend.values_ns)
@@ -235,30 +291,39 @@ def _summary_table(session: SessionResults) -> str:
             f'<td class="num">{format_time(h.baseline_ns) if h.baseline_ns is not None else "-"}</td>',
             f'<td class="num">{format_change(h.change)}</td>',
             f'<td class="num">{escape(format_precision(m.precision))}</td>',
-            f"<td>{escape(h.verdict.value)}</td>",
+            f"<td>{escape(h.verdict_label)}</td>",
         ]
         rows.append(f'<tr class="{_css_class(h.verdict)}">{"".join(cells)}</tr>')
-    return _table(("test", "measurement", "now", "baseline", "change", "precision", "verdict"), rows, ' id="summary"')
+    reference = reference_column(session)
+    return _table(("test", "measurement", "now", reference, "change", "precision", "verdict"), rows, ' id="summary"')
 
 
-def _comparisons(result: MeasurementResult) -> str:
+def _comparisons(result: MeasurementResult, reference: str) -> str:
     if not result.comparisons:
-        return "<p>No baseline: this measurement is new.</p>"
+        return f"<p>No {reference}: this measurement is new.</p>"
     rows = []
     for c in result.comparisons:
         cells = [
             escape(c.metric),
             escape(format_value(c.baseline, c.unit)),
             escape(format_value(c.current, c.unit)),
-            escape(format_change(c.change)),
+            escape(format_change(c.change)) + _less_wait(c),
             escape(c.evidence),
-            escape(c.verdict.value),
+            escape(verdict_label(c, result)),
         ]
         tds = "".join(f'<td class="num">{x}</td>' if i in (1, 2, 3) else f"<td>{x}</td>" for i, x in enumerate(cells))
         rows.append(f'<tr class="{_css_class(c.verdict)}">{tds}</tr>')
         if c.note:
             rows.append(f'<tr><td colspan="6" class="note">{escape(c.note)}</td></tr>')
-    return _table(("metric", "baseline", "now", "change", "evidence", "verdict"), rows)
+    return _table(("metric", reference, "now", "change", "evidence", "verdict"), rows)
+
+
+def _less_wait(c: Comparison) -> str:
+    """The change the verdict read, less the run-queue wait, under the wall clock's (where a side waited)."""
+    if c.correction is None:
+        return ""
+    waited = f"{c.correction.wait_share:.0%} / {c.correction.reference_wait_share:.0%} waited"
+    return f'<br><span class="less-wait">{escape(format_change(c.correction.change))} less wait ({waited})</span>'
 
 
 def _profile(result: MeasurementResult) -> str:
@@ -367,6 +432,12 @@ def _verdict_figures(result: MeasurementResult, base_label: str) -> str:
     )
 
 
+def _waited(session: SessionResults) -> str:
+    """How much of a busy runner's time was contention, and that the verdicts read the times less it."""
+    line = contention_line(session)
+    return f'<p class="contention">{escape(line)}</p>' if line else ""
+
+
 def _repro(result: MeasurementResult, again: Rerun | None) -> str:
     """The command that re-runs a regression (report/repro.py), for a developer to copy."""
     if again is None or result.verdict is not Verdict.REGRESSION:
@@ -375,7 +446,12 @@ def _repro(result: MeasurementResult, again: Rerun | None) -> str:
 
 
 def _measurement_section(
-    result: MeasurementResult, base_label: str, trend: Trend | None, metric: str, again: Rerun | None = None
+    result: MeasurementResult,
+    base_label: str,
+    reference: str,
+    trend: Trend | None,
+    metric: str,
+    again: Rerun | None = None,
 ) -> str:
     m = result.measurement
     stats = m.stats
@@ -391,8 +467,8 @@ def _measurement_section(
     return (
         f'<section class="measurement {_css_class(result.verdict)}">'
         f"<h3>{escape(m.key)}</h3>{facts}{unstable}"
-        f'<figure class="distribution">{figure}</figure>{_trend(result, trend, metric)}'
-        f"{_comparisons(result)}{why}{_profile(result)}</section>"
+        f'<figure class="distribution">{figure}</figure>{_device(m)}{_trend(result, trend, metric)}'
+        f"{_comparisons(result, reference)}{why}{_profile(result)}</section>"
     )
 
 
@@ -419,8 +495,9 @@ def render_html(session: SessionResults, history: History | None = None) -> str:
     device_class = session.environment.device_class
     trends = {t.key: t for t in (history.trends if history else ()) if t.device_class == device_class}
     again = rerun_of(session)
+    reference = reference_column(session)
     sections = "".join(
-        _measurement_section(r, base_label, trends.get(r.measurement.key), headline(r).statistic, again)
+        _measurement_section(r, base_label, reference, trends.get(r.measurement.key), headline(r).statistic, again)
         for r in ordered(session.results)
     )
     body = _summary_table(session) if session.results else "<p>No measurements were taken.</p>"
@@ -432,6 +509,7 @@ def render_html(session: SessionResults, history: History | None = None) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>pytest-gpuperf report</title><style>{_STYLE}</style></head><body>"
         f'<h1>pytest-gpuperf</h1>{banner}<p class="summary">{escape(counts_line(session))}</p>'
+        f"{_waited(session)}"
         f"{_context(session)}<h2>Summary</h2>{body}"
         f"<h2>Measurements</h2>{sections}</body></html>\n"
     )

@@ -21,16 +21,20 @@ from pytest_gpuperf.model import (
 )
 from pytest_gpuperf.report.notes import note_groups
 from pytest_gpuperf.report.rows import (
+    contention_line,
     counts_line,
+    energy_comparison,
+    energy_source,
     ordered,
     plural,
+    reference_column,
     split_key,
     time_comparison,
     unjudged_line,
     verdict_counts,
+    verdict_label,
 )
-from pytest_gpuperf.report.rows import headline as result_headline
-from pytest_gpuperf.report.text import html_text, md_code, md_text
+from pytest_gpuperf.report.text import html_text, md_cell, md_code, md_row, md_text
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
 from pytest_gpuperf.report.why import (
     PERFETTO,
@@ -65,11 +69,6 @@ VERDICT_ICON = {  # the comments' mark of each verdict (this one and report.matr
 }
 
 
-def _cell(markdown: str) -> str:
-    """A table cell of Markdown made by ``md_text``/``md_code``: GFM splits cells at every unescaped pipe."""
-    return markdown.replace("|", "\\|").replace("\n", " ").strip() or " "
-
-
 def _short_test(test_id: str) -> str:
     """``tests/perf/test_mm.py::test_x`` -> ``test_mm.py::test_x`` (the folder adds little)."""
     path, name = split_key(test_id)
@@ -80,27 +79,26 @@ def _test(test_id: str) -> str:
     return md_code(_short_test(test_id))
 
 
-def _verdict(v: Verdict) -> str:
-    return f"{VERDICT_ICON[v]} {v.value}"
+def _verdict(v: Verdict, label: str | None = None) -> str:
+    return f"{VERDICT_ICON[v]} {md_text(label or v.value)}"  # a label may name a metric: the test's text
 
 
 def _short(commit: str | None) -> str:
     return md_code(commit[:12]) if commit else "-"
 
 
-def _row(cells: Iterable[str]) -> str:
-    return "| " + " | ".join(_cell(c) for c in cells) + " |"
-
-
 def _rows(result: MeasurementResult) -> Iterable[str]:
     m = result.measurement
     test = [_test(m.test_id), md_text(m.name)]
     if not result.comparisons:  # nothing to compare with: still show its time
-        yield _row([*test, "time.p50", "-", format_time(m.stats.median_ns), "-", "", _verdict(result.verdict)])
+        yield md_row([*test, "time.p50", "-", format_time(m.stats.median_ns), "-", "", _verdict(result.verdict)])
+    energy = energy_comparison(result)
     for c in _shown(result):
         base, head = (md_text(format_value(v, c.unit)) for v in (c.baseline, c.current))
         change = format_change(c.change)
-        yield _row([*test, md_text(c.metric), base, head, change, md_text(c.evidence), _verdict(c.verdict)])
+        evidence = energy_source(result) if c is energy else c.evidence  # where the energy came from
+        yield md_row([*test, md_text(c.metric), base, head, change, md_text(evidence),
+                      _verdict(c.verdict, verdict_label(c, result))])  # fmt: skip
 
 
 def _table(session: SessionResults) -> list[str]:
@@ -108,14 +106,13 @@ def _table(session: SessionResults) -> list[str]:
     rows = [row for result in ordered(session.results) for row in _rows(result)]
     left = sum(len(r.comparisons) - len(_shown(r)) for r in session.results)
     more = ["", f"{plural(left, 'unchanged memory or metric comparison')}: in the HTML report and the results JSON."]
-    return [_row(header), "|---|---|---|---:|---:|---:|---|---|", *rows, *(more if left else [])]
+    return [md_row(header), "|---|---|---|---:|---:|---:|---|---|", *rows, *(more if left else [])]
 
 
 def _shown(result: MeasurementResult) -> list[Comparison]:
-    """A measurement's rows: its time, and its other comparisons that decided something (``Headline.others``)."""
-    h = result_headline(result)
-    timing = time_comparison(result)
-    return [c for c in result.comparisons if c is timing or any(c is other for other in h.others)]
+    """A measurement's rows: its time and energy, and its other comparisons that are not unchanged."""
+    shown = (time_comparison(result), energy_comparison(result))  # the energy per call, where measured, as the time
+    return [c for c in result.comparisons if c.verdict is not Verdict.UNCHANGED or any(c is s for s in shown)]
 
 
 def _notes(session: SessionResults) -> list[str]:
@@ -162,7 +159,7 @@ def _commits(session: SessionResults) -> list[str]:
 
 def _noise(session: SessionResults) -> list[str]:
     lines = [
-        "| test | measurement | samples | precision | baseline noise | timer | notes |",
+        f"| test | measurement | samples | precision | {reference_column(session)} noise | timer | notes |",
         "|---|---|---:|---:|---:|---|---|",
     ]
     for r in ordered(session.results):
@@ -178,7 +175,7 @@ def _noise(session: SessionResults) -> list[str]:
             md_text(m.timer),
             md_text(notes),
         ]
-        lines.append(_row(cells))
+        lines.append(md_row(cells))
     return lines
 
 
@@ -203,7 +200,7 @@ def _profiles(session: SessionResults, folder: Path | None) -> list[str]:
         trace = f" ({md_code(trace_label(profile.trace_path, folder))})" if profile.trace_path else ""
         lines += [f"**{md_code(r.measurement.key)}**{trace}", "", "| operator | time | share |", "|---|---:|---:|"]
         for name, ns, share in profile.top_ops[:TOP_OPS]:
-            lines.append(f"| {_cell(md_code(name))} | {format_time(ns)} | {share * 100:.1f}% |")
+            lines.append(f"| {md_cell(md_code(name))} | {format_time(ns)} | {share * 100:.1f}% |")
     return lines
 
 
@@ -221,13 +218,13 @@ def _why_summary(result: MeasurementResult, diff: ProfileDiff) -> str:
 def _why_table(diff: ProfileDiff) -> list[str]:
     if diff.base is None:
         lines = ["| op | kind | time per call | calls |", "|---|---|---:|---:|"]
-        lines += [_row([md_code(short_name(c.name)), c.kind, *head_cells(c)])
+        lines += [md_row([md_code(short_name(c.name)), c.kind, *head_cells(c)])
                   for c in diff.changes[:WHY_ROWS]]  # fmt: skip
         rest = len(diff.changes) - WHY_ROWS
     else:
-        lines = [_row(list(WHY_COLUMNS)), "|---|---|---:|---|---:|---:|---:|---|"]
+        lines = [md_row(list(WHY_COLUMNS)), "|---|---|---:|---|---:|---:|---:|---|"]
         shown = table_rows(diff, WHY_ROWS)
-        lines += [_row([md_code(row_name(r)), r.kind, *why_cells(r)]) for r in shown]
+        lines += [md_row([md_code(row_name(r)), r.kind, *why_cells(r)]) for r in shown]
         rest = len(diff.rows) - len(shown)
     return lines + (["", f"{rest} more rows in the HTML report and the results JSON."] if rest > 0 else [])
 
@@ -291,6 +288,7 @@ def render_comment(session: SessionResults, folder: Path | None = None) -> str:
         f"{icon} **{counts_line(session)}**{against} "
         f"({plural(len(session.results), 'measurement')} on {md_text(session.environment.device_name)})",
         "",
+        *([f"⏳ {md_text(waited)}", ""] if (waited := contention_line(session)) else []),
     ]
     lines += _table(session) if session.results else ["No measurements were taken."]
     if notes := _notes(session):

@@ -35,6 +35,7 @@ from pytest_gpuperf.report.drift import cause_sentence, change_sentences, sessio
 from pytest_gpuperf.report.markdown import VERDICT_ICON, why_body
 from pytest_gpuperf.report.repro import Rerun, rerun_of
 from pytest_gpuperf.report.rows import count_of, counts_line, plural, split_key, unjudged_line
+from pytest_gpuperf.report.text import md_row
 from pytest_gpuperf.report.units import format_change, format_value
 from pytest_gpuperf.report.why import headline as why_headline
 
@@ -117,15 +118,6 @@ def _ended(job: Job) -> tuple[str, str]:
     return _ENDED.get(job.ended, ("❔", _inert(job.ended)))
 
 
-def _cell(markdown: str) -> str:
-    """A table cell: GFM splits cells at every unescaped pipe."""
-    return markdown.replace("|", "\\|").replace("\n", " ").strip() or " "
-
-
-def _row(cells: Iterable[str]) -> str:
-    return "| " + " | ".join(_cell(c) for c in cells) + " |"
-
-
 def _deciding(result: MeasurementResult) -> Comparison | None:
     """The comparison that gave the measurement its verdict: time first, else the first of that verdict."""
     same = [c for c in result.comparisons if c.verdict is result.verdict]
@@ -187,7 +179,7 @@ def _table_row(line: _Line, jobs: Sequence[Job]) -> str:
             cells.append(_ended(job)[0])  # the mark: the heading says how the job ended
         else:
             cells.append(verdict_cell(result) if result is not None else NOT_MEASURED)
-    return _row(cells)
+    return md_row(cells)
 
 
 # -- a regression, folded ------------------------------------------------------------------------------------------
@@ -244,11 +236,11 @@ def _environments(jobs: Sequence[Job]) -> str:
     for fact in DRIFT_FACTS:
         values = [fact.read(j.session.environment) if j.session is not None else None for j in measured]
         if any(v is not None for v in values):
-            rows.append(_row([_inert(fact.label), *(_inert(f"{v}{fact.unit}") if v else "–" for v in values)]))
+            rows.append(md_row([_inert(fact.label), *(_inert(f"{v}{fact.unit}") if v else "–" for v in values)]))
     if not rows:
         return ""
     names = [_inert(j.session.environment.device_name) for j in measured if j.session is not None]
-    head = [_row(["", *_headers(measured)]), "|---" * (len(measured) + 1) + "|", _row(["device", *names])]
+    head = [md_row(["", *_headers(measured)]), "|---" * (len(measured) + 1) + "|", md_row(["device", *names])]
     return "\n".join(["<details>", "<summary>Environments</summary>", "", *head, *rows, "", "</details>", "", ""])
 
 
@@ -367,7 +359,7 @@ def render_matrix(
         opening += ["", f"[Results, HTML reports and traces]({link})"]
     opening += ["", *(line for job, h in zip(columns, headers, strict=True) for line in _device_lines(job, h)), ""]
     lines = _lines(columns)
-    table_head = [_row(["test", *headers]), "|---" + "|:---:" * len(columns) + "|"] if lines else []
+    table_head = [md_row(["test", *headers]), "|---" + "|:---:" * len(columns) + "|"] if lines else []
     head = _Block(("\n".join([*opening, *table_head]) + "\n",), "head", chosen=0)
     rows = {line.key: _Block((_table_row(line, columns) + "\n",), "row") for line in lines}
     regressions = [_regression(r, job) for job in columns for r in _regressed(job)]

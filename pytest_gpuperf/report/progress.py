@@ -40,14 +40,21 @@ class Progress:
 
     @classmethod
     def for_config(cls, config: pytest.Config) -> Progress:
-        """Writing to pytest's terminal, around output capturing; inert where nobody would read it."""
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        """Writing to pytest's terminal, around output capturing; inert where nobody would read it.
+
+        Called from ``pytest_configure``, before pytest's terminal reporter exists (its own
+        ``pytest_configure`` registers it after ours runs): the reporter is looked up when a line
+        is written, while a test runs.
+        """
         # an xdist worker's output is not shown
-        if hasattr(config, "workerinput") or config.get_verbosity() < QUIETEST_WITH_PROGRESS or reporter is None:
+        if hasattr(config, "workerinput") or config.get_verbosity() < QUIETEST_WITH_PROGRESS:
             return cls()
-        capture = config.pluginmanager.get_plugin("capturemanager")
 
         def write_line(text: str) -> None:
+            reporter = config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is None:  # -p no:terminal
+                return
+            capture = config.pluginmanager.get_plugin("capturemanager")
             # A test is running: its captured output must not swallow the line (as --setup-show does).
             disabled = getattr(capture, "global_and_fixture_disabled", None)
             with disabled() if disabled is not None else contextlib.nullcontext():

@@ -18,7 +18,7 @@ import jsonschema
 import jsonschema.exceptions
 
 from pytest_gpuperf.errors import ResultsError
-from pytest_gpuperf.files import write_atomic
+from pytest_gpuperf.files import MAX_JSON_BYTES, first_not_a_number, loads_json, read_limited, write_atomic
 from pytest_gpuperf.model import SessionResults
 from pytest_gpuperf.report import codec
 
@@ -34,16 +34,17 @@ FORMAT = "pytest-gpuperf-results"
 # about, by which the terminal groups notes); 6 the scheduler's accounting of each sample
 # (``scheduling``, ``corrected_round_medians_ns``), a time comparison's change with the run-queue wait
 # taken out (``correction``), a baseline entry's recorded correction and the machine's reference
-# (``reference_ns``), all optional, and the pytest arguments a re-run of a measurement needs
+# (``reference_ns``), what NVML read beside each sample (a measurement's ``device_state``: clocks,
+# power, temperature, clock-event reasons, how its energy was measured) and a baseline entry's medians
+# of it (its ``device_state``), all optional, and the pytest arguments a re-run of a measurement needs
 # (``repro_args``: report/repro.py). Older files are read by adding what they lack (``_upgrade``): no
 # kind recorded is taken from the comparison's name, a bare note is a notice, a note without a topic
 # has none, the rest is empty (a version 4 diff has no explanation rows, a version 5 measurement no
 # scheduling, a version 5 file no repro arguments: its repro commands name the test, the mode and the
 # device only).
 SCHEMA_VERSION = 6
-# The most a results file may hold: far above any session's (thousands of measurements make a few
-# MiB), and a bound on what one read takes, so that /dev/zero or a stray dump is refused, not read.
-MAX_BYTES = 64 * 1024 * 1024
+MAX_BYTES = MAX_JSON_BYTES  # the most a results file may hold (files.py)
+_OLDER_VERSIONS = (1, 2, 3, 4, 5)  # read through _upgrade
 
 
 @cache
@@ -111,25 +112,59 @@ def loads_results(text: str, path: Path | str = "<results>") -> SessionResults:
 
 def _parse(text: str, path: Path | str) -> SessionResults:
     try:
-        document = json.loads(text)
+        document = loads_json(text)
     except json.JSONDecodeError as exc:
         what = exc.msg.removesuffix(" at")  # "Unterminated string starting at": the place follows
         raise ResultsError(path, f"not JSON: {what} at line {exc.lineno}, column {exc.colno}") from None
-    version = document.get("schema_version") if isinstance(document, dict) else None
-    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
-        message = f"format version {version} is newer than this pytest-gpuperf reads (up to {SCHEMA_VERSION})"
-        raise ResultsError(path, f"{message}: upgrade pytest-gpuperf to read it", json_path="$.schema_version")
-    bad = _first_non_finite(document)  # Python's json reads NaN and Infinity, which no schema type refuses
-    if bad is not None:
-        raise ResultsError(path, "NaN or infinity is not a number a results file may hold", json_path=bad)
+    _check_before_upgrade(document, path)
     validate_document(_upgrade(document), path)
+    assert isinstance(document, dict)  # the schema says so
     session: SessionResults = codec.from_json(SessionResults, document)
     return session
 
 
+NOT_A_NUMBER = "NaN or infinity is not a number a results file may hold"
+# What ``_upgrade`` walks in a document of an older version, checked before it walks it; the
+# full schema is the current version's, checked after.
+_UPGRADABLE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "results": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"comparisons": {"type": "array"}, "measurement": {"type": "object"}},
+            },
+        }
+    },
+}
+
+
+def _check_before_upgrade(document: object, path: Path | str) -> None:
+    """ResultsError, naming the file and JSON path, for what no version of the format holds.
+
+    A version newer than this one reads; a number no float holds (Python's json reads NaN,
+    Infinity and integers of any length, which no schema type refuses); a document of an older
+    version whose parts ``_upgrade`` walks are not the lists and objects it walks.
+    """
+    version = document.get("schema_version") if isinstance(document, dict) else None
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        message = f"format version {version} is newer than this pytest-gpuperf reads (up to {SCHEMA_VERSION})"
+        raise ResultsError(path, f"{message}: upgrade pytest-gpuperf to read it", json_path="$.schema_version")
+    found = first_not_a_number(document)
+    if found is not None:
+        where, number = found
+        message = f"{number.problem}: not a number a results file may hold" if number.integer else NOT_A_NUMBER
+        raise ResultsError(path, message, json_path=where)
+    if version in _OLDER_VERSIONS:
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(_UPGRADABLE).iter_errors(document))
+        if error is not None:
+            raise ResultsError(path, error.message, json_path=error.json_path)
+
+
 def _upgrade(document: object) -> object:
     """An older document as the current version (see ``SCHEMA_VERSION``'s history)."""
-    if not isinstance(document, dict) or document.get("schema_version") not in (1, 2, 3, 4, 5):
+    if not isinstance(document, dict) or document.get("schema_version") not in _OLDER_VERSIONS:
         return document
     document.setdefault("repro_args", [])
     results = [r for r in document.get("results", ()) if isinstance(r, dict)]
@@ -162,8 +197,7 @@ def load_results(path: Path | str) -> SessionResults:
     """
     source = Path(path)
     try:
-        with source.open("rb") as f:
-            raw = f.read(MAX_BYTES + 1)
+        raw = read_limited(source, MAX_BYTES)
     except OSError as exc:
         raise ResultsError(source, f"cannot read: {exc.strerror or exc}") from None
     if len(raw) > MAX_BYTES:

@@ -9,7 +9,16 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pytest_gpuperf.model import VERDICT_ORDER, Comparison, Kind, MeasurementResult, SessionResults, Verdict
+from pytest_gpuperf.model import (
+    CONFIRMATION_STEP,
+    ENERGY_METRIC,
+    VERDICT_ORDER,
+    Comparison,
+    Kind,
+    MeasurementResult,
+    SessionResults,
+    Verdict,
+)
 
 _RANK = {v: i for i, v in enumerate(VERDICT_ORDER)}
 
@@ -25,6 +34,18 @@ def time_comparison(result: MeasurementResult) -> Comparison | None:
     return next((c for c in result.comparisons if c.kind is Kind.TIME), None)
 
 
+def energy_comparison(result: MeasurementResult) -> Comparison | None:
+    """The comparison of the energy per call, where it was measured (``--gpuperf-energy``)."""
+    return next((c for c in result.comparisons if c.kind is Kind.METRIC and c.metric == f"metric.{ENERGY_METRIC}"),
+                None)  # fmt: skip
+
+
+def energy_source(result: MeasurementResult) -> str:
+    """``NVML energy counter``: where the energy per call came from, in words ('' where unknown)."""
+    state = result.measurement.device_state
+    return state.energy_source.label if state is not None and state.energy_source is not None else ""
+
+
 @dataclass(frozen=True)
 class Headline:
     """One measurement reduced to the numbers a summary line shows."""
@@ -36,6 +57,7 @@ class Headline:
     change: float | None
     verdict: Verdict
     others: tuple[Comparison, ...]  # non-time comparisons worth a line of their own
+    verdict_label: str  # the verdict as the row's last cell words it (``headline_verdict``)
 
 
 def headline(result: MeasurementResult) -> Headline:
@@ -51,12 +73,54 @@ def headline(result: MeasurementResult) -> Headline:
     others = tuple(
         c for c in result.comparisons if c is not timing and c.verdict not in (Verdict.UNCHANGED, Verdict.NEW)
     )
-    return Headline(result, statistic, now, base, change, result.verdict, others)
+    return Headline(result, statistic, now, base, change, result.verdict, others, headline_verdict(result, timing))
+
+
+def verdict_label(c: Comparison, result: MeasurementResult | None = None) -> str:
+    """A comparison's verdict as a report words it.
+
+    ``not confirmed`` for a suspected change that fresh readings did not confirm (it stands
+    unchanged), so a large significant change never reads as a plain ``unchanged`` beside its
+    figures; a metric new to a measurement whose baseline has others this run did not report
+    says which (``result``): ``compare_compile`` names its first call by inductor's cache state.
+    """
+    if c.verdict is Verdict.UNCHANGED and any(step.rule == CONFIRMATION_STEP for step in c.explanation):
+        return "not confirmed"
+    if result is not None and (instead := _instead(c, result)):
+        return f"{c.verdict.value} ({instead})"
+    return c.verdict.value
+
+
+def _instead(c: Comparison, result: MeasurementResult) -> str:
+    """``the baseline has metric.X instead`` for a new metric beside baseline metrics this run lacks; else ""."""
+    if c.kind is not Kind.METRIC or c.verdict is not Verdict.NEW or result.baseline is None:
+        return ""
+    now = {m.name for m in result.measurement.metrics}
+    gone = [f"metric.{m.name}" for m in result.baseline.metrics if m.name not in now]
+    return f"the baseline has {', '.join(gone)} instead" if gone else ""
+
+
+def headline_verdict(result: MeasurementResult, timing: Comparison | None) -> str:
+    """The measurement's verdict beside its time figures, named by the comparison that gave it where that is
+    not the time: a memory regression on a faster time reads ``regression (memory.peak_allocated)``, not a
+    bare ``regression`` next to ``-37.1%``."""
+    if timing is not None and timing.verdict is result.verdict:
+        return verdict_label(timing)
+    decided = next((c for c in result.comparisons if c.verdict is result.verdict), None)
+    if decided is None:
+        return result.verdict.value
+    instead = _instead(decided, result)
+    return f"{result.verdict.value} ({decided.metric}{'; ' + instead if instead else ''})"
 
 
 def ordered(results: Iterable[MeasurementResult]) -> list[MeasurementResult]:
     """Worst verdict first, then by key, so regressions lead every report."""
     return sorted(results, key=lambda r: (_RANK[r.verdict], r.measurement.key))
+
+
+def reference_column(session: SessionResults) -> str:
+    """What a table calls the side a measurement is compared with: the base commit in compare-ref, else the baseline."""
+    return "base" if session.compare_ref else "baseline"
 
 
 def verdict_counts(session: SessionResults) -> Counter[Verdict]:
@@ -112,21 +176,63 @@ def unjudged_line(session: SessionResults) -> str | None:
             parts.append(f"{count_of(total, verdict)} ({named})" if named else count_of(total, verdict))
     return (
         f"{len(unjudged)} of {plural(len(session.results), 'measurement')} could not be judged: {', '.join(parts)}. "
-        f"They are not a pass: {_advice(session, {r.verdict for r in unjudged})}, or make such runs fail with "
+        f"They are not a pass: {_advice(session, unjudged, set(reasons))}, or make such runs fail with "
         "--gpuperf-strict (--gpuperf-explain says why)"
     )
 
 
-def _advice(session: SessionResults, verdicts: set[Verdict]) -> str:
-    """What to do about measurements of ``verdicts`` that could not be judged."""
+# The rule that says a reference has the test but no number for it (compare-ref: the base could not run it).
+_NO_REFERENCE_RULE = "reference"
+# Baseline mode: what to do about a measurement a rule left unjudged, by the rule's name (verdict/rules.py and
+# measure/host/cpu/rules.py name them); a rule not listed gets the last advice.
+_RUN_AGAIN = "run it again (the notes say what moved)"
+_BASELINE_ADVICE = {
+    "machine-state": "the machine ran in another state than when the baseline was written: run it again, or write "
+    "the baseline again if it was written in a slower one",
+    "contention": "the correction for the run-queue wait was too uncertain (threads that spin while another waits): "
+    "run again, or give such calls fewer threads than the runner has CPUs",
+    "noisy-baseline": "write the noisy baselines again with --gpuperf-update-baseline",
+    "busy-runner": "write the baselines written busy again with --gpuperf-update-baseline",
+}
+
+
+def _advice(session: SessionResults, unjudged: list[MeasurementResult], reasons: set[tuple[Verdict, str]]) -> str:
+    """What to do about the measurements that could not be judged, by why they could not: their (verdict,
+    deciding rule) ``reasons``."""
+    verdicts = {verdict for verdict, _ in reasons}
+    judged = {(v, rule) for v, rule in reasons if v is not Verdict.NOT_COMPARABLE}
     if session.compare_ref:
-        return "run it again on a quieter runner"
-    advice = []
-    if verdicts - {Verdict.NOT_COMPARABLE}:
-        advice.append("gate a busy runner with --gpuperf-compare-ref, which stays reliable under load")
+        advice = []
+        if (Verdict.NOT_GATED, _NO_REFERENCE_RULE) in judged:  # an import error, a failing test: not the runner's load
+            advice.append(f"the base ({session.compare_ref}) could not run some: each one's note says why")
+        if judged - {(Verdict.NOT_GATED, _NO_REFERENCE_RULE)}:
+            advice.append("run it again on a quieter runner")
+    else:
+        advice = list(dict.fromkeys(_BASELINE_ADVICE.get(rule, _RUN_AGAIN) for _, rule in judged))
     if Verdict.NOT_COMPARABLE in verdicts:
-        advice.append("record baselines on this device class with --gpuperf-update-baseline")
+        advice.append(_other_device_advice(session, [r for r in unjudged if r.verdict is Verdict.NOT_COMPARABLE]))
     return "; ".join(advice)
+
+
+def _other_device_advice(session: SessionResults, results: list[MeasurementResult]) -> str:
+    """What differs (the device classes) and how to get a reference of this one: a quieter runner would not help."""
+    here = session.environment.device_class
+    there = sorted({r.baseline.environment.device_class for r in results
+                    if r.baseline is not None and r.baseline.environment is not None} - {here})  # fmt: skip
+    differs = f"measured on device class {here}, the reference on {', '.join(there)}" if there else (
+        f"measured on device class {here}, the reference on another device class")  # fmt: skip
+    where = "compare with a base measured on this device class, or " if session.compare_ref else ""
+    return f"{differs}: {where}record baselines on this device class with --gpuperf-update-baseline"
+
+
+def contention_line(session: SessionResults) -> str | None:
+    """``3 of 24 measurements waited for a CPU (up to 61% of their time); their verdicts read the times less that
+    wait`` (model/scheduling.py): how much of a busy runner's time was contention; None: none was."""
+    shares = [c.correction.wait_share for r in session.results for c in r.comparisons if c.correction is not None]
+    if not shares:
+        return None
+    return (f"{len(shares)} of {plural(len(session.results), 'measurement')} waited for a CPU (up to "
+            f"{max(shares):.0%} of their time); their verdicts read the times less that wait")  # fmt: skip
 
 
 def named(keys: list[str], shown: int = 2) -> str:

@@ -18,12 +18,17 @@ from pytest_gpuperf.report.drift import drift_sentences, session_drift
 from pytest_gpuperf.report.notes import FULL_NOTES, LINE_LIMIT, note_groups, quietly_past, wrapped
 from pytest_gpuperf.report.rows import (
     Headline,
+    contention_line,
     counts_line,
+    energy_comparison,
+    energy_source,
     headline,
     named,
     ordered,
+    reference_column,
     time_comparison,
     unjudged_line,
+    verdict_label,
 )
 from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.report.units import format_change, format_precision, format_time, format_value
@@ -87,20 +92,28 @@ def _markup(verdict: Verdict) -> dict[str, bool]:
 
 
 def _details(h: Headline) -> tuple[tuple[str, dict[str, bool]], ...]:
-    """Lines under a row: its other comparisons that decided or are past their threshold, and why it got slower.
+    """Lines under a row: its other comparisons that decided or are past their threshold, the energy per call
+    where it was measured, and why it got slower.
 
     An unchanged comparison past its threshold carries the note saying why (a floor, a guard):
     without it "+56% unchanged" reads as the gate ignoring its own threshold.
     """
     timing = time_comparison(h.result)
+    energy = energy_comparison(h.result)
     lines = []
     for c in h.result.comparisons:
         quiet = c is not timing and quietly_past(c)
+        if c is energy:
+            source = energy_source(h.result)
+            text = (f"{_DETAIL}energy per call: {format_value(c.current, c.unit)} vs {format_value(c.baseline, c.unit)}"
+                    f" ({format_change(c.change)}) {c.verdict.value}" + (f" ({source})" if source else ""))  # fmt: skip
+            lines.append((plain(f"{text}: {c.note}" if quiet and c.note else text), _markup(c.verdict)))
+            continue
         if not quiet and not any(c is other for other in h.others):
             continue
         text = (
             f"{_DETAIL}{c.metric}: {format_value(c.current, c.unit)} vs "
-            f"{format_value(c.baseline, c.unit)} ({format_change(c.change)}) {c.verdict.value}"
+            f"{format_value(c.baseline, c.unit)} ({format_change(c.change)}) {verdict_label(c, h.result)}"
         )
         lines.append((plain(f"{text}: {c.note}" if quiet and c.note else text), _markup(c.verdict)))
     reason = h.result.measurement.unstable_reason
@@ -120,7 +133,7 @@ def _row(h: Headline) -> _Row:
         format_time(h.baseline_ns) if h.baseline_ns is not None else "-",
         format_change(h.change),
         format_precision(m.precision),
-        h.verdict.value,
+        plain(h.verdict_label),
     )
     return _Row(plain(m.test_id), cells, _markup(h.verdict), _details(h))
 
@@ -164,7 +177,9 @@ def _layout(headers: Sequence[str], rows: Sequence[_Row], width: int) -> list[tu
 def render_summary(session: SessionResults, tw: Writer) -> None:
     """Write the measurement table and the counts line to ``tw``."""
     ref = session.compare_ref
-    tw.sep("=", f"gpuperf: compared with {plain(ref)}" if ref else f"gpuperf ({session.mode})")
+    compared = any(c.baseline is not None for r in session.results for c in r.comparisons)
+    title = f"gpuperf: {'compared with' if compared else 'nothing compared with'} {plain(ref)}" if ref else ""
+    tw.sep("=", title or f"gpuperf ({session.mode})")
     if not session.results:
         tw.line("no measurements")
         return
@@ -172,11 +187,14 @@ def render_summary(session: SessionResults, tw: Writer) -> None:
     stat = {h.statistic for h in heads}
     headers = list(HEADERS)
     headers[2] = f"{stat.pop()} now" if len(stat) == 1 else "now"
+    headers[3] = reference_column(session)
     width = int(getattr(tw, "fullwidth", 0) or shutil.get_terminal_size((100, 24)).columns)
     for text, markup in _layout(headers, [_row(h) for h in heads], width):
         tw.line(text, **markup)
     colour = "red" if any(h.verdict is Verdict.REGRESSION for h in heads) else "green"
     tw.line(f"gpuperf: {counts_line(session)}", bold=True, **{colour: True})
+    if waited := contention_line(session):
+        tw.line(f"gpuperf: {waited}", yellow=True)
     for sentence in drift_sentences(session_drift(session)):  # environment strings from a results file: inert
         tw.line(f"gpuperf: {plain(sentence)}", yellow=True)
 

@@ -4,15 +4,17 @@ Test ids, names, units, notes, operator names and git refs come from the tests' 
 request's author. They reach a terminal, a PR comment posted by a bot and an HTML page, and none
 may act there: no colours, cursor moves or line rewrites in a terminal; no @mentions, issue
 references, links, images, HTML or broken code spans in the comment; no markup in the page.
-A Markdown table cell needs its ``|`` escaped as well (``markdown._cell``).
+A Markdown table cell needs its ``|`` escaped as well (``md_cell``, ``md_row``): every Markdown
+writer (the PR comment, ``gpuperf history changes --format markdown``) builds its tables with them.
 """
 
 from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable
 
-__all__ = ["html_text", "md_code", "md_text", "plain"]
+__all__ = ["html_text", "md_cell", "md_code", "md_row", "md_text", "plain"]
 
 ZWJ = "\u200d"
 
@@ -78,6 +80,20 @@ def md_code(text: str) -> str:
     if content.startswith("`") or content.endswith("`") or (content.startswith(" ") and content.endswith(" ")):
         content = f" {content} "
     return f"{fence}{content}{fence}"
+
+
+def md_cell(markdown: str) -> str:
+    """Markdown made by :func:`md_text`/:func:`md_code` as one table cell.
+
+    GFM splits a row at every unescaped pipe, inside a code span too: a ``|`` in a test id would
+    end its cell and its code span, and what follows (``<svg onload=...>``) would be raw HTML.
+    """
+    return markdown.replace("|", "\\|").replace("\n", " ").strip() or " "
+
+
+def md_row(cells: Iterable[str]) -> str:
+    """A GFM table row of cells of Markdown (each made inert by md_text/md_code, or the writer's own text)."""
+    return "| " + " | ".join(md_cell(c) for c in cells) + " |"
 
 
 def html_text(text: str, *, keep_newlines: bool = True) -> str:

@@ -13,7 +13,16 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from pytest_gpuperf.config import GateSettings
-from pytest_gpuperf.model import Comparison, Environment, Kind, Measurement, MeasurementResult, Note, Verdict
+from pytest_gpuperf.model import (
+    CONFIRMATION_STEP,
+    Comparison,
+    Environment,
+    Kind,
+    Measurement,
+    MeasurementResult,
+    Note,
+    Verdict,
+)
 from pytest_gpuperf.stats import format_level
 from pytest_gpuperf.verdict import evidence as ev
 from pytest_gpuperf.verdict.judge import Reference, time_comparison
@@ -77,7 +86,7 @@ def oriented_threshold(threshold: float, suspected: Verdict) -> float:
 def confirmed(result: MeasurementResult, note: str, verdict: Verdict | None = None) -> MeasurementResult:
     """``result`` with a ``confirmation`` step on its time comparison (and the note on the measurement)."""
     time_c = time_of(result)
-    explained = apply_step(time_c, "confirmation", Step(note, verdict))
+    explained = apply_step(time_c, CONFIRMATION_STEP, Step(note, verdict))
     comparisons = tuple(explained if c is time_c else c for c in result.comparisons)
     measured = dataclasses.replace(result.measurement, notes=(*result.measurement.notes, Note(note)))
     return dataclasses.replace(result, measurement=measured, comparisons=comparisons)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from pytest_gpuperf import stats
 from pytest_gpuperf.model import Comparison, CorrectedChange, Kind, Verdict, device_class, not_finite
+from pytest_gpuperf.model.scheduling import MOSTLY_WAITED
 from pytest_gpuperf.units import format_bytes
 from pytest_gpuperf.verdict.case import Case
 from pytest_gpuperf.verdict.pipeline import Step
@@ -208,7 +209,9 @@ class Contention:
 
     The verdict before it read the corrected times. A change they confirm stands on any runner, with
     how much contention there was; a change only the wall clock saw is contention, not work, unless the
-    correction is too uncertain to rule it out (multi-threaded calls that spin while a sibling waits).
+    correction is too uncertain to rule it out (multi-threaded calls that spin while a sibling waits); a
+    change only the corrected times show stands unless a side waited most of its time (``MOSTLY_WAITED``: it
+    shared its CPU with more than one other task).
     """
 
     name: str = "contention"
@@ -226,13 +229,18 @@ class Contention:
         )
         corrected = f"{c.change:+.1%} {_interval(c)} with the wait taken out"
         suspected = draft.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT)
-        if suspected:
-            more = (
-                "more than the contention explains"
-                if wall_verdict is draft.verdict
-                else (f"the wall clock's {ev.wall.change:+.1%} hid it")
+        if suspected and wall_verdict is draft.verdict:
+            return Step(f"{took}; {corrected}: more than the contention explains")
+        if suspected and max(c.wait_share, c.reference_wait_share) >= MOSTLY_WAITED:
+            # only the correction makes the change, and a side ran in short slices between more than one other task:
+            # what it did then was slowed by whatever ran between them, more than the accounting can tell
+            return Step(
+                f"not judged: {took}; {corrected}, but the wall clock reads {ev.wall.change:+.1%}, and a side that "
+                "waited most of its time had too little time on a CPU to tell a change from the load",
+                Verdict.UNSTABLE,
             )
-            return Step(f"{took}; {corrected}: {more}")
+        if suspected:
+            return Step(f"{took}; {corrected}: the wall clock's {ev.wall.change:+.1%} hid it")
         if wall_verdict is Verdict.UNCHANGED:
             return Step(f"{took}; {corrected}", quiet=True)
         open_side = (c.ci_high or math.inf) > 1.0 + threshold if wall_verdict is Verdict.REGRESSION else (

@@ -72,9 +72,10 @@ def baseline_rules(guard: GuardRules = GuardRules()) -> RuleSet:
 
 
 def compare_ref_rules(guard: GuardRules = GuardRules()) -> RuleSet:
-    """Head and base interleaved in one run: no recorded noise, no frozen number to distrust."""
+    """Head and base interleaved in one run: no recorded noise, no frozen number to distrust; the host guard
+    adds only what each side records of its own host (a GPU's clocks: the CPU guard adds nothing here)."""
     return RuleSet(
-        time=(MinimumSamples(), Reference(), Significance(), Contention(), Health()),
+        time=(MinimumSamples(), Reference(), Significance(), Contention(), *guard.time, Health()),
         memory=(Reference(), MemoryGrowth()),
         metric=(MetricBounds(), Reference(), MetricTolerance()),
         confirmation=(Significance(suspects=False), ConfirmOnly(), Health()),

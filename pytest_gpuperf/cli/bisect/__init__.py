@@ -1,5 +1,10 @@
 """``gpuperf bisect GOOD BAD -- PYTEST_ARGS``: the first commit where the selected tests got slower.
 
+The selected tests are yours: collected in your checkout first (selection.py), placed in each
+step's worktree where the commit lacks them (``--base-tests``: ``auto``; ``head``: always; ``base``:
+never) and run at GOOD by compare-ref's ``--gpuperf-base-tests``, so a perf test newer than GOOD
+still bisects.
+
 The candidates are ``git rev-list --first-parent --ancestry-path GOOD..BAD``, oldest first
 (BAD last): the commits of BAD's mainline that came after GOOD. Each step checks one of them
 out in a temporary worktree (``engines.compare_ref.worktree.RefWorktree``, with its clean-up on exit and
@@ -23,6 +28,8 @@ child process, never in-process.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,9 +48,11 @@ from pytest_gpuperf.cli.bisect.model import (
     StepVerdict,
 )
 from pytest_gpuperf.cli.bisect.probe import PytestProbe, child_environment, judge_session
-from pytest_gpuperf.cli.bisect.render import render, step_line, to_json
+from pytest_gpuperf.cli.bisect.render import measuring_line, render, step_line, to_json
 from pytest_gpuperf.cli.bisect.repo import candidates, open_repository, resolve
 from pytest_gpuperf.cli.bisect.search import expected_steps, search
+from pytest_gpuperf.cli.bisect.selection import Selection, collect
+from pytest_gpuperf.config import BaseTests
 from pytest_gpuperf.errors import ConfigError
 
 __all__ = [
@@ -57,6 +66,7 @@ __all__ = [
     "Outcome",
     "PytestProbe",
     "Request",
+    "Selection",
     "Status",
     "Step",
     "StepVerdict",
@@ -74,7 +84,7 @@ __all__ = [
 ]
 
 # Options each step sets itself; the same in PYTEST_ARGS would silently replace them.
-_OWN_OPTIONS = ("--gpuperf-compare-ref", "--gpuperf-json", "--gpuperf-update-baseline")
+_OWN_OPTIONS = ("--gpuperf-compare-ref", "--gpuperf-json", "--gpuperf-update-baseline", "--gpuperf-base-tests")
 
 
 @dataclass(frozen=True)
@@ -85,6 +95,7 @@ class Request:
     json_path: Path | None = None
     log_dir: Path | None = None
     timeout_s: float | None = None
+    base_tests: BaseTests = BaseTests.AUTO  # the version of the tests each commit and GOOD run (selection.py)
 
 
 def check_pytest_args(args: Sequence[str]) -> None:
@@ -92,7 +103,8 @@ def check_pytest_args(args: Sequence[str]) -> None:
     for arg in args:
         name = arg.split("=", 1)[0]
         if name in _OWN_OPTIONS:
-            raise ConfigError(f"{arg!r} after --: each step sets {name} itself (compare-ref against GOOD)")
+            own = " (from --base-tests)" if name == "--gpuperf-base-tests" else " (compare-ref against GOOD)"
+            raise ConfigError(f"{arg!r} after --: each step sets {name} itself{own}")
 
 
 def run(request: Request, out: Callable[[str], object], cwd: Path | None = None) -> Outcome:
@@ -108,11 +120,21 @@ def run(request: Request, out: Callable[[str], object], cwd: Path | None = None)
     commits = [c for c, _ in listed]
     out(f"gpuperf bisect: {len(commits)} commit(s) after GOOD {good[:12]} up to BAD {bad[:12]} "
         f"(about {expected_steps(len(commits))} steps); BAD first\n")  # fmt: skip
-    probe = PytestProbe(repo, good, request.pytest_args, subjects, request.log_dir, request.timeout_s)
+    with tempfile.TemporaryDirectory(prefix="gpuperf-bisect-") as scratch:
+        selection = None
+        if request.base_tests is not BaseTests.BASE:  # your tests, to run where a commit lacks them (or always)
+            selection = collect(repo.cwd, request.pytest_args, Path(scratch), child_environment(os.environ,
+                                repo.root, repo.root))  # fmt: skip
+            where = "at every commit and at GOOD" if request.base_tests is BaseTests.HEAD else (
+                "where a commit or GOOD lacks them")  # fmt: skip
+            out(f"gpuperf bisect: your {len(selection.node_ids)} selected test(s) run {where} "
+                f"(--base-tests={request.base_tests})\n")  # fmt: skip
+    probe = PytestProbe(repo, good, request.pytest_args, subjects, request.log_dir, request.timeout_s,
+                        base_tests=request.base_tests, selection=selection)  # fmt: skip
     count = 0
 
     def measure(commit: str) -> Step:  # a step takes minutes: say which commit is being measured
-        out(f"step {count + 1}: measuring {commit[:12]} [{subjects.get(commit, '')}] ...\n")
+        out(measuring_line(count + 1, commit, subjects.get(commit, "")) + "\n")
         return probe(commit)
 
     def report(step: Step) -> None:

@@ -1,9 +1,16 @@
-"""One step: a commit measured against GOOD in a temporary worktree, and judged from its results file."""
+"""One step: a commit measured against GOOD in a temporary worktree, and judged from its results file.
+
+With a selection from your checkout (selection.py), your test files are placed in the commit's worktree first
+(``engines.compare_ref.head_tests``, as ``--base-tests`` asks) and the step's compare-ref runs with the same
+``--gpuperf-base-tests``, so that GOOD runs them too.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,6 +20,8 @@ from pathlib import Path
 
 from pytest_gpuperf.cli.bisect.model import Finding, Step, StepVerdict
 from pytest_gpuperf.cli.bisect.repo import Repository
+from pytest_gpuperf.cli.bisect.selection import Selection
+from pytest_gpuperf.config import BaseTests
 from pytest_gpuperf.errors import GpuperfError
 from pytest_gpuperf.model import Comparison, Kind, SessionResults, Verdict
 
@@ -102,9 +111,12 @@ class PytestProbe:
     timeout_s: float | None = None
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     python: str = sys.executable
+    base_tests: BaseTests = BaseTests.AUTO  # which version of the tests each commit and GOOD run
+    selection: Selection | None = None  # the selected tests in your checkout (None: each commit's own)
 
     def __call__(self, commit: str) -> Step:
-        from pytest_gpuperf.engines.compare_ref.worktree import BaseRef, RefWorktree
+        from pytest_gpuperf.engines.compare_ref.refs import BaseRef
+        from pytest_gpuperf.engines.compare_ref.worktree import RefWorktree
         from pytest_gpuperf.errors import WorkerError
 
         subject = self.subjects.get(commit, "")
@@ -114,9 +126,35 @@ class PytestProbe:
             return Step(commit, subject, StepVerdict.SKIP, reason=str(exc))
         try:
             assert worktree.path is not None
-            return self._run(commit, subject, worktree.path, worktree.tmp_dir)
+            placed = self._place_tests(worktree.path)
+        except OSError as exc:
+            worktree.close()
+            return Step(commit, subject, StepVerdict.SKIP, reason=f"your tests could not be copied in: {exc}")
+        try:
+            step = self._run(commit, subject, worktree.path, worktree.tmp_dir)
         finally:
             worktree.close()
+        if step.verdict is StepVerdict.SKIP and placed:
+            step = dataclasses.replace(step, reason=f"{step.reason} ({placed})")
+        return step
+
+    def _place_tests(self, checkout: Path) -> str:
+        """Your test files into the commit's worktree, as ``base_tests`` asks; what was placed, in words ('')."""
+        from pytest_gpuperf.engines.compare_ref.head_tests import place_head_tests
+
+        selection = self.selection
+        if selection is None:
+            return ""
+        target = checkout / selection.rootdir.relative_to(self.repo.root)
+        placed = place_head_tests(selection.rootdir, target, selection.node_ids, self.base_tests)
+        inifile = selection.inifile
+        if self.base_tests is BaseTests.HEAD and inifile is not None and inifile.is_relative_to(self.repo.root):
+            shutil.copy2(inifile, checkout / inifile.relative_to(self.repo.root))  # as the step's own
+        first = next(iter(placed.files.values()), None)
+        if first is None:
+            return ""
+        more = f" and {len(placed.files) - 1} more" if len(placed.files) > 1 else ""
+        return f"your {first.path}{more} ran at this commit: {first.why.replace('the base', 'the commit')}"
 
     def _run(self, commit: str, subject: str, checkout: Path, scratch: Path) -> Step:
         from pytest_gpuperf.report.results_json import load_results
@@ -125,7 +163,7 @@ class PytestProbe:
         log = scratch / "pytest.log"
         where = checkout / self.repo.cwd.relative_to(self.repo.root)
         command = [self.python, "-m", "pytest", f"--gpuperf-compare-ref={self.good}", f"--gpuperf-json={results}",
-                   *self.pytest_args]  # fmt: skip
+                   f"--gpuperf-base-tests={self.base_tests}", *self.pytest_args]  # fmt: skip
         code = run_logged(command, where if where.is_dir() else checkout,
                           child_environment(self.env, self.repo.root, checkout), log, self.timeout_s)  # fmt: skip
         if self.log_dir is not None:

@@ -1,4 +1,9 @@
-"""The bisect's output: a line per step, the summary with the evidence, and the JSON for machines."""
+"""The bisect's output: a line per step, the summary with the evidence, and the JSON for machines.
+
+Commit subjects, test ids and a skipped step's pytest output are text from the repository: every line
+for a terminal goes through ``report.text.plain`` as test ids do (no colours, window titles or clipboard
+writes from a commit message); the JSON keeps them as they are, escaped by JSON itself.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import json
 from dataclasses import asdict
 
 from pytest_gpuperf.cli.bisect.model import Finding, Outcome, Status, Step, StepVerdict
+from pytest_gpuperf.report.text import plain
 
 JSON_FORMAT = "gpuperf-bisect"
 JSON_VERSION = 1
@@ -22,6 +28,11 @@ def finding_text(f: Finding) -> str:
     return f"{f.key} {f.metric}: {before} -> {format_value(f.current, f.unit)} ({format_change(f.change)}{ci}{p})"
 
 
+def measuring_line(number: int, commit: str, subject: str) -> str:
+    """``step 2: measuring 0fc533543362 [half-finished refactor] ...``: a step takes minutes, say which commit."""
+    return plain(f"step {number}: measuring {commit[:12]} [{subject}] ...")
+
+
 def step_line(number: int, step: Step, bad: str) -> str:
     label = " (BAD)" if step.commit == bad else ""
     head = f"step {number}: {step.commit[:12]}{label} {step.verdict.value:<4}"
@@ -35,11 +46,15 @@ def step_line(number: int, step: Step, bad: str) -> str:
             detail += f" (and {len(step.findings) - 1} more)"
     else:
         detail = "no time comparison"
-    return f"{head}  {detail}  [{step.subject}]"
+    return plain(f"{head}  {detail}  [{step.subject}]")
 
 
 def render(outcome: Outcome) -> str:
-    """The summary after the steps: the first bad commit with its evidence, or why there is none."""
+    """The summary after the steps: the first bad commit with its evidence, or why there is none (inert text)."""
+    return plain(_summary(outcome), keep_newlines=True)
+
+
+def _summary(outcome: Outcome) -> str:
     bad = outcome.bad[:12]
     if outcome.status is Status.BAD_NOT_SLOWER:
         return (

@@ -30,7 +30,7 @@ def open_repository(cwd: Path) -> Repository:
 
 def resolve(repo: Repository, which: str, ref: str) -> str:
     """``ref`` as a full commit hash, with compare-ref's resolution; one that could be read as an option is refused."""
-    from pytest_gpuperf.engines.compare_ref.worktree import resolve_ref
+    from pytest_gpuperf.engines.compare_ref.refs import resolve_ref
 
     if ref.startswith("-"):
         raise BisectError(f"{which} {ref!r} starts with '-': refused, git would read it as an option")

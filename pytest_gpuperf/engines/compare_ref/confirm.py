@@ -177,7 +177,9 @@ class ConfirmationPool:
         first, second = (base, head) if base_first else (head, base)
         for side in (first, second):
             side.wait_ready()
-        problem = first.open(test_id, key) or second.open(test_id, key)
+        # ``again``: a test with several measurements is run anew for each one confirmed; a pair that read
+        # the test's first measurement has run it to its end, past this one (drained below)
+        problem = first.open(test_id, key, again=True) or second.open(test_id, key, again=True)
         rounds = None if problem else alternate(head.round, base.round, settings, base_first=base_first)
         if rounds is not None and rounds.complete:
             head.finish()

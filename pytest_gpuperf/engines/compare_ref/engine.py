@@ -15,13 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_gpuperf.baseline.record import entry_from_measurement
-from pytest_gpuperf.config import GateSettings, MeasureSettings, Settings
+from pytest_gpuperf.config import BaseTests, GateSettings, MeasureSettings, Settings
 from pytest_gpuperf.engines.compare_ref.alternate import alternate
 from pytest_gpuperf.engines.compare_ref.confirm import ConfirmationPool, describe
 from pytest_gpuperf.engines.compare_ref.generated import IMPORT_ROOTS
+from pytest_gpuperf.engines.compare_ref.head_tests import HeadTests, head_configuration, place_head_tests
 from pytest_gpuperf.engines.compare_ref.headtree import head_checkout
 from pytest_gpuperf.engines.compare_ref.prestart import BASE_WORKER, EarlyBase, checkout_dir
-from pytest_gpuperf.engines.compare_ref.worktree import BaseRef, RefWorktree
+from pytest_gpuperf.engines.compare_ref.refs import BaseRef
+from pytest_gpuperf.engines.compare_ref.worktree import RefWorktree
 from pytest_gpuperf.engines.results import regressed, with_profile_diff
 from pytest_gpuperf.errors import BaseStartError, WorkerError
 from pytest_gpuperf.measure.profiled import ProfiledSide, profile_here
@@ -37,6 +39,7 @@ from pytest_gpuperf.model import (
     measurement_key,
 )
 from pytest_gpuperf.report.progress import Progress
+from pytest_gpuperf.report.text import plain
 from pytest_gpuperf.verdict import Reference, judge
 from pytest_gpuperf.verdict import evidence as ev
 from pytest_gpuperf.verdict.case import Evidence
@@ -102,8 +105,12 @@ class CompareRefEngine:
         resolved: BaseRef | None = None,
         traces: Path | None = None,
         start_timeout_s: float = START_TIMEOUT_S,
+        base_tests: BaseTests = BaseTests.AUTO,
+        inifile: Path | None = None,
     ) -> None:
         self.ref = ref
+        self.base_tests = base_tests  # which version of the tests the base runs (head_tests.py)
+        self.inifile = inifile  # the head's pytest configuration file: the base's too under base_tests=head
         self.start_timeout_s = start_timeout_s  # the base worker's start and collection
         self.traces = traces  # where a regression's Chrome traces go (GpuperfConfig.traces_dir)
         self._resolved = resolved  # the ref's commit, resolved at the session's start
@@ -123,6 +130,8 @@ class CompareRefEngine:
         self._confirmation: ConfirmationPool | None = None
         self._head_checkout: Path | None = None  # the confirming head workers' checkout (headtree.py)
         self._early = early  # a worktree and base process started before collection (prestart.py)
+        self._head_tests = HeadTests()  # the head's test files the base runs (head_tests.py), placed in start()
+        self._base_args: tuple[str, ...] = ()  # the base's own command-line options (the head's -c under head)
         self.progress = progress or Progress()
 
     # -- life cycle -------------------------------------------------------------------------
@@ -153,6 +162,7 @@ class CompareRefEngine:
             else:
                 self._worktree = RefWorktree(self.rootdir, self._resolved or self.ref).create()
                 self._zygote = Zygote(self._worktree.tmp_dir)
+            self._place_head_tests()
             (channel,) = self._zygote.fork(self._launch_at_ref(BASE_WORKER))
             self._base = RemoteSide(channel, f"at {self.ref}", self.recv_timeout_s)
         except BaseException:
@@ -170,12 +180,29 @@ class CompareRefEngine:
                 self.progress,
             )
 
+    def _place_head_tests(self) -> None:
+        """The head's test files into the base's worktree, as ``base_tests`` asks, before its workers collect."""
+        worktree = self._worktree
+        assert worktree is not None and worktree.path is not None and worktree.repo_root is not None
+        target = checkout_dir(self.rootdir, worktree.repo_root, worktree.path)
+        try:
+            self._head_tests = place_head_tests(self.rootdir, target, self.node_ids, self.base_tests)
+            if self.base_tests is BaseTests.HEAD and self.inifile is not None:
+                self._base_args = head_configuration(
+                    self.inifile, worktree.repo_root, worktree.path, target, self._head_tests
+                )
+        except OSError as exc:
+            raise WorkerError(
+                f"could not copy the head's tests into the worktree of {plain(self.ref)}: {exc}"
+            ) from None
+
     def _files(self) -> tuple[str, ...]:
         return tuple(sorted({nid.split("::", 1)[0] for nid in self.node_ids}))
 
     def _launch_at_ref(self, name: str) -> WorkerLaunch:
         assert self._worktree is not None and self._worktree.path is not None
-        return self._launch(name, self._worktree.path)
+        launch = self._launch(name, self._worktree.path)
+        return dataclasses.replace(launch, worker_args=(*launch.worker_args, *self._base_args))
 
     def _launch_at_head_checkout(self, name: str) -> WorkerLaunch:
         """A head worker run from a checkout shaped like the base's worktree (headtree.py), made once."""
@@ -219,12 +246,18 @@ class CompareRefEngine:
 
     def _start_failure(self, exc: WorkerError) -> str:
         commit = (self.base_commit or "")[:12]
+        copied = self._head_tests.copied
+        head_files = (
+            f" It ran the head's {', '.join(copied[:3])}{' and more' if len(copied) > 3 else ''} on the base's code "
+            f"(--gpuperf-base-tests={self.base_tests}; base runs the base's own tests)."
+            if copied else ""
+        )  # fmt: skip
         return (
-            f"--gpuperf-compare-ref={self.ref}: the base worker at {commit} could not start, so no test can be "
-            f"compared with {self.ref}. Its checkout must import as the head's does; a file the head has only "
+            f"--gpuperf-compare-ref={plain(self.ref)}: the base worker at {commit} could not start, so no test can be "
+            f"compared with {plain(self.ref)}. Its checkout must import as the head's does; a file the head has only "
             "because a build or an install wrote it is missing there unless it is a small git-ignored file in one "
-            "of the head's packages (those are copied in; compiled extensions are not). The end of its log:\n"
-            f"{exc}"
+            f"of the head's packages (those are copied in; compiled extensions are not).{head_files} The end of its "
+            f"log:\n{exc}"
         )
 
     def close(self) -> None:
@@ -265,9 +298,15 @@ class CompareRefEngine:
         except BaseException:
             remote.abandon()
             raise
+        head_file = self._head_tests.note_for(spec.test_id)  # the base ran the head's test file: said either way
+        if note and head_file:
+            note = f"{note} ({head_file})"
         self._pairs[key] = _Pair(base, note, spec.settings, spec, unmeasurable=remote.unmeasurable)
         measurement = prepared.finish()
+        if note:  # not compared: the comparison's note says why, no note claims a comparison
+            return measurement
         label = f"compared with {self.ref} ({(self.base_commit or '')[:12]}) in alternating rounds"
+        label += f"; {head_file}" if head_file else ""
         return dataclasses.replace(measurement, notes=(*measurement.notes, Note(label)))
 
     @staticmethod
@@ -393,7 +432,8 @@ class CompareRefEngine:
         """The base's side as the entry a store would keep of it (baseline/record.py), every sample kept."""
         final = self._final(m, base)
         measured = dataclasses.replace(
-            final or dataclasses.replace(m, metrics=(), peak_allocated_bytes=None, peak_reserved_bytes=None),
+            final or dataclasses.replace(m, metrics=(), peak_allocated_bytes=None, peak_reserved_bytes=None,
+                                         device_state=None),  # the head's own: nothing of it is the base's
             samples_ns=tuple(base.samples), round_medians_ns=tuple(base.round_medians),
         ) if final is None or not final.samples_ns else final  # fmt: skip
         provenance = Provenance(commit=self.base_commit, branch=self.ref)

@@ -12,7 +12,8 @@ import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_gpuperf.engines.compare_ref.worktree import BaseRef, RefWorktree
+from pytest_gpuperf.engines.compare_ref.refs import BaseRef
+from pytest_gpuperf.engines.compare_ref.worktree import RefWorktree
 from pytest_gpuperf.workers.twins import Zygote
 
 BASE_WORKER = "worker"  # its name: the log file and basetemp next to the worktree

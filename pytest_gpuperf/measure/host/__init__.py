@@ -17,6 +17,7 @@ from pytest_gpuperf.config import BusyPolicy
 if TYPE_CHECKING:
     import torch
 
+    from pytest_gpuperf.gpu.device_state import DeviceSampler
     from pytest_gpuperf.modes import ModePlan
     from pytest_gpuperf.verdict.rulesets import GuardRules
 
@@ -86,13 +87,20 @@ def guard_for(device: torch.device, *, plan: ModePlan, pin_cpu: str = "auto", pe
     return CpuHostGuard(device, plan=plan, pin_cpu=pin_cpu, peak_memory=peak_memory, busy_policy=busy_policy)
 
 
+def device_sampler(guard: HostGuard) -> DeviceSampler | None:
+    """The reader of the device's state beside every sample: the CUDA guard's NVML; a CPU has none to read."""
+    from pytest_gpuperf.measure.host.cuda import CudaHostGuard
+
+    return guard.device_sampler() if isinstance(guard, CudaHostGuard) else None
+
+
 def recorded_rules(device_type: str, *, plan: ModePlan, busy_policy: BusyPolicy = BusyPolicy.RETAKE) -> GuardRules:
     """The rules the guard of a ``device_type`` host adds, for measurements judged after their session
     (``gpuperf compare``): the same lists, reading the host state each measurement recorded."""
-    if device_type == "cuda":  # NVML's findings reach the verdict through the measurement's unstable reason
-        from pytest_gpuperf.verdict.rulesets import GuardRules
+    if device_type == "cuda":  # the clocks each side recorded; throttling is the measurement's unstable reason
+        from pytest_gpuperf.measure.host.cuda import cuda_rules
 
-        return GuardRules()
+        return cuda_rules(plan)
     from pytest_gpuperf.measure.host.cpu import guard_rules
 
     return guard_rules(plan, busy_policy)

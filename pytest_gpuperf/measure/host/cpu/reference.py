@@ -84,6 +84,11 @@ KINDS: Mapping[str, Callable[[], object]] = {
     "vector.1": _vector_work,
     "memory.1": _memory_work,
 }
+# How far each kind's reference reads from itself between processes and sessions in one state of the machine
+# (benchmarks/reference_spread.py): only a move beyond it is another state. Vector work's speed follows
+# the power state of the core's wide units, memory work the other tenants' traffic: both wander more.
+NOISE: Mapping[str, float] = {"interpreter.1": 0.10, "vector.1": 0.25, "memory.1": 0.25}
+DEFAULT_NOISE = 0.25  # a kind not listed (a test's own, or a newer version read by an older plugin)
 
 
 class MachineReference:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pytest_gpuperf.measure.host.cpu.contention import Contention
+from pytest_gpuperf.measure.host.cpu.reference import DEFAULT_NOISE, NOISE
 from pytest_gpuperf.model import Comparison, Kind, Verdict
 from pytest_gpuperf.model.busy import DURATION_UNITS
 from pytest_gpuperf.verdict.case import Case
@@ -57,17 +58,18 @@ class BusyRunner:
                     Verdict.UNSTABLE)  # fmt: skip
 
 
-# Between processes on one machine state, a kind's reference reads within this of itself: a move past it is the
-# machine's state (docs/statistics.md gives the measured spread; benchmarks/reference_spread.py repeats it).
-REFERENCE_NOISE = 0.10
-
-
 @dataclass(frozen=True)
 class MachineStateChange:
-    """How the machine's state moved between the baseline and now, by the reference measured beside each."""
+    """How the machine's state moved between the baseline and now, by the reference measured beside each.
 
-    slower: tuple[str, float] | None  # the kind that runs most slowly now, and by how much (past the noise)
-    faster: tuple[str, float] | None  # the kind that ran most slowly at the baseline, and by how much
+    Each kind's ratio counts only beyond its own noise (reference.NOISE): a kind that read x1.40 with a
+    noise of 25% moved x1.12 beyond it. ``slower``: the kind that runs most slowly now; ``faster``: the middle
+    kind's slowdown at the baseline (``_beyond``); each with its ratio and what of it lies beyond its noise
+    (None: not past its noise).
+    """
+
+    slower: tuple[str, float, float] | None
+    faster: tuple[str, float, float] | None
 
     @classmethod
     def between(cls, now: Mapping[str, float], base: Mapping[str, float]) -> MachineStateChange | None:
@@ -75,11 +77,21 @@ class MachineStateChange:
         ratios = {kind: now[kind] / base[kind] for kind in now.keys() & base.keys() if base[kind] > 0 and now[kind] > 0}
         if not ratios:
             return None
-        slowest = max(ratios, key=ratios.__getitem__)
-        fastest = min(ratios, key=ratios.__getitem__)
-        slower = (slowest, ratios[slowest]) if ratios[slowest] > 1.0 + REFERENCE_NOISE else None
-        faster = (fastest, 1.0 / ratios[fastest]) if 1.0 / ratios[fastest] > 1.0 + REFERENCE_NOISE else None
-        return cls(slower, faster)
+        return cls(_beyond(ratios, most=True), _beyond({k: 1.0 / r for k, r in ratios.items()}, most=False))
+
+
+def _beyond(ratios: Mapping[str, float], *, most: bool) -> tuple[str, float, float] | None:
+    """The kind whose ratio lies furthest beyond its noise (``most``), else the middle kind's, with its ratio and
+    that part (None: it lies within its noise).
+
+    Explaining a regression takes the most-moved kind: a test may be bound by that work alone. Taking a
+    pass away (a baseline written in a slower state) takes the middle one: most kinds must have moved, or
+    one kind's wandering would leave every test against that baseline unjudged.
+    """
+    beyond = {kind: ratio / (1.0 + NOISE.get(kind, DEFAULT_NOISE)) for kind, ratio in ratios.items()}
+    ordered = sorted(beyond, key=beyond.__getitem__)
+    kind = ordered[-1] if most else ordered[(len(ordered) - 1) // 2]
+    return (kind, ratios[kind], beyond[kind]) if beyond[kind] > 1.0 else None
 
 
 @dataclass(frozen=True)
@@ -87,10 +99,11 @@ class MachineState:
     """A change the machine's state explains is no verdict, and neither is a pass against a baseline written in
     a slower state: the reference work measured beside the test (reference.py) says how the state moved.
 
-    A regression within what the most-slowed kind of work explains (its slowdown times one plus the
-    threshold) is UNSTABLE; a larger one stands, with the machine's share said. Against a baseline whose
-    reference ran slower than now beyond its noise, an unchanged or faster test is UNSTABLE too: that
-    baseline makes every later run look faster and hides regressions. Time, and metrics that are durations.
+    A regression within what the most-slowed kind of work explains (its slowdown beyond its own noise,
+    times one plus the threshold) is UNSTABLE; a larger one stands, with the machine's share said. Against
+    a baseline whose reference ran slower than now beyond its noise, for most kinds of work, an unchanged
+    or faster test is UNSTABLE too: that baseline makes every later run look faster and hides regressions. Time, and
+    metrics that are durations.
     """
 
     name: str = "machine-state"
@@ -104,16 +117,17 @@ class MachineState:
             return None
         change = judged_change(case, draft) if case.kind is Kind.TIME else draft.change
         if draft.verdict is Verdict.REGRESSION and moved.slower is not None:
-            kind, ratio = moved.slower
+            kind, ratio, beyond = moved.slower
             threshold = draft.threshold or case.settings.threshold
-            explains = ratio * (1.0 + threshold) - 1.0
-            slower = (f"{_work(kind)} ran x{ratio:.2f} slower than when the baseline was written (the reference "
-                      "measured beside the test: another tenant on the core, a slower clock)")  # fmt: skip
+            explains = beyond * (1.0 + threshold) - 1.0
+            slower = (f"{_work(kind)} ran x{ratio:.2f} slower than when the baseline was written (x{beyond:.2f} "
+                      "beyond its own spread; the reference measured beside the test: another tenant on the core, "
+                      "a slower clock)")  # fmt: skip
             if change is None or change <= explains:
                 return Step(f"not judged: {slower}, which alone can explain up to {explains:+.1%}", Verdict.UNSTABLE)
             return Step(f"{slower}, which explains at most {explains:+.1%}: {change:+.1%} is more than the machine")
         if draft.verdict in (Verdict.UNCHANGED, Verdict.IMPROVEMENT) and moved.faster is not None:
-            kind, ratio = moved.faster
+            kind, ratio, _ = moved.faster
             return Step(
                 f"not judged: the baseline was written while {_work(kind)} ran x{ratio:.2f} slower than now (the "
                 "reference measured beside it), so a regression could hide behind it; write it again with "
