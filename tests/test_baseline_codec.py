@@ -123,8 +123,7 @@ def test_text_is_canonical() -> None:
     entry = make_entry()
     text = dump_document(document(entry))
     assert text.endswith("}\n") and not text.endswith("\n\n")
-    assert text == json.dumps(json.loads(text), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
-    assert text == dump_document(document(entry))
+    assert text == dump_document(json.loads(text)) == dump_document(document(entry))
     # 6 significant digits, ints stay ints
     data = json.loads(text)["entries"][KEY]
     assert data["noise"] == 0.0123457
@@ -132,6 +131,21 @@ def test_text_is_canonical() -> None:
     assert data["memory"]["peak_allocated_bytes"] == 123456789012
     assert data["calls_per_sample"] == 16 and isinstance(data["calls_per_sample"], int)
     assert '"noise": 0.0123457,' in text
+
+
+def test_each_field_of_an_entry_is_one_line_in_sorted_order() -> None:
+    """What a reviewer's diff shows of a refreshed entry: the fields that moved, a line each."""
+    entry = make_entry()
+    lines = dump_document(document(entry)).splitlines()
+    fields = sorted(entry_to_json(entry))
+    start = lines.index(f'    "{KEY}": {{')
+    assert lines[start + 1 : start + 1 + len(fields)] == [
+        f'      "{field}": {json.dumps(entry_to_json(entry)[field], sort_keys=True, separators=(", ", ": "))}'
+        + ("," if i < len(fields) - 1 else "")
+        for i, field in enumerate(fields)
+    ]
+    assert lines[start + 1 + len(fields)] == "    }"
+    assert len(lines) == len(fields) + 9  # the document's braces, its four members, the entries' and the entry's
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import multiprocessing
 import os
@@ -18,7 +19,7 @@ from pytest_gpuperf.baseline import codec, migrate
 from pytest_gpuperf.baseline.atomic import is_temp_file, lock_path
 from pytest_gpuperf.baseline.store import GITIGNORE, BaselineStore, EntryChange
 from pytest_gpuperf.errors import BaselineError
-from pytest_gpuperf.model import BaselineEntry, Environment, Metric, Provenance, SampleStats
+from pytest_gpuperf.model import BaselineEntry, Environment, Metric, OpProfile, OpStat, Provenance, SampleStats
 
 CLASS = "cuda-nvidia-a100-sxm4-80gb"
 OTHER_CLASS = "cuda-nvidia-h100-80gb-hbm3"
@@ -129,6 +130,59 @@ def test_update_merges_and_leaves_other_entries_byte_identical(store: BaselineSt
     assert loaded.load(CLASS, node_id(a), "default") == stored(a)
     assert loaded.load(CLASS, node_id(c), "default") == stored(c)
     assert loaded.load(CLASS, "tests/perf/test_kernels.py::test_d", "default") == stored(entry("test_d"))
+
+
+PROFILE = OpProfile(
+    device_type="cpu", profiled_calls=10, host_ns=5000.0, torch="2.13.0",
+    ops=tuple(OpStat(f"aten::op{i}", "operator", 1.0, 100.0 + i,
+                     host_samples_ns=tuple(100.0 + i + j for j in range(10))) for i in range(30)),
+    host_samples_ns=tuple(5000.0 + j for j in range(10)),
+)  # fmt: skip
+
+
+def refreshed(e: BaselineEntry, factor: float) -> BaselineEntry:
+    """``e`` measured again: every sample, statistic, profile time and the provenance moved."""
+    samples = tuple(x * factor for x in e.samples_ns)
+    profile = e.profile and replace(e.profile, host_ns=e.profile.host_ns * factor, ops=tuple(
+        replace(op, host_ns=op.host_ns * factor, host_samples_ns=tuple(x * factor for x in op.host_samples_ns))
+        for op in e.profile.ops))  # fmt: skip
+    return replace(e, samples_ns=samples, stats=SampleStats.from_samples(samples), noise=0.02, profile=profile,
+                   round_medians_ns=tuple(x * factor for x in e.round_medians_ns), recorded_at="2024-02-01T00:00:00",
+                   provenance=replace(e.provenance, commit="d" * 40))  # fmt: skip
+
+
+def test_a_refreshed_entry_is_a_diff_of_a_few_lines(store: BaselineStore) -> None:
+    many = tuple(1000.0 * (1 + 0.001 * i) for i in range(100))
+    a, b = (entry(test, samples_ns=many, stats=SampleStats.from_samples(many), profile=PROFILE)
+            for test in ("test_a", "test_b"))  # fmt: skip
+    store.update(CLASS, [a, b])
+    path = store.file_for(CLASS, node_id(a))
+    before = path.read_text().splitlines()
+    store.update(CLASS, [refreshed(a, 1.2)])
+    after = path.read_text().splitlines()
+    diff = difflib.unified_diff(before, after, n=0)
+    changed = [line for line in diff if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    moved = ["noise", "profile", "provenance", "recorded_at", "round_medians_ns", "samples_ns", "stats"]
+    assert sorted(line[1:].split(":")[0].strip().strip('"') for line in changed) == sorted(moved * 2)
+    assert len(before) == len(after) < 60  # 100 samples and a profile of 30 rows, in two entries
+
+
+def test_a_file_in_the_earlier_layout_reads_and_takes_this_one_at_its_first_change(store: BaselineStore) -> None:
+    """Files written one number per line (before one line per field) read as they are; an update that changes no
+    entry leaves their bytes; the first that changes one writes the whole file in this layout."""
+    a, b = entry("test_a"), entry("test_b")
+    store.update(CLASS, [a, b])
+    path = store.file_for(CLASS, node_id(a))
+    earlier = json.dumps(json.loads(path.read_text()), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    path.write_text(earlier)
+    fresh = BaselineStore(store.root)
+    assert fresh.load(CLASS, node_id(a), "default") == stored(a) and fresh.validate_tree() == []
+    assert [c.kind for c in fresh.update(CLASS, [a, b])] == ["unchanged", "unchanged"]
+    assert path.read_text() == earlier
+    fresh.update(CLASS, [entry("test_b", median=2000.0)])
+    now = path.read_text()
+    assert now == codec.dump_document(json.loads(now)) and len(now.splitlines()) < len(earlier.splitlines())
+    assert BaselineStore(store.root).load(CLASS, node_id(a), "default") == stored(a)
 
 
 def test_update_groups_entries_by_module(store: BaselineStore) -> None:

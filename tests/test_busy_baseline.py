@@ -72,9 +72,11 @@ def test_gating_against_it_says_so(pytester: pytest.Pytester) -> None:
     for written in document["entries"].values():
         written["written_busy"] = EVIDENCE
     path.write_text(json.dumps(document))
-    result = pytester.runpytest_subprocess("--gpuperf", *args)
+    result = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-explain", *args)
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([f"*the baseline was written while the runner was busy ({EVIDENCE}): write it again*"])
+    shortened = "*::default: the baseline was written while the runner was busy (* … *: write it again*"  # notes
+    full = f"*note (notice): the baseline was written while the runner was busy ({EVIDENCE}): write it again*"
+    result.stdout.fnmatch_lines([shortened, full])  # the second under --gpuperf-explain
 
 
 def test_a_write_on_a_busy_runner_ends_at_its_check(tmp_path: Path) -> None:

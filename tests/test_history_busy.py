@@ -141,3 +141,36 @@ def test_busy_runs_are_drawn_apart_on_the_dashboard(tmp_path: Path) -> None:
     assert len(busy) == 13 and all("busy runner: CPU pressure 90% of the time" in t for t in busy)
     median = re.search(r'<polyline class="median"[^>]*points="([^"]*)"', page)
     assert median is not None and len(median.group(1).split()) == 37  # through the quiet runs only
+
+
+def _memory_run(i: int, health: dict[str, object]):  # type: ignore[no-untyped-def]
+    """Run ``i`` of one measurement whose peak memory steps from 1 GiB to 1.5 GiB at run 15, its time flat."""
+    session = _session_with(health)
+    first = session.results[3]  # the measurement with peak memory
+    peak = 2**30 * (1.5 if i >= 15 else 1.0)
+    m = dataclasses.replace(first.measurement, peak_allocated_bytes=int(peak), peak_reserved_bytes=None)
+    session = dataclasses.replace(session, results=(dataclasses.replace(first, measurement=m, comparisons=()),),
+                                  started_at=f"2026-10-{1 + i // 24:02d}T{i % 24:02d}:00:00+00:00")  # fmt: skip
+    run = run_from_session(session, runner="r1")
+    return dataclasses.replace(run, commit=f"{i:040x}", commit_date=session.started_at)
+
+
+def test_busy_runs_leave_out_timings_only_memory_is_exact(store_url: str, tmp_path: Path) -> None:
+    """A memory step with busy runs after it: drawn on its line and placed where it happened, not a creep."""
+    with open_store(store_url) as store:
+        for i in range(30):
+            store.record(_memory_run(i, LOADED if 10 <= i <= 25 else QUIET))
+        [memory] = store.load_series(SeriesFilter(statistic="memory.peak_allocated"))
+        [timing] = store.load_series(SeriesFilter(statistic="time.p50"))
+    assert [p.busy is not None for p in timing.points] == [10 <= i <= 25 for i in range(30)]
+    assert all(p.busy is None for p in memory.points)
+    [step] = find_changes(memory)
+    assert (step.first_bad, step.index, step.gradual) == (f"{15:040x}", 15, False)
+    build_site([memory, timing], [step], tmp_path / "site")
+    page = next((tmp_path / "site" / "series").glob("*.html")).read_text()
+    charts = {re.search(r"<title>([^<]*)</title>", svg).group(1): svg  # type: ignore[union-attr]
+              for svg in re.findall(r'<svg class="chart".*?</svg>', page, flags=re.S)}  # fmt: skip
+    [memory_chart] = [svg for title, svg in charts.items() if "memory.peak_allocated" in title]
+    [time_chart] = [svg for title, svg in charts.items() if "time.p50" in title]
+    assert 'class="busy"' not in memory_chart and "left out of change points" not in memory_chart
+    assert len(re.findall(r'class="busy"><title>', time_chart)) == 16

@@ -184,7 +184,7 @@ def test_the_index_has_one_row_per_measurement_recent_regressions_first(site: Fi
     assert {kind for _, kind, _ in order[3:]} == {"none"}
     attn_change = site.changes[0]
     first_row = re.findall(r"<tr class=.*?</tr>", index, flags=re.S)[0]
-    assert f"{attn_change.last_good[:10]}..{attn_change.first_bad[:10]} +" in first_row
+    assert f"{attn_change.last_good[:10]}..{attn_change.first_bad[:10]}</span> +" in first_row
     assert attn_change.first_bad in first_row  # the full hash, in the hover title
     # the trend column: the median's line, and the latest change as a band at its runs
     spark = re.search(r'<svg class="spark".*?</svg>', first_row, flags=re.S)
@@ -670,3 +670,67 @@ def test_a_pending_change_says_so_in_its_hover_title() -> None:
     assert "regression, pending: too few runs at a level yet on cpu" in change_title(
         dataclasses.replace(change, pending=True)
     )
+
+
+# -- many tests, deterministic series, p-values ----------------------------------------------------
+
+
+def fleet_of(tests: int) -> tuple[list[Series], list[ChangePoint]]:
+    """``tests`` measurements with long pydantic-style ids on two device classes: every third with a time regression,
+    every fifth with a memory step (its latest change where it is later than the time's)."""
+    all_series, changes = [], []
+    for i in range(tests):
+        test = f"tests/benchmarks/test_model_{i:02d}.py::test_validate_nested_model_with_defaults[case-{i}]"
+        device_class = H100 if i % 2 else A100
+        timing = series(test, device_class=device_class, step_at=25 if i % 3 == 0 else None, step=0.12)
+        memory = series(test, "memory.peak_allocated", device_class=device_class, base=3.0 * 2**30, unit="bytes",
+                        band=False, step_at=30 if i % 5 == 0 else None, step=0.25)  # fmt: skip
+        all_series += [timing, memory]
+        changes += [change_at(timing, 25, ChangeKind.REGRESSION)] if i % 3 == 0 else []
+        changes += [change_at(memory, 30, ChangeKind.REGRESSION)] if i % 5 == 0 else []
+    return all_series, changes
+
+
+def test_the_index_of_50_tests_fits_a_1400_px_window(tmp_path: Path) -> None:
+    """Seven columns, ids that wrap at their folders, test and parameters: every column is on screen."""
+    index = build_site(*fleet_of(50), tmp_path / "site", title="fleet")
+    with browser(tmp_path) as chrome:
+        chrome.screenshot(1400, 1000)  # the window's size
+        chrome.visit(index.as_uri())
+        width = chrome.evaluate("document.documentElement.clientWidth")
+        assert chrome.evaluate("document.documentElement.scrollWidth") == width
+        edges = chrome.evaluate(
+            "[...document.querySelectorAll('#series th')].map(th => th.getBoundingClientRect().right)"
+        )
+        assert len(edges) == 7 and max(edges) <= width
+        assert chrome.evaluate("document.querySelectorAll('#series tbody tr').length") == 50
+
+
+def test_the_trend_draws_the_statistic_whose_change_its_band_marks(tmp_path: Path) -> None:
+    """A memory step with a flat time: the row's line is the memory's, with its step under the band."""
+    timing = series(ATTN)
+    memory = series(ATTN, "memory.peak_allocated", base=2.0**30, unit="bytes", band=False, step_at=30, step=0.5)
+    index = build_site([timing, memory], [change_at(memory, 30, ChangeKind.REGRESSION)], tmp_path / "site")
+    row = re.findall(r"<tr class=.*?</tr>", index.read_text(), flags=re.S)[0]
+    spark = re.search(r'<svg class="spark".*?</svg>', row, flags=re.S)
+    assert spark is not None and "<title>memory.peak_allocated: 40 runs</title>" in spark.group(0)
+    heights = [float(xy.split(",")[1]) for xy in tags(spark.group(0), "polyline")[0]["points"].split()]  # type: ignore[union-attr]
+    assert min(heights[30:]) < max(heights[:30]) - 10  # the step: higher values, drawn higher
+    assert '<span class="statistic">memory.<wbr>peak_allocated</span>' in row  # the line is not the median's
+    assert "time.p50 1.2" in row  # the latest median column stays the median's
+
+
+def test_a_p_value_below_what_the_permutations_reach_is_printed_as_that_bound(tmp_path: Path) -> None:
+    """Four runs a side: the F test keeps the step, its p-value scaled onto alpha far below 1/400."""
+    from pytest_gpuperf.history.detect import find_changes
+    from pytest_gpuperf.history.render import render_table
+
+    short = series(MLP, runs=8, step_at=4, step=0.2, band=False)
+    [change] = find_changes(short)
+    assert change.p_value < change.p_floor == 1 / 400 and change.p_text == "< 0.0025"
+    index = build_site([short], [change], tmp_path / "site")
+    page = next((tmp_path / "site" / "series").glob("*.html")).read_text()
+    assert "p &lt; 0.0025" in page and "<td>&lt; 0.0025</td>" in page  # the band's title, the table
+    assert f"{change.p_value:.2g}" not in page and f"{change.p_value:.1e}" not in page
+    assert "p &lt; 0.0025" in index.read_text()  # the index's latest change, in its title
+    assert "< 0.0025" in render_table([change]) and f"{change.p_value:.1e}" not in render_table([change])

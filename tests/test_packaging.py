@@ -45,3 +45,13 @@ def test_the_wheel_builds_without_warnings_and_declares_its_license(tmp_path: Pa
     # the dashboard copies its script and style sheet from the installed package into every site
     assert {"pytest_gpuperf/history/dashboard/assets/dashboard.js",
             "pytest_gpuperf/history/dashboard/assets/dashboard.css"} <= names  # fmt: skip
+
+
+def test_the_readmes_install_commands_hold_no_placeholder_a_user_would_copy() -> None:
+    """Each ``pip install`` of the README's install block runs as written: a path, a package, no ``OWNER``."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("## Install", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    installs = [line.split("#", 1)[0].split() for line in block.splitlines() if line.startswith("pip install")]
+    assert [words[2:] for words in installs] == [["torch"], ["."]]
+    assert "OWNER" not in block
+    assert "`OWNER/pytest-gpuperf` is the GitHub repository that hosts your copy" in readme  # the Action's line

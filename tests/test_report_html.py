@@ -10,7 +10,7 @@ from pathlib import Path
 import git
 import numpy as np
 import pytest
-from chromium import run_chromium
+from chromium import browser, run_chromium
 from matplotlib import image as mpl_image
 from test_report_helpers import ENV, device_session, make_session
 
@@ -72,6 +72,42 @@ def test_chromium_renders_table_and_figures(tmp_path: Path) -> None:
     blue = np.all(np.abs(pixels - np.array([0x1F, 0x77, 0xB4]) / 255) < 0.08, axis=-1)
     assert pink.sum() > 500
     assert blue.sum() > 100
+
+
+def test_a_run_that_could_not_judge_says_so_first() -> None:
+    """As the terminal's last line and the PR comment's first: unstable, not gated, not comparable are not a pass."""
+    page = render_html(make_session())
+    banner = re.search(r'<p class="unjudged">([^<]*)</p>', page)
+    assert banner is not None and banner.start() < page.index('<p class="summary">')
+    assert banner.group(1).startswith("3 of 7 measurements could not be judged: 1 unstable, 1 not gated")
+    assert "They are not a pass" in banner.group(1)
+    unjudged = (Verdict.UNSTABLE, Verdict.NOT_GATED, Verdict.NOT_COMPARABLE)
+    judged = make_session()
+    judged = dataclasses.replace(judged, results=tuple(r for r in judged.results if r.verdict not in unjudged))
+    assert 'class="unjudged"' not in render_html(judged)
+
+
+LONG_IDS = (
+    "tests/benchmarks/test_model_schema_generation_recursive.py::test_recursive_discriminated_union_with_base_model",
+    "tests/benchmarks/test_discriminated_unions.py::test_efficiency_with_highly_nested_examples[pydantic-strict]",
+)
+
+
+def test_the_summary_fits_a_1400_px_window_with_long_test_ids(tmp_path: Path) -> None:
+    """pydantic's ids are over 100 characters: they wrap at their folders and test, the verdict stays on screen."""
+    session = make_session()
+    results = tuple(dataclasses.replace(r, measurement=dataclasses.replace(r.measurement, test_id=LONG_IDS[i % 2]))
+                    for i, r in enumerate(session.results))  # fmt: skip
+    page = tmp_path / "report.html"
+    page.write_text(render_html(dataclasses.replace(session, results=results)))
+    with browser(tmp_path) as b:
+        b.screenshot(1400, 1000)  # sets the window's size
+        b.visit(page.as_uri())
+        overflow = b.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        right = b.evaluate("Math.max(...[...document.querySelectorAll('#summary th')]"
+                           ".map(th => th.getBoundingClientRect().right))")  # fmt: skip
+        width = b.evaluate("document.documentElement.clientWidth")
+    assert overflow == 0 and right <= width
 
 
 TEST_ID = "tests/perf/test_attention.py::test_sdpa[bf16-seqlen8192]"

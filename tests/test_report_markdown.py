@@ -4,9 +4,9 @@ import dataclasses
 import os
 from pathlib import Path
 
-from test_report_helpers import device_session, make_session
+from test_report_helpers import baseline, device_session, make_session, measurement, time_cmp
 
-from pytest_gpuperf.model import SessionResults
+from pytest_gpuperf.model import Comparison, Kind, MeasurementResult, Note, RuleNote, SessionResults, Verdict
 from pytest_gpuperf.report.markdown import MARKER, render_comment
 
 GOLDEN = Path(__file__).parent / "data" / "report_comment.md"
@@ -62,6 +62,40 @@ def test_empty_session_still_has_marker_and_summary() -> None:
     assert text.startswith(MARKER)
     assert "0 regressions, 0 improvements, 0 unchanged, 0 new, 0 not comparable" in text
     assert "No measurements were taken." in text
+
+
+def _busy_suite(tests: int) -> SessionResults:
+    """A baseline-mode run of ``tests`` measurements whose baselines were all written busy: not gated, each noted."""
+    results = []
+    for i in range(tests):
+        m = measurement(f"tests/benchmarks/test_suite.py::test_{i}", "benchmark", 1000.0 + i,
+                        notes=(Note(f"the baseline was written while the runner was busy ({i}): write it again",
+                                    topic="written-busy"),))  # fmt: skip
+        base = baseline(m, 1000.0)
+        step = RuleNote(
+            "busy-runner", Verdict.NOT_GATED, f"not gated: the baseline was written busy ({i}); " + "x" * 200
+        )
+        memory = Comparison(m.key, "memory.peak_allocated", Verdict.UNCHANGED, 0.0, baseline=0.0, unit="B",
+                            kind=Kind.MEMORY)  # fmt: skip
+        timing = time_cmp(m, base, Verdict.NOT_GATED, note=step.note, explanation=(step,))
+        results.append(MeasurementResult(m, (timing, memory), base))
+    return dataclasses.replace(make_session(), results=tuple(results), mode="baseline", compare_ref=None)
+
+
+def test_notes_of_one_kind_are_one_bullet_and_unchanged_memory_no_row() -> None:
+    """A 40-test run whose baselines were written busy: two bullets, not 40, and a row a test."""
+    text = render_comment(_busy_suite(40))
+    main = text.split("<details>")[0].splitlines()  # before the collapsed sections
+    bullets = [line for line in main if line.startswith("- ")]
+    assert bullets == [
+        "- **not gated \\[busy-runner\\]**: `tests/benchmarks/test_suite.py::test_0::benchmark` and 39 more: "
+        "not gated: the baseline was written busy (0); " + "x" * 200,
+        "- **written-busy**: `tests/benchmarks/test_suite.py::test_0::benchmark` and 39 more: "
+        "the baseline was written while the runner was busy (0): write it again",
+        "- every measurement's notes: the HTML report and the results JSON",
+    ]
+    assert sum(line.startswith("| `test_suite.py::") for line in main) == 40
+    assert "40 unchanged memory or metric comparisons: in the HTML report and the results JSON." in text
 
 
 def test_the_energy_row_says_where_the_energy_came_from() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,8 @@ from pytest_gpuperf.model import (
     SessionResults,
     Verdict,
 )
-from pytest_gpuperf.report.terminal import change_lines, render_notes
+from pytest_gpuperf.report.notes import LINE_LIMIT
+from pytest_gpuperf.report.terminal import change_lines, render_explanations, render_notes, render_unjudged
 from tests.test_noise_floor_cap import ARGS, noisy_baseline_project
 from tests.verdict_helpers import ENV, measurement
 
@@ -30,7 +32,7 @@ class Writer:
     def write_sep(self, sep: str, title: str) -> None:
         self.lines.append(f"{sep * 3} {title}")
 
-    def write_line(self, line: str) -> None:
+    def write_line(self, line: str, **markup: bool) -> None:
         self.lines.append(line)
 
 
@@ -121,12 +123,65 @@ def test_notes_of_one_kind_are_one_line_with_a_count_and_the_tests() -> None:
     render_notes(writer, SessionResults(results, ENV, Provenance(), "baseline", "2026-11-28T00:00:00"), 0.10)
     assert writer.lines == [
         "--- gpuperf notes",
-        "unstable [busy-runner]: 5 measurements (t.py::test_0::default, t.py::test_1::default, +3 more); "
-        "the first: busy-runner saw +30.0% on test 0",
-        "x: 5 measurements (t.py::test_0::default, t.py::test_1::default, +3 more); "
-        "the first: written busy (pressure 00%)",
-        "each measurement's notes: --gpuperf-explain, and the reports (--gpuperf-json, --gpuperf-html)",
+        "unstable [busy-runner]: 5 measurements (t.py::test_0::default, +4 more): busy-runner saw +30.0% on test 0",
+        "x: 5 measurements (t.py::test_0::default, +4 more): written busy (pressure 00%)",
+        "every note in full: --gpuperf-explain, and the reports (--gpuperf-json, --gpuperf-html)",
     ]
+
+
+def test_a_verdicts_notes_are_of_the_rule_that_gave_it_with_that_rules_note() -> None:
+    """A threshold raised by noise on one test and not on another does not split one reason into two lines."""
+    raised = RuleNote("noise-floor", Verdict.UNCHANGED, "threshold raised from 10.0% to 12.0% by run-to-run noise")
+    first = ruled(0, 0.3, Verdict.NOT_GATED, "busy-runner")
+    first = replace(first, explanation=(raised, *first.explanation), note=f"{raised.note}; {first.note}")
+    comparisons = [first, ruled(1, 0.2, Verdict.NOT_GATED, "busy-runner")]
+    writer = Writer()
+    render_notes(writer, session(*comparisons), 0.10)
+    assert writer.lines[1:] == [
+        "not gated [busy-runner]: 2 measurements (t.py::test_0::default, +1 more): busy-runner saw +30.0% on test 0",
+        "every note in full: --gpuperf-explain, and the reports (--gpuperf-json, --gpuperf-html)",
+    ]
+
+
+def test_every_line_keeps_under_the_limit_with_the_start_and_end_of_its_note() -> None:
+    """A note says what was found first and what to do last: the middle gives way, at words."""
+    found, action = "not gated: the baseline was written busy", "write it again in a quieter hour"
+    long = f"{found} ({', '.join(f'evidence {i}' for i in range(40))}); {action}"
+    notes = (Note("written busy " + "busy " * 80 + "now", topic="written-busy"),)
+    results = tuple(MeasurementResult(measurement(1000.0, test_id=f"t.py::test_{i}", notes=notes),
+                                      (time_comparison(i, 0.3, Verdict.NOT_GATED, long),))
+                    for i in range(2))  # fmt: skip
+    writer = Writer()
+    render_notes(writer, SessionResults(results, ENV, Provenance(), "baseline", "2026-11-24T00:00:00"), 0.10)
+    assert len(writer.lines) == 4 and all(len(line) <= LINE_LIMIT for line in writer.lines)
+    head, tail = writer.lines[1].split(" … ")
+    who = "2 measurements (t.py::test_0::default, +1 more)"
+    assert head.startswith(f"{who}: {found}") and tail == action  # the last clause, whole
+    assert f"{who}: {long}".startswith(head) and long.endswith(tail)  # whole words
+    assert writer.lines[2].startswith("written-busy: 2 measurements: written busy")  # a note that needs the room
+    assert " … " in writer.lines[2] and writer.lines[2].endswith("busy busy now")
+    assert writer.lines[3].startswith("every note in full: --gpuperf-explain")
+
+
+def test_the_unjudged_line_wraps_under_the_limit() -> None:
+    unjudged = session(*(ruled(i, 0.3, Verdict.UNSTABLE, "busy-runner") for i in range(3)))
+    writer = Writer()
+    render_unjudged(writer, unjudged)
+    assert len(writer.lines) == 2 and all(len(line) <= LINE_LIMIT for line in writer.lines)
+    assert writer.lines[0].startswith("gpuperf: 3 of 3 measurements could not be judged: 3 unstable (busy-runner).")
+    assert writer.lines[1].startswith(" " * len("gpuperf: ")) and writer.lines[1].endswith(
+        "(--gpuperf-explain says why)"
+    )
+
+
+def test_explain_gives_every_note_of_a_measurement_in_full() -> None:
+    notes = (Note("written " + "busy " * 80, topic="written-busy"), Note("rounds pinned to CPU 3", NoteKind.ROUTINE))
+    result = MeasurementResult(measurement(1000.0, test_id="t.py::test_0", notes=notes),
+                               (time_comparison(0, 0.3, Verdict.NOT_GATED, "not gated: " + "why " * 60),))  # fmt: skip
+    writer = Writer()
+    render_explanations(writer, SessionResults((result,), ENV, Provenance(), "baseline", "2026-11-24T00:00:00"))
+    assert f"t.py::test_0::default note (notice): {notes[0].text}" in writer.lines
+    assert "t.py::test_0::default note (routine): rounds pinned to CPU 3" in writer.lines
 
 
 def test_a_passing_run_with_many_tests_sharing_a_note_prints_it_once(pytester: pytest.Pytester) -> None:
@@ -137,9 +192,11 @@ def test_a_passing_run_with_many_tests_sharing_a_note_prints_it_once(pytester: p
     notes = lines[next(i for i, line in enumerate(lines) if "gpuperf notes" in line) + 1 :]
     notes = notes[: next(i for i, line in enumerate(notes) if line.startswith(("gpuperf:", "=")))]
     assert len(notes) == 3, notes
-    assert notes[0].startswith("not gated [noise-floor, noisy-baseline]: 4 measurements (test_b.py::test_noop_0::")
+    assert notes[0].startswith("not gated [noisy-baseline]: 4 measurements: not gated: +")
     assert notes[1].startswith("written-busy: 4 measurements")
     assert sum("the baseline was written while the runner was busy" in line for line in lines) == 1
+    closing = lines[lines.index(next(line for line in lines if "gpuperf notes" in line)) :]
+    assert all(len(line) <= LINE_LIMIT for line in closing), max(closing, key=len)
 
 
 def test_an_update_names_its_entries_once_per_file_and_kind(tmp_path: Path) -> None:

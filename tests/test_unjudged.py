@@ -78,4 +78,5 @@ def test_the_runs_last_line_says_it(pytester: pytest.Pytester) -> None:
     ours = [line for line in result.outlines if line.startswith("gpuperf:")]
     assert ours[-1].startswith("gpuperf: 2 of 2 measurements could not be judged: 2 not gated (noisy-baseline)")
     assert "=" in result.outlines[-1] and "passed" in result.outlines[-1]  # pytest's own line follows, nothing else
-    assert result.outlines[-2] == ours[-1]
+    assert result.outlines[-3] == ours[-1]  # and its continued line (notes.wrapped)
+    assert result.outlines[-2].strip().endswith("--gpuperf-strict (--gpuperf-explain says why)")

@@ -1,7 +1,9 @@
 """BaselineEntry <-> JSON, and whole baseline documents <-> text.
 
-The text is canonical (sorted keys, indent 2, a trailing newline, floats rounded to 6 significant
-digits), so writing the same entries twice changes no byte and a git diff shows only real changes.
+The text is canonical (sorted keys, floats rounded to 6 significant digits, a trailing newline), so
+writing the same entries twice changes no byte and a git diff shows only real changes. Its layout
+(``dump_document``) gives each field of an entry one line: a refreshed entry changes a few lines
+(its statistics, samples, noise, provenance, profile), not one per sample.
 """
 
 from __future__ import annotations
@@ -318,6 +320,19 @@ def load_document(text: str | bytes, path: Path | str) -> dict[str, BaselineEntr
     return decode_entries(parse_document(text, path))
 
 
+# The document, its entries and each entry are spread over lines; what lies deeper (an entry's fields) is one
+# line of compact JSON each. json.dumps indents every level or none, hence this small layout of its own.
+EXPANDED_DEPTH = 3
+
+
 def dump_document(document: migrate.Document) -> str:
-    """The canonical text of a document."""
-    return json.dumps(canonical(document), sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    """The canonical text of a document: one line per field of an entry (``EXPANDED_DEPTH``)."""
+    return _layout(canonical(document), 0) + "\n"
+
+
+def _layout(value: Any, depth: int) -> str:
+    if not isinstance(value, dict) or not value or depth >= EXPANDED_DEPTH:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
+    pad = "  " * (depth + 1)
+    members = (f"{pad}{json.dumps(key, ensure_ascii=False)}: {_layout(value[key], depth + 1)}" for key in sorted(value))
+    return "{\n" + ",\n".join(members) + "\n" + "  " * depth + "}"

@@ -9,7 +9,11 @@
    object (commit, branch, dirty, commit date).
 
 A loader validates a document against the schema of *its* version, then migrates it
-in memory one version at a time; a file is rewritten only when an update writes it.
+in memory one version at a time; a file is rewritten only when an update changes an entry of it.
+
+The text's layout is no part of a version: any JSON layout of a document reads alike. Files of
+version 2 were written one value a line, then one field of an entry a line (``codec.dump_document``);
+a file of the earlier layout takes the new one when an update first changes one of its entries.
 Migrations are frozen history: they spell the old defaults out instead of reading today's model.
 
 Device classes have a history too: a CPU class once was the model name alone (``cpu-amd-epyc``); it

@@ -144,6 +144,10 @@ class BaselineStore:
                 found.append(entry)
         return found
 
+    def holds_files(self) -> bool:
+        """Whether any baseline file is under the root (the lock files sessions leave are none)."""
+        return any(self._baseline_files(folder) for folder in self._device_dirs())
+
     def iter_entries(self) -> Iterator[tuple[str, Path, BaselineEntry]]:
         """(device class, file, entry) for every entry under the root, in a stable order.
         Raises BaselineError at the first invalid file; validate_tree lists them all."""
@@ -269,6 +273,8 @@ class BaselineStore:
             merged[entry.key] = new
             decoded[entry.key] = codec.decode_entry(new, entry.key)
             changes.append(EntryChange(entry.key, path, kind))
+        if existing is not None and all(change.kind == "unchanged" for change in changes):
+            return changes  # nothing to write: the file keeps its bytes, whatever version and layout it was written in
         document = {
             "schema_version": migrate.CURRENT_VERSION,
             "device_class": device_class,

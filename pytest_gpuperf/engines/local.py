@@ -26,6 +26,7 @@ from pytest_gpuperf.model import (
     Measurement,
     MeasurementResult,
     Note,
+    NoteKind,
     measurement_key,
 )
 from pytest_gpuperf.profiling.plan import STORED_BUDGET_S, STORED_CALLS
@@ -263,7 +264,7 @@ class LocalEngine:
         except WorkerError as exc:
             why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             return noted(self.runner.measure(spec), f"re-measured in this process: no fresh one ({why})")
-        return noted(fresh, "re-measured in a fresh process")
+        return noted(fresh, "re-measured in a fresh process", kind=NoteKind.ROUTINE)  # as planned: nothing to act on
 
     def close(self) -> None:
         """Stop the fresh re-measure process, if one was started; never raises."""

@@ -7,13 +7,13 @@ import time
 from collections.abc import Callable
 
 from pytest_gpuperf.measure.profiled import ProfiledSide
-from pytest_gpuperf.model import MeasuredChange, Measurement, MeasurementResult, Note, Verdict
+from pytest_gpuperf.model import MeasuredChange, Measurement, MeasurementResult, Note, NoteKind, Verdict
 from pytest_gpuperf.profiling.plan import ProfilePlan
 from pytest_gpuperf.verdict.confirmation import time_of
 
 
-def noted(measurement: Measurement, text: str, topic: str = "") -> Measurement:
-    return dataclasses.replace(measurement, notes=(*measurement.notes, Note(text, topic=topic)))
+def noted(measurement: Measurement, text: str, topic: str = "", kind: NoteKind = NoteKind.NOTICE) -> Measurement:
+    return dataclasses.replace(measurement, notes=(*measurement.notes, Note(text, kind, topic)))
 
 
 def regressed(result: MeasurementResult) -> bool:

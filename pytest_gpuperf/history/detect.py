@@ -770,6 +770,7 @@ def find_changes(series: Series, config: DetectorConfig | None = None) -> list[C
                 runs_after=total_runs - index,
                 gradual=change.gradual,
                 pending=side_runs < config.settle_runs,
+                p_floor=1.0 / (config.permutations + 1),
                 unit=series.unit,
                 details={
                     "commits_spanned": change.first_bad - change.last_good,

@@ -214,6 +214,18 @@ class ChangePoint:
     details: Mapping[str, object] = field(default_factory=dict)
     supporting: tuple[ChangePoint, ...] = ()  # the same change seen in the measurement's other statistics
     pending: bool = False  # a level at the series' newest (or oldest) end holds too few runs yet to confirm it
+    p_floor: float = 0.0  # the smallest p-value its permutation test can give, 1 / (permutations + 1); 0: unknown
+
+    @property
+    def p_text(self) -> str:
+        """The p-value as reports print it: ``0.0012``, or ``< 0.0025`` below what the permutations can give.
+
+        A split the F test kept reports its p-value scaled onto ``alpha`` (history/detect.py): a bound
+        on the chance, not a figure to read to the digit (a printed 2.5e-12 would claim what no test showed).
+        """
+        if self.p_value < self.p_floor:
+            return f"< {self.p_floor:.2g}"
+        return f"{self.p_value:.2g}" if self.p_value >= 0.001 else f"{self.p_value:.1e}"
 
     @property
     def kind_label(self) -> str:

@@ -35,10 +35,6 @@ def _interval(c: ChangePoint) -> str:
     return f"{format_change(c.ci_low)} .. {format_change(c.ci_high)}"
 
 
-def _p(p: float) -> str:
-    return f"{p:.2g}" if p >= 0.001 else f"{p:.1e}"
-
-
 def _pending_note(changes: Sequence[ChangePoint]) -> str:
     """What "pending" means, said once below a table that has such a row."""
     if not any(c.pending for c in changes):
@@ -59,7 +55,7 @@ def _cells(c: ChangePoint) -> list[str]:
         _range(c),
         format_value(c.before, c.unit),
         format_value(c.after, c.unit),
-        _p(c.p_value),
+        c.p_text,
         str(c.runs_after),
         c.key.label,
         _also(c),
@@ -126,7 +122,7 @@ def render_markdown(changes: Sequence[ChangePoint], short: TooShort = _ENOUGH) -
         series = f"{md_code(k.test)} {md_code(k.measurement)} {md_code(k.statistic)} {where}"
         cells = [series, c.kind_label, format_change(c.change), _interval(c), md_code(_range(c))]
         cells += [md_text(format_value(c.before, c.unit)), md_text(format_value(c.after, c.unit))]  # units: the user's
-        lines.append(md_row([*cells, _p(c.p_value), str(c.runs_after), md_text(_also(c))]))
+        lines.append(md_row([*cells, c.p_text, str(c.runs_after), md_text(_also(c))]))
     pending = _pending_note(changes)
     return "\n".join(lines) + "\n" + (f"\n{md_text(pending.strip())}\n" if pending else "") + note
 

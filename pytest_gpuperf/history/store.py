@@ -24,6 +24,7 @@ from pytest_gpuperf.history import schema
 from pytest_gpuperf.history.model import Point, RecordedValue, RunRecord, Series, SeriesKey, parse_time
 from pytest_gpuperf.history.url import MASK, create_engine, parse_url, redact, secrets
 from pytest_gpuperf.model import Direction, Verdict
+from pytest_gpuperf.model.busy import load_moves
 
 if TYPE_CHECKING:
     from alembic.script import ScriptDirectory
@@ -286,7 +287,8 @@ def _point(run: RowMapping, value: RowMapping) -> Point:
         baseline_update=bool(run["baseline_update"]),
         has_profile_diff=bool(value["has_profile_diff"]),
         commit_date=run["commit_date"],
-        busy=value["busy"],
+        # the run was busy; whether that moved this value is the busy rule's (peak memory is exact)
+        busy=value["busy"] if load_moves(value["statistic"], value["unit"]) else None,
     )
 
 

@@ -3,9 +3,10 @@
 A measurement records the kernel's contention counters over its wall time in its ``health``
 data (``host/cpu/contention.py``: ``cpu_pressure``, ``cpu_steal``, ``cpu_runnable``, ``cpus``),
 and a GPU measurement its clocks' slowdowns as ``unstable_reason`` (``gpu/nvml.py``). The CPU
-guard's rules judge a measurement by :func:`contended`; the history marks a run's value busy
+guard's rules judge a measurement by :func:`contended`; the history marks a run's values busy
 by :func:`busy_evidence` (``history/ingest.py``), and the change-point detector leaves busy
-runs out. Nothing here reads a counter: it decides from what was recorded.
+runs out of a series a load can move (:func:`load_moves`: timings, never peak memory). Nothing
+here reads a counter: it decides from what was recorded.
 """
 
 from __future__ import annotations
@@ -16,6 +17,17 @@ from collections.abc import Mapping
 # took a twentieth of it, or (without PSI) more tasks were runnable than there are CPUs.
 BUSY_PRESSURE = 0.10
 BUSY_STEAL = 0.05
+DURATION_UNITS = frozenset({"s", "ms", "us", "ns"})  # a metric in one of these is a time (a compile's first call)
+
+
+def load_moves(statistic: str, unit: str) -> bool:
+    """Whether a busy runner can move a recorded value: a time (``time.*``) or a metric that is a duration.
+
+    Peak memory is counted exactly whatever the load, and a count, size or ratio a test reports is
+    judged whatever the machine's speed (the CPU guard's slow-machine rule reads durations only), so
+    a busy run is drawn apart and left out of change points for timings only.
+    """
+    return statistic.startswith("time.") or (statistic.startswith("metric.") and unit in DURATION_UNITS)
 
 
 def contended(pressure: float | None, steal: float | None, runnable: int | None, cpus: int) -> bool:

@@ -245,6 +245,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = config.stash.get(STATE_KEY, None)
     if state is None or not state.config.enabled or state.environment is None:
         return
+    from pytest_gpuperf.report.notes import wrapped
     from pytest_gpuperf.report.terminal import (
         change_lines,
         render_explanations,
@@ -259,7 +260,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     render_summary(session, config.get_terminal_writer())
     render_notes(tw, session, cfg.resolve(state.config).gate.threshold)
     if session.results and (missing := missing_baselines(state.config)):
-        tw.write_line(f"gpuperf: nothing gated: {missing}", yellow=True)
+        for line in wrapped(f"nothing gated: {missing}"):
+            tw.write_line(line, yellow=True)
     if state.config.explain:
         render_explanations(tw, session)
     render_top_ops(tw, session)

@@ -296,9 +296,14 @@ class GpuperfSession:
 
 
 def missing_baselines(config: GpuperfConfig) -> str | None:
-    """Why a gating run has no baselines folder to judge against (None: it has one, or it does not gate)."""
-    if not config.plan.gates_against_baselines or config.baseline_dir.is_dir():
+    """Why a gating run has no baseline files to judge against (None: it has some, or it does not gate).
+
+    A folder that holds none counts as missing: after a branch switch git leaves the store's ignored lock files."""
+    from pytest_gpuperf.baseline.store import BaselineStore
+
+    root = config.baseline_dir
+    if not config.plan.gates_against_baselines or (root.is_dir() and BaselineStore(root).holds_files()):
         return None
-    what = "is not a folder" if config.baseline_dir.exists() else "does not exist"
+    what = "holds no baseline file" if root.is_dir() else "is not a folder" if root.exists() else "does not exist"
     return (f"the baselines folder {config.baseline_dir} {what}, so every test is new; record baselines with "
             "--gpuperf-update-baseline, or check --gpuperf-baseline-dir / gpuperf_baseline_dir")  # fmt: skip

@@ -29,6 +29,7 @@ from pytest_gpuperf.report.rows import (
     plural,
     reference_column,
     time_comparison,
+    unjudged_line,
     verdict_label,
 )
 
@@ -68,6 +69,8 @@ figure { margin: 0.5em 0; } img { max-width: 100%; height: auto; }
 figcaption { font-size: 0.85em; color: #555; }
 section.measurement { border-top: 1px solid #e0e0e0; padding-top: 0.5em; }
 .note { color: #6b4e00; } p.repro code { user-select: all; }
+.unjudged { background: #fff4d6; border-left: 4px solid #d9a400; padding: 0.5em 0.8em; font-weight: bold; }
+code, h3 { overflow-wrap: anywhere; }
 section.why { margin: 0.5em 0 1em; } section.why h4 { margin: 0.5em 0 0.25em; }
 """
 WHY_BARS = 12  # ops in the bar chart; the table under it lists every row
@@ -267,13 +270,22 @@ def _table(headers: Sequence[str], rows: Sequence[str], attributes: str = "") ->
     return f"<table{attributes}><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
+def breakable(test_id: str) -> str:
+    """``test_id`` escaped, with line-break opportunities after its folders and before its test and parameters:
+    a long id wraps in its cell instead of pushing the verdict past the window's edge."""
+    text = escape(test_id)
+    for separator, marked in (("/", "/<wbr>"), ("::", "<wbr>::"), ("[", "<wbr>[")):
+        text = text.replace(separator, marked)
+    return text
+
+
 def _summary_table(session: SessionResults) -> str:
     rows = []
     for r in ordered(session.results):
         h = headline(r)
         m = r.measurement
         cells = [
-            f"<td><code>{escape(m.test_id)}</code></td>",
+            f"<td><code>{breakable(m.test_id)}</code></td>",
             f"<td>{escape(m.name)}</td>",
             f'<td class="num">{format_time(h.now_ns)}</td>',
             f'<td class="num">{format_time(h.baseline_ns) if h.baseline_ns is not None else "-"}</td>',
@@ -489,12 +501,14 @@ def render_html(session: SessionResults, history: History | None = None) -> str:
         for r in ordered(session.results)
     )
     body = _summary_table(session) if session.results else "<p>No measurements were taken.</p>"
+    unjudged = unjudged_line(session)  # first, as the PR comment says it: what could not be judged is not a pass
+    banner = f'<p class="unjudged">{escape(unjudged)}</p>' if unjudged else ""
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>pytest-gpuperf report</title><style>{_STYLE}</style></head><body>"
-        f'<h1>pytest-gpuperf</h1><p class="summary">{escape(counts_line(session))}</p>'
+        f'<h1>pytest-gpuperf</h1>{banner}<p class="summary">{escape(counts_line(session))}</p>'
         f"{_waited(session)}"
         f"{_context(session)}<h2>Summary</h2>{body}"
         f"<h2>Measurements</h2>{sections}</body></html>\n"

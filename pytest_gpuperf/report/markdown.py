@@ -6,10 +6,20 @@ it, so every string from the tests or the pull request goes through ``report.tex
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from pathlib import Path
 
-from pytest_gpuperf.model import Environment, MeasurementResult, ProfileDiff, Provenance, SessionResults, Verdict
+from pytest_gpuperf.model import (
+    Comparison,
+    Environment,
+    MeasurementResult,
+    ProfileDiff,
+    Provenance,
+    SessionResults,
+    Verdict,
+)
+from pytest_gpuperf.report.notes import note_groups
 from pytest_gpuperf.report.rows import (
     contention_line,
     counts_line,
@@ -19,6 +29,7 @@ from pytest_gpuperf.report.rows import (
     plural,
     reference_column,
     split_key,
+    time_comparison,
     unjudged_line,
     verdict_counts,
     verdict_label,
@@ -82,7 +93,7 @@ def _rows(result: MeasurementResult) -> Iterable[str]:
     if not result.comparisons:  # nothing to compare with: still show its time
         yield md_row([*test, "time.p50", "-", format_time(m.stats.median_ns), "-", "", _verdict(result.verdict)])
     energy = energy_comparison(result)
-    for c in result.comparisons:
+    for c in _shown(result):
         base, head = (md_text(format_value(v, c.unit)) for v in (c.baseline, c.current))
         change = format_change(c.change)
         evidence = energy_source(result) if c is energy else c.evidence  # where the energy came from
@@ -93,7 +104,28 @@ def _rows(result: MeasurementResult) -> Iterable[str]:
 def _table(session: SessionResults) -> list[str]:
     header = ["test", "measurement", "metric", "base", "head", "change", "evidence", "verdict"]
     rows = [row for result in ordered(session.results) for row in _rows(result)]
-    return [md_row(header), "|---|---|---|---:|---:|---:|---|---|", *rows]
+    left = sum(len(r.comparisons) - len(_shown(r)) for r in session.results)
+    more = ["", f"{plural(left, 'unchanged memory or metric comparison')}: in the HTML report and the results JSON."]
+    return [md_row(header), "|---|---|---|---:|---:|---:|---|---|", *rows, *(more if left else [])]
+
+
+def _shown(result: MeasurementResult) -> list[Comparison]:
+    """A measurement's rows: its time and energy, and its other comparisons that are not unchanged."""
+    shown = (time_comparison(result), energy_comparison(result))  # the energy per call, where measured, as the time
+    return [c for c in result.comparisons if c.verdict is not Verdict.UNCHANGED or any(c is s for s in shown)]
+
+
+def _notes(session: SessionResults) -> list[str]:
+    """A bullet a kind of note (``notes.note_groups``): how many measurements, the first, the first one's note."""
+    groups = note_groups(session, math.inf)  # the comparisons' own thresholds: the session's is not in the results
+    lines = []
+    for group in groups:
+        who = md_code(group.keys[0]) + (f" and {len(group.keys) - 1} more" if len(group.keys) > 1 else "")
+        label = f"**{md_text(group.label)}**: " if group.label and len(group.keys) > 1 else ""
+        lines.append(f"- {label}{who}: {md_text(group.text)}")
+    if any(len(group.keys) > 1 for group in groups):
+        lines.append("- every measurement's notes: the HTML report and the results JSON")
+    return lines
 
 
 def software(env: Environment) -> list[tuple[str, str]]:
@@ -259,9 +291,8 @@ def render_comment(session: SessionResults, folder: Path | None = None) -> str:
         *([f"⏳ {md_text(waited)}", ""] if (waited := contention_line(session)) else []),
     ]
     lines += _table(session) if session.results else ["No measurements were taken."]
-    noted = [c for r in ordered(session.results) for c in r.comparisons if c.note]
-    if noted:
-        lines += ["", *[f"- {md_code(c.key)} {md_text(c.metric)}: {md_text(c.note)}" for c in noted]]
+    if notes := _notes(session):
+        lines += ["", *notes]
     lines.append("")
     lines += why_sections(session, folder=folder)
     lines += _details("Environment", _environment(session.environment))

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TextIO
 
-from pytest_gpuperf.model import Comparison, Kind, NoteKind, ProfileSummary, SessionResults, Verdict
+from pytest_gpuperf.model import ProfileSummary, SessionResults, Verdict
 from pytest_gpuperf.report.drift import drift_sentences, session_drift
+from pytest_gpuperf.report.notes import FULL_NOTES, LINE_LIMIT, note_groups, quietly_past, wrapped
 from pytest_gpuperf.report.rows import (
     Headline,
     contention_line,
@@ -75,14 +76,6 @@ def shorten_test_id(test_id: str, width: int) -> str | None:
         if len(short) <= width:
             return short
     return None
-
-
-def quietly_past(c: Comparison) -> bool:
-    """An unchanged comparison whose change exceeds its own threshold: a guard of the gate decided."""
-    return (
-        c.verdict is Verdict.UNCHANGED and c.change is not None and c.threshold is not None
-        and abs(c.change) > c.threshold
-    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -233,78 +226,21 @@ class PlainWriter:
         self.stream.write(self._paint(s, markup) + "\n")
 
 
-@dataclass
-class _NoteGroup:
-    """Notes of one kind: the rules that wrote them (and the verdict), a note's topic, or one exact text."""
-
-    label: str
-    text: str  # the first measurement's note, shown as the example
-    keys: list[str]
-
-    def line(self) -> str:
-        if len(self.keys) == 1:
-            return f"{self.keys[0]}: {self.text}"
-        concerned = f"{len(self.keys)} measurements ({named(self.keys)})"
-        if not self.label:  # one text, word for word
-            return f"{concerned}: {self.text}"
-        return f"{self.label}: {concerned}; the first: {self.text}"
-
-
-def _loud_rules(c: Comparison) -> tuple[str, ...]:
-    """The rules whose notes make up ``c``'s short note (the steps that were not quiet)."""
-    return tuple(dict.fromkeys(n.rule for n in c.explanation if n.note and n.note in c.note))
-
-
-def note_groups(session: SessionResults, threshold: float) -> list[_NoteGroup]:
-    """The notes a reader must not miss, grouped by kind, in the order first seen.
-
-    A comparison's note is of the kind of the rules that wrote it and the verdict they reached; a
-    measurement's notice of its topic (``Note.topic``), or, without one, of its exact text."""
-    loud = {Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.NOT_COMPARABLE, Verdict.UNSTABLE, Verdict.NOT_GATED}
-    groups: dict[tuple[str, ...], _NoteGroup] = {}
-
-    def add(kind: tuple[str, ...], label: str, key: str, text: str) -> None:
-        group = groups.setdefault(kind, _NoteGroup(label, text, []))
-        if key not in group.keys:
-            group.keys.append(key)
-
-    for r in session.results:
-        m = r.measurement
-        said = []
-        for c in r.comparisons:
-            if c.note and (c.verdict in loud or _quiet_past(c, threshold)):
-                rules = _loud_rules(c)
-                kind = ("rules", c.verdict.value, *rules) if rules else ("text", c.note)
-                add(kind, f"{c.verdict.value} [{', '.join(rules)}]" if rules else "", m.key, c.note)
-                said.append(c.note)
-        for n in m.notes:
-            if n.kind is NoteKind.NOTICE and n.text not in " ".join(said):
-                add(("topic", n.topic) if n.topic else ("text", n.text), n.topic, m.key, n.text)
-    return list(groups.values())
-
-
 def render_notes(tw: Any, session: SessionResults, threshold: float) -> None:
-    """What a reader must not miss: not-comparable baselines, environment drift, unconfirmed suspicions.
+    """What a reader must not miss (``notes.note_groups``): a line a kind, of at most ``notes.LINE_LIMIT`` characters.
 
-    Routine notes (``NoteKind.ROUTINE``) stay in the results files; notes of one kind are one line with
-    their count, the measurements they concern and the first one's text (``note_groups``); every
-    measurement's own are in --gpuperf-explain and the reports. A time past ``threshold`` yet "unchanged"
-    gets its reason too.
+    Routine notes (``NoteKind.ROUTINE``) stay in the results files; a kind's line gives its count, the first
+    measurement it concerns and the first one's note; every note in full is in --gpuperf-explain and the reports.
+    A time past ``threshold`` yet "unchanged" gets its reason too.
     """
     groups = note_groups(session, threshold)
     if not groups:
         return
     tw.write_sep("-", "gpuperf notes")
     for group in groups:
-        tw.write_line(plain(group.line()))
-    if any(len(g.keys) > 1 for g in groups):
-        tw.write_line("each measurement's notes: --gpuperf-explain, and the reports (--gpuperf-json, --gpuperf-html)")
-
-
-def _quiet_past(c: Comparison, threshold: float) -> bool:
-    """An unchanged time past the session's threshold (a guard of the gate decided): the reader needs why."""
-    past_session = c.kind is Kind.TIME and c.change is not None and abs(c.change) > threshold
-    return c.verdict is Verdict.UNCHANGED and (past_session or quietly_past(c))
+        tw.write_line(plain(group.line(LINE_LIMIT)))
+    if any(len(group.keys) > 1 or len(group.line()) > LINE_LIMIT for group in groups):
+        tw.write_line(FULL_NOTES)
 
 
 def change_lines(changes: Sequence[EntryChange], relative: Callable[[Path], str]) -> list[str]:
@@ -326,8 +262,8 @@ def change_lines(changes: Sequence[EntryChange], relative: Callable[[Path], str]
 def render_unjudged(tw: Any, session: SessionResults) -> None:
     """The run's last line when it could not judge what it was asked to (``rows.unjudged_line``)."""
     line = unjudged_line(session)
-    if line:
-        tw.write_line(plain(f"gpuperf: {line}"), yellow=True, bold=True)
+    for part in wrapped(plain(line)) if line else ():
+        tw.write_line(part, yellow=True, bold=True)
 
 
 def render_explanations(tw: Any, session: SessionResults) -> None:
@@ -340,6 +276,8 @@ def render_explanations(tw: Any, session: SessionResults) -> None:
             tw.write_line(plain(f"{r.measurement.key} {c.metric}: {c.verdict.value}"))
             for line in explain_lines(c):
                 tw.write_line(plain(line))
+        for note in r.measurement.notes:  # the notes the summary's lines only count
+            tw.write_line(plain(f"{r.measurement.key} note ({note.kind.value}): {note.text}"))
 
 
 def render_top_ops(tw: Any, session: SessionResults) -> None:

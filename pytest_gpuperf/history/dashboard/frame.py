@@ -41,3 +41,11 @@ def swatch(colour: str, shape: str = "") -> str:
 
 def code(text: str) -> str:
     return f"<code>{escape(text)}</code>"
+
+
+def breakable_code(text: str) -> str:
+    """``text`` as code that may wrap after its folders and before its test and parameters (a test id in a table)."""
+    escaped = escape(text)
+    for separator, marked in (("/", "/<wbr>"), ("::", "<wbr>::"), ("[", "<wbr>[")):
+        escaped = escaped.replace(separator, marked)
+    return f"<code>{escaped}</code>"

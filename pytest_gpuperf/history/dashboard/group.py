@@ -74,7 +74,8 @@ def _legend(classes: list[str], site: Site) -> str:
     diff = swatch("", '<circle class="diff" cx="5" cy="5" r="4"/>')
     busy = swatch("", '<circle class="busy" cx="5" cy="5" r="4"/>')
     items += [f"<li>{update} baseline update</li>", f"<li>{diff} a run with a profile diff (click it)</li>",
-              f"<li>{busy} a run measured on a busy runner: off the line, left out of change points</li>"]  # fmt: skip
+              f"<li>{busy} a run measured on a busy runner: off the line, left out of change points "
+              "(timings only: peak memory is exact)</li>"]  # fmt: skip
     return f'<ul class="legend">{"".join(items)}</ul>'
 
 
@@ -103,7 +104,7 @@ def _change_row(change: ChangePoint, series: Series, site: Site) -> str:
         escape(day(series.points[change.index])),
         escape(format_change(change.change)),
         escape(f"{format_change(change.ci_low)} to {format_change(change.ci_high)}"),
-        f"{change.p_value:.2g}",
+        escape(change.p_text),
         str(change.runs_after),
         escape(format_value(change.before, series.unit)),
         escape(format_value(change.after, series.unit)),

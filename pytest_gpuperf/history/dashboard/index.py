@@ -13,26 +13,33 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_gpuperf.history.dashboard.frame import code, document, swatch
+from pytest_gpuperf.history.dashboard.frame import breakable_code, document, swatch
 from pytest_gpuperf.history.dashboard.layout import Group, Site, StatisticChart
-from pytest_gpuperf.history.dashboard.svg import KIND_COLOUR, change_text, change_title, day, sparkline
+from pytest_gpuperf.history.dashboard.svg import KIND_COLOUR, change_range, change_title, day, sparkline
 from pytest_gpuperf.history.model import ChangeKind, ChangePoint, Series, SeriesKey
 from pytest_gpuperf.report.text import html_text as escape
-from pytest_gpuperf.report.units import format_value
+from pytest_gpuperf.report.units import format_change, format_value
 
 
 @dataclass(frozen=True)
 class Row:
-    """One measurement on one device class and branch: its median's trend and its latest change (an event)."""
+    """One measurement on one device class and branch: its median, its latest change (an event) and the series that
+    change is in, which the trend column draws, so its band marks a change of the line it is drawn on."""
 
-    median: Series  # the series drawn in the trend column: time.p50 where the measurement has it
+    median: Series  # the latest median column's: time.p50 where the measurement has it
     latest: ChangePoint | None
     href: str
     when: str = "-"  # the day of the latest change's first bad run
+    changed: Series | None = None  # the series of the latest change (its lead statistic's)
 
     @property
     def key(self) -> SeriesKey:
         return self.median.key
+
+    @property
+    def trend(self) -> Series:
+        """What the trend column draws: the series its band's change is in, else the median."""
+        return self.changed if self.changed is not None else self.median
 
     @property
     def urgency(self) -> tuple[int, int, float, str]:
@@ -54,7 +61,8 @@ def rows(site: Site) -> list[Row]:
             events = [e for e in group.events if e.key.device_class == device_class]
             latest = max(events, key=lambda e: _first_bad_time(e, by_key[e.key]), default=None)
             when = day(by_key[latest.key].points[latest.index]) if latest is not None else "-"
-            found.append(Row(median, latest, _href(group, group.charts[0]), when))
+            changed = by_key[latest.key] if latest is not None else None
+            found.append(Row(median, latest, _href(group, group.charts[0]), when, changed))
     return sorted(found, key=lambda row: row.urgency)
 
 
@@ -93,8 +101,9 @@ def _filters(site: Site) -> str:
 
 
 def _table(ordered: Sequence[Row], site: Site) -> str:
-    heads = ("test", "measurement", "device class", "branch", "runs", "latest median", "trend", "latest change",
-             "first bad on", "kind", "runs since")  # fmt: skip
+    # Seven columns, ids that wrap at their folders and test: 50 measurements fit a 1,400-pixel window.
+    heads = ("test / measurement", "device class / branch", "runs", "latest median", "trend", "latest change",
+             "first bad on")  # fmt: skip
     body = "".join(_row(row, site) for row in ordered)
     header = "".join(f"<th>{h}</th>" for h in heads)
     return f'<table id="series"><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>'
@@ -107,26 +116,28 @@ def _row(row: Row, site: Site) -> str:
     kind = latest.kind.value if latest is not None else "none"
     if latest is not None:
         change = (
-            f"{swatch(KIND_COLOUR[latest.kind])} {escape(latest.key.statistic)} "
-            f'<span title="{escape(change_title(latest))}">{escape(change_text(latest))}</span>'
+            f'{swatch(KIND_COLOUR[latest.kind])} <span class="kind {kind}">{kind}</span> '
+            f"{escape(latest.key.statistic)}<br>"
+            f'<span title="{escape(change_title(latest))}"><span class="nowrap">{escape(change_range(latest))}</span> '
+            f"{escape(format_change(latest.change))}</span>"
         )
-        since = str(latest.runs_after)
-        when = escape(row.when)
+        when = f'{escape(row.when)}<br><span class="since">{latest.runs_after} runs since</span>'
     else:
-        change, since, when = "-", "-", "-"
+        change, when = "-", "-"
     latest_value = f"{escape(key.statistic)} {escape(format_value(last.value, s.unit))}" if last is not None else "-"
+    trend = sparkline(row.trend, latest)
+    if row.trend is not s:  # the line is not the median's: say whose it is
+        trend += f'<br><span class="statistic">{escape(row.trend.key.statistic).replace(".", ".<wbr>")}</span>'
     cells = [
-        f'<td><a href="{escape(row.href)}">{code(key.test)}</a></td>',
-        f"<td>{escape(key.measurement)}</td>",
-        f'<td class="nowrap">{swatch(site.colours[key.device_class])} {escape(key.device_class)}</td>',
-        f"<td>{escape(key.branch)}</td>",
+        f'<td><a href="{escape(row.href)}">{breakable_code(key.test)}</a>'
+        f'<br><span class="measurement">{escape(key.measurement)}</span></td>',
+        f'<td><span class="nowrap">{swatch(site.colours[key.device_class])} {escape(key.device_class)}</span>'
+        f'<br><span class="branch">{escape(key.branch)}</span></td>',
         f'<td class="num">{len(s.points)}</td>',
         f'<td class="num">{latest_value}</td>',
-        f"<td>{sparkline(s, latest)}</td>",
-        f'<td class="nowrap">{change}</td>',
+        f"<td>{trend}</td>",
+        f"<td>{change}</td>",
         f'<td class="nowrap">{when}</td>',
-        f"<td>{kind if latest is not None else '-'}</td>",
-        f'<td class="num">{since}</td>',
     ]
     data = f'data-device="{escape(key.device_class)}" data-test="{escape(key.test)}" data-kind="{kind}"'
     return f'<tr class="{kind}" {data}>{"".join(cells)}</tr>'

@@ -43,9 +43,14 @@ def short(commit: str) -> str:
     return commit[:SHORT]
 
 
+def change_range(change: ChangePoint) -> str:
+    """``1a2b3c4d5e..6f7a8b9c0d``: the commits a change point happened between."""
+    return f"{short(change.last_good)}..{short(change.first_bad)}"
+
+
 def change_text(change: ChangePoint) -> str:
     """``1a2b3c4d5e..6f7a8b9c0d +12.3%``: a change point as its marks and tables name it."""
-    return f"{short(change.last_good)}..{short(change.first_bad)} {format_change(change.change)}"
+    return f"{change_range(change)} {format_change(change.change)}"
 
 
 def day(point: Point) -> str:
@@ -60,9 +65,14 @@ def change_title(change: ChangePoint) -> str:
     gradual += ", pending: too few runs at a level yet" if change.pending else ""
     return (
         f"{change.kind.value}{gradual} on {change.key.device_class}: {format_change(change.change)} "
-        f"(95% CI {interval}, p = {change.p_value:.2g})\n"
+        f"(95% CI {interval}, p {_p_relation(change.p_text)})\n"
         f"last good {change.last_good}\nfirst bad {change.first_bad}\n{change.runs_after} runs since"
     )
+
+
+def _p_relation(text: str) -> str:
+    """``= 0.0012`` or ``< 0.0025``: a p-value after the ``p`` it is of."""
+    return text if text.startswith("<") else f"= {text}"
 
 
 def point_title(point: Point, series: Series, scale: ValueScale) -> str:

@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from pytest_gpuperf.measure.host.cpu.contention import Contention
 from pytest_gpuperf.measure.host.cpu.reference import DEFAULT_NOISE, NOISE
 from pytest_gpuperf.model import Comparison, Kind, Verdict
+from pytest_gpuperf.model.busy import DURATION_UNITS
 from pytest_gpuperf.verdict.case import Case
 from pytest_gpuperf.verdict.pipeline import Step
 from pytest_gpuperf.verdict.rules import judged_change
-
-_DURATION_UNITS = frozenset({"s", "ms", "us", "ns"})
 
 
 @dataclass(frozen=True)
@@ -147,4 +146,4 @@ def _timed(case: Case) -> bool:
     """The test's time, or a metric that is a duration (a compile's first call)."""
     if case.kind is Kind.TIME:
         return True
-    return case.kind is Kind.METRIC and case.metric is not None and case.metric.unit in _DURATION_UNITS
+    return case.kind is Kind.METRIC and case.metric is not None and case.metric.unit in DURATION_UNITS
