@@ -179,7 +179,7 @@ class HistoryStore:
         run_query = run_query.order_by(func.coalesce(r.c.commit_date, r.c.started_at), r.c.started_at, r.c.run_id)
         value_query = select(
             v.c.run_id, v.c.test, v.c.measurement, v.c.statistic, v.c.unit, v.c.better, v.c.value, v.c.ci_low,
-            v.c.ci_high, v.c.p10, v.c.p90, v.c.samples, v.c.verdict, v.c.busy,
+            v.c.ci_high, v.c.p10, v.c.p90, v.c.samples, v.c.verdict, v.c.busy, v.c.detectable,
             v.c.profile_diff.is_not(None).label("has_profile_diff"),
         )  # fmt: skip
         if where.test:
@@ -287,6 +287,7 @@ def _point(run: RowMapping, value: RowMapping) -> Point:
         has_profile_diff=bool(value["has_profile_diff"]),
         commit_date=run["commit_date"],
         busy=value["busy"],
+        detectable=value["detectable"],
     )
 
 
@@ -344,6 +345,7 @@ def _value_row(run_id: str, value: RecordedValue) -> dict[str, Any]:
         "verdict": Verdict(value.verdict).value if value.verdict is not None else None,
         "profile_diff": dict(value.profile_diff) if value.profile_diff is not None else None,
         "busy": value.busy,
+        "detectable": finite(value.detectable),
     }
 
 

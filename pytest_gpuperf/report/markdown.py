@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pytest_gpuperf.model import Environment, MeasurementResult, ProfileDiff, Provenance, SessionResults, Verdict
+from pytest_gpuperf.report.resolution import detectable_cell, resolution_lines
 from pytest_gpuperf.report.rows import (
     counts_line,
     ordered,
@@ -52,6 +53,7 @@ VERDICT_ICON = {  # the comments' mark of each verdict (this one and report.matr
     Verdict.NOT_COMPARABLE: "🟡",
     Verdict.UNSTABLE: "🟠",
     Verdict.NOT_GATED: "⚫",
+    Verdict.NOT_RESOLVED: "🟤",
 }
 
 
@@ -131,8 +133,9 @@ def _commits(session: SessionResults) -> list[str]:
 
 def _noise(session: SessionResults) -> list[str]:
     lines = [
-        f"| test | measurement | samples | precision | {reference_column(session)} noise | timer | notes |",
-        "|---|---|---:|---:|---:|---|---|",
+        f"| test | measurement | samples | precision | {reference_column(session)} noise | detectable change "
+        "| timer | notes |",
+        "|---|---|---:|---:|---:|---:|---|---|",
     ]
     for r in ordered(session.results):
         m = r.measurement
@@ -144,6 +147,7 @@ def _noise(session: SessionResults) -> list[str]:
             f"{m.stats.count} x {m.calls_per_sample}",
             format_precision(m.precision),
             format_precision(noise).lstrip("±"),
+            md_text(detectable_cell(r)),
             md_text(m.timer),
             md_text(notes),
         ]
@@ -265,6 +269,9 @@ def render_comment(session: SessionResults, folder: Path | None = None) -> str:
     noted = [c for r in ordered(session.results) for c in r.comparisons if c.note]
     if noted:
         lines += ["", *[f"- {md_code(c.key)} {md_text(c.metric)}: {md_text(c.note)}" for c in noted]]
+    resolution = resolution_lines(session)
+    if resolution:
+        lines += ["", f"🔍 {md_text(' '.join(resolution))}"]
     lines.append("")
     lines += why_sections(session, folder=folder)
     lines += _details("Environment", _environment(session.environment))

@@ -128,7 +128,7 @@ def count_of(n: int, verdict: Verdict) -> str:
 
 
 # What a run was asked to judge but could not: not a pass, and the run says so first (``unjudged_line``).
-UNJUDGED = (Verdict.UNSTABLE, Verdict.NOT_GATED, Verdict.NOT_COMPARABLE)
+UNJUDGED = (Verdict.UNSTABLE, Verdict.NOT_GATED, Verdict.NOT_RESOLVED, Verdict.NOT_COMPARABLE)
 
 
 def deciding_rule(c: Comparison) -> str | None:
@@ -191,7 +191,9 @@ def _advice(session: SessionResults, unjudged: list[MeasurementResult], reasons:
         advice = []
         if (Verdict.NOT_GATED, _NO_REFERENCE_RULE) in reasons:  # an import error, a failing test: not the runner's load
             advice.append(f"the base ({session.compare_ref}) could not run some: each one's note says why")
-        if reasons - {(Verdict.NOT_GATED, _NO_REFERENCE_RULE)}:
+        if Verdict.NOT_RESOLVED in verdicts:
+            advice.append(f"give the fresh pairs more room ({_more_pairs(unjudged)}) or a quieter runner")
+        if {r for r in reasons if r[0] is not Verdict.NOT_RESOLVED} - {(Verdict.NOT_GATED, _NO_REFERENCE_RULE)}:
             advice.append("run it again on a quieter runner")
         return "; ".join(advice)
     advice = list(dict.fromkeys(_BASELINE_ADVICE.get(rule, _RUN_AGAIN) for v, rule in reasons
@@ -199,6 +201,13 @@ def _advice(session: SessionResults, unjudged: list[MeasurementResult], reasons:
     if Verdict.NOT_COMPARABLE in verdicts:
         advice.append(_other_device_advice(session, [r for r in unjudged if r.verdict is Verdict.NOT_COMPARABLE]))
     return "; ".join(advice)
+
+
+def _more_pairs(unjudged: list[MeasurementResult]) -> str:
+    """``--gpuperf-confirm-pairs=N``: the most pairs the unresolved tests' detectable change says they need."""
+    needed = [c.detectable.needed for r in unjudged for c in r.comparisons
+              if c.verdict is Verdict.NOT_RESOLVED and c.detectable is not None and c.detectable.needed]  # fmt: skip
+    return f"--gpuperf-confirm-pairs={max(needed)}" if needed else "a larger --gpuperf-confirm-pairs"
 
 
 def _other_device_advice(session: SessionResults, results: list[MeasurementResult]) -> str:
@@ -222,5 +231,5 @@ def counts_line(session: SessionResults) -> str:
     """``1 regression, 2 improvements, 5 unchanged, 1 new, 0 not comparable`` (+ unstable, not gated if any)."""
     counts = verdict_counts(session)
     shown = [Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.UNCHANGED, Verdict.NEW, Verdict.NOT_COMPARABLE]
-    shown += [v for v in (Verdict.UNSTABLE, Verdict.NOT_GATED) if counts[v]]
+    shown += [v for v in (Verdict.UNSTABLE, Verdict.NOT_GATED, Verdict.NOT_RESOLVED) if counts[v]]
     return ", ".join(count_of(counts[v], v) for v in shown)

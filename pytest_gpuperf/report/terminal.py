@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TextIO
 
 from pytest_gpuperf.model import Comparison, Kind, NoteKind, ProfileSummary, SessionResults, Verdict
 from pytest_gpuperf.report.drift import drift_sentences, session_drift
+from pytest_gpuperf.report.resolution import resolution_lines
 from pytest_gpuperf.report.rows import (
     Headline,
     counts_line,
@@ -40,6 +41,7 @@ _MARKUP = {
     Verdict.NOT_COMPARABLE: "yellow",
     Verdict.UNSTABLE: "yellow",
     Verdict.NOT_GATED: "yellow",
+    Verdict.NOT_RESOLVED: "yellow",
 }
 _GAP = "  "
 _ROW_COLUMNS = HEADERS[1:]  # a row's cells, after its test id
@@ -247,7 +249,8 @@ def note_groups(session: SessionResults, threshold: float) -> list[_NoteGroup]:
 
     A comparison's note is of the kind of the rules that wrote it and the verdict they reached; a
     measurement's notice of its topic (``Note.topic``), or, without one, of its exact text."""
-    loud = {Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.NOT_COMPARABLE, Verdict.UNSTABLE, Verdict.NOT_GATED}
+    loud = {Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.NOT_COMPARABLE, Verdict.UNSTABLE, Verdict.NOT_GATED,
+            Verdict.NOT_RESOLVED}  # fmt: skip
     groups: dict[tuple[str, ...], _NoteGroup] = {}
 
     def add(kind: tuple[str, ...], label: str, key: str, text: str) -> None:
@@ -308,6 +311,13 @@ def change_lines(changes: Sequence[EntryChange], relative: Callable[[Path], str]
     if kept := sum(1 for c in changes if c.kind == "unchanged"):
         lines.append(f"gpuperf: {kept} baseline entr{'y' if kept == 1 else 'ies'} unchanged (kept as is)")
     return lines
+
+
+def render_resolution(tw: Any, session: SessionResults) -> None:
+    """The measurements whose threshold is below what they can resolve, and what would resolve it
+    (``resolution.resolution_lines``): one grouped note."""
+    for line in resolution_lines(session):
+        tw.write_line(plain(f"gpuperf: {line}"), yellow=True)
 
 
 def render_unjudged(tw: Any, session: SessionResults) -> None:

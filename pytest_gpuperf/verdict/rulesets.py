@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 from pytest_gpuperf.modes import ModePlan
 from pytest_gpuperf.verdict.pipeline import Rule
 from pytest_gpuperf.verdict.rules import (
+    AgainstThreshold,
     ConfirmOnly,
     Contention,
     Health,
@@ -17,6 +18,7 @@ from pytest_gpuperf.verdict.rules import (
     NoiseFloor,
     NoisyBaseline,
     Reference,
+    Screen,
     Significance,
 )
 
@@ -72,12 +74,13 @@ def baseline_rules(guard: GuardRules = GuardRules()) -> RuleSet:
 
 
 def compare_ref_rules(guard: GuardRules = GuardRules()) -> RuleSet:
-    """Head and base interleaved in one run: no recorded noise, no frozen number to distrust."""
+    """Head and base interleaved in one run: no recorded noise, no frozen number to distrust. The interval
+    decides against the threshold in three outcomes; the first pair screens what fresh pairs decide."""
     return RuleSet(
-        time=(MinimumSamples(), Reference(), Significance(), Contention(), Health()),
+        time=(MinimumSamples(), Reference(), AgainstThreshold(), Screen(), Contention(three_outcomes=True), Health()),
         memory=(Reference(), MemoryGrowth()),
         metric=(MetricBounds(), Reference(), MetricTolerance()),
-        confirmation=(Significance(suspects=False), ConfirmOnly(), Health()),
+        confirmation=(AgainstThreshold(), ConfirmOnly(), Health()),
     )
 
 

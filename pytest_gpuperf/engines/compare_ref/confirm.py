@@ -46,19 +46,9 @@ class Confirmation:
 
     readings: list[PairReading] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    planned: int = 0
+    budget: int = 0  # the most pairs it may measure (--gpuperf-confirm-pairs)
     attempted: int = 0  # pairs measured or tried
     start_failed: bool = False  # the workers could not be started (noted once in ``problems``)
-
-    @property
-    def stopped_early(self) -> bool:
-        """Fewer pairs than planned: the first wave ruled a regression out (or confirmed it)."""
-        return self.attempted < self.planned
-
-    @property
-    def extended(self) -> int:
-        """Pairs measured beyond the planned ones because the verdict was open."""
-        return max(0, self.attempted - self.planned)
 
     @property
     def ratios(self) -> list[float]:
@@ -78,7 +68,8 @@ class Confirmation:
 
 
 class ConfirmationPool:
-    """``pairs`` head workers and ``pairs`` base workers, started on first use, forked from the session's zygote."""
+    """Up to ``pairs`` head workers and as many base workers, started as the looks need them, forked from the
+    session's zygote."""
 
     def __init__(
         self,
@@ -135,14 +126,14 @@ class ConfirmationPool:
         The plan stops early in the direction of ``suspected`` (verdict/confirmation.py).
         A pair that cannot measure is named in ``problems``, not fatal.
         """
-        result = Confirmation(planned=self.pairs)
+        result = Confirmation(budget=self.pairs)
         settings = confirming_settings(settings)
         waves = pairs.pair_waves(self.pairs)
         self._restart_broken()
 
         def take(j: int) -> PairReading | None:
             result.attempted = j + 1
-            self.progress.confirming(key, j + 1, max(self.pairs, j + 1))
+            self.progress.confirming(key, j + 1, self.pairs)
             try:
                 # the pairs a look needs start together: the first three at once (sharing the CPU
                 # while they collect), each later one alone, forked from the warm zygote in ~0.4 s
@@ -163,7 +154,7 @@ class ConfirmationPool:
 
         def done(taken: list[PairReading], planned: int) -> bool:
             return pairs.pairs_done(
-                oriented([r.ratio for r in taken], suspected), planned, pairs=self.pairs,
+                oriented([r.ratio for r in taken], suspected), planned, budget=self.pairs,
                 threshold=oriented_threshold(threshold, suspected), confidence=confidence, errors=errors_of(taken),
             )  # fmt: skip
 
