@@ -140,6 +140,8 @@ class AutoThreshold:
             return cls(float(parts[0]), float(parts[1]))
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
+        except ValueError:
+            raise ValueError(f"--gpuperf-auto-threshold must be two numbers LOW,HIGH, got {text!r}") from None
 
     def pick(self, detectable: float | None) -> float:
         """The threshold for a test that resolves ``detectable`` (None: unknown, the high bound)."""

@@ -52,9 +52,10 @@ def resolution_lines(session: SessionResults) -> list[str]:
     span = f"{changes[0]:.1%}" if len(changes) == 1 else f"{changes[0]:.1%} to {changes[-1]:.1%}"
     thresholds = sorted({f"{d.threshold:.1%}" for _, d in found})
     power = f"{found[0][1].power:.0%}"
+    one = len(found) == 1
     first = (
-        f"{plural(len(found), 'measurement')} cannot resolve {'its' if len(found) == 1 else 'their'} threshold "
-        f"({', '.join(thresholds)}): they tell {span} from no change ({power} of the time) ({named(keys, 1)})"
+        f"{plural(len(found), 'measurement')} cannot resolve {'its' if one else 'their'} threshold of "
+        f"{', '.join(thresholds)}: {'it resolves' if one else 'they resolve'} {span} at {power} power ({named(keys, 1)})"
     )
     return [first, _advice(session, found)]
 
