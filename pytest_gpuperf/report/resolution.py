@@ -53,9 +53,10 @@ def resolution_lines(session: SessionResults) -> list[str]:
     thresholds = sorted({f"{d.threshold:.1%}" for _, d in found})
     power = f"{found[0][1].power:.0%}"
     one = len(found) == 1
+    resolve = "it resolves" if one else "they resolve"
     first = (
         f"{plural(len(found), 'measurement')} cannot resolve {'its' if one else 'their'} threshold of "
-        f"{', '.join(thresholds)}: {'it resolves' if one else 'they resolve'} {span} at {power} power ({named(keys, 1)})"
+        f"{', '.join(thresholds)}: {resolve} {span} at {power} power ({named(keys, 1)})"
     )
     return [first, _advice(session, found)]
 
