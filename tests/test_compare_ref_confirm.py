@@ -30,9 +30,11 @@ def test_the_error_rate_is_half_of_what_the_confidence_leaves() -> None:
 
 
 def test_pairs_that_agree_on_no_change_stop_as_soon_as_they_are_within() -> None:
-    unchanged = [1.006, 0.993, 1.004, 0.997, 1.001]  # spread by 0.5%
-    assert not done(unchanged[:3], 3)  # two degrees of freedom: not yet
-    assert outcome(unchanged[:4]) is Outcome.WITHIN and done(unchanged[:4], 4)
+    unchanged = [1.006, 0.993, 1.004, 0.997, 1.001]  # spread by 0.5%: within at the first look
+    assert outcome(unchanged[:3]) is Outcome.WITHIN and done(unchanged[:3], 3)
+    spread = [1.012, 0.985, 1.009, 0.994, 1.002]  # by 1.2%: two degrees of freedom are not enough
+    assert not done(spread[:3], 3)
+    assert any(done(spread[:n], n) for n in (4, 5)) and outcome(spread) is Outcome.WITHIN
 
 
 def test_a_large_regression_stops_beyond_the_threshold_after_a_few_pairs() -> None:

@@ -26,6 +26,7 @@ from statistics import NormalDist
 
 from pytest_gpuperf.model import Detectable
 from pytest_gpuperf.verdict.case import Case, Evidence
+from pytest_gpuperf.verdict.pairs import within_error_rate
 from pytest_gpuperf.verdict.rules import RecordedNoise
 from pytest_gpuperf.verdict.sequential import FIRST_LOOK, boundaries
 
@@ -44,7 +45,8 @@ def detectable(case: Case, threshold: float) -> Detectable | None:
         return None
     alpha = (1.0 - case.settings.confidence) / 2.0
     if ev.spread is not None:
-        return from_replicates(ev.spread, ev.readings, threshold, alpha, case.settings.confirm_pairs)
+        within = within_error_rate(case.settings.confidence)
+        return from_replicates(ev.spread, ev.readings, threshold, alpha, case.settings.confirm_pairs, within)
     z = NormalDist().inv_cdf(1.0 - alpha)
     se = _interval_se(ev, z)
     if se is None:
@@ -74,13 +76,17 @@ def from_interval(se: float, readings: int, threshold: float, z: float, reading:
     return Detectable(_relative(factor * se), threshold, POWER, readings, reading, needed)
 
 
-def from_replicates(spread: float, readings: int, threshold: float, alpha: float, budget: int) -> Detectable:
+def from_replicates(
+    spread: float, readings: int, threshold: float, alpha: float, budget: int, alpha_within: float | None = None
+) -> Detectable:
     """Fresh pairs' detectable change: the last look's boundary of a confirmation of ``budget`` pairs (its
-    design's; taken for any count, the boundary changes little with the budget) and Student's power quantile."""
+    design's, the stricter side's; taken for any count, the boundary changes little with the budget) and
+    Student's power quantile."""
     from scipy import special  # only a confirmation gets here
 
     last = max(budget, readings, FIRST_LOOK)
-    alarm = max(boundaries(FIRST_LOOK, last, alpha, early)[-1] for early in (False, True))
+    within = alpha if alpha_within is None else alpha_within
+    alarm = max(boundaries(FIRST_LOOK, last, alpha, False)[-1], boundaries(FIRST_LOOK, last, within, True)[-1])
 
     def margin(n: int) -> float:
         return (alarm + float(special.stdtrit(n - 1, POWER))) * spread / math.sqrt(n)

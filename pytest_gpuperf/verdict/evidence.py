@@ -109,9 +109,9 @@ def confirmation_pairs(
             f"; they agreed more closely than each was measured, so their spread is taken as "
             f"their own error, {spread:.2%}"
         )
-    rate = format_level(pairs.error_rate(settings.confidence))
+    beyond, within = (format_level(rate(settings.confidence)) for rate in (pairs.error_rate, pairs.within_error_rate))
     return Evidence(
         change=ratio - 1.0, ratio=ratio, low=low, high=high, p_value=p, method=method,
         readings=len(ratios), reference_readings=len(ratios), paired=True, spread=look.spread,
-        interval=f"sequential interval (at most {rate} of changes of the threshold on its wrong side)",
+        interval=f"sequential interval (a change of the threshold beyond it at most {beyond}, within {within})",
     )  # fmt: skip

@@ -17,9 +17,10 @@ single look would have (Lan and DeMets' alpha spending over the information frac
 
 ``se`` is the spread of the pairs' log ratios over ``sqrt(n)``, never below their own measurement errors
 (``stats.replicate_spread``). Each boundary is set so that a change of exactly the threshold crosses it,
-at any look, with the stated probability ``alpha`` (one-sided): with ``alpha = 2.5%``, a change of the
-threshold fails at most 2.5% of the time and is called within at most 2.5% of the time, and the further a
-change lies from the threshold the rarer the wrong outcome. The boundaries are those of the t statistic
+at any look, with the stated probability (one-sided), each side its own: with 2.5% on the beyond side
+and 10% on the within side (verdict/pairs.py), a change of the threshold fails at most 2.5% of the time
+and is called within at most 10% of the time, and the further a change lies from the threshold the rarer
+the wrong outcome. The boundaries are those of the t statistic
 of normal log ratios, whose law does not depend on the unknown spread; no formula gives them for a
 t statistic looked at repeatedly, so they are found once per design by a seeded simulation of that
 statistic (``boundaries``), each look's crossing probability matched to its share of ``alpha``.
@@ -126,12 +127,14 @@ def boundaries(first: int, last: int, alpha: float, early: bool) -> tuple[float,
 
 
 def look(
-    ratios: Sequence[float], threshold: float, last: int, alpha: float, errors: Sequence[float] = ()
+    ratios: Sequence[float], threshold: float, last: int, alpha: float, errors: Sequence[float] = (),
+    alpha_within: float | None = None,
 ) -> Look:  # fmt: skip
     """The look at ``ratios`` (oriented: the change of interest reads above 1) for a design of ``last`` looks.
 
-    ``threshold``: relative (0.02); ``alpha``: the one-sided error rate at the threshold, each way;
-    ``errors``: each ratio's own standard error (log scale), a floor on their spread.
+    ``threshold``: relative (0.02); ``alpha``: the one-sided error rate at the threshold of the beyond side
+    (a change of the threshold called beyond), ``alpha_within`` of the within side (called within; ``alpha``
+    where not given); ``errors``: each ratio's own standard error (log scale), a floor on their spread.
     """
     n = len(ratios)
     ratio = math.exp(sum(math.log(r) for r in ratios) / n) if n else 1.0
@@ -141,7 +144,7 @@ def look(
     spread = stats.replicate_spread(ratios, errors)[0]
     index = min(n, last) - FIRST_LOOK
     c = boundaries(FIRST_LOOK, last, alpha, early=False)[index]
-    w = boundaries(FIRST_LOOK, last, alpha, early=True)[index]
+    w = boundaries(FIRST_LOOK, last, alpha if alpha_within is None else alpha_within, early=True)[index]
     se = spread / math.sqrt(n)
     low, high = ratio * math.exp(-c * se), ratio * math.exp(w * se)
     limit = 1.0 + threshold
