@@ -10,8 +10,8 @@ over ``verdict.pairs.pair_waves``, stopped by ``verdict.pairs.pairs_done``) and 
 the last look (``verdict.pairs.pairs_look``): beyond the threshold (a regression), within it, or not
 resolved. It prints, per true change, the share of each outcome and the pairs measured, and checks the
 stated rates: at a change of exactly the threshold, at most ``(1 - confidence) / 2`` beyond and four
-times that within (``verdict.pairs.within_error_rate``). No processes, no torch: the plan's statistics alone, so that a change to the plan can be weighed
-before a session is timed. A benchmark, not a test: CI does not run it. Results: docs/detection.md.
+times that within (``verdict.pairs.within_error_rate``). No processes, no torch: the plan's
+statistics alone, so that a change to the plan can be weighed before a session is timed. A benchmark, not a test: CI does not run it. Results: docs/detection.md.
 
 ``--sessions N`` simulates whole compare-ref sessions of ``--tests`` tests: each test's first pair reads
 a ratio spread by ``--first-spread`` (the offset between its two processes and its rounds' error
@@ -85,8 +85,9 @@ def simulate(
 
     ratios = take_readings(take, pair_waves(budget), done)
     look = pairs_look(ratios, budget=budget, threshold=threshold, confidence=confidence, errors=errors(ratios))
-    published = from_replicates(look.spread, len(ratios), threshold, error_rate(confidence), budget,
-                                within_error_rate(confidence)).change
+    published = from_replicates(
+        look.spread, len(ratios), threshold, error_rate(confidence), budget, within_error_rate(confidence)
+    ).change
     return Confirmed(look.outcome, len(ratios), published)
 
 
@@ -137,8 +138,9 @@ def session(change: float, args: argparse.Namespace, rng: random.Random) -> Sess
             look = pairs_look(ratios, budget=args.pairs, threshold=threshold, confidence=level,
                               errors=[own] * len(ratios) if own else [])  # fmt: skip
             outcome = look.outcome
-            published = from_replicates(look.spread, len(ratios), args.threshold, error_rate(level), args.pairs,
-                                        within_error_rate(level)).change
+            published = from_replicates(
+                look.spread, len(ratios), args.threshold, error_rate(level), args.pairs, within_error_rate(level)
+            ).change
             tally.measured += len(ratios)
             while started < len(ratios):
                 now = next(w for w in waves_at if w > started)
