@@ -11,7 +11,8 @@ the last look (``verdict.pairs.pairs_look``): beyond the threshold (a regression
 resolved. It prints, per true change, the share of each outcome and the pairs measured, and checks the
 stated rates: at a change of exactly the threshold, at most ``(1 - confidence) / 2`` beyond and four
 times that within (``verdict.pairs.within_error_rate``). No processes, no torch: the plan's
-statistics alone, so that a change to the plan can be weighed before a session is timed. A benchmark, not a test: CI does not run it. Results: docs/detection.md.
+statistics alone, so that a change to the plan can be weighed before a session is timed. A benchmark,
+not a test: CI does not run it. Results: docs/detection.md.
 
 ``--sessions N`` simulates whole compare-ref sessions of ``--tests`` tests: each test's first pair reads
 a ratio spread by ``--first-spread`` (the offset between its two processes and its rounds' error
