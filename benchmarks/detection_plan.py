@@ -23,8 +23,8 @@ one pool of workers kept warm for the session, started as the looks need them. I
 the sessions alarmed, the tests caught (failed), the tests not resolved, improvements reported, the
 pairs started and measured and the seconds the confirmations add (``--wave-s`` for the first wave of three
 pairs, ``--start-s`` for each pair started after it, ``--pair-s`` per pair measured), and the share of
-tests caught among those whose published detectable change (``verdict.detectable``) lies below the true
-change: the honesty of the published value.
+tests caught among those whose threshold plus published detectable change (``verdict.detectable``) lies
+at or below the true change: a change the published value says fails with probability ``POWER`` (80%).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ class SessionTally:
     first_waves: int = 0  # 0 or 1
     later: int = 0  # pairs started after the first wave
     measured: int = 0  # pairs measured
-    honest: tuple[int, int] = (0, 0)  # tests whose published value is below the true change: (caught, all)
+    honest: tuple[int, int] = (0, 0)  # tests whose threshold + published value is below the change: (caught, all)
 
 
 def session(change: float, args: argparse.Namespace, rng: random.Random) -> SessionTally:
@@ -130,17 +130,27 @@ def session(change: float, args: argparse.Namespace, rng: random.Random) -> Sess
             own = args.pair_error
 
             def done(
-                ratios: list[float], planned: int, threshold: float = threshold, level: float = level, own: float = own
+                ratios: list[float],
+                planned: int,
+                threshold: float = threshold,
+                level: float = level,
+                own: float = own,
+                faster: bool = not regression,
             ) -> bool:
                 return pairs_done(ratios, planned, budget=args.pairs, threshold=threshold, confidence=level,
-                                  errors=[own] * len(ratios) if own else [])  # fmt: skip
+                                  errors=[own] * len(ratios) if own else [], improvement=faster)  # fmt: skip
 
             ratios = take_readings(take, pair_waves(args.pairs), done)
             look = pairs_look(ratios, budget=args.pairs, threshold=threshold, confidence=level,
-                              errors=[own] * len(ratios) if own else [])  # fmt: skip
+                              errors=[own] * len(ratios) if own else [], improvement=not regression)  # fmt: skip
             outcome = look.outcome
             published = from_replicates(
-                look.spread, len(ratios), args.threshold, error_rate(level), args.pairs, within_error_rate(level)
+                look.spread,
+                len(ratios),
+                args.threshold,
+                error_rate(level),
+                args.pairs,
+                within_error_rate(level, not regression),
             ).change
             tally.measured += len(ratios)
             while started < len(ratios):
@@ -154,7 +164,8 @@ def session(change: float, args: argparse.Namespace, rng: random.Random) -> Sess
         caught = outcome is Outcome.BEYOND
         tally.caught += caught
         tally.unresolved += outcome is Outcome.OPEN
-        if change > 0 and published < change:
+        # the published value promises a change of threshold + it fails with probability POWER
+        if change > 0 and math.log1p(args.threshold) + math.log1p(published) <= math.log1p(change):
             honest_all += 1
             honest_caught += caught
     tally.honest = (honest_caught, honest_all)
@@ -170,7 +181,7 @@ def sessions(args: argparse.Namespace, rng: random.Random) -> None:
     print(
         "| true change | sessions alarmed | tests caught | tests not resolved | improvements reported "
         "| first waves: mean | pairs started later: mean | pairs: mean | added s: mean "
-        "| caught where the published value is below the change |"
+        "| caught where threshold + published value <= the change |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     tests = args.sessions * args.tests

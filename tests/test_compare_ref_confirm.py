@@ -77,3 +77,14 @@ def test_the_pairs_errors_are_used_only_when_every_pair_could_tell_its_own() -> 
     assert errors_of([PairReading(1.0, 10.0, 0.01), PairReading(1.01, 10.0, 0.012)]) == [0.01, 0.012]
     # a pair whose rounds gave no interval: no floor at all, rather than one from the others alone
     assert errors_of([PairReading(1.0, 10.0, 0.01), PairReading(1.01, 10.0, None)]) == []
+
+
+def test_a_suspected_improvement_that_the_pairs_do_not_show_stops_early_a_regression_does_not() -> None:
+    # three pairs around no change, spread by 1.75% (a loaded runner): a regression cannot be ruled out yet,
+    # an improvement not shown is not claimed, at no cost, so its pairs stop
+    spread = [1.02, 0.985, 1.0]
+    turned = oriented(spread, improvement=True)
+    threshold = oriented_threshold(0.02, improvement=True)
+    assert not done(spread, 3)
+    assert pairs_done(turned, 3, budget=BUDGET, threshold=threshold, confidence=0.995, improvement=True)
+    assert not pairs_done(turned, 3, budget=BUDGET, threshold=threshold, confidence=0.995)

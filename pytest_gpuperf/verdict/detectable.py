@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-from pytest_gpuperf.model import Detectable
+from pytest_gpuperf.model import Detectable, Verdict
 from pytest_gpuperf.verdict.case import Case, Evidence
 from pytest_gpuperf.verdict.pairs import within_error_rate
 from pytest_gpuperf.verdict.rules import RecordedNoise
@@ -45,7 +45,7 @@ def detectable(case: Case, threshold: float) -> Detectable | None:
         return None
     alpha = (1.0 - case.settings.confidence) / 2.0
     if ev.spread is not None:
-        within = within_error_rate(case.settings.confidence)
+        within = within_error_rate(case.settings.confidence, case.suspicion is Verdict.IMPROVEMENT)
         return from_replicates(ev.spread, ev.readings, threshold, alpha, case.settings.confirm_pairs, within)
     z = NormalDist().inv_cdf(1.0 - alpha)
     se = _interval_se(ev, z)

@@ -98,7 +98,7 @@ def confirmation_pairs(
     look = pairs.pairs_look(
         pairs.oriented(ratios, improvement), budget=settings.confirm_pairs,
         threshold=pairs.oriented_threshold(settings.threshold, improvement), confidence=settings.confidence,
-        errors=errors,
+        errors=errors, improvement=improvement,
     )  # fmt: skip
     ratio, low, high = (1.0 / look.ratio, 1.0 / look.high, 1.0 / look.low) if improvement else (
         look.ratio, look.low, look.high)  # fmt: skip
@@ -109,7 +109,8 @@ def confirmation_pairs(
             f"; they agreed more closely than each was measured, so their spread is taken as "
             f"their own error, {spread:.2%}"
         )
-    beyond, within = (format_level(rate(settings.confidence)) for rate in (pairs.error_rate, pairs.within_error_rate))
+    beyond = format_level(pairs.error_rate(settings.confidence))
+    within = format_level(pairs.within_error_rate(settings.confidence, improvement))
     return Evidence(
         change=ratio - 1.0, ratio=ratio, low=low, high=high, p_value=p, method=method,
         readings=len(ratios), reference_readings=len(ratios), paired=True, spread=look.spread,

@@ -156,6 +156,7 @@ class ConfirmationPool:
             return pairs.pairs_done(
                 oriented([r.ratio for r in taken], suspected), planned, budget=self.pairs,
                 threshold=oriented_threshold(threshold, suspected), confidence=confidence, errors=errors_of(taken),
+                improvement=suspected is Verdict.IMPROVEMENT,
             )  # fmt: skip
 
         result.readings = readings.take_readings(take, waves, done)
