@@ -192,7 +192,7 @@ def _advice(session: SessionResults, unjudged: list[MeasurementResult], reasons:
         if (Verdict.NOT_GATED, _NO_REFERENCE_RULE) in reasons:  # an import error, a failing test: not the runner's load
             advice.append(f"the base ({session.compare_ref}) could not run some: each one's note says why")
         if Verdict.NOT_RESOLVED in verdicts:
-            advice.append(f"give the fresh pairs more room ({_more_pairs(unjudged)}) or a quieter runner")
+            advice.append(_unresolved_advice(unjudged))
         if {r for r in reasons if r[0] is not Verdict.NOT_RESOLVED} - {(Verdict.NOT_GATED, _NO_REFERENCE_RULE)}:
             advice.append("run it again on a quieter runner")
         return "; ".join(advice)
@@ -203,11 +203,18 @@ def _advice(session: SessionResults, unjudged: list[MeasurementResult], reasons:
     return "; ".join(advice)
 
 
-def _more_pairs(unjudged: list[MeasurementResult]) -> str:
-    """``--gpuperf-confirm-pairs=N``: the most pairs the unresolved tests' detectable change says they need."""
-    needed = [c.detectable.needed for r in unjudged for c in r.comparisons
-              if c.verdict is Verdict.NOT_RESOLVED and c.detectable is not None and c.detectable.needed]  # fmt: skip
-    return f"--gpuperf-confirm-pairs={max(needed)}" if needed else "a larger --gpuperf-confirm-pairs"
+def _unresolved_advice(unjudged: list[MeasurementResult]) -> str:
+    """What would resolve the not-resolved comparisons: more fresh pairs where their detectable change says
+    the budget was too small (``--gpuperf-confirm-pairs=N``, the most any needs), else nothing but a threshold
+    further from their change: they resolve the threshold, and their change lies close to it."""
+    found = [c.detectable for r in unjudged for c in r.comparisons
+             if c.verdict is Verdict.NOT_RESOLVED and c.detectable is not None]  # fmt: skip
+    short = [d.needed for d in found if d.needed is None or d.needed > d.readings]
+    if short or not found:
+        known = [n for n in short if n is not None]
+        more = f"--gpuperf-confirm-pairs={max(known)}" if known else "a larger --gpuperf-confirm-pairs"
+        return f"give the fresh pairs more room ({more}) or a quieter runner"
+    return "their changes lie close to the threshold, within what the pairs resolve: the threshold decides"
 
 
 def _other_device_advice(session: SessionResults, results: list[MeasurementResult]) -> str:
