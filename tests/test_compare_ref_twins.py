@@ -260,18 +260,29 @@ def test_a_plugin_that_starts_a_thread_is_not_preloaded_and_the_workers_still_fo
     assert seen["plain"]["loaded_in"] == seen["plain"]["pid"]  # the worker imported it: the zygote started again
 
 
-def test_only_the_preloaded_packages_a_checkout_provides_are_forgotten(tmp_path: Path) -> None:
+def test_only_the_preloaded_packages_the_path_resolves_elsewhere_are_forgotten(tmp_path: Path) -> None:
     from pytest_gpuperf.workers.twins import forget_shadowed
 
-    for name in ("pkg_here", "pkg_here.sub", "mod_here", "elsewhere"):
-        sys.modules[f"_gpuperf_probe_{name}"] = sys  # stand-ins, named apart from anything real
+    installed, checkout, other = tmp_path / "installed", tmp_path / "checkout", tmp_path / "other"
+    for folder in (installed, checkout, other):
+        folder.mkdir()
+    for name in ("_gpuperf_probe_pkg", "_gpuperf_probe_mod"):
+        (installed / name).mkdir()
+        (installed / name / "__init__.py").write_text("")
+    (checkout / "_gpuperf_probe_pkg").mkdir()  # the checkout's own copy of one of them
+    (checkout / "_gpuperf_probe_pkg" / "__init__.py").write_text("")
+    sys.path.insert(0, str(installed))
+    names = frozenset({"_gpuperf_probe_pkg", "_gpuperf_probe_mod"})
     try:
-        names = frozenset({"_gpuperf_probe_pkg_here", "_gpuperf_probe_mod_here", "_gpuperf_probe_elsewhere"})
-        (tmp_path / "_gpuperf_probe_pkg_here").mkdir()
-        (tmp_path / "_gpuperf_probe_mod_here.py").write_text("")
-        forgotten = forget_shadowed([str(tmp_path)], names)
-        assert forgotten == ["_gpuperf_probe_mod_here", "_gpuperf_probe_pkg_here"]
-        assert "_gpuperf_probe_pkg_here.sub" not in sys.modules and "_gpuperf_probe_elsewhere" in sys.modules
+        for name in names:
+            __import__(name)
+        # the installed copy's folder first (a fresh re-measure puts the session's whole path there): nothing
+        assert forget_shadowed([str(other), str(installed), str(checkout)], names) == []
+        assert names <= set(sys.modules)
+        # the checkout first: its own copy is imported instead of the preloaded one
+        assert forget_shadowed([str(checkout), str(installed)], names) == ["_gpuperf_probe_pkg"]
+        assert "_gpuperf_probe_pkg" not in sys.modules and "_gpuperf_probe_mod" in sys.modules
     finally:
+        sys.path.remove(str(installed))
         for name in [m for m in sys.modules if m.startswith("_gpuperf_probe_")]:
             del sys.modules[name]

@@ -241,7 +241,7 @@ def make_session() -> SessionResults:
             shaky_result,
             slow_result,
             near_result,
-        ),  # fmt: skip
+        ),
         environment=ENV,
         provenance=HEAD,
         mode="compare-ref",

@@ -353,17 +353,27 @@ def _dump_stacks_on_signal(log: str) -> None:
 
 
 def forget_shadowed(folders: Sequence[str], preloaded: frozenset[str] | None = None) -> list[str]:
-    """Forget the preloaded packages that the worker's checkout provides itself (``folders``: its import roots),
-    so that it imports its own: a repository whose own pytest plugin the zygote preloaded is measured on its
-    code, not on the installed one. Returns the packages forgotten."""
+    """Forget the preloaded packages that the worker's import path (``folders``, first) resolves elsewhere than
+    where the zygote found them, so that it imports those: a repository whose own pytest plugin the zygote
+    preloaded is measured on its checkout's code, not on the installed one. A folder that holds the very copy
+    preloaded (site-packages on a fresh re-measure's path) changes nothing. Returns the packages forgotten."""
     names = _PRELOADED if preloaded is None else preloaded
-    shadowed = sorted(
-        name for name in names
-        if any(Path(folder, name).is_dir() or Path(folder, f"{name}.py").is_file() for folder in folders)
-    )  # fmt: skip
+    shadowed = sorted(name for name in names if _resolves_elsewhere(name, folders))
     for module in [m for m in sys.modules if m.partition(".")[0] in shadowed]:
         del sys.modules[module]
     return shadowed
+
+
+def _resolves_elsewhere(name: str, folders: Sequence[str]) -> bool:
+    """Whether the first of ``folders`` that provides top-level module ``name`` is not the one it was loaded from."""
+    file = getattr(sys.modules.get(name), "__file__", None)
+    if file is None:
+        return False  # a built-in or namespace package: nothing a checkout's folder would replace
+    loaded = Path(file).parent.parent if Path(file).name == "__init__.py" else Path(file).parent
+    for folder in folders:
+        if Path(folder, name).is_dir() or Path(folder, f"{name}.py").is_file():
+            return Path(folder).resolve() != loaded.resolve()
+    return False
 
 
 def _become_worker(spec: dict[str, Any], fd: int, others: list[int], inherited_path: list[str]) -> NoReturn:
