@@ -7,14 +7,16 @@ Writes the detection benchmark's suite to a temporary folder and, alternating, s
 each worker from a zygote of its own (every one imports torch, as a started process); forked
 from a zygote started with the wave (``twins.Zygote``: one import for the wave); or forked
 from a zygote that had imported torch before (a session's: started before collection by
-``engines/compare_ref/prestart.py``). It times the wave from the first start to the last worker's HELLO
-(tests collected), then stops the workers.
+``engines/compare_ref/prestart.py``). ``--preload`` compares instead a warm zygote that preloaded the
+pytest plugins (``twins.preload_plugins``) with one that did not. It times the wave from the first
+start to the last worker's HELLO (tests collected), then stops the workers.
 A benchmark, not a test: CI does not run it. Results: docs/detection.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -26,7 +28,7 @@ import detection  # the suite
 
 from pytest_gpuperf.workers.protocol import HeadChannel
 from pytest_gpuperf.workers.remote import RemoteSide, WorkerLaunch
-from pytest_gpuperf.workers.twins import Zygote
+from pytest_gpuperf.workers.twins import ENV_NO_PRELOAD, Zygote
 
 
 def _launch(root: Path, name: str) -> WorkerLaunch:
@@ -54,6 +56,10 @@ def warm_zygote(root: Path, pairs: int) -> list[HeadChannel]:
     return fork_wave(_WARM[root], root, pairs)
 
 
+def warm_unloaded(root: Path, pairs: int) -> list[HeadChannel]:
+    return fork_wave(_WARM[root], root, pairs)
+
+
 _WARM: dict[Path, Zygote] = {}
 _STARTED: list[Zygote] = []
 
@@ -65,9 +71,14 @@ def _zygote(root: Path) -> Zygote:
 
 
 def time_wave(start: Callable[[Path, int], list[HeadChannel]], root: Path, pairs: int) -> float:
-    if start is warm_zygote:  # started and done importing before the clock starts
-        _WARM[root] = _zygote(root)
-        RemoteSide(_WARM[root].fork(_launch(root, "probe"))[0], "bench").close()
+    if start in (warm_zygote, warm_unloaded):  # started and done importing before the clock starts
+        if start is warm_unloaded:
+            os.environ[ENV_NO_PRELOAD] = "1"
+        try:
+            _WARM[root] = _zygote(root)
+            RemoteSide(_WARM[root].fork(_launch(root, "probe"))[0], "bench").close()
+        finally:
+            os.environ.pop(ENV_NO_PRELOAD, None)
     began = time.perf_counter()
     sides = [RemoteSide(channel, "bench") for channel in start(root, pairs)]
     for side in sides:
@@ -86,10 +97,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--preload", action="store_true", help="only a warm zygote, with and without preloading")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="gpuperf-pair-start-"))
     detection.write_suite(root, 0)
     ways = {"one by one": one_by_one, "new zygote": new_zygote, "warm zygote": warm_zygote}
+    if args.preload:
+        ways = {"warm zygote, plugins preloaded": warm_zygote, "warm zygote, none preloaded": warm_unloaded}
     seconds: dict[str, list[float]] = {name: [] for name in ways}
     for i in range(args.rounds):
         for name in list(ways) if i % 2 == 0 else list(reversed(ways)):  # each way early and late alike

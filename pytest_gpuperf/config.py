@@ -30,7 +30,7 @@ DEFAULT_TARGET_PRECISION = 0.01  # stop once the 95% CI of the median is within 
 DEFAULT_MIN_SAMPLES = 6  # the distribution-free 95% CI of the median exists from 6 samples on (stopping.py)
 DEFAULT_TIME_LIMIT_S = 120.0  # the most one measurement may take, warm-up included
 DEFAULT_REMEASURES = 1
-DEFAULT_CONFIRM_PAIRS = 6  # fresh process pairs that re-measure a suspected compare-ref regression
+DEFAULT_CONFIRM_PAIRS = 12  # the most fresh process pairs a compare-ref suspicion takes (verdict/pairs.py)
 DEFAULT_WORKER_START_TIMEOUT_S = 300.0  # compare-ref's worker at REF: importing torch and collecting its tests
 DEFAULT_NOISE_MULTIPLIER = 3.0  # standard deviations of between-run noise a change must exceed
 DEFAULT_CONFIDENCE = 0.95
@@ -114,6 +114,47 @@ def seconds_problem(value: object, *, positive: bool) -> str | None:
 
 
 @dataclass(frozen=True)
+class AutoThreshold:
+    """``--gpuperf-auto-threshold=LOW,HIGH``: each test's time threshold is the change it can resolve on this
+    runner (its minimum detectable change, verdict/detectable.py), kept within ``[low, high]``."""
+
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        for value in (self.low, self.high):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ConfigError(f"--gpuperf-auto-threshold bounds must be numbers, got {value!r}")
+        if not 0 < self.low <= self.high < 10:
+            raise ConfigError(
+                f"--gpuperf-auto-threshold must be LOW,HIGH with 0 < LOW <= HIGH < 10 (fractions like 0.01,0.1), "
+                f"got {self}"
+            )
+
+    @classmethod
+    def parse(cls, text: str) -> AutoThreshold:
+        """``"0.01,0.1"`` as bounds; ValueError (a usage error where the option is parsed) otherwise."""
+        parts = [p.strip() for p in str(text).split(",")]
+        if len(parts) != 2:
+            raise ValueError(f"--gpuperf-auto-threshold must be LOW,HIGH, got {text!r}")
+        try:
+            return cls(float(parts[0]), float(parts[1]))
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        except ValueError:
+            raise ValueError(f"--gpuperf-auto-threshold must be two numbers LOW,HIGH, got {text!r}") from None
+
+    def pick(self, detectable: float | None) -> float:
+        """The threshold for a test that resolves ``detectable`` (None: unknown, the high bound)."""
+        if detectable is None or not math.isfinite(detectable):
+            return self.high
+        return min(self.high, max(self.low, detectable))
+
+    def __str__(self) -> str:
+        return f"{self.low:g},{self.high:g}"
+
+
+@dataclass(frozen=True)
 class GateSettings:
     """How strict the verdict is, for one measurement; built by ``resolve`` only."""
 
@@ -127,6 +168,8 @@ class GateSettings:
     remeasures: int = DEFAULT_REMEASURES  # readings that confirm a suspected regression (readings.py)
     confirm_pairs: int = DEFAULT_CONFIRM_PAIRS
     min_samples: int = DEFAULT_MIN_SAMPLES  # the fewest samples a side needs for a time verdict
+    # each test's time threshold from what it resolves, within bounds (verdict/judge.py); None: ``threshold``
+    auto_threshold: AutoThreshold | None = None
 
     def __post_init__(self) -> None:
         for name in ("threshold", "memory_threshold", "noise_multiplier"):
@@ -170,6 +213,7 @@ class GpuperfConfig:
     rootdir: Path = Path(".")
     device: str = "auto"
     threshold: float | None = None  # None: the mode's default (10% baseline, 2% compare-ref)
+    auto_threshold: AutoThreshold | None = None  # --gpuperf-auto-threshold: each test's from what it resolves
     memory_threshold: float = DEFAULT_MEMORY_THRESHOLD
     metric: Statistic = DEFAULT_METRIC
     strict: bool = False
@@ -394,6 +438,7 @@ def resolve(
             remeasures=_pick(m.remeasure, config.remeasures) if plan.confirms_suspicions else 0,
             confirm_pairs=config.confirm_pairs,
             min_samples=measure.min_samples,
+            auto_threshold=config.auto_threshold if m.threshold is None else None,  # a test's own threshold beats it
         )
     except ConfigError as exc:
         if marker is None and benchmark is None:

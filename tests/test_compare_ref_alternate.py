@@ -6,6 +6,8 @@ import itertools
 import time
 from collections.abc import Callable
 
+import pytest
+
 from pytest_gpuperf.config import DEFAULT_MIN_SAMPLES, MeasureSettings
 from pytest_gpuperf.engines.compare_ref.alternate import MIN_PAIRS, alternate, round_seconds
 from pytest_gpuperf.measure.stopping import Stop
@@ -129,3 +131,28 @@ def test_a_pair_that_lets_the_base_lead_starts_baab() -> None:
     assert "".join(seen[:8]) == "bhhbbhhb"
     # fresh pairs take turns: whatever leading carries lands on each side in half of them
     assert [base_leads(j) for j in range(6)] == [False, True, False, True, False, True]
+
+
+def test_a_quiet_test_stops_as_soon_as_its_ratio_is_resolved_a_noisy_one_runs_its_budget() -> None:
+    from pytest_gpuperf.verdict.rules import resolved_against
+
+    settings = MeasureSettings(min_time_s=0.0, max_time_s=0.3, target_precision=1e-9)  # no precision stop
+    resolved = resolved_against(0.02, confirming=True)
+    quiet = alternate(side(100.2), side(100.0), settings, resolved=resolved)  # +0.2%, rounds alike
+    assert quiet.stop is Stop.RESOLVED and quiet.pairs == MIN_PAIRS
+
+    # rounds up to 3% apart around the screen's boundary itself (+1%): their interval always spans it
+    jitter = itertools.cycle([0.97, 1.03, 0.99, 1.01, 0.98, 1.02])
+    noisy = alternate(side(100.0 * 1.02**0.5, speed=lambda i: next(jitter), sleep_s=0.002), side(100.0), settings,
+                      resolved=resolved)  # fmt: skip
+    assert noisy.stop is Stop.BUDGET and noisy.pairs > MIN_PAIRS
+
+
+def test_without_fresh_pairs_the_rounds_resolve_against_the_threshold_itself() -> None:
+    from pytest_gpuperf.verdict.rules import resolved_against, screen_boundary
+
+    assert screen_boundary(0.02) == pytest.approx(1.02**0.5)
+    screening, alone = resolved_against(0.02, confirming=True), resolved_against(0.02, confirming=False)
+    assert not screening(1.008, 1.012) and screening(1.011, 1.015)  # across +1% (half of +2%, log scale)
+    assert alone(1.008, 1.012) and not alone(1.018, 1.022)  # across +2%
+    assert not alone(0.975, 0.985)  # across -2%: an improvement the rounds would report

@@ -29,8 +29,8 @@ def test_only_a_process_with_an_openmp_pool_pauses_at_the_handover(restore_threa
     assert handover_pause_s() == HANDOVER_S
 
 
-def test_fresh_pairs_get_half_the_budget_but_never_less_than_min_time() -> None:
-    assert confirming_settings(MeasureSettings(min_time_s=0.2, max_time_s=2.0)).max_time_s == 1.0
+def test_fresh_pairs_get_a_quarter_of_the_budget_but_never_less_than_min_time() -> None:
+    assert confirming_settings(MeasureSettings(min_time_s=0.2, max_time_s=2.0)).max_time_s == 0.5
     assert confirming_settings(MeasureSettings(min_time_s=0.2, max_time_s=0.3)).max_time_s == 0.2
     assert describe([1.031, 1.02], 1.05) == "2 fresh process pairs (ratios 1.031, 1.020); first pair 1.050"
 

@@ -65,7 +65,8 @@ def test_an_aa_compare_ref_with_a_checkout_dependent_state_stays_quiet(pytester:
     )  # fmt: skip
     time_c = verdicts(json.loads((root / "results.json").read_text()))["test_perf.py::test_elementwise::default"]
     first_pair = time_c["explanation"][0]
-    assert time_c["verdict"] == "unchanged", (time_c, result.stdout.str())
+    # no false alarm: pairs whose processes land 1.38x apart may also leave four pairs short of resolving 50%
+    assert time_c["verdict"] in ("unchanged", "not resolved"), (time_c, result.stdout.str())
     assert result.ret == 0, result.stdout.str()
     # the first pair did see the state: the confirmation is what kept the session quiet
     assert any(step["rule"] == "confirmation" for step in time_c["explanation"]), (first_pair, time_c)

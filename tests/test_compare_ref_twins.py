@@ -182,3 +182,107 @@ def test_a_confirmation_pools_pairs_are_all_forked_from_the_sessions_one_zygote(
     assert parents == [parents[0]] * 3
     assert zygote.pid == parents[0] != replaced == replacement.pid
     assert replacement.poll() is not None  # closed with the session
+
+
+# An installed pytest plugin (a distribution on the path with a ``pytest11`` entry point) that records which
+# process imported it, and the worker test that reports what it sees of it.
+PLUGIN = """
+import os
+{setup}
+LOADED_IN = os.getpid()
+ORIGIN = "installed"
+"""
+PLUGIN_REPORTER = """
+import json, os, sys
+from pathlib import Path
+
+import sideplug
+
+Path(os.environ["REPORT_DIR"], Path.cwd().name + ".json").write_text(json.dumps({
+    "pid": os.getpid(), "ppid": os.getppid(), "loaded_in": sideplug.LOADED_IN, "origin": sideplug.ORIGIN,
+}))
+
+
+def test_x():
+    pass
+"""
+
+
+def _installed_plugin(root: Path, setup: str = "") -> Path:
+    site = root / "site"
+    info = site / "sideplug-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: sideplug\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pytest11]\nsideplug = sideplug\n")
+    (site / "sideplug.py").write_text(PLUGIN.format(setup=setup))
+    return site
+
+
+def _plugin_checkout(root: Path, name: str, *, own_plugin: bool = False) -> Path:
+    folder = root / name
+    (folder / "src").mkdir(parents=True)
+    (folder / "test_x.py").write_text(PLUGIN_REPORTER)
+    if own_plugin:  # the repository under test is the plugin's own
+        (folder / "sideplug.py").write_text(PLUGIN.format(setup="") + 'ORIGIN = "checkout"\n')
+    return folder
+
+
+def _reports(tmp_path: Path, report_dir: Path, checkouts: list[Path]) -> dict[str, dict]:  # type: ignore[type-arg]
+    zygote = Zygote(tmp_path / "logs")
+    try:
+        channels = zygote.fork(*(_launch(tmp_path, c) for c in checkouts))
+        for channel, checkout in zip(channels, checkouts, strict=True):
+            side = RemoteSide(channel, checkout.name)
+            side.wait_ready(timeout_s=120)
+            side.close()
+    finally:
+        zygote.close()
+    return {c.name: json.loads((report_dir / f"{c.name}.json").read_text()) for c in checkouts}
+
+
+def test_the_zygote_imports_the_installed_plugins_once_and_a_checkout_that_has_one_imports_its_own(
+    tmp_path: Path, report_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(_installed_plugin(tmp_path)))
+    plain, own = _plugin_checkout(tmp_path, "plain"), _plugin_checkout(tmp_path, "own", own_plugin=True)
+    seen = _reports(tmp_path, report_dir, [plain, own])
+    assert seen["plain"]["loaded_in"] == seen["plain"]["ppid"] != seen["plain"]["pid"]  # preloaded by the zygote
+    assert seen["plain"]["origin"] == "installed"
+    assert seen["own"]["origin"] == "checkout" and seen["own"]["loaded_in"] == seen["own"]["pid"]
+
+
+def test_a_plugin_that_starts_a_thread_is_not_preloaded_and_the_workers_still_fork(
+    tmp_path: Path, report_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    thread = "import threading; threading.Thread(target=threading.Event().wait, daemon=True).start()"
+    monkeypatch.setenv("PYTHONPATH", str(_installed_plugin(tmp_path, thread)))
+    seen = _reports(tmp_path, report_dir, [_plugin_checkout(tmp_path, "plain")])
+    assert seen["plain"]["loaded_in"] == seen["plain"]["pid"]  # the worker imported it: the zygote started again
+
+
+def test_only_the_preloaded_packages_the_path_resolves_elsewhere_are_forgotten(tmp_path: Path) -> None:
+    from pytest_gpuperf.workers.twins import forget_shadowed
+
+    installed, checkout, other = tmp_path / "installed", tmp_path / "checkout", tmp_path / "other"
+    for folder in (installed, checkout, other):
+        folder.mkdir()
+    for name in ("_gpuperf_probe_pkg", "_gpuperf_probe_mod"):
+        (installed / name).mkdir()
+        (installed / name / "__init__.py").write_text("")
+    (checkout / "_gpuperf_probe_pkg").mkdir()  # the checkout's own copy of one of them
+    (checkout / "_gpuperf_probe_pkg" / "__init__.py").write_text("")
+    sys.path.insert(0, str(installed))
+    names = frozenset({"_gpuperf_probe_pkg", "_gpuperf_probe_mod"})
+    try:
+        for name in names:
+            __import__(name)
+        # the installed copy's folder first (a fresh re-measure puts the session's whole path there): nothing
+        assert forget_shadowed([str(other), str(installed), str(checkout)], names) == []
+        assert names <= set(sys.modules)
+        # the checkout first: its own copy is imported instead of the preloaded one
+        assert forget_shadowed([str(checkout), str(installed)], names) == ["_gpuperf_probe_pkg"]
+        assert "_gpuperf_probe_pkg" not in sys.modules and "_gpuperf_probe_mod" in sys.modules
+    finally:
+        sys.path.remove(str(installed))
+        for name in [m for m in sys.modules if m.startswith("_gpuperf_probe_")]:
+            del sys.modules[name]

@@ -134,3 +134,26 @@ def test_the_old_marker_spelling_warns_that_it_is_deprecated(pytester: pytest.Py
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*remeasures=...) is now remeasure=...*"])
+
+
+def test_an_auto_threshold_has_two_bounds_in_order_and_a_tests_own_threshold_beats_it() -> None:
+    from pytest_gpuperf.config import AutoThreshold
+
+    bounds = AutoThreshold.parse("0.01, 0.1")
+    assert (bounds.low, bounds.high, str(bounds)) == (0.01, 0.1, "0.01,0.1")
+    for bad in ("0.1", "0.1,0.01", "0,0.1", "a,b", "0.01,0.1,0.2"):
+        with pytest.raises(ValueError, match="--gpuperf-auto-threshold"):
+            AutoThreshold.parse(bad)
+    config = GpuperfConfig(enabled=True, auto_threshold=bounds)
+    assert resolve(config).gate.auto_threshold == bounds
+    assert resolve(config, MarkerOptions(threshold=0.3)).gate.auto_threshold is None
+
+
+def test_the_auto_threshold_is_an_option_with_an_ini_twin_said_in_the_header(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ngpuperf_auto_threshold = 0.01,0.2\n")
+    pytester.makepyfile(test_d="def test_d():\n    pass\n")
+    result = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-device=cpu", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["gpuperf: time thresholds auto: *within 1.0% to 20.0%*"])
+    bad = pytester.runpytest_subprocess("--gpuperf", "--gpuperf-auto-threshold=0.2,0.01", "-p", "no:cacheprovider")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--gpuperf-auto-threshold*"])

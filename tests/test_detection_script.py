@@ -28,7 +28,24 @@ def test_each_session_is_divided_by_the_pytest_benchmark_session_of_its_trial_an
 def test_the_simulated_plan_confirms_a_large_change_in_few_pairs_and_clears_no_change() -> None:
     with benchmark_script("detection_plan") as plan:
         rng = random.Random(3)
-        large = [plan.simulate(0.10, 0.01, 6, 0.02, rng) for _ in range(50)]
-        none = [plan.simulate(0.0, 0.01, 6, 0.02, rng) for _ in range(50)]
-    assert all(hit for hit, _ in large) and max(n for _, n in large) <= 5
-    assert not any(hit for hit, _ in none) and all(n >= 3 for _, n in none)
+        large = [plan.simulate(0.10, 0.01, 12, 0.02, rng, error=0.005) for _ in range(50)]
+        none = [plan.simulate(0.0, 0.01, 12, 0.02, rng, error=0.005) for _ in range(50)]
+        beyond, within = plan.Outcome.BEYOND, plan.Outcome.WITHIN
+    assert all(r.outcome is beyond for r in large) and max(r.pairs for r in large) <= 6
+    assert all(r.outcome is within for r in none) and all(r.pairs >= 3 for r in none)
+    assert all(0 < r.detectable < 0.05 for r in large + none)
+
+
+def test_the_simulated_sessions_catch_slowdowns_past_the_threshold_and_none_of_unchanged_code() -> None:
+    import argparse
+
+    with benchmark_script("detection_plan") as plan:
+        args = argparse.Namespace(
+            pairs=12, threshold=0.02, spread=0.0073, pair_error=0.005, session_offset=0.0, confidence=0.95,
+            tests=4, first_spread=0.011, round_error=0.004, screen_share=0.5,
+        )  # fmt: skip
+        rng = random.Random(5)
+        unchanged = [plan.session(0.0, args, rng) for _ in range(30)]
+        slowed = [plan.session(0.10, args, rng) for _ in range(30)]
+    assert sum(s.caught for s in unchanged) == 0
+    assert sum(s.caught for s in slowed) == 4 * 30

@@ -60,7 +60,7 @@ def test_a_busy_run_is_marked_in_the_store(store_url: str) -> None:
     assert {v.busy for v in quiet.values} == {None}
     quiet = dataclasses.replace(quiet, commit="f" * 40, commit_date="2027-01-01T00:00:00+00:00")
     with open_store(store_url) as store:
-        assert store.schema_revision() == known_revisions()[-1] == "0002"
+        assert store.schema_revision() == known_revisions()[-1] == "0003"
         store.record(busy)
         store.record(quiet)
         series = store.load_series(SeriesFilter(statistic="time.p50"))
@@ -89,7 +89,7 @@ def test_a_store_of_the_first_schema_is_upgraded_and_its_values_are_not_busy(tmp
             "VALUES ('r', 't', 'default', 'time.p50', 1.0, 'ns', 'lower')"))  # fmt: skip
     engine.dispose()
     with open_store(str(tmp_path / "old.db")) as store:
-        assert store.schema_revision() == "0002"
+        assert store.schema_revision() == "0003"
         [s] = store.load_series()
     assert s.points[0].busy is None
 

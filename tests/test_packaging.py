@@ -41,7 +41,8 @@ def test_the_wheel_builds_without_warnings_and_declares_its_license(tmp_path: Pa
     # the history store's migrations run from the installed package (history/store.py)
     assert {"pytest_gpuperf/history/migrations/env.py",
             "pytest_gpuperf/history/migrations/versions/0001_runs_and_values.py",
-            "pytest_gpuperf/history/migrations/versions/0002_busy_values.py"} <= names  # fmt: skip
+            "pytest_gpuperf/history/migrations/versions/0002_busy_values.py",
+            "pytest_gpuperf/history/migrations/versions/0003_detectable_values.py"} <= names  # fmt: skip
     # the dashboard copies its script and style sheet from the installed package into every site
     assert {"pytest_gpuperf/history/dashboard/assets/dashboard.js",
             "pytest_gpuperf/history/dashboard/assets/dashboard.css"} <= names  # fmt: skip

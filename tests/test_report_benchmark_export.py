@@ -59,7 +59,7 @@ def test_pytest_benchmark_storage_loads_the_export(tmp_path: Path) -> None:
     logger = pytest_benchmark_logger.Logger(pytest_benchmark_logger.Logger.QUIET)
     storage = pytest_benchmark_file.FileStorage(tmp_path / "runs", logger=logger)
     loaded = list(storage.load_benchmarks(str(path)))
-    assert len(loaded) == 7
+    assert len(loaded) == 8
     flash = next(b for b in loaded if b["name"] == "test_flash")
     assert flash["median"] == pytest.approx(2.5)
     assert flash["rounds"] == 12
@@ -82,7 +82,7 @@ def test_pytest_benchmark_compare_renders_the_export(tmp_path: Path) -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "benchmark: 7 tests" in proc.stdout
+    assert "benchmark: 8 tests" in proc.stdout
     assert "test_matmul[fp16-4096]" in proc.stdout
     assert "test_conv::forward" in proc.stdout
     csv_text = csv_base.with_suffix(".csv").read_text()

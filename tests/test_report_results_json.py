@@ -45,6 +45,7 @@ def test_document_holds_statistics_samples_verdicts_and_context(tmp_path: Path) 
         "new": 1,
         "not comparable": 1,
         "not gated": 1,
+        "not resolved": 1,
         "regression": 1,
         "unchanged": 1,
         "unstable": 1,

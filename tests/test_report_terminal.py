@@ -86,7 +86,8 @@ def test_regressions_come_first_and_counts_close_the_table() -> None:
     assert "regression" in tw.lines[2][0]
     last, markup = tw.lines[-1]
     assert last == (
-        "gpuperf: 1 regression, 1 improvement, 1 unchanged, 1 new, 1 not comparable, 1 unstable, 1 not gated"
+        "gpuperf: 1 regression, 1 improvement, 1 unchanged, 1 new, 1 not comparable, 1 unstable, 1 not gated, "
+        "1 not resolved"
     )
     assert markup == {"bold": True, "red": True}
 
@@ -96,7 +97,8 @@ def test_only_the_verdicts_that_are_nouns_take_a_plural() -> None:
     tw = RecordingWriter(fullwidth=140)
     render_summary(dataclasses.replace(session, results=session.results * 2), tw)
     assert tw.lines[-1][0] == (
-        "gpuperf: 2 regressions, 2 improvements, 2 unchanged, 2 new, 2 not comparable, 2 unstable, 2 not gated"
+        "gpuperf: 2 regressions, 2 improvements, 2 unchanged, 2 new, 2 not comparable, 2 unstable, 2 not gated, "
+        "2 not resolved"
     )
 
 

@@ -80,3 +80,23 @@ def test_the_runs_last_line_says_it(pytester: pytest.Pytester) -> None:
     assert "=" in result.outlines[-1] and "passed" in result.outlines[-1]  # pytest's own line follows, nothing else
     assert result.outlines[-3] == ours[-1]  # and its continued line (notes.wrapped)
     assert result.outlines[-2].strip().endswith("--gpuperf-strict (--gpuperf-explain says why)")
+
+
+def test_a_not_resolved_test_is_told_what_would_resolve_it_by_what_it_can_resolve() -> None:
+    import dataclasses
+
+    from pytest_gpuperf.model import Detectable
+
+    steps = (("against-threshold", Verdict.NOT_RESOLVED),)
+
+    def unresolved(needed: int, readings: int) -> SessionResults:
+        found = Detectable(0.03, 0.02, 0.8, readings, "fresh pairs", needed)
+        c = dataclasses.replace(comparison(0, Verdict.NOT_RESOLVED, *steps), detectable=found)
+        return session(c, compare_ref="main")
+
+    short = unjudged_line(unresolved(needed=30, readings=12))
+    assert short is not None and "1 not resolved (against-threshold)" in short
+    assert "give the fresh pairs more room (--gpuperf-confirm-pairs=30) or a quieter runner" in short
+    close = unjudged_line(unresolved(needed=5, readings=12))  # the pairs resolve 2%: the change sits near it
+    assert close is not None and "their changes lie close to the threshold" in close
+    assert "--gpuperf-confirm-pairs" not in close

@@ -11,7 +11,17 @@ import pytest
 from pytest_gpuperf.baseline.record import recorded_correction
 from pytest_gpuperf.config import GateSettings
 from pytest_gpuperf.errors import ConfigError
-from pytest_gpuperf.model import Kind, Measurement, Metric, SampleStats, Scheduling, Statistic, Verdict, WaitSource
+from pytest_gpuperf.model import (
+    Comparison,
+    Kind,
+    Measurement,
+    Metric,
+    SampleStats,
+    Scheduling,
+    Statistic,
+    Verdict,
+    WaitSource,
+)
 from tests.verdict_helpers import OTHER, compare, entry, measurement, rounds, rules_that_acted, samples, time_of
 
 
@@ -240,3 +250,50 @@ def test_a_violated_bound_fails_every_mode_by_its_steps_flag_not_a_rules_name() 
         relative, explanation=tuple(dataclasses.replace(n, rule="metric-bounds") for n in relative.explanation)
     )
     assert absolute_failures(MeasurementResult(measurement(), (renamed,))) == ()  # a name decides nothing
+
+
+def _first_pair(ratio: float, half_width: float, *, confirm_pairs: int) -> Comparison:
+    """Compare-ref's first pair read at ``ratio`` with its rounds' interval ``ratio * (1 +- half_width)``."""
+    from pytest_gpuperf.config import Mode
+    from pytest_gpuperf.verdict import Reference, judge
+    from pytest_gpuperf.verdict.case import Evidence
+    from tests.verdict_helpers import ENV, cpu_rules
+
+    evidence = Evidence(change=ratio - 1, ratio=ratio, low=ratio * (1 - half_width), high=ratio * (1 + half_width),
+                        p_value=0.01, method="rounds", readings=20, reference_readings=20, paired=True)  # fmt: skip
+    gate = GateSettings(threshold=0.02, confirm_pairs=confirm_pairs)
+    reference = Reference(entry=entry(1000.0), time_evidence=evidence, base_ref="main")
+    return time_of(judge(measurement(1000.0), reference, gate, cpu_rules(Mode.COMPARE_REF), ENV).comparisons)
+
+
+def test_compare_ref_decides_against_the_threshold_with_the_interval_in_three_outcomes() -> None:
+    from pytest_gpuperf.verdict.rules import against_threshold
+
+    assert against_threshold(1.025, 1.035, 0.02) is Verdict.REGRESSION
+    assert against_threshold(0.995, 1.015, 0.02) is Verdict.UNCHANGED
+    assert against_threshold(1.006, 1.038, 0.02) is Verdict.NOT_RESOLVED  # +2.2% [+0.6%, +3.8%]: either side
+    assert against_threshold(0.95, 0.97, 0.02) is Verdict.IMPROVEMENT
+    assert against_threshold(0.97, 1.01, 0.02) is Verdict.UNCHANGED  # an improvement not shown leaves nothing open
+
+
+def test_a_change_as_likely_below_the_threshold_as_above_it_is_not_resolved_and_strict_decides() -> None:
+    from pytest_gpuperf.verdict.judge import failing
+
+    alone = _first_pair(1.022, 0.016, confirm_pairs=0)  # +2.2% [+0.6%, +3.8%], no fresh pairs to settle it
+    assert alone.verdict is Verdict.NOT_RESOLVED
+    assert "not resolved against the threshold 2.0%" in alone.note
+    assert not failing([alone], strict=False) and failing([alone], strict=True)
+
+
+def test_the_first_pair_only_screens_what_fresh_pairs_decide() -> None:
+    from pytest_gpuperf.verdict.confirmation import suspicion, unconfirmed_verdict
+
+    open_pair = _first_pair(1.022, 0.016, confirm_pairs=12)
+    assert suspicion(open_pair) is Verdict.REGRESSION and unconfirmed_verdict(open_pair) is Verdict.NOT_RESOLVED
+    past_half = _first_pair(1.013, 0.002, confirm_pairs=12)  # +1.3%: within 2%, but past half of it
+    assert suspicion(past_half) is Verdict.REGRESSION and unconfirmed_verdict(past_half) is Verdict.UNCHANGED
+    below_half = _first_pair(1.008, 0.002, confirm_pairs=12)
+    assert below_half.verdict is Verdict.UNCHANGED and suspicion(below_half) is None
+    faster = _first_pair(0.96, 0.005, confirm_pairs=12)
+    assert suspicion(faster) is Verdict.IMPROVEMENT
+    assert [s.rule for s in past_half.explanation][-2:] == ["against-threshold", "screen"]

@@ -122,7 +122,7 @@ class LocalEngine:
         if suspected is None or again is None or settings.gate.remeasures <= 0:
             return result
 
-        gate = confirming_gate(settings.gate, suspected)
+        gate = confirming_gate(settings.gate, suspected, first)
 
         def take(i: int) -> MeasurementResult:
             self.progress.remeasuring(result.measurement.key, i + 1, settings.gate.remeasures)

@@ -18,6 +18,8 @@ What a run records for every measurement (``measurement_values``):
 - on a GPU, the device's state while it measured (``device.sm_clock``, ``device.mem_clock`` in MHz,
   ``device.power`` in W, ``device.temperature`` in °C: the medians NVML read beside the samples),
   which the change points of its time cite as supporting evidence (``events.py``).
+- on the judged time statistic, the gate's minimum detectable change (``model.Detectable``), so
+  that a dashboard shows what each test could resolve over time.
 
 A run's identity (``run_identity``) is a hash of the session's identifying fields (never of a
 file's bytes), so a session recorded by pytest and its results file ingested later, in any format
@@ -206,6 +208,8 @@ def measurement_values(result: MeasurementResult) -> list[RecordedValue]:
     m = result.measurement
     busy = busy_evidence(m.health, m.unstable_reason, m.device)
     verdicts = {c.metric.replace("time.median", "time.p50"): c.verdict for c in result.comparisons}
+    detectables = {c.metric.replace("time.median", "time.p50"): c.detectable.change
+                   for c in result.comparisons if c.detectable is not None}  # fmt: skip
     diff_on = _profile_diff_statistic(result)
     diff = _profile_diff_json(result) if diff_on else None
     stats = m.stats
@@ -215,7 +219,8 @@ def measurement_values(result: MeasurementResult) -> list[RecordedValue]:
     def value(statistic: str, number: float, unit: str, better: Direction = "lower", **extra: Any) -> RecordedValue:
         return RecordedValue(
             test=m.test_id, measurement=m.name, statistic=statistic, value=float(number), unit=unit, better=better,
-            verdict=verdicts.get(statistic), profile_diff=diff if statistic == diff_on else None, busy=busy, **extra,
+            verdict=verdicts.get(statistic), profile_diff=diff if statistic == diff_on else None, busy=busy,
+            detectable=detectables.get(statistic), **extra,
         )  # fmt: skip
 
     out = [value("time.p50", stats.median_ns, "ns", ci_low=low, ci_high=high, p10=p10, p90=p90, samples=stats.count)]

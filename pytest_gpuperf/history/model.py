@@ -66,6 +66,7 @@ class RecordedValue:
     verdict: Verdict | None = None  # the gate's verdict in that run, if it judged
     profile_diff: Mapping[str, object] | None = None  # results-file JSON of a confirmed regression's diff
     busy: str | None = None  # the evidence that the runner was busy while it measured (pytest_gpuperf/model/busy.py)
+    detectable: float | None = None  # the smallest change the gate that judged it could resolve (model.Detectable)
 
 
 @dataclass(frozen=True)
@@ -168,6 +169,7 @@ class Point:
     has_profile_diff: bool = False
     commit_date: str | None = None
     busy: str | None = None  # measured on a busy runner (the evidence): drawn apart, left out of change points
+    detectable: float | None = None  # the smallest change the gate could resolve in that run (model.Detectable)
 
 
 @dataclass(frozen=True)

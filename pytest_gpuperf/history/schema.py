@@ -68,5 +68,7 @@ values = Table(
     Column("profile_diff", JSON(none_as_null=True), nullable=True),
     # the evidence that the runner was busy while it measured (pytest_gpuperf/model/busy.py), else NULL
     Column("busy", Text, nullable=True),
+    # the minimum detectable change of the comparison that judged it (model.Detectable.change), else NULL
+    Column("detectable", Float, nullable=True),
     Index("ix_gpuperf_values_series", "test", "measurement", "statistic"),
 )

@@ -180,7 +180,7 @@ class HistoryStore:
         run_query = run_query.order_by(func.coalesce(r.c.commit_date, r.c.started_at), r.c.started_at, r.c.run_id)
         value_query = select(
             v.c.run_id, v.c.test, v.c.measurement, v.c.statistic, v.c.unit, v.c.better, v.c.value, v.c.ci_low,
-            v.c.ci_high, v.c.p10, v.c.p90, v.c.samples, v.c.verdict, v.c.busy,
+            v.c.ci_high, v.c.p10, v.c.p90, v.c.samples, v.c.verdict, v.c.busy, v.c.detectable,
             v.c.profile_diff.is_not(None).label("has_profile_diff"),
         )  # fmt: skip
         if where.test:
@@ -289,6 +289,7 @@ def _point(run: RowMapping, value: RowMapping) -> Point:
         commit_date=run["commit_date"],
         # the run was busy; whether that moved this value is the busy rule's (peak memory is exact)
         busy=value["busy"] if load_moves(value["statistic"], value["unit"]) else None,
+        detectable=value["detectable"],
     )
 
 
@@ -346,6 +347,7 @@ def _value_row(run_id: str, value: RecordedValue) -> dict[str, Any]:
         "verdict": Verdict(value.verdict).value if value.verdict is not None else None,
         "profile_diff": dict(value.profile_diff) if value.profile_diff is not None else None,
         "busy": value.busy,
+        "detectable": finite(value.detectable),
     }
 
 

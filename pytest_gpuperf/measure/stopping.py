@@ -38,6 +38,7 @@ class Stop(enum.Enum):
     CAP = "sample cap reached"
     LONG_CALL = "a long call's budget spent"
     CHECKED = "a check's samples taken"
+    RESOLVED = "resolved against the threshold"
 
 
 @dataclass(frozen=True)
@@ -102,8 +103,13 @@ class StoppingRule:
             return self.max_samples or 2**31
         return max(0, math.floor(room / (per_sample_s * LIMIT_MARGIN)))
 
-    def check(self, progress: Progress, precision: Callable[[], float]) -> Stop | None:
-        """Why to stop now, or None to measure another round; ``precision`` is called only when it decides."""
+    def check(
+        self, progress: Progress, precision: Callable[[], float], resolved: Callable[[], bool] | None = None
+    ) -> Stop | None:
+        """Why to stop now, or None to measure another round; ``precision`` is called only when it decides.
+
+        ``resolved``: whether what the rounds decide is settled (compare-ref's ratio against the threshold), a
+        stop as early as the precision stop's, before it."""
         p = progress
         if p.samples == 0:
             return None  # a measurement takes one round at least; the hard limit guards it
@@ -122,6 +128,8 @@ class StoppingRule:
             return Stop.LONG_CALL
         if p.rounds < self.min_rounds or p.measured_s < self.min_time_s or p.samples < self.precision_samples:
             return None
+        if resolved is not None and resolved():
+            return Stop.RESOLVED
         return Stop.PRECISE if precision() <= self.target_precision else None
 
     def shortfall_note(self, count: int, what: str = "sample") -> str | None:

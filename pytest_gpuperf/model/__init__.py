@@ -48,6 +48,8 @@ class Verdict(str, enum.Enum):
     NOT_COMPARABLE = "not comparable"
     UNSTABLE = "unstable"
     NOT_GATED = "not gated"  # too few samples for any verdict (a call slower than the time limit allows)
+    # compare-ref: its interval reaches both sides of the threshold when the readings' budget was spent
+    NOT_RESOLVED = "not resolved"
     IMPROVEMENT = "improvement"
     NEW = "new"
     UNCHANGED = "unchanged"
@@ -614,6 +616,31 @@ class CorrectedChange:
 
 
 @dataclass(frozen=True)
+class Detectable:
+    """What a time comparison's evidence can resolve (verdict/detectable.py, docs/statistics.md).
+
+    ``change``: the smallest relative change that the gate, with its false-alarm control, would tell from no
+    change with probability ``power``, given the interval's width (and, in baseline mode, the recorded noise).
+    ``threshold``: the threshold it was set against; ``readings`` of kind ``reading`` ("round pairs", "fresh
+    pairs", "samples") gave it; ``needed``: how many of them would bring it down to the threshold, None where
+    more of them cannot (``limit`` says what stands in the way, "" where nothing does).
+    """
+
+    change: float
+    threshold: float
+    power: float
+    readings: int
+    reading: str
+    needed: int | None = None
+    limit: str = ""
+
+    @property
+    def resolves(self) -> bool:
+        """Whether the threshold is at least the detectable change: a change of it can be told from none."""
+        return self.change <= self.threshold
+
+
+@dataclass(frozen=True)
 class Comparison:
     """The gate's finding for one metric of one measurement, with the rules that reached it."""
 
@@ -635,6 +662,7 @@ class Comparison:
     explanation: tuple[RuleNote, ...] = ()  # every rule that acted, in order (verdict/pipeline.py)
     # a time change judged on contention-corrected times (the change above is the wall clock's)
     correction: CorrectedChange | None = None
+    detectable: Detectable | None = None  # a time comparison's minimum detectable change (verdict/detectable.py)
 
     def __post_init__(self) -> None:
         # an unbounded CI (one sample a side) or infinite change (zero baseline) is unknown: null; JSON has no infinity

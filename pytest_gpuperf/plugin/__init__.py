@@ -250,6 +250,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         change_lines,
         render_explanations,
         render_notes,
+        render_resolution,
         render_summary,
         render_top_ops,
         render_unjudged,
@@ -259,6 +260,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     tw = terminalreporter
     render_summary(session, config.get_terminal_writer())
     render_notes(tw, session, cfg.resolve(state.config).gate.threshold)
+    render_resolution(tw, session)
     if session.results and (missing := missing_baselines(state.config)):
         for line in wrapped(f"nothing gated: {missing}"):
             tw.write_line(line, yellow=True)
@@ -284,7 +286,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     state = config.stash.get(STATE_KEY, None)
     if state is None or state.worker is not None:
         return None  # an xdist worker's header is shown to no one
-    from pytest_gpuperf.report.header import retired_settings, session_header
+    from pytest_gpuperf.report.header import retired_settings, session_header, threshold_lines
 
     early = state.early_base
     head = config.stash.get(BASE_IS_HEAD_KEY, None)
@@ -295,5 +297,5 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         ref_commit=early.worktree.commit if early is not None else None,
         ref_note=head.describe() if head is not None else None,
     )
-    lines = [*([header] if header else []), *retired_settings(state.config)]
+    lines = [*([header] if header else []), *threshold_lines(state.config), *retired_settings(state.config)]
     return lines or None

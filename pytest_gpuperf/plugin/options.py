@@ -59,6 +59,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--gpuperf-threshold", f"relative slow-down that fails (default: {modes.DEFAULT_THRESHOLD} against "
            f"baselines, {modes.DEFAULT_COMPARE_REF_THRESHOLD} with --gpuperf-compare-ref)", float, "FRACTION", ini=True,
            field="threshold"),
+    Option("--gpuperf-auto-threshold", "set each test's time threshold to the change it can resolve on this "
+           "runner (its minimum detectable change), kept within LOW,HIGH (fractions, e.g. 0.01,0.1); a test's own "
+           "threshold beats it (default: off)", cfg.AutoThreshold.parse, "LOW,HIGH", ini=True,
+           field="auto_threshold"),
     Option("--gpuperf-memory-threshold", f"relative peak-memory growth that fails (default: "
            f"{cfg.DEFAULT_MEMORY_THRESHOLD})", float, "FRACTION", ini=True, default=cfg.DEFAULT_MEMORY_THRESHOLD,
            field="memory_threshold"),

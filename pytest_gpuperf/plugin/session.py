@@ -100,7 +100,8 @@ class GpuperfSession:
         if needs_lock(str(self.device), self.worker, cuda_count):
             self.lock = measurement_lock(c.rootdir, str(self.device))
         self.environment = probe_environment(self.device)
-        self.provenance = git_provenance(c.rootdir)
+        # a worker's readings are judged and reported by the head, which knows the commits: no git for it to ask
+        self.provenance = Provenance() if self.base_worker else git_provenance(c.rootdir)
         self.store = BaselineStore(c.baseline_dir)
         plan = c.plan
         guard = guard_for(self.device, plan=plan, pin_cpu=c.pin_cpu, busy_policy=c.busy_policy)

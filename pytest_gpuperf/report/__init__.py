@@ -70,6 +70,7 @@ def _html(session: SessionResults, path: Path | None, history: History | None) -
 
 def _table(session: SessionResults, path: Path | None, history: History | None) -> str:
     from pytest_gpuperf.report.notes import wrapped
+    from pytest_gpuperf.report.resolution import resolution_lines
     from pytest_gpuperf.report.rows import unjudged_line
     from pytest_gpuperf.report.terminal import PlainWriter, render_summary
     from pytest_gpuperf.report.text import plain
@@ -77,6 +78,8 @@ def _table(session: SessionResults, path: Path | None, history: History | None) 
     buffer = io.StringIO()
     writer = PlainWriter(buffer, color=False)
     render_summary(session, writer)
+    for line in resolution_lines(session):
+        writer.line(plain(f"gpuperf: {line}"))
     if unjudged := unjudged_line(session):  # last, as at the end of a session
         for line in wrapped(plain(unjudged)):
             writer.line(line)

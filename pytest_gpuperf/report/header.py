@@ -118,6 +118,17 @@ def session_header(
     )
 
 
+def threshold_lines(config: GpuperfConfig) -> list[str]:
+    """Under ``--gpuperf-auto-threshold``, the line that says each test's time threshold is what it resolves."""
+    auto = config.auto_threshold
+    if auto is None or config.mode is Mode.SMOKE:
+        return []
+    from pytest_gpuperf.verdict.detectable import POWER
+
+    return [f"gpuperf: time thresholds auto: each test's is the change it can resolve here ({POWER:.0%} of the "
+            f"time), within {auto.low:.1%} to {auto.high:.1%}; a test's own threshold beats it"]  # fmt: skip
+
+
 def retired_settings(config: GpuperfConfig) -> list[str]:
     """A header line per retired setting the session still sets: accepted, and said to do nothing."""
     if config.calibrate == "off":

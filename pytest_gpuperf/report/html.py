@@ -21,6 +21,7 @@ from pytest_gpuperf.report.drift import drift_sentences, session_drift
 from pytest_gpuperf.report.history import STEP_DOWN, STEP_UP, History, Trend, draw_trend, time_scale
 from pytest_gpuperf.report.markdown import TOP_OPS, software
 from pytest_gpuperf.report.repro import Rerun, rerun_of
+from pytest_gpuperf.report.resolution import detectable_cell, resolution_lines
 from pytest_gpuperf.report.rows import (
     contention_line,
     counts_line,
@@ -291,11 +292,15 @@ def _summary_table(session: SessionResults) -> str:
             f'<td class="num">{format_time(h.baseline_ns) if h.baseline_ns is not None else "-"}</td>',
             f'<td class="num">{format_change(h.change)}</td>',
             f'<td class="num">{escape(format_precision(m.precision))}</td>',
+            f'<td class="num">{escape(detectable_cell(r))}</td>',
             f"<td>{escape(h.verdict_label)}</td>",
         ]
         rows.append(f'<tr class="{_css_class(h.verdict)}">{"".join(cells)}</tr>')
     reference = reference_column(session)
-    return _table(("test", "measurement", "now", reference, "change", "precision", "verdict"), rows, ' id="summary"')
+    headers = ("test", "measurement", "now", reference, "change", "precision", "detectable change", "verdict")
+    table = _table(headers, rows, ' id="summary"')
+    resolution = resolution_lines(session)
+    return table + (f'<p class="note">{escape(" ".join(resolution))}</p>' if resolution else "")
 
 
 def _comparisons(result: MeasurementResult, reference: str) -> str:

@@ -20,6 +20,7 @@ from pytest_gpuperf.model import (
     Verdict,
 )
 from pytest_gpuperf.report.notes import note_groups
+from pytest_gpuperf.report.resolution import detectable_cell, resolution_lines
 from pytest_gpuperf.report.rows import (
     contention_line,
     counts_line,
@@ -66,6 +67,7 @@ VERDICT_ICON = {  # the comments' mark of each verdict (this one and report.matr
     Verdict.NOT_COMPARABLE: "🟡",
     Verdict.UNSTABLE: "🟠",
     Verdict.NOT_GATED: "⚫",
+    Verdict.NOT_RESOLVED: "🟤",
 }
 
 
@@ -159,8 +161,9 @@ def _commits(session: SessionResults) -> list[str]:
 
 def _noise(session: SessionResults) -> list[str]:
     lines = [
-        f"| test | measurement | samples | precision | {reference_column(session)} noise | timer | notes |",
-        "|---|---|---:|---:|---:|---|---|",
+        f"| test | measurement | samples | precision | {reference_column(session)} noise | detectable change "
+        "| timer | notes |",
+        "|---|---|---:|---:|---:|---:|---|---|",
     ]
     for r in ordered(session.results):
         m = r.measurement
@@ -172,6 +175,7 @@ def _noise(session: SessionResults) -> list[str]:
             f"{m.stats.count} x {m.calls_per_sample}",
             format_precision(m.precision),
             format_precision(noise).lstrip("±"),
+            md_text(detectable_cell(r)),
             md_text(m.timer),
             md_text(notes),
         ]
@@ -293,6 +297,9 @@ def render_comment(session: SessionResults, folder: Path | None = None) -> str:
     lines += _table(session) if session.results else ["No measurements were taken."]
     if notes := _notes(session):
         lines += ["", *notes]
+    resolution = resolution_lines(session)
+    if resolution:
+        lines += ["", f"🔍 {md_text(' '.join(resolution))}"]
     lines.append("")
     lines += why_sections(session, folder=folder)
     lines += _details("Environment", _environment(session.environment))

@@ -26,7 +26,14 @@ from pytest_gpuperf.report.rows import deciding_rule
 LINE_LIMIT = 160  # characters of a line the terminal writes about the run: about two thirds of a wide terminal
 FULL_NOTES = "every note in full: --gpuperf-explain, and the reports (--gpuperf-json, --gpuperf-html)"
 _SPEAKING = frozenset(
-    {Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.NOT_COMPARABLE, Verdict.UNSTABLE, Verdict.NOT_GATED}
+    {
+        Verdict.REGRESSION,
+        Verdict.IMPROVEMENT,
+        Verdict.NOT_COMPARABLE,
+        Verdict.UNSTABLE,
+        Verdict.NOT_GATED,
+        Verdict.NOT_RESOLVED,
+    }
 )
 
 

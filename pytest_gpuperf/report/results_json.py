@@ -23,10 +23,10 @@ from pytest_gpuperf.model import SessionResults
 from pytest_gpuperf.report import codec
 
 FORMAT = "pytest-gpuperf-results"
-# Version history: 1 (0.1.0) the first format; 2 each comparison has a kind and its explanation
-# (the rules that reached its verdict), and the verdict "not gated"; 3 the differential profile
-# of a confirmed regression (``profile_diff``), the compact op profile of a measurement and of a
-# baseline entry; 4 what the ``benchmark`` fixture knows of a measurement's test (``benchmark``:
+# Version history: 1 (0.1.0) the first format; 2 each comparison has a kind and its explanation (the
+# rules that reached its verdict), and the verdict "not gated"; 3 the differential profile of a
+# confirmed regression (``profile_diff``), the compact op profile of a measurement and of a baseline
+# entry; 4 what the ``benchmark`` fixture knows of a measurement's test (``benchmark``:
 # pytest-benchmark's names, group, params and extra_info), a measurement's notes with their kind
 # (``{"text", "kind"}``, no longer bare strings); 5 a differential profile's explanation (``rows``,
 # ``measured``, ``profile_change``, ``finding``, ``basis``), each profiled call's times in op
@@ -36,12 +36,13 @@ FORMAT = "pytest-gpuperf-results"
 # taken out (``correction``), a baseline entry's recorded correction and the machine's reference
 # (``reference_ns``), what NVML read beside each sample (a measurement's ``device_state``: clocks,
 # power, temperature, clock-event reasons, how its energy was measured) and a baseline entry's medians
-# of it (its ``device_state``), all optional, and the pytest arguments a re-run of a measurement needs
-# (``repro_args``: report/repro.py). Older files are read by adding what they lack (``_upgrade``): no
-# kind recorded is taken from the comparison's name, a bare note is a notice, a note without a topic
-# has none, the rest is empty (a version 4 diff has no explanation rows, a version 5 measurement no
-# scheduling, a version 5 file no repro arguments: its repro commands name the test, the mode and the
-# device only).
+# of it (its ``device_state``), all optional, the pytest arguments a re-run of a measurement needs
+# (``repro_args``: report/repro.py), a time comparison's minimum detectable change (``detectable``,
+# optional) and compare-ref's verdict "not resolved" (an interval on both sides of the threshold).
+# Older files are read by adding what they lack (``_upgrade``): no kind recorded is taken from the
+# comparison's name, a bare note is a notice, a note without a topic has none, the rest is empty (a
+# version 4 diff has no explanation rows, a version 5 measurement no scheduling, a version 5 file no
+# repro arguments: its repro commands name the test, the mode and the device only).
 SCHEMA_VERSION = 6
 MAX_BYTES = MAX_JSON_BYTES  # the most a results file may hold (files.py)
 _OLDER_VERSIONS = (1, 2, 3, 4, 5)  # read through _upgrade

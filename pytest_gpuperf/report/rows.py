@@ -141,7 +141,7 @@ def count_of(n: int, verdict: Verdict) -> str:
 
 
 # What a run was asked to judge but could not: not a pass, and the run says so first (``unjudged_line``).
-UNJUDGED = (Verdict.UNSTABLE, Verdict.NOT_GATED, Verdict.NOT_COMPARABLE)
+UNJUDGED = (Verdict.UNSTABLE, Verdict.NOT_GATED, Verdict.NOT_RESOLVED, Verdict.NOT_COMPARABLE)
 
 
 def deciding_rule(c: Comparison) -> str | None:
@@ -205,13 +205,29 @@ def _advice(session: SessionResults, unjudged: list[MeasurementResult], reasons:
         advice = []
         if (Verdict.NOT_GATED, _NO_REFERENCE_RULE) in judged:  # an import error, a failing test: not the runner's load
             advice.append(f"the base ({session.compare_ref}) could not run some: each one's note says why")
-        if judged - {(Verdict.NOT_GATED, _NO_REFERENCE_RULE)}:
+        if Verdict.NOT_RESOLVED in verdicts:
+            advice.append(_unresolved_advice(unjudged))
+        if {r for r in judged if r[0] is not Verdict.NOT_RESOLVED} - {(Verdict.NOT_GATED, _NO_REFERENCE_RULE)}:
             advice.append("run it again on a quieter runner")
     else:
         advice = list(dict.fromkeys(_BASELINE_ADVICE.get(rule, _RUN_AGAIN) for _, rule in judged))
     if Verdict.NOT_COMPARABLE in verdicts:
         advice.append(_other_device_advice(session, [r for r in unjudged if r.verdict is Verdict.NOT_COMPARABLE]))
     return "; ".join(advice)
+
+
+def _unresolved_advice(unjudged: list[MeasurementResult]) -> str:
+    """What would resolve the not-resolved comparisons: more fresh pairs where their detectable change says
+    the budget was too small (``--gpuperf-confirm-pairs=N``, the most any needs), else nothing but a threshold
+    further from their change: they resolve the threshold, and their change lies close to it."""
+    found = [c.detectable for r in unjudged for c in r.comparisons
+             if c.verdict is Verdict.NOT_RESOLVED and c.detectable is not None]  # fmt: skip
+    short = [d.needed for d in found if d.needed is None or d.needed > d.readings]
+    if short or not found:
+        known = [n for n in short if n is not None]
+        more = f"--gpuperf-confirm-pairs={max(known)}" if known else "a larger --gpuperf-confirm-pairs"
+        return f"give the fresh pairs more room ({more}) or a quieter runner"
+    return "their changes lie close to the threshold, within what the pairs resolve: the threshold decides"
 
 
 def _other_device_advice(session: SessionResults, results: list[MeasurementResult]) -> str:
@@ -245,5 +261,5 @@ def counts_line(session: SessionResults) -> str:
     """``1 regression, 2 improvements, 5 unchanged, 1 new, 0 not comparable`` (+ unstable, not gated if any)."""
     counts = verdict_counts(session)
     shown = [Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.UNCHANGED, Verdict.NEW, Verdict.NOT_COMPARABLE]
-    shown += [v for v in (Verdict.UNSTABLE, Verdict.NOT_GATED) if counts[v]]
+    shown += [v for v in (Verdict.UNSTABLE, Verdict.NOT_GATED, Verdict.NOT_RESOLVED) if counts[v]]
     return ", ".join(count_of(counts[v], v) for v in shown)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TextIO
 from pytest_gpuperf.model import ProfileSummary, SessionResults, Verdict
 from pytest_gpuperf.report.drift import drift_sentences, session_drift
 from pytest_gpuperf.report.notes import FULL_NOTES, LINE_LIMIT, note_groups, quietly_past, wrapped
+from pytest_gpuperf.report.resolution import resolution_lines
 from pytest_gpuperf.report.rows import (
     Headline,
     contention_line,
@@ -44,6 +45,7 @@ _MARKUP = {
     Verdict.NOT_COMPARABLE: "yellow",
     Verdict.UNSTABLE: "yellow",
     Verdict.NOT_GATED: "yellow",
+    Verdict.NOT_RESOLVED: "yellow",
 }
 _GAP = "  "
 _ROW_COLUMNS = HEADERS[1:]  # a row's cells, after its test id
@@ -257,6 +259,13 @@ def change_lines(changes: Sequence[EntryChange], relative: Callable[[Path], str]
     if kept := sum(1 for c in changes if c.kind == "unchanged"):
         lines.append(f"gpuperf: {kept} baseline entr{'y' if kept == 1 else 'ies'} unchanged (kept as is)")
     return lines
+
+
+def render_resolution(tw: Any, session: SessionResults) -> None:
+    """The measurements whose threshold is below what they can resolve, and what would resolve it
+    (``resolution.resolution_lines``): one grouped note."""
+    for line in resolution_lines(session):
+        tw.write_line(plain(f"gpuperf: {line}"), yellow=True)
 
 
 def render_unjudged(tw: Any, session: SessionResults) -> None:

@@ -25,6 +25,8 @@ class Evidence:
     # and what the correction took out; None where neither side waited for a CPU to speak of
     wall: Evidence | None = None
     correction: CorrectedChange | None = None
+    spread: float | None = None  # independent replicates (fresh pairs): their log ratios' spread (detectable.py)
+    interval: str = ""  # what the interval is, where it is not one at the gate's confidence ("sequential ...")
 
     @property
     def shown(self) -> Evidence:
@@ -36,7 +38,8 @@ class Evidence:
         corrected times, the wall clock's evidence first and then the corrected one."""
         from pytest_gpuperf.stats import format_level, format_p
 
-        parts = [f"ratio {self.ratio:.3f} [{self.low:.3f}, {self.high:.3f}] {format_level(confidence)} CI"]
+        level = self.interval or f"{format_level(confidence)} CI"
+        parts = [f"ratio {self.ratio:.3f} [{self.low:.3f}, {self.high:.3f}] {level}"]
         if self.p_value is not None:
             parts.append(format_p(self.p_value))
         parts.append(self.method)

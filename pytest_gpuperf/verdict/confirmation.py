@@ -25,6 +25,7 @@ from pytest_gpuperf.model import (
 )
 from pytest_gpuperf.stats import format_level
 from pytest_gpuperf.verdict import evidence as ev
+from pytest_gpuperf.verdict import pairs
 from pytest_gpuperf.verdict.judge import Reference, time_comparison
 from pytest_gpuperf.verdict.pipeline import Step, apply_step
 from pytest_gpuperf.verdict.rulesets import RuleSet
@@ -48,9 +49,12 @@ def suspicion(c: Comparison) -> Verdict | None:
     return called if c.verdict in (called, Verdict.UNSTABLE) else None
 
 
-def confirming_gate(gate: GateSettings, suspected: Verdict) -> GateSettings:
+def confirming_gate(gate: GateSettings, suspected: Verdict, first: Comparison | None = None) -> GateSettings:
     """The settings a confirmation of ``suspected`` is planned and judged with: an improvement's
-    confidence is raised to IMPROVEMENT_CONFIDENCE."""
+    confidence is raised to IMPROVEMENT_CONFIDENCE; an automatic threshold stays the one ``first``, the
+    suspecting reading's comparison, was judged at."""
+    if gate.auto_threshold is not None and first is not None and first.threshold is not None:
+        gate = dataclasses.replace(gate, threshold=first.threshold, auto_threshold=None)
     if suspected is Verdict.IMPROVEMENT and gate.confidence < IMPROVEMENT_CONFIDENCE:
         return dataclasses.replace(gate, confidence=IMPROVEMENT_CONFIDENCE)
     return gate
@@ -60,11 +64,12 @@ def judge_pairs(
     m: Measurement, reference: Reference, gate: GateSettings, rules: RuleSet, environment: Environment,
     ratios: Sequence[float], suspected: Verdict, detail: str, errors: Sequence[float] = (),
 ) -> Comparison:  # fmt: skip
-    """Compare-ref: the time comparison judged on fresh process pairs' ratios by the confirmation rules.
+    """Compare-ref: the time comparison judged on fresh process pairs' ratios by the confirmation rules, on the
+    sequential test's last look (``evidence.confirmation_pairs``).
 
     ``errors``: each pair's own standard error, a floor on the pairs' spread (``stats.replicate_spread``)."""
     gate = confirming_gate(gate, suspected)
-    evidence = ev.replicates(ratios, gate, detail, errors)
+    evidence = ev.confirmation_pairs(ratios, gate, detail, errors, improvement=suspected is Verdict.IMPROVEMENT)
     return time_comparison(m, reference, gate, rules, environment, confirmation=evidence, suspicion=suspected)
 
 
@@ -75,12 +80,12 @@ def time_of(result: MeasurementResult) -> Comparison:
 
 def oriented(ratios: list[float], suspected: Verdict) -> list[float]:
     """Ratios turned so that the suspected change reads above 1 (an improvement's are inverted)."""
-    return ratios if suspected is Verdict.REGRESSION else [1.0 / r for r in ratios]
+    return pairs.oriented(ratios, suspected is Verdict.IMPROVEMENT)
 
 
 def oriented_threshold(threshold: float, suspected: Verdict) -> float:
     """The threshold on ``oriented`` ratios: an improvement needs a ratio below ``1 - threshold``."""
-    return threshold if suspected is Verdict.REGRESSION else threshold / max(1e-9, 1.0 - threshold)
+    return pairs.oriented_threshold(threshold, suspected is Verdict.IMPROVEMENT)
 
 
 def confirmed(result: MeasurementResult, note: str, verdict: Verdict | None = None) -> MeasurementResult:
@@ -123,7 +128,7 @@ def by_pairs(result: MeasurementResult, judged: Comparison, head_ns: float, note
     base_ns = head_ns / (1.0 + judged.change) if judged.change is not None else first.baseline
     replaced = dataclasses.replace(
         first, current=head_ns, baseline=base_ns, change=judged.change,
-        ci_low=judged.ci_low, ci_high=judged.ci_high, p_value=judged.p_value,
+        ci_low=judged.ci_low, ci_high=judged.ci_high, p_value=judged.p_value, detectable=judged.detectable,
         evidence=judged.evidence, explanation=(*first.explanation, *judged.explanation),
     )  # fmt: skip
     comparisons = tuple(replaced if c is first else c for c in result.comparisons)
@@ -139,20 +144,18 @@ def remeasure_note(suspected: Verdict, verdict: Verdict, count: int, history: st
     return f"suspected {suspected.value} not confirmed on re-measure {count}: {history}"
 
 
-def pairs_note(
-    suspected: Verdict, verdict: Verdict, count: int, *, stopped_early: bool, threshold: float, confidence: float
-) -> str:
+def pairs_note(suspected: Verdict, verdict: Verdict, count: int, *, confidence: float) -> str:
     """Compare-ref: what ``count`` fresh process pairs made of the first pair's suspicion."""
     improvement = suspected is Verdict.IMPROVEMENT
     level = f" at {format_level(confidence)} (the level improvements are confirmed at)" if improvement else ""
     if verdict is suspected:
         return f"confirmed by {count} fresh process pairs{level}"
-    if stopped_early:
+    if verdict is Verdict.NOT_RESOLVED:
         return (
-            f"the first pair's suspected {suspected.value} was not confirmed: {count} fresh pairs "
-            f"left no room for a change beyond {threshold:.1%}, the other pairs were not measured"
+            f"not resolved: {count} fresh process pairs, the most --gpuperf-confirm-pairs allows, left the change "
+            "on both sides of the threshold"
         )
-    return f"the first pair's suspected {suspected.value} was not confirmed{level}"
+    return f"the first pair's suspected {suspected.value} was not confirmed{level}: {count} fresh pairs ruled it out"
 
 
 def unusable_note(suspected: Verdict, measured: int, problems: str) -> str:
@@ -160,7 +163,13 @@ def unusable_note(suspected: Verdict, measured: int, problems: str) -> str:
     return f"{suspected.value} not confirmed in fresh process pairs ({measured} measured: {problems})"
 
 
-def unconfirmed_verdict(suspected: Verdict, current: Verdict) -> Verdict:
-    """What stands when no confirmation could be taken: a regression stays (the gate errs on the safe
-    side), an improvement is not claimed."""
-    return Verdict.UNCHANGED if suspected is Verdict.IMPROVEMENT and current is Verdict.IMPROVEMENT else current
+def unconfirmed_verdict(c: Comparison) -> Verdict:
+    """What stands when no confirmation could be taken: the first pair's own outcome against the threshold, as
+    it was before the screen suspected it (a regression only where its interval lay beyond the threshold), an
+    improvement not claimed; unstable stays unstable."""
+    if c.verdict is Verdict.UNSTABLE:
+        return c.verdict
+    steps = c.explanation
+    last = max((i for i, step in enumerate(steps) if step.suspect), default=None)
+    before = steps[last - 1].verdict if last else Verdict.UNCHANGED
+    return Verdict.UNCHANGED if before is Verdict.IMPROVEMENT else before

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pytest_gpuperf import stats
 from pytest_gpuperf.config import GateSettings
 from pytest_gpuperf.model import BaselineEntry, Corrected, CorrectedChange, Measurement, SampleStats
+from pytest_gpuperf.stats import format_level
+from pytest_gpuperf.verdict import pairs
 from pytest_gpuperf.verdict.case import Evidence
 
 # An uncertainty this large (relative, one side) leaves no usable interval: the bracket spans most of the value.
@@ -82,20 +84,35 @@ def paired_rounds(
     )  # fmt: skip
 
 
-def replicates(ratios: Sequence[float], settings: GateSettings, method: str, errors: Sequence[float] = ()) -> Evidence:
-    """Independent readings' ratios (fresh processes or process pairs), t interval on their logs.
+def confirmation_pairs(
+    ratios: Sequence[float], settings: GateSettings, method: str, errors: Sequence[float] = (), *,
+    improvement: bool = False,
+) -> Evidence:  # fmt: skip
+    """Fresh process pairs' ratios as the sequential test's last look saw them (verdict/pairs.py).
 
-    ``errors``: each reading's own standard error; where the readings agree more closely than that,
-    their spread is taken at it (``stats.replicate_spread``) and the method says so.
+    The interval is the look's: its lower end is the bound the beyond side spends its error on, its upper
+    end the within side's (both on the suspected change's side: ``improvement`` turns the ratios). ``errors``:
+    each pair's own standard error; where the pairs agree more closely than that, their spread is taken at it
+    (``stats.replicate_spread``) and the method says so.
     """
-    ratio, low, high, p = stats.replicate_ratio_ci(ratios, settings.confidence, errors)
+    look = pairs.pairs_look(
+        pairs.oriented(ratios, improvement), budget=settings.confirm_pairs,
+        threshold=pairs.oriented_threshold(settings.threshold, improvement), confidence=settings.confidence,
+        errors=errors, improvement=improvement,
+    )  # fmt: skip
+    ratio, low, high = (1.0 / look.ratio, 1.0 / look.high, 1.0 / look.low) if improvement else (
+        look.ratio, look.low, look.high)  # fmt: skip
+    _, _, _, p = stats.replicate_ratio_ci(ratios, settings.confidence, errors)
     spread, floored = stats.replicate_spread(ratios, errors)
     if floored:
         method += (
             f"; they agreed more closely than each was measured, so their spread is taken as "
             f"their own error, {spread:.2%}"
         )
+    beyond = format_level(pairs.error_rate(settings.confidence))
+    within = format_level(pairs.within_error_rate(settings.confidence, improvement))
     return Evidence(
         change=ratio - 1.0, ratio=ratio, low=low, high=high, p_value=p, method=method,
-        readings=len(ratios), reference_readings=len(ratios), paired=True,
+        readings=len(ratios), reference_readings=len(ratios), paired=True, spread=look.spread,
+        interval=f"sequential interval (a change of the threshold beyond it at most {beyond}, within {within})",
     )  # fmt: skip

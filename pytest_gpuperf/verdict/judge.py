@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -18,13 +19,14 @@ from pytest_gpuperf.model import (
 )
 from pytest_gpuperf.verdict import evidence as ev
 from pytest_gpuperf.verdict.case import Case, Evidence
+from pytest_gpuperf.verdict.detectable import detectable
 from pytest_gpuperf.verdict.pipeline import run_pipeline
 from pytest_gpuperf.verdict.rulesets import RuleSet
 
 # What fails a test: a regression always; under --gpuperf-strict (``gpuperf compare --strict``)
 # also what could not be judged. The plugin, the reports and the CLI all ask ``failing``.
 FAILING_VERDICTS = frozenset({Verdict.REGRESSION})
-STRICT_VERDICTS = frozenset({Verdict.NOT_COMPARABLE, Verdict.UNSTABLE, Verdict.NOT_GATED})
+STRICT_VERDICTS = frozenset({Verdict.NOT_COMPARABLE, Verdict.UNSTABLE, Verdict.NOT_GATED, Verdict.NOT_RESOLVED})
 
 
 def failing(comparisons: Iterable[Comparison], *, strict: bool) -> list[Comparison]:
@@ -85,7 +87,11 @@ def time_comparison(
     suspicion: Verdict | None = None,
 ) -> Comparison:
     """The time comparison alone; with ``confirmation``, judged on that evidence by the confirmation rules
-    (``suspicion``: the change the first reading suspected)."""
+    (``suspicion``: the change the first reading suspected).
+
+    With an ``auto_threshold``, the threshold is what this reading's evidence resolves, within its bounds
+    (``AutoThreshold.pick``); a confirmation is judged at the threshold its first reading chose
+    (``confirmation.confirming_gate``)."""
     evidence = confirmation or reference.time_evidence
     entry = reference.entry
     comparable = entry is not None and (
@@ -96,7 +102,15 @@ def time_comparison(
     current = measurement.stats.get(settings.statistic)
     case = _case(Kind.TIME, f"time.{settings.statistic.value}", current, "ns", measurement, reference, settings,
                  environment, evidence=evidence, suspicion=suspicion)  # fmt: skip
-    return run_pipeline(case, rules.confirmation if confirmation is not None else rules.time)
+    if settings.auto_threshold is not None and evidence is not None:
+        found = detectable(case, settings.threshold)
+        threshold = settings.auto_threshold.pick(found.change if found else None)
+        settings = dataclasses.replace(settings, threshold=threshold)
+        case = dataclasses.replace(case, settings=settings)
+    judged = run_pipeline(case, rules.confirmation if confirmation is not None else rules.time)
+    if judged.verdict in (Verdict.NEW, Verdict.NOT_COMPARABLE) or evidence is None:
+        return judged
+    return dataclasses.replace(judged, detectable=detectable(case, settings.threshold))
 
 
 def _case(

@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 from pytest_gpuperf.modes import ModePlan
 from pytest_gpuperf.verdict.pipeline import Rule
 from pytest_gpuperf.verdict.rules import (
+    AgainstThreshold,
     ConfirmOnly,
     Contention,
     Health,
@@ -17,6 +18,7 @@ from pytest_gpuperf.verdict.rules import (
     NoiseFloor,
     NoisyBaseline,
     Reference,
+    Screen,
     Significance,
 )
 
@@ -72,13 +74,22 @@ def baseline_rules(guard: GuardRules = GuardRules()) -> RuleSet:
 
 
 def compare_ref_rules(guard: GuardRules = GuardRules()) -> RuleSet:
-    """Head and base interleaved in one run: no recorded noise, no frozen number to distrust; the host guard
-    adds only what each side records of its own host (a GPU's clocks: the CPU guard adds nothing here)."""
+    """Head and base interleaved in one run: no recorded noise, no frozen number to distrust. The interval
+    decides against the threshold in three outcomes; the first pair screens what fresh pairs decide. The host
+    guard adds only what each side records of its own host (a GPU's clocks: the CPU guard adds nothing here)."""
     return RuleSet(
-        time=(MinimumSamples(), Reference(), Significance(), Contention(), *guard.time, Health()),
+        time=(
+            MinimumSamples(),
+            Reference(),
+            AgainstThreshold(),
+            Screen(),
+            Contention(three_outcomes=True),
+            *guard.time,
+            Health(),
+        ),
         memory=(Reference(), MemoryGrowth()),
         metric=(MetricBounds(), Reference(), MetricTolerance()),
-        confirmation=(Significance(suspects=False), ConfirmOnly(), Health()),
+        confirmation=(AgainstThreshold(), ConfirmOnly(), Health()),
     )
 
 

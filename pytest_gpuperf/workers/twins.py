@@ -252,6 +252,7 @@ def zygote_main() -> NoReturn:
     if have_torch():
         import torch  # noqa: F401
 
+    preload_plugins()
     conn = Connection(int(os.environ[ENV_ZYGOTE_FD]))
     own_path = [p for p in sys.path if p not in (os.environ[protocol.ENV_HARNESS], os.getcwd())]
     # Blocked until the head asks or a worker ends (SIGCHLD, through the wakeup fd): a zygote that
@@ -272,6 +273,39 @@ def zygote_main() -> NoReturn:
             _report_exits(conn)
     except (EOFError, OSError):
         os._exit(0)  # the head closed its end: the workers still running end with this process
+
+
+ENV_NO_PRELOAD = "GPUPERF_ZYGOTE_NO_PRELOAD"  # set when a preloaded plugin left the zygote unsafe to fork
+_PRELOADED: frozenset[str] = frozenset()  # the top-level packages preloading imported (pytest_gpuperf aside)
+
+
+def preload_plugins() -> None:
+    """Import the pytest plugins every worker's pytest loads (this package's and those installed), once for all.
+
+    A worker's own start-up is pytest loading its plugins: finding their entry points, importing them (and,
+    where bytecode is not written, compiling them and rewriting their asserts) takes seconds in each of a
+    confirmation's workers where the zygote has not done it for them (docs/detection.md). A plugin whose
+    import starts a thread or CUDA would leave the zygote unable to fork (``unsafe_to_fork``): the zygote then
+    starts itself again without preloading, paying one more import of torch. A plugin that fails to import is
+    left to fail in the worker, which reports it. Off where pytest's own autoload is (the workers load none).
+    """
+    global _PRELOADED
+    if os.environ.get(ENV_NO_PRELOAD):
+        return
+    import importlib
+    from importlib.metadata import entry_points
+
+    before = set(sys.modules)
+    importlib.import_module("pytest_gpuperf.plugin")
+    if not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        for entry in entry_points(group="pytest11"):
+            with contextlib.suppress(Exception):
+                entry.load()
+    _PRELOADED = frozenset(name.partition(".")[0] for name in set(sys.modules) - before) - {"pytest_gpuperf"}
+    if unsafe_to_fork() is not None:
+        sys.stdout.flush()
+        os.environ[ENV_NO_PRELOAD] = "1"
+        os.execv(sys.executable, [sys.executable, "-c", _ZYGOTE])
 
 
 def _fork_workers(
@@ -318,6 +352,30 @@ def _dump_stacks_on_signal(log: str) -> None:
     faulthandler.register(STACKS_SIGNAL, file=_STACKS_FILE, all_threads=True)
 
 
+def forget_shadowed(folders: Sequence[str], preloaded: frozenset[str] | None = None) -> list[str]:
+    """Forget the preloaded packages that the worker's import path (``folders``, first) resolves elsewhere than
+    where the zygote found them, so that it imports those: a repository whose own pytest plugin the zygote
+    preloaded is measured on its checkout's code, not on the installed one. A folder that holds the very copy
+    preloaded (site-packages on a fresh re-measure's path) changes nothing. Returns the packages forgotten."""
+    names = _PRELOADED if preloaded is None else preloaded
+    shadowed = sorted(name for name in names if _resolves_elsewhere(name, folders))
+    for module in [m for m in sys.modules if m.partition(".")[0] in shadowed]:
+        del sys.modules[module]
+    return shadowed
+
+
+def _resolves_elsewhere(name: str, folders: Sequence[str]) -> bool:
+    """Whether the first of ``folders`` that provides top-level module ``name`` is not the one it was loaded from."""
+    file = getattr(sys.modules.get(name), "__file__", None)
+    if file is None:
+        return False  # a built-in or namespace package: nothing a checkout's folder would replace
+    loaded = Path(file).parent.parent if Path(file).name == "__init__.py" else Path(file).parent
+    for folder in folders:
+        if Path(folder, name).is_dir() or Path(folder, f"{name}.py").is_file():
+            return Path(folder).resolve() != loaded.resolve()
+    return False
+
+
 def _become_worker(spec: dict[str, Any], fd: int, others: list[int], inherited_path: list[str]) -> NoReturn:
     """In the forked child: become the worker ``spec`` describes, on channel ``fd``; run its pytest session, exit."""
     code = 1
@@ -336,6 +394,7 @@ def _become_worker(spec: dict[str, Any], fd: int, others: list[int], inherited_p
         os.environ[lifeline.ENV_PARENT] = str(os.getppid())
         del os.environ[ENV_ZYGOTE_FD]
         sys.path[:] = [*spec["path_prefix"], *(p for p in inherited_path if p not in spec["path_prefix"])]
+        forget_shadowed(spec["path_prefix"][1:])
         import pytest
 
         code = int(pytest.main(list(spec["argv"])))

@@ -41,10 +41,15 @@ class Alternation:
     def pairs(self) -> int:
         return min(len(self.head_rounds), len(self.base_rounds))
 
-    def half_width(self) -> float:
-        """Relative half-width (log scale) of the CI of the median pair ratio; inf until it exists."""
+    def interval(self) -> tuple[float, float]:
+        """The CI of the median pair ratio; infinite until it exists."""
         n = self.pairs
         _, low, high, _ = stats.paired_median_ratio(self.head_rounds[:n], self.base_rounds[:n])
+        return low, high
+
+    def half_width(self) -> float:
+        """Relative half-width (log scale) of the CI of the median pair ratio; inf until it exists."""
+        low, high = self.interval()
         if not (math.isfinite(low) and math.isfinite(high)) or low <= 0:
             return math.inf
         return (math.log(high) - math.log(low)) / 2
@@ -60,12 +65,15 @@ def stopping_rule(settings: MeasureSettings) -> StoppingRule:
 
 
 def alternate(
-    head: RoundFn, base: RoundFn, settings: MeasureSettings, *, spent_s: float = 0.0, base_first: bool = False
-) -> Alternation:
+    head: RoundFn, base: RoundFn, settings: MeasureSettings, *, spent_s: float = 0.0, base_first: bool = False,
+    resolved: Callable[[float, float], bool] | None = None,
+) -> Alternation:  # fmt: skip
     """Alternate rounds until the stopping rule says enough, or a side stops.
 
     ``spent_s``: the head's warm-up, counted against the time limit. ``base_first``
     starts the ABBA order with the base (BAAB...): confirmation pairs take turns.
+    ``resolved``: whether the pair ratio's interval ``(low, high)`` settles what the rounds decide
+    (``verdict.rules.resolved_against``): the rounds stop there, at the least time and pairs.
     """
     rule = stopping_rule(settings)
     result = Alternation()
@@ -75,7 +83,8 @@ def alternate(
     while True:
         now = time.perf_counter()
         progress = Progress(result.pairs, result.pairs, spent, now - began, next_round_s=last_pair_s)
-        result.stop = rule.check(progress, result.half_width)
+        settled = None if resolved is None else lambda: resolved(*result.interval())
+        result.stop = rule.check(progress, result.half_width, settled)
         if result.stop is not None:
             result.note = rule.shortfall_note(result.pairs, "pair") or ""
             return result

@@ -54,6 +54,7 @@ from pytest_gpuperf.verdict.confirmation import (
     unconfirmed_verdict,
     unusable_note,
 )
+from pytest_gpuperf.verdict.rules import resolved_against
 from pytest_gpuperf.verdict.rulesets import RuleSet
 from pytest_gpuperf.workers.protocol import handover_pause_s
 from pytest_gpuperf.workers.remote import RECV_TIMEOUT_S, START_TIMEOUT_S, RemoteSide, WorkerLaunch
@@ -294,7 +295,7 @@ class CompareRefEngine:
             if base is None:
                 prepared.run_to_completion()
             else:
-                note = self._alternate(prepared, base, remote, spec)
+                note = self._alternate(prepared, base, remote, spec, settings.gate)
         except BaseException:
             remote.abandon()
             raise
@@ -310,8 +311,11 @@ class CompareRefEngine:
         return dataclasses.replace(measurement, notes=(*measurement.notes, Note(label)))
 
     @staticmethod
-    def _alternate(prepared: PreparedMeasurement, base: _BaseSide, remote: RemoteSide, spec: MeasureSpec) -> str:
-        """Alternate rounds with the worker; returns a note ('' if fine)."""
+    def _alternate(
+        prepared: PreparedMeasurement, base: _BaseSide, remote: RemoteSide, spec: MeasureSpec, gate: GateSettings
+    ) -> str:
+        """Alternate rounds with the worker until the ratio is resolved against the threshold (the screen's boundary
+        when fresh pairs follow: ``rules.resolved_against``); returns a note ('' if fine)."""
         pause_s = handover_pause_s()
 
         def head_round(budget_s: float) -> list[float]:
@@ -324,7 +328,10 @@ class CompareRefEngine:
             base.samples.extend(samples or ())
             return samples
 
-        rounds = alternate(head_round, base_round, spec.settings, spent_s=prepared.elapsed_s())
+        # an automatic threshold is known once the rounds are: they resolve against its low bound, the strictest
+        threshold = gate.auto_threshold.low if gate.auto_threshold is not None else gate.threshold
+        resolved = resolved_against(threshold, confirming=gate.confirm_pairs > 0)
+        rounds = alternate(head_round, base_round, spec.settings, spent_s=prepared.elapsed_s(), resolved=resolved)
         if not rounds.complete:
             base.error = remote.test_note or f"{base.key} stopped at the base"
             prepared.run_to_completion()
@@ -391,7 +398,7 @@ class CompareRefEngine:
         assert self._confirmation is not None
         m = result.measurement
         first = time_of(result)
-        gate = confirming_gate(gate, suspected)
+        gate = confirming_gate(gate, suspected, first)
         confirmation = self._confirmation.confirm(
             m.test_id, m.key, pair.settings or MeasureSettings(), gate.threshold, gate.confidence, suspected
         )
@@ -399,17 +406,14 @@ class CompareRefEngine:
         if not confirmation.usable():
             problems = "; ".join(confirmation.problems) or "no pair measured"
             note = unusable_note(suspected, len(ratios), problems)
-            return confirmed(result, note, unconfirmed_verdict(suspected, first.verdict))
+            return confirmed(result, note, unconfirmed_verdict(first))
         detail = describe(ratios, 1.0 + (first.change or 0.0))
-        if confirmation.extended:
-            detail += f"; {confirmation.extended} more after the first {confirmation.planned} left the verdict open"
         if confirmation.problems:
             detail += f"; {len(confirmation.problems)} pair(s) could not measure: {confirmation.problems[0]}"
         judged = judge_pairs(
             m, reference, gate, self.rules, self.environment, ratios, suspected, detail, confirmation.errors
         )
-        note = pairs_note(suspected, judged.verdict, len(ratios), stopped_early=confirmation.stopped_early,
-                          threshold=gate.threshold, confidence=gate.confidence)  # fmt: skip
+        note = pairs_note(suspected, judged.verdict, len(ratios), confidence=gate.confidence)
         return by_pairs(result, judged, confirmation.head_ns(), note)
 
     def _paired(self, m: Measurement, base: _BaseSide, gate: GateSettings) -> Evidence:

@@ -89,6 +89,7 @@ def point_title(point: Point, series: Series, scale: ValueScale) -> str:
     extras = [
         f"busy runner: {point.busy} (left out of change points)" if point.busy else "",
         f"{point.samples} samples" if point.samples is not None else "",
+        f"resolves {point.detectable:.1%} (minimum detectable change)" if point.detectable is not None else "",
         f"verdict: {point.verdict.value}" if point.verdict else "",
         "baseline updated" if point.baseline_update else "",
         "profile diff recorded" if point.has_profile_diff else "",
