@@ -99,7 +99,9 @@ def test_files_from_another_device_class_say_what_differs_and_how_to_record_a_ba
     base = write_results(tmp_path / "base.json", elsewhere)
     head = write_results(tmp_path / "head.json", HEAD_SESSION)
     code, out, _ = run("compare", str(base), str(head))
-    last = out.strip().splitlines()[-1]
+    lines = out.strip().splitlines()
+    start = max(i for i, line in enumerate(lines) if line.startswith("gpuperf: "))
+    last = " ".join(line.strip() for line in lines[start:])  # the run's last line, as wrapped for the terminal
     assert code == 0 and "could not be judged: 3 not comparable (reference)" in last, out
     assert (
         f"measured on device class {ENV.device_class}, the reference on cpu-x86: compare with a base measured "

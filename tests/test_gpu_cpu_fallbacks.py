@@ -125,7 +125,7 @@ def test_cold(gpu_bench):
     result.stdout.fnmatch_lines(
         [
             "*gpuperf notes*",
-            "2 measurements (test_cold.py::test_cold::a, test_cold.py::test_cold::b): l2_flush requested but inactive*",
+            "2 measurements (test_cold.py::test_cold::a, +1 more): l2_flush requested but inactive*",
         ]
     )
     assert result.stdout.str().count("l2_flush requested but inactive") == 1
