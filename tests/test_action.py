@@ -260,7 +260,7 @@ def test_job_summary_text(tmp_path: Path) -> None:
     assert text.startswith(
         "## pytest-gpuperf · `gate (gpu=a100)`\n\n"
         f"Gate **passed** (pytest exit code 0: all tests passed) · [results, HTML report and traces]({ARTIFACT})\n\n"
-        "⚠️ **3 of 7 measurements could not be judged: 1 unstable, 1 not gated, 1 not comparable."
+        "⚠️ **4 of 8 measurements could not be judged: 1 unstable, 1 not gated, 1 not resolved, 1 not comparable."
     )
     assert "\n\n🔴 **1 regression, 1 improvement" in text
     assert "pytest-gpuperf-comment" not in text

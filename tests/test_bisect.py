@@ -152,9 +152,13 @@ def test_judging_a_results_file_uses_the_gates_definition_of_failing() -> None:
 
 def test_a_run_that_failed_without_a_regression_is_skipped_not_good() -> None:
     session = make_session()
-    calm = type(session)(tuple(r for r in session.results if r.verdict is not Verdict.REGRESSION),
-                         session.environment, session.provenance, session.mode, session.started_at)  # fmt: skip
+    settled = tuple(r for r in session.results if r.verdict not in (Verdict.REGRESSION, Verdict.NOT_RESOLVED))
+    calm = type(session)(settled, session.environment, session.provenance, session.mode, session.started_at)
     assert bisect.judge_session("c" * 40, "", calm, 0).verdict is StepVerdict.GOOD
+    # a change past the threshold whose interval reaches back below it (not resolved) calls the step neither way
+    open_ = tuple(r for r in session.results if r.verdict is not Verdict.REGRESSION)
+    unresolved = type(session)(open_, session.environment, session.provenance, session.mode, session.started_at)
+    assert bisect.judge_session("c" * 40, "", unresolved, 0).verdict is StepVerdict.INCONCLUSIVE
     failed = bisect.judge_session("c" * 40, "", calm, 1)
     assert failed.verdict is StepVerdict.SKIP and "without a regression" in failed.reason
     empty = type(session)((), session.environment, session.provenance, session.mode, session.started_at)

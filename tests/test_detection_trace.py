@@ -145,9 +145,9 @@ def test_compare_refs_pairs_on_unchanged_code_are_summed_up(
     assert line.pairs() == ([1.010, 0.990, 1.012], 1.030)
     assert trace.main([str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    # five readings a session: the first test's first pair (1.030 where confirmed, else its +0.4%), -20%, +25%,
-    # +0% and +2.3%; beyond 2%: four in the confirming session, three in the other
-    assert "first pairs: 10 tests" in out and "7 beyond their threshold" in out
+    # six readings a session: the first test's first pair (1.030 where confirmed, else its +0.4%), -20%, +25%,
+    # +0%, +2.3% and +2.2%; beyond 2%: five in the confirming session, four in the other
+    assert "first pairs: 12 tests" in out and "9 beyond their threshold" in out
     assert "confirmations: 1 in 1 session(s), settled by 3 pairs: 1" in out
     logs = [math.log(r) for r in (1.010, 0.990, 1.012)]
     mean = sum(logs) / 3

@@ -90,7 +90,7 @@ def test_the_cpu_guards_compare_ref_lists_are_unchanged() -> None:
     plan = plan_for(Mode.COMPARE_REF)
     cpu = guard_for(torch.device("cpu"), plan=plan, pin_cpu="off")
     assert [r.name for r in rules_for(plan, cpu.rules(plan)).time] == [
-        "minimum-samples", "reference", "significance", "contention", "health",
+        "minimum-samples", "reference", "against-threshold", "screen", "contention", "health",
     ]  # fmt: skip
 
 

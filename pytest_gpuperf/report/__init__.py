@@ -70,16 +70,15 @@ def _html(session: SessionResults, path: Path | None, history: History | None) -
 
 def _table(session: SessionResults, path: Path | None, history: History | None) -> str:
     from pytest_gpuperf.report.notes import wrapped
-    from pytest_gpuperf.report.resolution import resolution_lines
     from pytest_gpuperf.report.rows import unjudged_line
-    from pytest_gpuperf.report.terminal import PlainWriter, render_summary
+    from pytest_gpuperf.report.terminal import PlainWriter, render_summary, resolution_terminal_lines
     from pytest_gpuperf.report.text import plain
 
     buffer = io.StringIO()
     writer = PlainWriter(buffer, color=False)
     render_summary(session, writer)
-    for line in resolution_lines(session):
-        writer.line(plain(f"gpuperf: {line}"))
+    for line in resolution_terminal_lines(session):
+        writer.line(line)
     if unjudged := unjudged_line(session):  # last, as at the end of a session
         for line in wrapped(plain(unjudged)):
             writer.line(line)

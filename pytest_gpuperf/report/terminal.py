@@ -264,8 +264,22 @@ def change_lines(changes: Sequence[EntryChange], relative: Callable[[Path], str]
 def render_resolution(tw: Any, session: SessionResults) -> None:
     """The measurements whose threshold is below what they can resolve, and what would resolve it
     (``resolution.resolution_lines``): one grouped note."""
+    for line in resolution_terminal_lines(session):
+        tw.write_line(line, yellow=True)
+
+
+def resolution_terminal_lines(session: SessionResults) -> list[str]:
+    """``resolution_lines`` as the terminal writes them: wrapped at ``LINE_LIMIT``, except a command, which
+    keeps a line of its own whole so that it can be copied."""
+    lines: list[str] = []
     for line in resolution_lines(session):
-        tw.write_line(plain(f"gpuperf: {line}"), yellow=True)
+        text, _, command = plain(line).partition(": pytest ")
+        if command:
+            lines += wrapped(f"{text}:")
+            lines.append(f"{' ' * len('gpuperf: ')}pytest {command}")
+        else:
+            lines += wrapped(text)
+    return lines
 
 
 def render_unjudged(tw: Any, session: SessionResults) -> None:
