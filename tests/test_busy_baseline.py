@@ -30,16 +30,20 @@ def test_the_cpu_guard_names_the_evidence_of_a_busy_runner() -> None:
 
 
 def test_a_baseline_written_busy_records_it_and_says_it_cannot_be_trusted(tmp_path: Path) -> None:
-    here = measurement(1000.0, health=QUIET)
-    engine, _ = engine_with_fresh_readings(tmp_path, measurement(1010.0, health=BUSY))
+    here = measurement(1000.0, health=BUSY)  # the session's reading, the one written where the check agrees
+    engine, _ = engine_with_fresh_readings(tmp_path, measurement(1010.0, health=QUIET))
     kept = engine._baseline_reading(here, GateSettings(threshold=0.10))
     assert kept.written_busy == EVIDENCE
     assert f"written while the runner was busy ({EVIDENCE}) with no correction for it: write it again" in (
         kept.notes[-1].text
     )
     quiet_engine, _ = engine_with_fresh_readings(tmp_path, measurement(1010.0, health=QUIET))
-    quiet = quiet_engine._baseline_reading(here, GateSettings(threshold=0.10))
+    quiet = quiet_engine._baseline_reading(measurement(1000.0, health=QUIET), GateSettings(threshold=0.10))
     assert quiet.written_busy is None
+    # a busy check beside a quiet reading written: the entry's times were not taken busy, so it gates
+    checked_busy, _ = engine_with_fresh_readings(tmp_path, measurement(1010.0, health=BUSY))
+    kept_quiet = checked_busy._baseline_reading(measurement(1000.0, health=QUIET), GateSettings(threshold=0.10))
+    assert kept_quiet.written_busy is None
 
 
 def test_a_busy_write_whose_wait_was_accounted_is_corrected_not_busy(tmp_path: Path) -> None:

@@ -180,7 +180,9 @@ class LocalEngine:
         short_check = c < len(taken) and taken[c].stats.count < spec.settings.min_samples
         chosen = taken[readings.chosen_reading(medians, {c} if short_check else set())]
         written = Note(self._write_note(chosen, medians, gate), topic=BASELINE_WRITE)
-        busy = next((b for r in taken if (b := self._busy_uncorrected(r, gate))), None)
+        # the reading written is what the entry keeps: a check that waited past what its accounting can take out
+        # only widens the recorded noise (its median is among process_medians_ns), it leaves no busy reference
+        busy = self._busy_uncorrected(chosen, gate)
         busy_notes = (
             ()
             if busy is None
