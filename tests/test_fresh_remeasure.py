@@ -115,10 +115,11 @@ def test_a_regression_while_the_machine_stays_slow_is_not_judged(
 def test_a_baseline_written_on_a_slow_machine_is_flagged_and_rewritten(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the baseline's reference x4: written, it seems, on a far slower machine. The threshold of 300%
-    # keeps the host's own slow phases (up to about 2x here) from reading as a regression.
+    # the baseline's reference x8: written, it seems, on a far slower machine, one whose state could hide a
+    # regression past even a threshold of 300% (x8 is x6.4 beyond the reference's noise), which keeps the host's
+    # own slow phases (up to about 2x here) from reading as a regression
     lenient = [*GATE, "--gpuperf-threshold=3.0"]
-    result, entry = gate(pytester, monkeypatch, reference_factor=4.0, args=lenient)
+    result, entry = gate(pytester, monkeypatch, reference_factor=8.0, args=lenient)
     assert result.ret == 0, result.stdout.str()
     assert entry["comparisons"][0]["verdict"] == "unstable"
     assert "write it again" in entry["comparisons"][0]["note"]
